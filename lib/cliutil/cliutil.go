@@ -1,0 +1,139 @@
+// Package cliutil owns what every bkit program shares at its edge: the common flags
+// (--now, --state, --in-place, -o, --seed, -v), reading and writing the client state
+// document through them, atomic file replacement, and the one place where errors become
+// exit statuses (0 ok, 1 run-time failure, 2 bad usage or input).
+package cliutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Exit statuses shared by every program.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // a failure at run time: database unreachable, server error
+	ExitUsage   = 2 // bad usage or invalid input; nothing was written
+)
+
+// UsageError marks an error caused by the caller: a bad flag, argument or input document.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// BadInput marks err (typically a document validation error) as the caller's fault.
+func BadInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	return &UsageError{Err: err}
+}
+
+// StatusError lets a program choose its exit status for an outcome that is not a
+// failure, such as bfetch's urgency; Msg, when set, is printed to stderr.
+type StatusError struct {
+	Code int
+	Msg  string
+}
+
+func (e *StatusError) Error() string { return e.Msg }
+
+// ExitStatus maps an error to the exit status every bkit program uses.
+func ExitStatus(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// Run runs cmd with args (args[0] is the program name) and the given streams, prints
+// any error as "prog: message" on stderr and returns the exit status. It never calls
+// os.Exit, so programs can be run in-process by tests.
+func Run(cmd *cli.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd.Reader = stdin
+	cmd.Writer = stdout
+	cmd.ErrWriter = stderr
+	cmd.ExitErrHandler = func(context.Context, *cli.Command, error) {}
+	prepare(cmd)
+	err := cmd.Run(context.Background(), args)
+	if err != nil {
+		var se *StatusError
+		if !errors.As(err, &se) || se.Msg != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", cmd.Name, err)
+		}
+	}
+	return ExitStatus(err)
+}
+
+// prepare makes flag-parsing errors usage errors (status 2) in cmd and every subcommand,
+// with a pointer to --help instead of the whole help text.
+func prepare(cmd *cli.Command) {
+	if cmd.OnUsageError == nil {
+		cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+			return Usagef("%v (see '%s --help')", err, c.FullName())
+		}
+	}
+	for _, sub := range cmd.Commands {
+		prepare(sub)
+	}
+}
+
+// Help builds the long description of a command: what it does, then EXAMPLES and
+// EXIT STATUS sections, so every program's --help reads the same way.
+func Help(what string, examples []string, exitStatus string) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(what))
+	if len(examples) > 0 {
+		b.WriteString("\n\nEXAMPLES:\n")
+		for _, e := range examples {
+			b.WriteString("   " + e + "\n")
+		}
+	}
+	if exitStatus == "" {
+		exitStatus = DefaultExitStatus
+	}
+	b.WriteString("\nEXIT STATUS:\n")
+	for _, l := range strings.Split(strings.TrimSpace(exitStatus), "\n") {
+		b.WriteString("   " + l + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// DefaultExitStatus is the EXIT STATUS section of a program with no statuses of its own.
+const DefaultExitStatus = `0  success
+1  failure at run time (I/O error, unreachable database or server)
+2  bad usage or invalid input (the message names the file and field); nothing is written`
+
+// Logger returns the program's slog logger on stderr: warnings and errors by default,
+// debug with -v.
+func Logger(cmd *cli.Command) *slog.Logger {
+	level := slog.LevelWarn
+	if cmd.Bool("verbose") {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(cmd.Root().ErrWriter, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,123 @@
+package cliutil
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Flag names shared by every program.
+const (
+	FlagNow     = "now"
+	FlagState   = "state"
+	FlagInPlace = "in-place"
+	FlagOutput  = "output"
+	FlagSeed    = "seed"
+	FlagVerbose = "verbose"
+)
+
+// NowFlag is --now: the time a decision is made, Unix seconds or RFC 3339.
+func NowFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:  FlagNow,
+		Usage: "decide as of `TIME`: Unix seconds (e.g. 1700000000.5) or RFC 3339 (e.g. 2026-11-22T10:00:00Z); default: the wall clock",
+	}
+}
+
+// StateFlags are --state FILE and --in-place.
+func StateFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{
+			Name:  FlagState,
+			Usage: "read the state document from `FILE` instead of standard input (- means standard input)",
+		},
+		&cli.BoolFlag{
+			Name:  FlagInPlace,
+			Usage: "with --state, replace FILE with the result atomically (temporary file, fsync, rename) instead of writing to standard output; FILE is untouched on any error",
+		},
+	}
+}
+
+// OutputFlag is -o/--output with the formats a program offers (the first is the default
+// description; an empty value means "the input's format").
+func OutputFlag(formats ...string) cli.Flag {
+	return &cli.StringFlag{
+		Name:    FlagOutput,
+		Aliases: []string{"o"},
+		Usage:   "write `FORMAT`: " + strings.Join(formats, ", ") + " (default: the input's format)",
+		Validator: func(s string) error {
+			for _, f := range formats {
+				if s == f {
+					return nil
+				}
+			}
+			return fmt.Errorf("must be one of %s, got %q", strings.Join(formats, ", "), s)
+		},
+	}
+}
+
+// SeedFlag is --seed: the seed of every random choice, so a run can be repeated.
+func SeedFlag() cli.Flag {
+	return &cli.Uint64Flag{
+		Name:  FlagSeed,
+		Usage: "seed `N` for random choices (backoff jitter, emulation); the same seed gives the same output",
+		Value: 1,
+	}
+}
+
+// VerboseFlag is -v/--verbose: debug logging on stderr.
+func VerboseFlag() cli.Flag {
+	return &cli.BoolFlag{Name: FlagVerbose, Aliases: []string{"v"}, Usage: "log debug detail on standard error"}
+}
+
+// Now returns --now as Unix seconds, or the wall clock when it is not given.
+func Now(cmd *cli.Command) (float64, error) {
+	s := cmd.String(FlagNow)
+	if s == "" {
+		return float64(time.Now().UnixNano()) / 1e9, nil
+	}
+	t, err := ParseTime(s)
+	if err != nil {
+		return 0, Usagef("--now: %v", err)
+	}
+	return t, nil
+}
+
+// ParseTime reads a time as Unix seconds (possibly fractional) or RFC 3339.
+func ParseTime(s string) (float64, error) {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return 0, fmt.Errorf("want Unix seconds >= 0 or RFC 3339, got %q", s)
+		}
+		return v, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("want Unix seconds or RFC 3339 (2026-11-22T10:00:00Z), got %q", s)
+	}
+	return float64(t.UnixNano()) / 1e9, nil
+}
+
+// ParseDuration reads a duration as seconds ("3600", "90.5") or with a unit
+// ("90s", "30m", "36h", "10d", "2w").
+func ParseDuration(s string) (float64, error) {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return 0, fmt.Errorf("want a duration >= 0, got %q", s)
+		}
+		return v, nil
+	}
+	units := map[string]float64{"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+	if len(s) > 1 {
+		if mult, ok := units[s[len(s)-1:]]; ok {
+			if v, err := strconv.ParseFloat(s[:len(s)-1], 64); err == nil && v >= 0 && !math.IsInf(v, 0) {
+				return v * mult, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("want seconds or a number with a unit s, m, h, d or w (e.g. 36h, 10d), got %q", s)
+}
