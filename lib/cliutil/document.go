@@ -1,0 +1,130 @@
+package cliutil
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/bkit/bkit/lib/state"
+	"github.com/urfave/cli/v3"
+)
+
+// Input is a state document read through --state or standard input.
+type Input struct {
+	Doc    *state.Document
+	Format state.Format
+	File   string // the name used in messages: the path, or "stdin"
+}
+
+// ReadState reads and validates the document named by --state, or standard input.
+// Invalid documents are usage errors (status 2).
+func ReadState(cmd *cli.Command) (*Input, error) {
+	path := cmd.String(FlagState)
+	if cmd.Bool(FlagInPlace) && (path == "" || path == "-") {
+		return nil, Usagef("--in-place needs --state FILE")
+	}
+	var r io.Reader = cmd.Root().Reader
+	file := "stdin"
+	if path != "" && path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, Usagef("%v", err)
+		}
+		defer f.Close()
+		r, file = f, path
+	}
+	doc, format, err := state.Read(r, file)
+	if err != nil {
+		return nil, BadInput(err)
+	}
+	return &Input{Doc: doc, Format: format, File: file}, nil
+}
+
+// WriteState writes the decided document as -o and --in-place say. With -o table, table
+// writes the human explanation to standard output instead of the document (and with
+// --in-place the file is still replaced by the document, in its own format).
+func WriteState(cmd *cli.Command, in *Input, table func(io.Writer) error) error {
+	out := cmd.String(FlagOutput)
+	stdout := cmd.Root().Writer
+	if cmd.Bool(FlagInPlace) {
+		format := in.Format
+		if out == string(state.JSON) || out == string(state.YAML) {
+			format = state.Format(out)
+		}
+		data, err := state.Encode(in.Doc, format)
+		if err != nil {
+			return err
+		}
+		if err := WriteFileAtomic(cmd.String(FlagState), data); err != nil {
+			return err
+		}
+		if out == "table" && table != nil {
+			return table(stdout)
+		}
+		return nil
+	}
+	if out == "table" && table != nil {
+		return table(stdout)
+	}
+	format := in.Format
+	if out != "" {
+		format = state.Format(out)
+	}
+	data, err := state.Encode(in.Doc, format)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(data)
+	return err
+}
+
+// WriteFileAtomic replaces path with data so that a reader sees either the old file or
+// the new one, never a part: a temporary file in the same directory is written, synced
+// and renamed over path, keeping path's permissions.
+func WriteFileAtomic(path string, data []byte) (err error) {
+	perm := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// DocumentFlags are the flags of a program that reads a state document and writes it
+// back: --state, --in-place, -o with the given formats, and -v.
+func DocumentFlags(formats ...string) []cli.Flag {
+	return append(StateFlags(), OutputFlag(formats...), VerboseFlag())
+}
+
+// SchemaNote is the line every document-reading program's help ends its description with.
+var SchemaNote = fmt.Sprintf("The state document (JSON or YAML, version 1) is described by %s in the bkit repository.", state.SchemaPath)

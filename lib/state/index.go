@@ -1,0 +1,88 @@
+package state
+
+// Index gives the lookups every stage needs, built once per document: projects and app
+// versions by name, and each project's per-resource state.
+type Index struct {
+	Project    map[string]int // project name -> index in Projects
+	AppVersion map[string]int // app version name -> index in AppVersions
+}
+
+// NewIndex indexes a validated document.
+func NewIndex(doc *Document) *Index {
+	ix := &Index{
+		Project:    make(map[string]int, len(doc.Projects)),
+		AppVersion: make(map[string]int, len(doc.AppVersions)),
+	}
+	for i, p := range doc.Projects {
+		ix.Project[p.Name] = i
+	}
+	for i, av := range doc.AppVersions {
+		ix.AppVersion[av.Name] = i
+	}
+	return ix
+}
+
+// Resource returns the host's resource of type t.
+func (h *Host) Resource(t string) (Resource, bool) {
+	for _, r := range h.Resources {
+		if r.Type == t {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
+
+// CPU returns the host's CPU resource.
+func (h *Host) CPU() Resource {
+	r, _ := h.Resource(ResourceCPU)
+	return r
+}
+
+// ResourceState returns the project's state for resource type t, adding a zero entry
+// when there is none yet.
+func (p *Project) ResourceState(t string) *ProjectResource {
+	for i := range p.Resources {
+		if p.Resources[i].Type == t {
+			return &p.Resources[i]
+		}
+	}
+	p.Resources = append(p.Resources, ProjectResource{Type: t})
+	return &p.Resources[len(p.Resources)-1]
+}
+
+// ResourceType is the processing resource a version's tasks are scheduled on: its
+// coprocessor type if it uses one, else the CPU.
+func (av *AppVersion) ResourceType() string {
+	if av.Coproc != nil {
+		return av.Coproc.Type
+	}
+	return ResourceCPU
+}
+
+// Instances is how many instances of its resource type a task of this version occupies.
+func (av *AppVersion) Instances() float64 {
+	if av.Coproc != nil {
+		return av.Coproc.Count
+	}
+	return av.AvgNCPUs
+}
+
+// Speed is the FLOPS a task of this version achieves on host h: the version's flops,
+// or when it has none, what the CPUs and coprocessor instances it uses give at peak.
+func (av *AppVersion) Speed(h *Host) float64 {
+	if av.Flops > 0 {
+		return av.Flops
+	}
+	s := av.AvgNCPUs * h.CPU().Flops
+	if av.Coproc != nil {
+		if r, ok := h.Resource(av.Coproc.Type); ok {
+			s += av.Coproc.Count * r.Flops
+		}
+	}
+	return s
+}
+
+// RemainingFlops is the estimated work a task still has to do, never below 0.
+func (t *Task) RemainingFlops() float64 {
+	return max(0, t.EstimatedFlops-t.FlopsDone)
+}

@@ -1,0 +1,247 @@
+package state
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+)
+
+// Validate checks what the types alone cannot: bounds and enumerations from the struct
+// tags, then uniqueness and references. It returns an *Error listing the problems with
+// their field paths, or nil.
+func Validate(doc *Document) error {
+	v := validator{}
+	v.bounds(reflect.ValueOf(doc).Elem(), nil)
+	v.semantics(doc)
+	if len(v.problems) > 0 {
+		return &Error{Problems: v.problems}
+	}
+	return nil
+}
+
+type validator struct{ problems []string }
+
+// pathElem is a field path kept as a chain and rendered only when a problem is found,
+// so that checking 10,000 tasks does not build 100,000 strings.
+type pathElem struct {
+	parent *pathElem
+	name   string
+	index  int // -1 for a field
+}
+
+func (p *pathElem) String() string {
+	if p == nil {
+		return "(document)"
+	}
+	if p.parent == nil {
+		return p.name
+	}
+	if p.index >= 0 {
+		return p.parent.String() + "[" + strconv.Itoa(p.index) + "]"
+	}
+	return p.parent.String() + "." + p.name
+}
+
+func (v *validator) add(path string, format string, args ...any) {
+	if len(v.problems) < maxProblems {
+		v.problems = append(v.problems, path+": "+fmt.Sprintf(format, args...))
+	}
+}
+
+func (v *validator) bounds(val reflect.Value, path *pathElem) {
+	switch val.Kind() {
+	case reflect.Pointer:
+		if !val.IsNil() {
+			v.bounds(val.Elem(), path)
+		}
+	case reflect.Slice:
+		if val.Type().Elem().Kind() != reflect.Struct {
+			return
+		}
+		for i := 0; i < val.Len(); i++ {
+			v.bounds(val.Index(i), &pathElem{parent: path, index: i})
+		}
+	case reflect.Struct:
+		for _, f := range fieldsOf(val.Type()).list {
+			fv := val.Field(f.index)
+			fp := &pathElem{parent: path, name: f.name, index: -1}
+			v.field(f, fv, fp)
+			v.bounds(fv, fp)
+		}
+	}
+}
+
+func (v *validator) field(f field, fv reflect.Value, path *pathElem) {
+	var x float64
+	switch fv.Kind() {
+	case reflect.Float64:
+		x = fv.Float()
+	case reflect.Int:
+		x = float64(fv.Int())
+	case reflect.String:
+		if f.enum != nil && !slices.Contains(f.enum, fv.String()) && (fv.String() != "" || f.required) {
+			v.add(path.String(), "must be one of %v, got %q", f.enum, fv.String())
+		}
+		return
+	default:
+		return
+	}
+	switch {
+	case f.min != nil && x < *f.min:
+		v.add(path.String(), "must be >= %g, got %g", *f.min, x)
+	case f.max != nil && x > *f.max:
+		v.add(path.String(), "must be <= %g, got %g", *f.max, x)
+	case f.gt != nil && x <= *f.gt:
+		v.add(path.String(), "must be > %g, got %g", *f.gt, x)
+	}
+}
+
+func (v *validator) semantics(doc *Document) {
+	resources := map[string]Resource{}
+	for i, r := range doc.Host.Resources {
+		p := fmt.Sprintf("host.resources[%d]", i)
+		switch {
+		case r.Type == "":
+			v.add(p+".type", "must not be empty")
+		case hasType(doc.Host.Resources[:i], r.Type):
+			v.add(p+".type", "duplicate resource type %q", r.Type)
+		}
+		resources[r.Type] = r
+		if r.Type == ResourceCPU {
+			if r.Instances < 1 {
+				v.add(p+".instances", "the CPU needs at least 1 instance, got %d", r.Instances)
+			}
+			if r.Flops <= 0 {
+				v.add(p+".flops", "the CPU's FLOPS must be > 0, got %g", r.Flops)
+			}
+		}
+	}
+	cpu, hasCPU := resources[ResourceCPU]
+	if !hasCPU {
+		v.add("host.resources", "no resource of type cpu")
+	}
+
+	projects := make(map[string]int, len(doc.Projects))
+	for i, p := range doc.Projects {
+		path := fmt.Sprintf("projects[%d]", i)
+		if p.Name == "" {
+			v.add(path+".name", "must not be empty")
+		} else if _, dup := projects[p.Name]; dup {
+			v.add(path+".name", "duplicate project name %q", p.Name)
+		}
+		projects[p.Name] = i
+		seen := map[string]bool{}
+		for j, pr := range p.Resources {
+			rp := fmt.Sprintf("%s.resources[%d]", path, j)
+			if _, ok := resources[pr.Type]; !ok {
+				v.add(rp+".type", "unknown resource type %q (the host has %s)", pr.Type, typeList(doc.Host.Resources))
+			} else if seen[pr.Type] {
+				v.add(rp+".type", "duplicate resource type %q", pr.Type)
+			}
+			seen[pr.Type] = true
+			if pr.Type == ResourceCPU && pr.SchedDebt != 0 {
+				v.add(rp+".sched_debt", "not used for the CPU (its scheduling debt is %s.debt)", path)
+			}
+		}
+	}
+
+	apps := map[[2]string]bool{}
+	for i, a := range doc.Apps {
+		path := fmt.Sprintf("apps[%d]", i)
+		if a.Name == "" {
+			v.add(path+".name", "must not be empty")
+		}
+		if _, ok := projects[a.Project]; !ok {
+			v.add(path+".project", "unknown project %q", a.Project)
+		}
+		key := [2]string{a.Project, a.Name}
+		if apps[key] {
+			v.add(path+".name", "duplicate app %q in project %q", a.Name, a.Project)
+		}
+		apps[key] = true
+	}
+
+	versions := make(map[string]int, len(doc.AppVersions))
+	for i, av := range doc.AppVersions {
+		path := fmt.Sprintf("app_versions[%d]", i)
+		if av.Name == "" {
+			v.add(path+".name", "must not be empty")
+		} else if _, dup := versions[av.Name]; dup {
+			v.add(path+".name", "duplicate app version name %q", av.Name)
+		}
+		versions[av.Name] = i
+		if _, ok := projects[av.Project]; !ok {
+			v.add(path+".project", "unknown project %q", av.Project)
+		}
+		if av.App != "" && !apps[[2]string{av.Project, av.App}] {
+			v.add(path+".app", "unknown app %q in project %q", av.App, av.Project)
+		}
+		if hasCPU && av.AvgNCPUs > float64(cpu.Instances) {
+			v.add(path+".avg_ncpus", "uses %g CPUs but the host has %d", av.AvgNCPUs, cpu.Instances)
+		}
+		if av.Coproc == nil {
+			if av.AvgNCPUs <= 0 {
+				v.add(path+".avg_ncpus", "must be > 0 for a version that uses no coprocessor, got %g", av.AvgNCPUs)
+			}
+			continue
+		}
+		r, ok := resources[av.Coproc.Type]
+		switch {
+		case av.Coproc.Type == ResourceCPU:
+			v.add(path+".coproc.type", "cpu is not a coprocessor; use avg_ncpus")
+		case !ok:
+			v.add(path+".coproc.type", "unknown resource type %q (the host has %s)", av.Coproc.Type, typeList(doc.Host.Resources))
+		case av.Coproc.Count > float64(r.Instances):
+			v.add(path+".coproc.count", "uses %g instances of %s but the host has %d", av.Coproc.Count, r.Type, r.Instances)
+		}
+	}
+
+	tasks := make(map[string]struct{}, len(doc.Tasks))
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.Name == "" {
+			v.add(fmt.Sprintf("tasks[%d].name", i), "must not be empty")
+		} else if _, dup := tasks[t.Name]; dup {
+			v.add(fmt.Sprintf("tasks[%d].name", i), "duplicate task name %q", t.Name)
+		}
+		tasks[t.Name] = struct{}{}
+		if _, ok := projects[t.Project]; !ok {
+			v.add(fmt.Sprintf("tasks[%d].project", i), "unknown project %q", t.Project)
+		}
+		if j, ok := versions[t.AppVersion]; !ok {
+			v.add(fmt.Sprintf("tasks[%d].app_version", i), "unknown app version %q", t.AppVersion)
+		} else if p := doc.AppVersions[j].Project; p != t.Project {
+			v.add(fmt.Sprintf("tasks[%d].app_version", i), "app version %q belongs to project %q, not %q", t.AppVersion, p, t.Project)
+		}
+		if t.CPUTimeAtLastSched > t.CPUTime {
+			v.add(fmt.Sprintf("tasks[%d].cpu_time_at_last_sched", i), "%g is more than cpu_time %g", t.CPUTimeAtLastSched, t.CPUTime)
+		}
+		if t.ElapsedTimeAtLastSched > t.ElapsedTime {
+			v.add(fmt.Sprintf("tasks[%d].elapsed_time_at_last_sched", i), "%g is more than elapsed_time %g", t.ElapsedTimeAtLastSched, t.ElapsedTime)
+		}
+	}
+}
+
+func hasType(rs []Resource, t string) bool {
+	for _, r := range rs {
+		if r.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+func typeList(rs []Resource) string {
+	s := ""
+	for i, r := range rs {
+		if i > 0 {
+			s += ", "
+		}
+		s += r.Type
+	}
+	if s == "" {
+		return "none"
+	}
+	return s
+}
