@@ -1,0 +1,304 @@
+package boincxml
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// ResourceCPU is the name of the CPU processing resource; coprocessors are named by
+// their type (NVIDIA, ATI, intel_gpu, or whatever a <coproc><type> says).
+const ResourceCPU = "cpu"
+
+// SchedulerRequest is the body of a scheduler RPC: <scheduler_request>. Field names
+// follow BOINC's tags (see ../shared/scheduler-protocol.md); tags not listed here are
+// skipped when parsing.
+type SchedulerRequest struct {
+	XMLName xml.Name `xml:"scheduler_request"`
+
+	// Identity. Authenticator is empty and HostID 0 on a host's first contact.
+	Authenticator          string `xml:"authenticator"`
+	HostID                 int64  `xml:"hostid"`
+	RPCSeqno               int64  `xml:"rpc_seqno"`
+	PlatformName           string `xml:"platform_name,omitempty"`
+	CoreClientMajorVersion int    `xml:"core_client_major_version,omitempty"`
+	CoreClientMinorVersion int    `xml:"core_client_minor_version,omitempty"`
+	CoreClientRelease      int    `xml:"core_client_release,omitempty"`
+
+	// Work request (seed 002). WorkReqSeconds is the largest per-resource request, kept
+	// for old servers; a request with only WorkReqSeconds comes from an old client.
+	WorkReqSeconds  float64 `xml:"work_req_seconds"`
+	CPUReqSecs      float64 `xml:"cpu_req_secs"`
+	CPUReqInstances float64 `xml:"cpu_req_instances"`
+	EstimatedDelay  float64 `xml:"estimated_delay"`
+	// Coprocs carries the per-coprocessor requests (req_secs, req_instances).
+	Coprocs Coprocs `xml:"coprocs,omitempty"`
+
+	ResourceShareFraction float64    `xml:"resource_share_fraction,omitempty"`
+	TimeStats             *TimeStats `xml:"time_stats,omitempty"`
+	HostInfo              HostInfo   `xml:"host_info"`
+
+	Results      []ReportedResult `xml:"result"`
+	OtherResults []NameRef        `xml:"other_results>other_result,omitempty"`
+	// FileInfos are the sticky files the host holds (locality scheduling, seed 004).
+	FileInfos []NameRef `xml:"file_info,omitempty"`
+}
+
+// HostInfo describes the host's hardware.
+type HostInfo struct {
+	PNCPUs  int     `xml:"p_ncpus"`
+	PFpops  float64 `xml:"p_fpops"`
+	MNBytes float64 `xml:"m_nbytes,omitempty"`
+	Coprocs Coprocs `xml:"coprocs,omitempty"`
+}
+
+// TimeStats are the host's availability fractions.
+type TimeStats struct {
+	OnFrac        float64 `xml:"on_frac"`
+	ConnectedFrac float64 `xml:"connected_frac"`
+	ActiveFrac    float64 `xml:"active_frac"`
+	GPUActiveFrac float64 `xml:"gpu_active_frac,omitempty"`
+}
+
+// ReportedResult is a finished job the client reports.
+type ReportedResult struct {
+	Name             string  `xml:"name"`
+	FinalCPUTime     float64 `xml:"final_cpu_time"`
+	FinalElapsedTime float64 `xml:"final_elapsed_time"`
+	ExitStatus       int     `xml:"exit_status"`
+	// State is the client's result state; 5 (files uploaded) means success, 0 means
+	// not given (bkit's own client may omit it).
+	State         int    `xml:"state,omitempty"`
+	AppVersionNum int    `xml:"app_version_num,omitempty"`
+	PlanClass     string `xml:"plan_class,omitempty"`
+}
+
+// ResultFilesUploaded is BOINC's client result state for a job that finished and
+// uploaded its output.
+const ResultFilesUploaded = 5
+
+// NameRef is an element holding just a <name>.
+type NameRef struct {
+	Name string `xml:"name"`
+}
+
+// Coproc is one coprocessor type: what the host has and, in the request's <coprocs>,
+// what it asks for.
+type Coproc struct {
+	Type           string  `xml:"type"`
+	Count          int     `xml:"count"`
+	PeakFlops      float64 `xml:"peak_flops,omitempty"`
+	ReqSecs        float64 `xml:"req_secs,omitempty"`
+	ReqInstances   float64 `xml:"req_instances,omitempty"`
+	EstimatedDelay float64 `xml:"estimated_delay,omitempty"`
+}
+
+// Coprocs is the list inside <coprocs>. BOINC writes one element per type
+// (<coproc_cuda>, <coproc_ati>, <coproc_intel_gpu>) or a generic <coproc><type>…</type>;
+// both are read, and the specific names are written for the three known types.
+type Coprocs []Coproc
+
+// Legacy element names of the well-known coprocessor types and the type names bkit
+// uses for them (BOINC's own: NVIDIA, ATI, intel_gpu).
+var coprocElem = map[string]string{"coproc_cuda": "NVIDIA", "coproc_ati": "ATI", "coproc_intel_gpu": "intel_gpu"}
+
+// CanonicalType maps the spellings of a coprocessor type to bkit's name for it, so
+// that "cuda", "CUDA" and "NVIDIA" are the same resource.
+func CanonicalType(t string) string {
+	switch strings.ToLower(strings.TrimSpace(t)) {
+	case "cuda", "nvidia":
+		return "NVIDIA"
+	case "ati", "amd", "cal", "opencl_ati":
+		return "ATI"
+	case "intel_gpu", "intel":
+		return "intel_gpu"
+	case "cpu":
+		return ResourceCPU
+	}
+	return strings.TrimSpace(t)
+}
+
+// UnmarshalXML reads the children of <coprocs>, skipping elements that are not
+// coprocessors.
+func (c *Coprocs) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.EndElement:
+			return nil
+		case xml.StartElement:
+			legacy, known := coprocElem[t.Name.Local]
+			if !known && t.Name.Local != "coproc" {
+				if err := d.Skip(); err != nil {
+					return err
+				}
+				continue
+			}
+			var cp Coproc
+			if err := d.DecodeElement(&cp, &t); err != nil {
+				return fmt.Errorf("%s: %w", t.Name.Local, err)
+			}
+			if known {
+				cp.Type = legacy
+			}
+			cp.Type = CanonicalType(cp.Type)
+			if cp.Type == "" {
+				return fmt.Errorf("coproc: missing <type>")
+			}
+			*c = append(*c, cp)
+		}
+	}
+}
+
+// MarshalXML writes <coprocs> with one element per coprocessor type.
+func (c Coprocs) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	if len(c) == 0 {
+		return nil
+	}
+	if err := e.EncodeToken(start); err != nil {
+		return err
+	}
+	for _, cp := range c {
+		name := "coproc"
+		for elem, typ := range coprocElem {
+			if typ == CanonicalType(cp.Type) {
+				name = elem
+			}
+		}
+		if err := e.EncodeElement(cp, xml.StartElement{Name: xml.Name{Local: name}}); err != nil {
+			return err
+		}
+	}
+	return e.EncodeToken(start.End())
+}
+
+// Find returns the coprocessor of type typ (any spelling), or nil.
+func (c Coprocs) Find(typ string) *Coproc {
+	typ = CanonicalType(typ)
+	for i := range c {
+		if c[i].Type == typ {
+			return &c[i]
+		}
+	}
+	return nil
+}
+
+// ResourceRequest is what a request asks of one processing resource.
+type ResourceRequest struct {
+	Resource  string  // ResourceCPU or a coprocessor type
+	Secs      float64 // instance-seconds of work wanted
+	Instances float64 // send enough jobs to occupy this many instances
+}
+
+// ResourceRequests returns the nonzero per-resource requests, coprocessors first in
+// the order the request names them, then the CPU. A request whose per-resource fields
+// are all zero but whose work_req_seconds is not comes from an older client and is a
+// CPU request (seed 002: work_req_seconds is the largest per-resource request, so a
+// new client never sends it alone).
+func (r *SchedulerRequest) ResourceRequests() []ResourceRequest {
+	var out []ResourceRequest
+	for _, cp := range r.Coprocs {
+		if cp.ReqSecs > 0 || cp.ReqInstances > 0 {
+			out = append(out, ResourceRequest{Resource: cp.Type, Secs: cp.ReqSecs, Instances: cp.ReqInstances})
+		}
+	}
+	if r.CPUReqSecs > 0 || r.CPUReqInstances > 0 {
+		out = append(out, ResourceRequest{Resource: ResourceCPU, Secs: r.CPUReqSecs, Instances: r.CPUReqInstances})
+	}
+	if len(out) == 0 && r.WorkReqSeconds > 0 {
+		out = append(out, ResourceRequest{Resource: ResourceCPU, Secs: r.WorkReqSeconds})
+	}
+	return out
+}
+
+// MaxRequestBytes is the largest scheduler request body bserver accepts. A client
+// reporting a thousand results writes about 300 KB; 4 MiB leaves room and still stops
+// a runaway or hostile body before it costs memory.
+const MaxRequestBytes = 4 << 20
+
+// ParseSchedulerRequest reads a <scheduler_request> document. Unknown tags are
+// skipped; a malformed document, a wrong root element, or a field bkit needs that does
+// not parse or is out of range (negative, NaN, infinite) is an error.
+func ParseSchedulerRequest(r io.Reader) (*SchedulerRequest, error) {
+	var req SchedulerRequest
+	d := xml.NewDecoder(r)
+	// BOINC clients declare ISO-8859-1 in the prolog; the ASCII subset bkit reads is
+	// the same in every such charset, so read them as-is rather than fail.
+	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
+	if err := d.Decode(&req); err != nil {
+		var se *xml.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("malformed XML at line %d: %s", se.Line, se.Msg)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty request: want <scheduler_request>")
+		}
+		return nil, fmt.Errorf("scheduler_request: %w", err)
+	}
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+func (r *SchedulerRequest) validate() error {
+	check := func(field string, v float64) error {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("scheduler_request: %s: must be a number >= 0, got %v", field, v)
+		}
+		return nil
+	}
+	type fv struct {
+		name string
+		v    float64
+	}
+	fields := []fv{
+		{"work_req_seconds", r.WorkReqSeconds}, {"cpu_req_secs", r.CPUReqSecs},
+		{"cpu_req_instances", r.CPUReqInstances}, {"estimated_delay", r.EstimatedDelay},
+		{"resource_share_fraction", r.ResourceShareFraction},
+		{"host_info.p_ncpus", float64(r.HostInfo.PNCPUs)}, {"host_info.p_fpops", r.HostInfo.PFpops},
+		{"host_info.m_nbytes", r.HostInfo.MNBytes}, {"hostid", float64(r.HostID)},
+	}
+	for i, cp := range r.Coprocs {
+		p := fmt.Sprintf("coprocs[%d](%s).", i, cp.Type)
+		fields = append(fields, fv{p + "req_secs", cp.ReqSecs}, fv{p + "req_instances", cp.ReqInstances},
+			fv{p + "count", float64(cp.Count)}, fv{p + "peak_flops", cp.PeakFlops})
+	}
+	for i, cp := range r.HostInfo.Coprocs {
+		p := fmt.Sprintf("host_info.coprocs[%d](%s).", i, cp.Type)
+		fields = append(fields, fv{p + "count", float64(cp.Count)}, fv{p + "peak_flops", cp.PeakFlops})
+	}
+	for i, res := range r.Results {
+		p := fmt.Sprintf("result[%d].", i)
+		if strings.TrimSpace(res.Name) == "" {
+			return fmt.Errorf("scheduler_request: %sname: missing", p)
+		}
+		fields = append(fields, fv{p + "final_cpu_time", res.FinalCPUTime}, fv{p + "final_elapsed_time", res.FinalElapsedTime})
+	}
+	for _, f := range fields {
+		if err := check(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Marshal writes the request as XML (what a client posts).
+func (r *SchedulerRequest) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	e := xml.NewEncoder(&b)
+	e.Indent("", "  ")
+	if err := e.Encode(r); err != nil {
+		return nil, err
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
