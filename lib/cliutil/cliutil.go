@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
+
+	"github.com/olekukonko/tablewriter"
 
 	"github.com/urfave/cli/v3"
 )
@@ -137,3 +140,14 @@ func Logger(cmd *cli.Command) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(cmd.Root().ErrWriter, &slog.HandlerOptions{Level: level}))
 }
+
+// NewTable returns a table for -o table output in the style all programs share.
+func NewTable(w io.Writer, header ...any) *tablewriter.Table {
+	t := tablewriter.NewWriter(w)
+	t.Header(header...)
+	return t
+}
+
+// Num formats a number for tables: six significant digits, no exponent for ordinary
+// magnitudes.
+func Num(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }

@@ -127,4 +127,4 @@ func DocumentFlags(formats ...string) []cli.Flag {
 }
 
 // SchemaNote is the line every document-reading program's help ends its description with.
-var SchemaNote = fmt.Sprintf("The state document (JSON or YAML, version 1) is described by %s in the bkit repository.", state.SchemaPath)
+var SchemaNote = fmt.Sprintf("The state document (JSON or YAML, version 1) is described by\n%s in the bkit repository.", state.SchemaPath)

@@ -1,0 +1,132 @@
+// Package bsched is the program bsched: one CPU scheduling pass of seed 001 over a client
+// state document (lib/cpusched does the deciding; this is its shell).
+package bsched
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/cpusched"
+	"github.com/bkit/bkit/lib/state"
+	"github.com/urfave/cli/v3"
+)
+
+// Main runs bsched with args (args[0] is the program name) and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Run(command(), args, stdin, stdout, stderr)
+}
+
+func command() *cli.Command {
+	return &cli.Command{
+		Name:      "bsched",
+		Usage:     "decide which tasks run on the host's processors (one CPU scheduling pass, seed 001)",
+		UsageText: "bsched [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--if-due]",
+		Description: cliutil.Help(`
+Reads a client state document, runs one scheduling pass as of --now and writes the
+document back with the decision recorded: debts brought up to date from the work each
+project got since the last pass, tasks marked running or preempted, cpu_time_at_last_sched
+updated, and cpu_sched.next_pass set to when the next pass is due (the end of the
+scheduling period, or earlier when a running task is expected to finish). Call it again
+then, when a result arrives or when a processor becomes free; --if-due makes a loop that
+calls it often cheap and safe.
+
+Per processing resource (coprocessors first, then the CPU), the project with the largest
+anticipated debt gets an instance for its running task, else a preempted task, else its
+ready result with the earliest deadline. -o table explains every decision.
+
+`+cliutil.SchemaNote,
+			[]string{
+				"bsched --now 1700003600 -o table < examples/two-projects.yaml",
+				"bsched --state client.json --in-place --now 2026-11-22T10:00:00Z",
+				"bsched --state client.json --in-place --if-due   # in a loop: a pass only when one is due",
+			}, ""),
+		Flags: append([]cli.Flag{
+			cliutil.NowFlag(),
+			&cli.BoolFlag{Name: "if-due", Usage: "run the pass only if one is due (first pass, next_pass reached, a new result, or a free processor with work waiting); otherwise write the document unchanged"},
+		}, cliutil.DocumentFlags("json", "yaml", "table")...),
+		Action: run,
+	}
+}
+
+func run(_ context.Context, cmd *cli.Command) error {
+	if cmd.Args().Len() > 0 {
+		return cliutil.Usagef("unexpected argument %q (the document comes from --state or standard input)", cmd.Args().First())
+	}
+	now, err := cliutil.Now(cmd)
+	if err != nil {
+		return err
+	}
+	in, err := cliutil.ReadState(cmd)
+	if err != nil {
+		return err
+	}
+	log := cliutil.Logger(cmd)
+	if cmd.Bool("if-due") {
+		due, why := cpusched.Due(in.Doc, now)
+		if !due {
+			log.Info("no pass", "why", why)
+			return cliutil.WriteState(cmd, in, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "No pass at %s: %s.\n", when(now), why)
+				return err
+			})
+		}
+		log.Debug("pass due", "why", why)
+	}
+	pass := cpusched.Schedule(in.Doc, now)
+	log.Debug("pass", "now", now, "tasks", len(pass.Tasks), "next_pass", pass.NextPass)
+	return cliutil.WriteState(cmd, in, func(w io.Writer) error { return table(w, pass) })
+}
+
+func table(w io.Writer, pass *cpusched.Pass) error {
+	fmt.Fprintf(w, "Scheduling pass at %s\n\nProjects (debt in instance-seconds of each resource):\n", when(pass.Now))
+	pt := cliutil.NewTable(w, "resource", "project", "share", "runnable", "work done", "debt before", "debt after", "anticipated at end")
+	for _, r := range pass.Resources {
+		for _, p := range r.Projects {
+			share := "-"
+			if p.Runnable > 0 {
+				share = fmt.Sprintf("%.1f%%", 100*p.ShareFraction)
+			}
+			pt.Append([]string{r.Type, p.Project, share, fmt.Sprint(p.Runnable), cliutil.Num(p.WorkDone),
+				cliutil.Num(p.DebtBefore), cliutil.Num(p.DebtAfter), cliutil.Num(p.AnticipatedEnd)})
+		}
+	}
+	if err := pt.Render(); err != nil {
+		return err
+	}
+	for _, r := range pass.Resources {
+		fmt.Fprintf(w, "%s: %s of %s instances given; work done since the last pass %s; expected pay-off %s per instance\n",
+			r.Type, cliutil.Num(r.Used), cliutil.Num(r.Instances), cliutil.Num(r.TotalWorkDone), cliutil.Num(r.ExpectedPayOff))
+	}
+	fmt.Fprintf(w, "\nTasks:\n")
+	tt := cliutil.NewTable(w, "task", "project", "resource", "state", "reason")
+	waiting := 0
+	for i := range pass.Tasks {
+		d := &pass.Tasks[i]
+		if d.Before == state.TaskReady && d.After == state.TaskReady {
+			waiting++
+			continue
+		}
+		st := string(d.After)
+		if d.Before != d.After {
+			st = string(d.Before) + " → " + string(d.After)
+		}
+		tt.Append([]string{d.Name, d.Project, d.Resource, st, d.Reason()})
+	}
+	if err := tt.Render(); err != nil {
+		return err
+	}
+	if waiting > 0 {
+		fmt.Fprintf(w, "%d ready results stay ready (not shown).\n", waiting)
+	}
+	_, err := fmt.Fprintf(w, "\nNext pass due at %s (%s).\n", when(pass.NextPass), pass.NextPassReason)
+	return err
+}
+
+// when shows a Unix time both as seconds (what documents hold) and as UTC.
+func when(t float64) string {
+	return fmt.Sprintf("%s (%s)", strconv.FormatFloat(t, 'f', -1, 64), time.Unix(int64(t), 0).UTC().Format(time.RFC3339))
+}
