@@ -1,0 +1,317 @@
+// Package workfetch owns seed 001's work fetch policy: given the client state document,
+// decide whether the CPU scheduler is about to starve (the urgency) and how many CPU
+// seconds of work to ask each project for (its work request). It is the library half of
+// bfetch and is used unchanged by the emulator, so it is a pure function of the document:
+// no clock, no randomness, no I/O.
+//
+// The policy, as compute_work_request() in seed 001 states it:
+//
+//	total_share    = sum of every project's resource share
+//	avg_proc_rate(P) = P.share / total_share × ncpus × active_frac   (CPU s per wall s)
+//	min_results(P)   = ceil(ncpus × P.share / total_share)
+//	ETTPRC(P, k)     = walk P's runnable results from the latest deadline, skip k,
+//	                   sum estimated_cpu_time(R) / avg_proc_rate(P) over the rest
+//	S(P)             = ETTPRC(P, min_results(P) − 1)
+//	S == 0           → NEED_WORK_IMMEDIATELY (starved now)
+//	S < T            → at least NEED_WORK    (starves within the connection period T)
+//	work_request(P)  = max(0, (2T − S) × avg_proc_rate(P)), all 0 if nobody needs work
+//
+// estimated_cpu_time(R) is R's remaining estimated work (estimate minus work done, at
+// least 0) divided by one CPU's FLOPS (DESIGN.md section 5).
+//
+// Where the seed divides by zero — a project with resource share 0, all shares 0, an
+// active fraction of 0 — avg_proc_rate(P) is 0: the client will not spend CPU time on P,
+// so P cannot run out of work. Its ETTPRC is +Inf ("never"), it adds nothing to the
+// urgency and its request is 0. The +Inf stays in Decision; Apply writes only finite
+// numbers into the document.
+package workfetch
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// SecondsPerDay converts the preferences' connection period (days) to seconds.
+const SecondsPerDay = 86400
+
+// Urgency is seed 001's urgency level, ordered so that max() picks the more urgent.
+type Urgency int
+
+// The urgency levels of seed 001.
+const (
+	DontNeedWork        Urgency = iota // no project starves within T
+	NeedWork                           // some project will starve within T days
+	NeedWorkImmediately                // the CPU scheduler is starved now
+)
+
+// String is the urgency's name in the state document (state.WorkFetch.Urgency).
+func (u Urgency) String() string {
+	switch u {
+	case DontNeedWork:
+		return "dont_need_work"
+	case NeedWork:
+		return "need_work"
+	case NeedWorkImmediately:
+		return "need_work_immediately"
+	}
+	return fmt.Sprintf("Urgency(%d)", int(u))
+}
+
+// Row is the decision for one project, with the quantities it was made from.
+type Row struct {
+	Project     string
+	Share       float64 // resource share as given
+	Runnable    int     // runnable results (ready, running, preempted)
+	MinResults  int     // min_results(P)
+	Skip        int     // results skipped by ETTPRC: min_results(P)−1, at least 0
+	CPUTime     float64 // estimated CPU seconds of all runnable results
+	AvgProcRate float64 // avg_proc_rate(P), CPU seconds per wall second
+	ETTPRC      float64 // S(P), seconds; +Inf when AvgProcRate is 0
+	Urgency     Urgency // what this project alone asks for
+	WorkRequest float64 // CPU seconds to request (0 when the overall urgency is DontNeedWork)
+	Reason      string  // one line on why
+}
+
+// Decision is the outcome of one pass of compute_work_request().
+type Decision struct {
+	T          float64 // connection period, seconds
+	NCPUs      int
+	CPUFlops   float64 // FLOPS of one CPU
+	ActiveFrac float64
+	TotalShare float64
+	Rows       []Row // one per project, in document order
+	Urgency    Urgency
+	Reason     string // why this urgency, naming the project that decided it
+}
+
+// MinResults is min_results(P) = ceil(ncpus × share / totalShare); 0 when totalShare is 0.
+func MinResults(ncpus int, share, totalShare float64) int {
+	if totalShare <= 0 || share <= 0 {
+		return 0
+	}
+	return int(math.Ceil(float64(ncpus) * share / totalShare))
+}
+
+// AvgProcRate is avg_proc_rate(P) = share / totalShare × ncpus × activeFrac, evaluated
+// in the seed's order; 0 when totalShare is 0 (no project takes any CPU time).
+func AvgProcRate(share, totalShare float64, ncpus int, activeFrac float64) float64 {
+	if totalShare <= 0 {
+		return 0
+	}
+	return share / totalShare * float64(ncpus) * activeFrac
+}
+
+// ETTPRC is seed 001's ettprc(P, k): cpuTimes are the estimated CPU seconds of P's
+// runnable results in increasing deadline order (the order the CPU scheduler runs
+// them). The k latest-deadline results are skipped, because min_results(P)−1 results
+// can be left without the scheduler starving; the rest are summed, each divided by rate,
+// walking from the latest deadline down as the seed's pseudocode does (the order fixes
+// the floating-point rounding). A rate of 0 gives +Inf: nothing is ever consumed.
+func ETTPRC(cpuTimes []float64, k int, rate float64) float64 {
+	if rate <= 0 {
+		return math.Inf(1)
+	}
+	est := 0.0
+	for i := len(cpuTimes) - 1 - max(k, 0); i >= 0; i-- {
+		est += cpuTimes[i] / rate
+	}
+	return est
+}
+
+// result is one runnable result: what ETTPRC orders by and what it sums.
+type result struct {
+	deadline float64
+	cpuTime  float64 // estimated CPU seconds
+}
+
+// Compute runs compute_work_request() over doc, which should be valid (state.Validate).
+// It does not change doc; Apply records the decision.
+func Compute(doc *state.Document) Decision {
+	cpu := doc.Host.CPU()
+	d := Decision{
+		T:          doc.Preferences.ConnectionPeriodDays * SecondsPerDay,
+		NCPUs:      cpu.Instances,
+		CPUFlops:   cpu.Flops,
+		ActiveFrac: doc.Host.TimeStats.ActiveFrac,
+		Rows:       make([]Row, len(doc.Projects)),
+	}
+	// A host without a usable CPU (only possible in an unvalidated document) processes
+	// nothing; treating it as 0 CPUs keeps every division below finite.
+	ncpus := cpu.Instances
+	if cpu.Flops <= 0 {
+		ncpus = 0
+	}
+	byName := make(map[string]int, len(doc.Projects))
+	for i, p := range doc.Projects {
+		d.TotalShare += p.ResourceShare
+		byName[p.Name] = i
+	}
+
+	// Bucket the runnable results by project with a counting sort, which keeps document
+	// order inside each bucket, then order each bucket by increasing deadline with a
+	// stable sort. Equal deadlines thus keep document order: the CPU scheduler, choosing
+	// the earliest deadline, meets the earlier one in the document first, so the later
+	// one is the one ETTPRC treats as later and skips first.
+	owner := make([]int, len(doc.Tasks))
+	start := make([]int, len(doc.Projects)+1)
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		p, ok := byName[t.Project]
+		if !ok || !t.State.Runnable() {
+			p = -1
+		} else {
+			start[p+1]++
+		}
+		owner[i] = p
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	results := make([]result, start[len(doc.Projects)])
+	next := slices.Clone(start[:len(doc.Projects)])
+	for i, p := range owner {
+		if p < 0 {
+			continue
+		}
+		t := &doc.Tasks[i]
+		ct := 0.0
+		if cpu.Flops > 0 {
+			ct = t.RemainingFlops() / cpu.Flops
+		}
+		results[next[p]] = result{deadline: t.ReportDeadline, cpuTime: ct}
+		next[p]++
+	}
+
+	cpuTimes := make([]float64, len(results))
+	for i, p := range doc.Projects {
+		bucket := results[start[i]:start[i+1]]
+		slices.SortStableFunc(bucket, func(a, b result) int { return cmp.Compare(a.deadline, b.deadline) })
+		times := cpuTimes[start[i]:start[i+1]]
+		for j, r := range bucket {
+			times[j] = r.cpuTime
+		}
+		d.Rows[i] = d.row(p, times, ncpus)
+	}
+
+	decider := -1
+	for i, r := range d.Rows {
+		// The first project at the highest urgency names the reason; later ones at the
+		// same level would give the same answer.
+		if r.Urgency > d.Urgency {
+			d.Urgency, decider = r.Urgency, i
+		}
+	}
+	if d.Urgency == DontNeedWork {
+		for i := range d.Rows {
+			d.Rows[i].WorkRequest = 0
+		}
+	}
+	d.Reason = d.reason(decider)
+	return d
+}
+
+// row decides one project.
+func (d *Decision) row(p state.Project, cpuTimes []float64, ncpus int) Row {
+	r := Row{
+		Project:     p.Name,
+		Share:       p.ResourceShare,
+		Runnable:    len(cpuTimes),
+		MinResults:  MinResults(ncpus, p.ResourceShare, d.TotalShare),
+		AvgProcRate: AvgProcRate(p.ResourceShare, d.TotalShare, ncpus, d.ActiveFrac),
+	}
+	r.Skip = max(r.MinResults-1, 0)
+	for _, c := range cpuTimes {
+		r.CPUTime += c
+	}
+	r.ETTPRC = ETTPRC(cpuTimes, r.MinResults-1, r.AvgProcRate)
+	if math.IsInf(r.ETTPRC, 1) {
+		r.Reason = "takes no CPU time (" + d.noRateCause(p) + "): never starves, asks for nothing"
+		return r
+	}
+	S := r.ETTPRC
+	// The request is computed for every project, not only those below T: once an RPC is
+	// due anyway, topping every project up to 2T means the next one is again T away.
+	r.WorkRequest = max(0, (2*d.T-S)*r.AvgProcRate)
+	switch {
+	case S < d.T && S == 0: // the seed tests S == 0 only inside S < T: with T = 0, never
+		r.Urgency = NeedWorkImmediately
+		r.Reason = fmt.Sprintf("starved now: %d runnable result(s), %d may be left (min_results−1)", r.Runnable, r.Skip)
+	case S < d.T:
+		r.Urgency = NeedWork
+		r.Reason = "starves within T: ETTPRC < T"
+	case r.WorkRequest > 0:
+		r.Reason = "enough for T, less than 2T: topped up to 2T if work is fetched"
+	default:
+		r.Reason = "enough work for 2T or more"
+	}
+	return r
+}
+
+// noRateCause says why a project's avg_proc_rate is 0.
+func (d *Decision) noRateCause(p state.Project) string {
+	switch {
+	case d.NCPUs < 1 || d.CPUFlops <= 0:
+		return "no usable CPU"
+	case p.ResourceShare <= 0:
+		return "resource share 0"
+	default:
+		return "active fraction 0"
+	}
+}
+
+// reason explains the overall urgency; decider is the project that set it, or -1.
+func (d *Decision) reason(decider int) string {
+	if decider >= 0 {
+		r := d.Rows[decider]
+		if r.Urgency == NeedWorkImmediately {
+			return fmt.Sprintf("project %s is starved now: ETTPRC 0 with %d runnable result(s) and min_results %d", r.Project, r.Runnable, r.MinResults)
+		}
+		return fmt.Sprintf("project %s will starve within T: ETTPRC %s < T %s", r.Project, Seconds(r.ETTPRC), Seconds(d.T))
+	}
+	low := -1
+	for i, r := range d.Rows {
+		if !math.IsInf(r.ETTPRC, 1) && (low < 0 || r.ETTPRC < d.Rows[low].ETTPRC) {
+			low = i
+		}
+	}
+	if low < 0 {
+		return "no project takes CPU time, so none can starve"
+	}
+	r := d.Rows[low]
+	return fmt.Sprintf("no project starves within T %s: the shortest ETTPRC is %s's, %s", Seconds(d.T), r.Project, Seconds(r.ETTPRC))
+}
+
+// Seconds formats a duration in seconds for reasons and tables, whole seconds with a
+// larger unit beside them once it helps: "43200 s (12 h)", "never" for +Inf.
+func Seconds(s float64) string {
+	switch {
+	case math.IsInf(s, 1):
+		return "never"
+	case s >= 2*SecondsPerDay:
+		return fmt.Sprintf("%.0f s (%.3g d)", s, s/SecondsPerDay)
+	case s >= 7200:
+		return fmt.Sprintf("%.0f s (%.3g h)", s, s/3600)
+	case s >= 120:
+		return fmt.Sprintf("%.0f s (%.3g min)", s, s/60)
+	case s >= 10:
+		return fmt.Sprintf("%.0f s", s)
+	}
+	return fmt.Sprintf("%.3g s", s)
+}
+
+// Apply records d in doc: each project's work request and the urgency with its time.
+// Every number written is finite, so the document stays valid JSON.
+func Apply(doc *state.Document, d Decision, now float64) {
+	for i := range doc.Projects {
+		w := 0.0
+		if i < len(d.Rows) && !math.IsInf(d.Rows[i].WorkRequest, 0) && !math.IsNaN(d.Rows[i].WorkRequest) {
+			w = d.Rows[i].WorkRequest
+		}
+		doc.Projects[i].WorkRequest = w
+	}
+	doc.WorkFetch = &state.WorkFetch{Time: now, Urgency: d.Urgency.String()}
+}
