@@ -1,0 +1,213 @@
+package prsc
+
+import "github.com/bkit/bkit/lib/state"
+
+// RelativeSpeed is the weight of resource r in the overall debt: its FLOPS per instance
+// divided by one CPU's, so that one second of a GPU twice as fast as a CPU counts as two
+// CPU seconds. The CPU's FLOPS are validated to be > 0.
+func RelativeSpeed(h *state.Host, r state.Resource) float64 {
+	return r.Flops / h.CPU().Flops
+}
+
+// OverallDebt is seed 002's overall long-term debt of project p: the sum of its
+// resource debts weighted by RelativeSpeed, in CPU seconds. Entries for types the host
+// does not have cannot occur in a validated document.
+func OverallDebt(h *state.Host, p *state.Project) float64 {
+	d := 0.0
+	for _, pr := range p.Resources {
+		if r, ok := h.Resource(pr.Type); ok {
+			d += pr.LongTermDebt * RelativeSpeed(h, r)
+		}
+	}
+	return d
+}
+
+// Usage returns, per project (index in doc.Projects) and per host resource (index in
+// doc.Host.Resources), the instances used by the project's running tasks. A task uses
+// instances of its app version's resource type only (see ResourceType): the small CPU
+// fraction of a GPU task feeds the GPU and is not counted as CPU use, the same rule the
+// round-robin simulation follows. If the running tasks claim more instances of a
+// resource than the host has, each claim is scaled down so they add up to the host's.
+func Usage(doc *state.Document) [][]float64 {
+	ix := state.NewIndex(doc)
+	rIndex := resourceIndex(&doc.Host)
+	used := make([][]float64, len(doc.Projects))
+	for i := range used {
+		used[i] = make([]float64, len(doc.Host.Resources))
+	}
+	total := make([]float64, len(doc.Host.Resources))
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.State != state.TaskRunning {
+			continue
+		}
+		av := &doc.AppVersions[ix.AppVersion[t.AppVersion]]
+		r := rIndex[av.ResourceType()]
+		n := av.Instances()
+		used[ix.Project[t.Project]][r] += n
+		total[r] += n
+	}
+	for r, res := range doc.Host.Resources {
+		if n := float64(res.Instances); total[r] > n {
+			for p := range used {
+				used[p][r] *= n / total[r]
+			}
+		}
+	}
+	return used
+}
+
+func resourceIndex(h *state.Host) map[string]int {
+	m := make(map[string]int, len(h.Resources))
+	for i, r := range h.Resources {
+		m[r.Type] = i
+	}
+	return m
+}
+
+// AccumulateDebt brings the long-term debts up to date over an interval of dt seconds
+// during which each project used used[p][r] instances of each resource (see Usage).
+//
+// The seed keeps one debt per (project, resource) so that a project alone on a resource
+// does not drift without bound, and compares projects by the speed-weighted sum so
+// that its example holds: GPU twice as fast as the CPU, A with GPU jobs only, B with
+// both, equal shares: CPU 100% to B and GPU 75%/25% to A/B, i.e. equal processing.
+// Both are met by this accounting:
+//
+//   - A project takes part on resource R when D(P,R) is set or it used R in the
+//     interval (a running job proves it has work for R).
+//   - Projects and resources linked that way form groups (connected components). Within
+//     a group the processing done, U = sum over R of used(R)·dt·speed(R), is owed to its
+//     projects by resource share: P is owed share(P)·U. A project in no group with
+//     others (e.g. alone on its only resource) is owed exactly what it used, so its
+//     debts stay put: the unbounded drift the seed warns about cannot happen.
+//   - On each resource R, P is first credited its share among R's participants of R's
+//     use (the plain per-resource debt, zero-sum on R), then charged its own use. What
+//     the group owes P beyond those per-resource credits (the cross-resource part, which
+//     is what gives A more of the GPU in the seed's example) is spread over P's
+//     resources in proportion to their capacity (instances × speed).
+//
+// Within a group the overall debts change by amounts that add up to zero, so they stay
+// centred and only their differences matter. Resource shares of zero count as equal
+// shares when every participant has zero. dt <= 0 does nothing.
+func AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
+	if dt <= 0 {
+		return
+	}
+	h := &doc.Host
+	np, nr := len(doc.Projects), len(h.Resources)
+	speed := make([]float64, nr)
+	for r, res := range h.Resources {
+		speed[r] = RelativeSpeed(h, res)
+	}
+	// part[p][r]: project p takes part on resource r.
+	part := make([][]bool, np)
+	for p := range doc.Projects {
+		part[p] = make([]bool, nr)
+		for r, res := range h.Resources {
+			var d bool
+			for k := range doc.Projects[p].Resources {
+				if doc.Projects[p].Resources[k].Type == res.Type {
+					d = doc.Projects[p].Resources[k].AccumulateDebt
+				}
+			}
+			part[p][r] = d || used[p][r] > 0
+		}
+	}
+	// Union-find over projects 0..np-1 and resources np..np+nr-1.
+	parent := make([]int, np+nr)
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for p := range part {
+		for r := range part[p] {
+			if part[p][r] {
+				parent[find(p)] = find(np + r)
+			}
+		}
+	}
+	// Per resource: use, and the share weights of its participants.
+	useR := make([]float64, nr)
+	wR := make([]float64, nr)
+	nR := make([]int, nr)
+	for p := range part {
+		for r := range part[p] {
+			useR[r] += used[p][r]
+			if part[p][r] {
+				wR[r] += doc.Projects[p].ResourceShare
+				nR[r]++
+			}
+		}
+	}
+	// Per group: processing done and share weights.
+	groupU := map[int]float64{}
+	groupW := map[int]float64{}
+	groupN := map[int]int{}
+	for r := range h.Resources {
+		groupU[find(np+r)] += useR[r] * dt * speed[r]
+	}
+	for p := range doc.Projects {
+		g := find(p)
+		groupW[g] += doc.Projects[p].ResourceShare
+		groupN[g]++
+	}
+	for p := range doc.Projects {
+		g := find(p)
+		if g == p && !anyTrue(part[p]) {
+			continue // takes part nowhere
+		}
+		owed := groupU[g] * frac(doc.Projects[p].ResourceShare, groupW[g], groupN[g])
+		credited, capacity := 0.0, 0.0
+		delta := make([]float64, nr)
+		for r := range h.Resources {
+			if !part[p][r] {
+				continue
+			}
+			local := frac(doc.Projects[p].ResourceShare, wR[r], nR[r]) * useR[r] * dt
+			delta[r] = local - used[p][r]*dt
+			credited += local * speed[r]
+			capacity += float64(h.Resources[r].Instances) * speed[r]
+		}
+		if rest := owed - credited; capacity > 0 {
+			for r := range h.Resources {
+				if part[p][r] {
+					// rest·(N_r·speed_r/capacity) CPU seconds, in instance-seconds of r.
+					delta[r] += rest * float64(h.Resources[r].Instances) / capacity
+				}
+			}
+		}
+		for r := range h.Resources {
+			if part[p][r] || used[p][r] > 0 {
+				doc.Projects[p].ResourceState(h.Resources[r].Type).LongTermDebt += delta[r]
+			}
+		}
+	}
+}
+
+// frac is share/total, or 1/n when every share is zero.
+func frac(share, total float64, n int) float64 {
+	if total > 0 {
+		return share / total
+	}
+	if n > 0 {
+		return 1 / float64(n)
+	}
+	return 0
+}
+
+func anyTrue(b []bool) bool {
+	for _, x := range b {
+		if x {
+			return true
+		}
+	}
+	return false
+}

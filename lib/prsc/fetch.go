@@ -1,0 +1,157 @@
+package prsc
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Candidate is one project as select_project sees it for one resource.
+type Candidate struct {
+	Project      string
+	OverallDebt  float64 // CPU seconds
+	Shortfall    float64 // the project's shortfall on the resource, instance-seconds
+	Score        float64 // OverallDebt + Shortfall
+	Eligible     bool    // not backed off for the resource, nor for RPCs (min_rpc_time)
+	BackoffUntil float64 // the resource backoff's expiry, Unix seconds (0: none)
+}
+
+// Selection is select_project's answer for one resource.
+type Selection struct {
+	Type       string
+	Project    string // the eligible candidate with the largest score; "" if none
+	Candidates []Candidate
+}
+
+// Decision is the outcome of a work-fetch pass.
+type Decision struct {
+	Sim        *Sim
+	Selections []Selection // per host resource, in host order
+	Request    state.WorkRequest
+}
+
+// SelectProject is the seed's select_project for resource r of sim: among the projects
+// not backed off for the resource (and whose seed 000 RPC backoff, min_rpc_time, has
+// passed), the one whose overall debt plus shortfall on the resource is largest; ties go
+// to the project listed first. The seed's "overworked projects etc." has no counterpart
+// here: the overall debt already ranks them last.
+func SelectProject(doc *state.Document, rs *ResourceSim, now float64) Selection {
+	sel := Selection{Type: rs.Type, Candidates: make([]Candidate, len(doc.Projects))}
+	best := math.Inf(-1)
+	for i := range doc.Projects {
+		p := &doc.Projects[i]
+		c := Candidate{
+			Project:     p.Name,
+			OverallDebt: OverallDebt(&doc.Host, p),
+			Shortfall:   rs.Projects[i].Shortfall,
+		}
+		c.Score = c.OverallDebt + c.Shortfall
+		for _, pr := range p.Resources {
+			if pr.Type == rs.Type {
+				c.BackoffUntil = pr.BackoffUntil
+			}
+		}
+		c.Eligible = c.BackoffUntil <= now && p.MinRPCTime <= now
+		if c.Eligible && c.Score > best {
+			best, sel.Project = c.Score, p.Name
+		}
+		sel.Candidates[i] = c
+	}
+	return sel
+}
+
+// Decide is seed 002's work fetch: the round-robin simulation, then the first of these
+// that finds a project: an idle coprocessor (each type in host order), an idle CPU, a
+// coprocessor shortfall, a CPU shortfall. The request asks the chosen project for every
+// resource's shortfall (req_secs) and idle instances (req_instances), except:
+//
+//   - on an idle coprocessor the CPU's shortfall is not asked for, and on an idle CPU
+//     no coprocessor's shortfall (the seed zeroes them); this changes only the request,
+//     so a later step that finds no project still sees the true shortfalls (in the
+//     seed's pseudocode the zeroing would leak into the later steps);
+//   - nothing is asked for a resource the chosen project is backed off for, which
+//     answers the seed's open question: a project is asked for the types whose backoffs
+//     have passed, only.
+//
+// work_req_seconds is the largest req_secs. When no step finds a project, the request
+// has an empty project and says why.
+func Decide(doc *state.Document, now float64) *Decision {
+	sim := Simulate(doc, now)
+	d := &Decision{Sim: sim, Selections: make([]Selection, len(sim.Resources))}
+	for r := range sim.Resources {
+		d.Selections[r] = SelectProject(doc, &sim.Resources[r], now)
+	}
+	cpu := -1
+	for r := range sim.Resources {
+		if sim.Resources[r].Type == state.ResourceCPU {
+			cpu = r
+		}
+	}
+	type step struct {
+		r    int
+		idle bool
+	}
+	var steps []step
+	for _, idle := range []bool{true, false} {
+		for r := range sim.Resources {
+			if r != cpu {
+				steps = append(steps, step{r, idle})
+			}
+		}
+		steps = append(steps, step{cpu, idle})
+	}
+	d.Request = state.WorkRequest{Time: now}
+	for _, s := range steps {
+		rs := &sim.Resources[s.r]
+		if (s.idle && rs.NIdle <= 0) || (!s.idle && rs.Shortfall <= 0) {
+			continue
+		}
+		sel := &d.Selections[s.r]
+		if sel.Project == "" {
+			continue
+		}
+		d.Request = request(doc, sim, sel.Project, s.r, cpu, s.idle, now)
+		why := "shortfall"
+		if s.idle {
+			why = "idle"
+		}
+		c := sel.Candidates[projectIndex(doc, sel.Project)]
+		d.Request.Reason = fmt.Sprintf("%s %s (%.6g idle instances, shortfall %.6g instance-s): %s has the largest debt+shortfall %.6g (overall debt %.6g + shortfall %.6g) among projects not backed off for %s",
+			rs.Type, why, rs.NIdle, rs.Shortfall, sel.Project, c.Score, c.OverallDebt, c.Shortfall, rs.Type)
+		return d
+	}
+	d.Request.Reason = "no request: no idle instances and no shortfall, or no project that is not backed off"
+	return d
+}
+
+func request(doc *state.Document, sim *Sim, project string, trigger, cpu int, idle bool, now float64) state.WorkRequest {
+	p := &doc.Projects[projectIndex(doc, project)]
+	req := state.WorkRequest{Time: now, Project: project}
+	for r := range sim.Resources {
+		rs := &sim.Resources[r]
+		secs, inst := rs.Shortfall, rs.NIdle
+		if idle && r != trigger && (r == cpu || trigger == cpu) {
+			secs = 0
+		}
+		if BackedOff(p, rs.Type, now) {
+			secs, inst = 0, 0
+		}
+		req.WorkReqSeconds = math.Max(req.WorkReqSeconds, secs)
+		if r == cpu {
+			req.CPUReqSecs, req.CPUReqInstances = secs, inst
+		} else {
+			req.Coprocs = append(req.Coprocs, state.CoprocRequest{Type: rs.Type, ReqSecs: secs, ReqInstances: inst})
+		}
+	}
+	return req
+}
+
+func projectIndex(doc *state.Document, name string) int {
+	for i := range doc.Projects {
+		if doc.Projects[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}

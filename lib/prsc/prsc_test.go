@@ -1,0 +1,208 @@
+package prsc
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bkit/bkit/lib/state"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// seedExample is seed 002's example: one CPU, one GPU twice as fast, A with GPU jobs
+// only, B with CPU and GPU jobs, equal shares, D flags as those jobs set them.
+func seedExample() *state.Document {
+	return &state.Document{
+		Version: 1,
+		Host: state.Host{Resources: []state.Resource{
+			{Type: "cpu", Instances: 1, Flops: 1e9},
+			{Type: "NVIDIA", Instances: 1, Flops: 2e9},
+		}},
+		Projects: []state.Project{
+			{Name: "A", ResourceShare: 100, Resources: []state.ProjectResource{{Type: "NVIDIA", AccumulateDebt: true}}},
+			{Name: "B", ResourceShare: 100, Resources: []state.ProjectResource{
+				{Type: "cpu", AccumulateDebt: true}, {Type: "NVIDIA", AccumulateDebt: true}}},
+		},
+	}
+}
+
+// TestSeedExample runs the debt accounting and a largest-debt choice per resource for
+// 100 simulated days in steps of a minute: the CPU only has B's jobs; the GPU runs the
+// project with the larger overall debt. The seed's target is GPU 75% A, 25% B.
+func TestSeedExample(t *testing.T) {
+	doc := seedExample()
+	const dt, steps = 60.0, 144000
+	gpuA := 0.0
+	for range steps {
+		used := [][]float64{{0, 0}, {1, 0}} // B runs on the CPU
+		if OverallDebt(&doc.Host, &doc.Projects[0]) >= OverallDebt(&doc.Host, &doc.Projects[1]) {
+			used[0][1] = 1
+			gpuA++
+		} else {
+			used[1][1] = 1
+		}
+		AccumulateDebt(doc, used, dt)
+	}
+	if frac := gpuA / steps; math.Abs(frac-0.75) > 0.03 {
+		t.Errorf("GPU share of A = %.4f, want 0.75 ± 0.03", frac)
+	}
+	// The overall debts are zero-sum and stay bounded (within a few intervals' worth).
+	a, b := OverallDebt(&doc.Host, &doc.Projects[0]), OverallDebt(&doc.Host, &doc.Projects[1])
+	if math.Abs(a+b) > 1e-6 || math.Abs(a) > 10*dt {
+		t.Errorf("overall debts A=%g B=%g: want zero-sum and bounded", a, b)
+	}
+}
+
+// TestDebtAloneStaysPut: A only on the GPU, B only on the CPU. No resource is shared,
+// so nothing can be evened out, and no debt drifts (the seed's objection to a single
+// cross-resource debt).
+func TestDebtAloneStaysPut(t *testing.T) {
+	doc := seedExample()
+	doc.Projects[1].Resources = []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}
+	for range 1000 {
+		AccumulateDebt(doc, [][]float64{{0, 1}, {1, 0}}, 60)
+	}
+	for _, p := range doc.Projects {
+		if d := OverallDebt(&doc.Host, &p); d != 0 {
+			t.Errorf("%s: overall debt %g, want 0", p.Name, d)
+		}
+	}
+}
+
+// TestDebtOneInterval checks one interval by hand. CPU: 2 instances at 1 GFLOPS; GPU
+// at 3 GFLOPS (speed 3). A (share 1) has D on the CPU only, B (share 3) on both.
+// For 10 s, A uses 2 CPUs, B uses the GPU.
+//
+//	CPU: use 2 → A credited 1/4·2·10 = 5, B 3/4·20 = 15; A charged 20, B 0.
+//	GPU: use 1, only B takes part → B credited 10, charged 10.
+//	One group; U = 20·1 + 10·3 = 50 CPU-s; A owed 50/4 = 12.5, B 37.5.
+//	A credited 5 CPU-s so far: rest 7.5 over the CPU (its only resource, capacity 2):
+//	  7.5·2/2 = 7.5 instance-s → A.cpu = 5 − 20 + 7.5 = −7.5.
+//	B credited 15 + 10·3 = 45: rest −7.5 over capacity 2·1 + 1·3 = 5:
+//	  cpu −7.5·2/5 = −3 → B.cpu = 15 − 0 − 3 = 12; GPU −7.5·1/5 = −1.5 → B.gpu = −1.5.
+//	Overall: A −7.5, B 12 + 3·(−1.5) = 7.5: zero-sum.
+func TestDebtOneInterval(t *testing.T) {
+	doc := &state.Document{
+		Host: state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 2, Flops: 1e9}, {Type: "GPU", Instances: 1, Flops: 3e9}}},
+		Projects: []state.Project{
+			{Name: "A", ResourceShare: 1, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},
+			{Name: "B", ResourceShare: 3, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}, {Type: "GPU", AccumulateDebt: true}}},
+		},
+	}
+	AccumulateDebt(doc, [][]float64{{2, 0}, {0, 1}}, 10)
+	got := map[string]float64{}
+	for _, p := range doc.Projects {
+		for _, pr := range p.Resources {
+			got[p.Name+"."+pr.Type] = pr.LongTermDebt
+		}
+	}
+	want := map[string]float64{"A.cpu": -7.5, "B.cpu": 12, "B.GPU": -1.5}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("debts (-want +got):\n%s", diff)
+	}
+}
+
+func TestBackoffSequence(t *testing.T) {
+	// 600 s, doubling, capped at 86,400 s: 600·2^7 = 76,800, then the cap.
+	want := []float64{600, 1200, 2400, 4800, 9600, 19200, 38400, 76800, 86400, 86400}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var pr state.ProjectResource
+	const now = 1000.0
+	for i, w := range want {
+		BackOff(&pr, now, rng)
+		if pr.BackoffInterval != w {
+			t.Fatalf("backoff %d: interval %g, want %g", i+1, pr.BackoffInterval, w)
+		}
+		if pr.BackoffUntil < now+w/2 || pr.BackoffUntil >= now+w {
+			t.Errorf("backoff %d: until %g, want in [%g, %g)", i+1, pr.BackoffUntil, now+w/2, now+w)
+		}
+	}
+	ClearBackoff(&pr)
+	if pr.BackoffInterval != 0 || pr.BackoffUntil != 0 {
+		t.Errorf("after clear: %+v", pr)
+	}
+	// Same seed, same jitter.
+	a, b := state.ProjectResource{}, state.ProjectResource{}
+	BackOff(&a, now, rand.New(rand.NewPCG(7, 7)))
+	BackOff(&b, now, rand.New(rand.NewPCG(7, 7)))
+	if a != b {
+		t.Errorf("same seed gave %v and %v", a, b)
+	}
+}
+
+func TestContactBackoff(t *testing.T) {
+	doc := seedExample()
+	p := &doc.Projects[1]
+	p.ResourceState("cpu").BackoffUntil = 5000
+	p.ResourceState("NVIDIA").BackoffUntil = 3000
+	if got := ContactBackoffUntil(&doc.Host, p); got != 3000 {
+		t.Errorf("contact backoff %g, want 3000 (the smaller)", got)
+	}
+	// A has no CPU entry: no CPU backoff, so no contact backoff.
+	doc.Projects[0].ResourceState("NVIDIA").BackoffUntil = 3000
+	if got := ContactBackoffUntil(&doc.Host, &doc.Projects[0]); got != 0 {
+		t.Errorf("contact backoff %g, want 0", got)
+	}
+}
+
+// flags returns "type:D" for each resource entry of project i, with the backoff interval.
+func flags(doc *state.Document, i int) map[string][2]float64 {
+	m := map[string][2]float64{}
+	for _, pr := range doc.Projects[i].Resources {
+		d := 0.0
+		if pr.AccumulateDebt {
+			d = 1
+		}
+		m[pr.Type] = [2]float64{d, pr.BackoffInterval}
+	}
+	return m
+}
+
+func TestDFlagTransitions(t *testing.T) {
+	doc := seedExample()
+	doc.Projects[0].Resources = nil // A: D false everywhere at first
+	rng := rand.New(rand.NewPCG(1, 1))
+	both := map[string]bool{"cpu": true, "NVIDIA": true}
+	steps := []struct {
+		name       string
+		requested  map[string]bool
+		rep        Reply
+		threeState bool
+		want       map[string][2]float64 // type -> {D, backoff interval}
+	}{
+		{"GPU job: D set, CPU requested without a job backs off", both,
+			Reply{Project: "A", Jobs: map[string]int{"NVIDIA": 2}}, false,
+			map[string][2]float64{"NVIDIA": {1, 0}, "cpu": {0, 600}}},
+		{"no job at all: D cleared for every requested type, both back off", both,
+			Reply{Project: "A"}, false,
+			map[string][2]float64{"NVIDIA": {0, 600}, "cpu": {0, 1200}}},
+		{"CPU job only: CPU D set and cleared; GPU requested: backs off, D unchanged", both,
+			Reply{Project: "A", Jobs: map[string]int{"cpu": 1}}, false,
+			map[string][2]float64{"NVIDIA": {0, 1200}, "cpu": {1, 0}}},
+		{"GPU job, GPU only asked", map[string]bool{"NVIDIA": true},
+			Reply{Project: "A", Jobs: map[string]int{"NVIDIA": 1}}, false,
+			map[string][2]float64{"NVIDIA": {1, 0}, "cpu": {1, 0}}},
+		{"three-state: no work but supported keeps D", both,
+			Reply{Project: "A", Unsupported: []string{"cpu"}}, true,
+			map[string][2]float64{"NVIDIA": {1, 600}, "cpu": {0, 600}}},
+	}
+	for _, s := range steps {
+		if err := ApplyReply(doc, s.requested, s.rep, s.threeState, 1000, rng); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if diff := cmp.Diff(s.want, flags(doc, 0)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s.name, diff)
+		}
+	}
+	for _, bad := range []Reply{
+		{Project: "Z"},
+		{Project: "A", Jobs: map[string]int{"ATI": 1}},
+		{Project: "A", Jobs: map[string]int{"cpu": -1}},
+		{Project: "A", Unsupported: []string{"cpu"}},
+	} {
+		if err := ApplyReply(doc, both, bad, false, 1000, rng); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package prsc
+
+import (
+	"math"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Sim is the outcome of the round-robin simulation over the work-buffer period.
+type Sim struct {
+	Period    float64       // seconds simulated: the work buffer, min + additional days
+	Resources []ResourceSim // in host order
+}
+
+// ResourceSim is one resource's part of the simulation (the seed's PRSC_WORK_FETCH).
+type ResourceSim struct {
+	Type      string
+	Instances int
+	Shortfall float64      // idle instance-seconds over the period
+	NIdle     float64      // instances idle at the start, after the initial assignment
+	Projects  []ProjectSim // in document order
+}
+
+// ProjectSim is one project's part of a resource's simulation (PRSC_PROJECT_DATA).
+type ProjectSim struct {
+	Project   string
+	BackedOff bool    // backed off for this resource: no share, no shortfall
+	Share     float64 // instances it should get by resource share among projects not backed off
+	Shortfall float64 // sum of dt·(share − instances used) over the period
+}
+
+// Resource returns the simulation of resource type t, or nil.
+func (s *Sim) Resource(t string) *ResourceSim {
+	for i := range s.Resources {
+		if s.Resources[i].Type == t {
+			return &s.Resources[i]
+		}
+	}
+	return nil
+}
+
+// WorkBufPeriod is the period the simulation covers: the work buffer's low-water mark
+// plus the additional days, in seconds.
+func WorkBufPeriod(p *state.Preferences) float64 {
+	return (p.WorkBufMinDays + p.WorkBufAdditionalDays) * 86400
+}
+
+type simJob struct {
+	inst float64 // instances the task occupies
+	rate float64 // FLOPS when it has all of them
+	left float64 // FLOPs still to do
+}
+
+type simProj struct {
+	rs      float64
+	jobs    []simJob
+	head    int     // jobs[:head] are done
+	remInst float64 // instances of the jobs not done: the most the project can use
+	alloc   float64 // instances it is given now
+	capped  bool
+}
+
+// Simulate runs seed 002's round-robin simulation for every resource of the host, as of
+// time now (which only decides who is backed off).
+//
+// The model (the seed leaves it open): each resource is simulated on its own, since a
+// task uses one resource type (its app version's ResourceType). Runnable tasks with work
+// left queue per project: running first, then preempted, then ready, each group in
+// document order (the order the client got them). At every moment the resource's
+// instances are divided among the projects that still have work in proportion to their
+// resource shares, a project never getting more than its queued tasks can occupy and
+// the rest going to the others (weighted round-robin by processor sharing; projects of
+// share 0 only get what the others cannot use). A project's instances go to its tasks in
+// queue order, each task taking up to the instances it uses; a task given part of its
+// instances runs that much slower. A task's speed is its app version's Speed on the host
+// times the fraction of time the resource is available (on_frac × active_frac, and
+// gpu_active_frac too for coprocessors). The simulation jumps from one task completion
+// to the next, accumulating over each interval dt the resource's shortfall
+// dt·(instances − instances used) and each project's dt·(share − instances used).
+func Simulate(doc *state.Document, now float64) *Sim {
+	h := &doc.Host
+	ix := state.NewIndex(doc)
+	rIndex := resourceIndex(h)
+	np, nr := len(doc.Projects), len(h.Resources)
+	period := WorkBufPeriod(&doc.Preferences)
+	avail := doc.Host.TimeStats.OnFrac * doc.Host.TimeStats.ActiveFrac
+
+	// queues[r][p], filled in three passes so each queue is in state order.
+	queues := make([][]simProj, nr)
+	for r := range queues {
+		queues[r] = make([]simProj, np)
+		for p := range queues[r] {
+			queues[r][p].rs = doc.Projects[p].ResourceShare
+		}
+	}
+	for _, want := range []state.TaskState{state.TaskRunning, state.TaskPreempted, state.TaskReady} {
+		for i := range doc.Tasks {
+			t := &doc.Tasks[i]
+			if t.State != want {
+				continue
+			}
+			left := t.RemainingFlops()
+			if left <= 0 {
+				continue // no work left or no estimate: nothing to simulate
+			}
+			av := &doc.AppVersions[ix.AppVersion[t.AppVersion]]
+			r := rIndex[av.ResourceType()]
+			rate := av.Speed(h) * avail
+			if r != rIndex[state.ResourceCPU] {
+				rate *= doc.Host.TimeStats.GPUActiveFrac
+			}
+			q := &queues[r][ix.Project[t.Project]]
+			q.jobs = append(q.jobs, simJob{inst: av.Instances(), rate: rate, left: left})
+			q.remInst += av.Instances()
+		}
+	}
+
+	sim := &Sim{Period: period, Resources: make([]ResourceSim, nr)}
+	for r, res := range h.Resources {
+		rs := &sim.Resources[r]
+		rs.Type, rs.Instances = res.Type, res.Instances
+		rs.Projects = make([]ProjectSim, np)
+		total, n := 0.0, 0
+		for p := range doc.Projects {
+			rs.Projects[p].Project = doc.Projects[p].Name
+			rs.Projects[p].BackedOff = BackedOff(&doc.Projects[p], res.Type, now)
+			if !rs.Projects[p].BackedOff {
+				total += doc.Projects[p].ResourceShare
+				n++
+			}
+		}
+		for p := range doc.Projects {
+			if !rs.Projects[p].BackedOff {
+				rs.Projects[p].Share = float64(res.Instances) * frac(doc.Projects[p].ResourceShare, total, n)
+			}
+		}
+		simulateResource(queues[r], float64(res.Instances), period, rs)
+	}
+	return sim
+}
+
+// simulateResource runs one resource's simulation over [0, period].
+func simulateResource(projs []simProj, n, period float64, rs *ResourceSim) {
+	t := 0.0
+	first := true
+	for t < period {
+		allocate(projs, n)
+		used := 0.0
+		for i := range projs {
+			used += projs[i].alloc
+		}
+		if first {
+			rs.NIdle = math.Max(0, n-used)
+			first = false
+		}
+		// The next event: the first completion, or the end of the period.
+		dt := period - t
+		last := true
+		for i := range projs {
+			forRunning(&projs[i], func(j *simJob, eff float64) {
+				if eff > 0 && j.left/eff < dt {
+					dt, last = j.left/eff, false
+				}
+			})
+		}
+		for i := range projs {
+			p := &projs[i]
+			end := forRunning(p, func(j *simJob, eff float64) {
+				// The task that set dt, and any due within rounding, is done.
+				if eff*dt*(1+1e-9) >= j.left {
+					j.left = 0
+				} else {
+					j.left -= eff * dt
+				}
+			})
+			// Retire finished tasks; the others stay in the running window.
+			for k := p.head; k < end; k++ {
+				if p.jobs[k].left > 0 {
+					continue
+				}
+				p.remInst -= p.jobs[k].inst
+				p.jobs[k], p.jobs[p.head] = p.jobs[p.head], p.jobs[k]
+				p.head++
+			}
+			if p.head == len(p.jobs) {
+				p.remInst = 0
+			}
+		}
+		rs.Shortfall += dt * math.Max(0, n-used)
+		for i := range projs {
+			if ps := &rs.Projects[i]; !ps.BackedOff {
+				ps.Shortfall += dt * (ps.Share - projs[i].alloc)
+			}
+		}
+		if last {
+			break
+		}
+		t += dt
+	}
+}
+
+// forRunning calls f for each task of p that has instances now, with the FLOPS it runs
+// at, and returns the end of that running window in p.jobs. Only the first tasks of the
+// queue can have any: p.alloc is at most the instances of the tasks left.
+func forRunning(p *simProj, f func(j *simJob, eff float64)) int {
+	a := p.alloc
+	k := p.head
+	for ; k < len(p.jobs) && a > 1e-12; k++ {
+		j := &p.jobs[k]
+		g := math.Min(j.inst, a)
+		a -= g
+		f(j, j.rate*g/j.inst)
+	}
+	return k
+}
+
+// allocate divides n instances among the projects with work left, by resource share,
+// none getting more than its tasks can occupy (water-filling); projects of share 0
+// share equally what is left after that.
+func allocate(projs []simProj, n float64) {
+	for i := range projs {
+		projs[i].alloc = 0
+		projs[i].capped = projs[i].head == len(projs[i].jobs)
+	}
+	rem := fill(projs, n, func(p *simProj) float64 { return p.rs })
+	if rem > 1e-12 {
+		fill(projs, rem, func(p *simProj) float64 {
+			if p.rs == 0 {
+				return 1
+			}
+			return 0
+		})
+	}
+}
+
+// fill gives n instances to the uncapped projects of positive weight in proportion to
+// weight, capping each at remInst; it returns what nobody could use.
+func fill(projs []simProj, n float64, weight func(*simProj) float64) float64 {
+	for {
+		w := 0.0
+		for i := range projs {
+			if !projs[i].capped {
+				w += weight(&projs[i])
+			}
+		}
+		if w == 0 || n <= 1e-12 {
+			return n
+		}
+		capped := false
+		start := n
+		for i := range projs {
+			p := &projs[i]
+			if pw := weight(p); !p.capped && pw > 0 && p.remInst <= start*pw/w {
+				p.alloc, p.capped = p.remInst, true
+				n -= p.remInst
+				capped = true
+			}
+		}
+		if capped {
+			continue
+		}
+		for i := range projs {
+			p := &projs[i]
+			if pw := weight(p); !p.capped && pw > 0 {
+				p.alloc = start * pw / w
+				p.capped = true
+			}
+		}
+		return 0
+	}
+}
