@@ -125,7 +125,20 @@ func ETTPRC(cpuTimes []float64, k int, rate float64) float64 {
 // result is one runnable result: what ETTPRC orders by and what it sums.
 type result struct {
 	deadline float64
+	order    int     // position in the document, which breaks deadline ties
 	cpuTime  float64 // estimated CPU seconds
+}
+
+// byDeadline orders results by deadline, then document order; the keys are unique, so
+// the faster unstable sort gives one answer.
+func byDeadline(a, b result) int {
+	switch {
+	case a.deadline < b.deadline:
+		return -1
+	case a.deadline > b.deadline:
+		return 1
+	}
+	return cmp.Compare(a.order, b.order)
 }
 
 // Compute runs compute_work_request() over doc, which should be valid (state.Validate).
@@ -151,11 +164,10 @@ func Compute(doc *state.Document) Decision {
 		byName[p.Name] = i
 	}
 
-	// Bucket the runnable results by project with a counting sort, which keeps document
-	// order inside each bucket, then order each bucket by increasing deadline with a
-	// stable sort. Equal deadlines thus keep document order: the CPU scheduler, choosing
-	// the earliest deadline, meets the earlier one in the document first, so the later
-	// one is the one ETTPRC treats as later and skips first.
+	// Bucket the runnable results by project with a counting sort, then order each
+	// bucket by increasing deadline. Equal deadlines keep document order: the CPU
+	// scheduler, choosing the earliest deadline, meets the earlier one in the document
+	// first, so the later one is the one ETTPRC treats as later and skips first.
 	owner := make([]int, len(doc.Tasks))
 	start := make([]int, len(doc.Projects)+1)
 	for i := range doc.Tasks {
@@ -182,14 +194,14 @@ func Compute(doc *state.Document) Decision {
 		if cpu.Flops > 0 {
 			ct = t.RemainingFlops() / cpu.Flops
 		}
-		results[next[p]] = result{deadline: t.ReportDeadline, cpuTime: ct}
+		results[next[p]] = result{deadline: t.ReportDeadline, order: i, cpuTime: ct}
 		next[p]++
 	}
 
 	cpuTimes := make([]float64, len(results))
 	for i, p := range doc.Projects {
 		bucket := results[start[i]:start[i+1]]
-		slices.SortStableFunc(bucket, func(a, b result) int { return cmp.Compare(a.deadline, b.deadline) })
+		slices.SortFunc(bucket, byDeadline)
 		times := cpuTimes[start[i]:start[i+1]]
 		for j, r := range bucket {
 			times[j] = r.cpuTime

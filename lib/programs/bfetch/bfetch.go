@@ -58,8 +58,8 @@ about every T days (preferences.connection_period_days). For each project P:
                      results' estimated CPU time (remaining FLOPs ÷ one CPU's FLOPS),
                      earliest deadline first, the min_results(P)−1 latest skipped,
                      divided by avg_proc_rate(P)
-The urgency is need_work_immediately if some ETTPRC is 0 (below T), need_work if some
-ETTPRC is below T, else dont_need_work. Then each project asks for
+The urgency is need_work_immediately if some ETTPRC is 0 (and T > 0), need_work if
+some ETTPRC is below T, else dont_need_work. Then each project asks for
 max(0, (2T − ETTPRC) × avg_proc_rate) seconds, enough to last 2T; with dont_need_work
 every request is 0. A project that takes no CPU time (resource share 0, or active
 fraction 0) never starves and asks for nothing; its ETTPRC shows as "never".
