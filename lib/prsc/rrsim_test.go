@@ -1,0 +1,188 @@
+package prsc
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+func approx(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// cpuDoc: 2 CPUs at 1 GFLOPS, a work buffer of 10,000 s, projects A (share 3) and B
+// (share 1) with one-CPU app versions.
+func cpuDoc() *state.Document {
+	return &state.Document{
+		Version: 1,
+		Host: state.Host{
+			Resources: []state.Resource{{Type: "cpu", Instances: 2, Flops: 1e9}, {Type: "NVIDIA", Instances: 1, Flops: 4e9}},
+			TimeStats: state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1},
+		},
+		Preferences: state.Preferences{WorkBufMinDays: 10000.0 / 86400, CPUSchedulingPeriod: 3600},
+		Projects:    []state.Project{{Name: "A", ResourceShare: 3}, {Name: "B", ResourceShare: 1}},
+		AppVersions: []state.AppVersion{
+			{Name: "a", Project: "A", AvgNCPUs: 1},
+			{Name: "b", Project: "B", AvgNCPUs: 1},
+			{Name: "bg", Project: "B", AvgNCPUs: 0.1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+		},
+	}
+}
+
+func task(name, project, av string, st state.TaskState, flops float64) state.Task {
+	return state.Task{Name: name, Project: project, AppVersion: av, State: st, EstimatedFlops: flops}
+}
+
+// TestSimulateSmall, by hand. Shares of the 2 CPUs: A 2·3/4 = 1.5, B 0.5.
+// A has one 3e12 task (3000 s), B a 1e12 and a 2e12 task.
+//
+//	t=0: A can use only 1 CPU (one task), so B gets the other: used 2, nidle 0.
+//	[0,1000]: B's first task ends. A +(1.5−1)·1000 = 500, B +(0.5−1)·1000 = −500.
+//	[1000,3000]: A's task and B's second both end. A +1000 → 1500, B −1000 → −1500.
+//	[3000,10000]: idle: CPU shortfall 2·7000 = 14000; A +1.5·7000 → 12000,
+//	  B +0.5·7000 → 2000.
+//
+// The GPU has no task: nidle 1, shortfall 10000; B's share of it 0.25 → 2500, A 7500.
+func TestSimulateSmall(t *testing.T) {
+	doc := cpuDoc()
+	doc.Tasks = []state.Task{
+		task("b1", "B", "b", state.TaskReady, 1e12),
+		task("a1", "A", "a", state.TaskRunning, 3e12),
+		task("b2", "B", "b", state.TaskReady, 2e12),
+	}
+	sim := Simulate(doc, 0)
+	cpu, gpu := sim.Resource("cpu"), sim.Resource("NVIDIA")
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"cpu shortfall", cpu.Shortfall, 14000},
+		{"cpu nidle", cpu.NIdle, 0},
+		{"cpu A share", cpu.Projects[0].Share, 1.5},
+		{"cpu A shortfall", cpu.Projects[0].Shortfall, 12000},
+		{"cpu B shortfall", cpu.Projects[1].Shortfall, 2000},
+		{"gpu shortfall", gpu.Shortfall, 10000},
+		{"gpu nidle", gpu.NIdle, 1},
+		{"gpu A shortfall", gpu.Projects[0].Shortfall, 7500},
+		{"gpu B shortfall", gpu.Projects[1].Shortfall, 2500},
+	} {
+		if !approx(c.got, c.want) {
+			t.Errorf("%s = %g, want %g", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestSimulateSharing: one CPU shared by two projects of equal share, a 1e12 task each.
+// Each gets half the CPU and runs at half speed: both end at 2000 s. Over a 5000 s
+// buffer the shortfall is 3000; each project's 0.5·3000 = 1500. A backed-off project
+// has no share and no shortfall, but its tasks still run.
+func TestSimulateSharing(t *testing.T) {
+	doc := cpuDoc()
+	doc.Host.Resources[0].Instances = 1
+	doc.Preferences.WorkBufMinDays = 5000.0 / 86400
+	doc.Projects[1].ResourceShare = 3
+	doc.Tasks = []state.Task{task("a1", "A", "a", state.TaskReady, 1e12), task("b1", "B", "b", state.TaskReady, 1e12)}
+	cpu := Simulate(doc, 0).Resource("cpu")
+	if !approx(cpu.Shortfall, 3000) || cpu.NIdle != 0 || !approx(cpu.Projects[0].Shortfall, 1500) {
+		t.Errorf("got shortfall %g, nidle %g, A %g; want 3000, 0, 1500", cpu.Shortfall, cpu.NIdle, cpu.Projects[0].Shortfall)
+	}
+	doc.Projects[1].ResourceState("cpu").BackoffUntil = 100
+	cpu = Simulate(doc, 50).Resource("cpu")
+	if !approx(cpu.Shortfall, 3000) || cpu.Projects[1].Shortfall != 0 || cpu.Projects[0].Share != 1 {
+		t.Errorf("backed off B: shortfall %g, B %g, A's share %g; want 3000, 0, 1", cpu.Shortfall, cpu.Projects[1].Shortfall, cpu.Projects[0].Share)
+	}
+}
+
+// TestDecideOrder: the seed's order. With a CPU shortfall and an idle GPU, the GPU goes
+// first and the CPU's shortfall is left out of the request (its idle instances stay).
+func TestDecideOrder(t *testing.T) {
+	doc := cpuDoc()
+	doc.Tasks = []state.Task{task("a1", "A", "a", state.TaskRunning, 3e12)}
+	doc.Projects[1].ResourceState("cpu").LongTermDebt = 1e6 // B is owed much
+	d := Decide(doc, 0)
+	r := d.Request
+	if r.Project != "B" || r.CPUReqSecs != 0 || r.CPUReqInstances != 1 || len(r.Coprocs) != 1 ||
+		!approx(r.Coprocs[0].ReqSecs, 10000) || r.Coprocs[0].ReqInstances != 1 || !approx(r.WorkReqSeconds, 10000) {
+		t.Errorf("request %+v", r)
+	}
+	// B backed off for the GPU: A is asked for the GPU, and B not at all.
+	doc.Projects[1].ResourceState("NVIDIA").BackoffUntil = 10
+	d = Decide(doc, 0)
+	if d.Request.Project != "A" {
+		t.Errorf("with B backed off for the GPU: %+v", d.Request)
+	}
+	// Everyone backed off for the GPU: the idle CPU's turn; no GPU seconds asked of B.
+	doc.Projects[0].ResourceState("NVIDIA").BackoffUntil = 10
+	d = Decide(doc, 0)
+	r = d.Request
+	if r.Project != "B" || r.CPUReqInstances != 1 || !approx(r.CPUReqSecs, 17000) || r.Coprocs[0].ReqSecs != 0 || r.Coprocs[0].ReqInstances != 0 {
+		t.Errorf("idle CPU: %+v", r)
+	}
+	// Nothing needed: no request.
+	doc.Preferences.WorkBufMinDays = 0
+	doc.Host.Resources = doc.Host.Resources[:1]
+	doc.Host.Resources[0].Instances = 1
+	doc.AppVersions = doc.AppVersions[:2]
+	if d = Decide(doc, 0); d.Request.Project != "" {
+		t.Errorf("nothing needed: %+v", d.Request)
+	}
+}
+
+// benchDoc: 20 projects, 4 resource types, 10,000 queued tasks.
+func benchDoc() *state.Document {
+	doc := &state.Document{
+		Version: 1,
+		Host: state.Host{
+			Resources: []state.Resource{
+				{Type: "cpu", Instances: 16, Flops: 3e9}, {Type: "NVIDIA", Instances: 2, Flops: 5e10},
+				{Type: "ATI", Instances: 1, Flops: 3e10}, {Type: "intel_gpu", Instances: 1, Flops: 5e9},
+			},
+			TimeStats: state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1},
+		},
+		Preferences: state.Preferences{WorkBufMinDays: 1, WorkBufAdditionalDays: 2, CPUSchedulingPeriod: 3600},
+	}
+	for p := range 20 {
+		name := fmt.Sprintf("P%02d", p)
+		doc.Projects = append(doc.Projects, state.Project{Name: name, ResourceShare: float64(10 + p)})
+		for _, r := range doc.Host.Resources {
+			av := state.AppVersion{Name: name + "_" + r.Type, Project: name, AvgNCPUs: 1}
+			if r.Type != "cpu" {
+				av.AvgNCPUs = 0.2
+				av.Coproc = &state.CoprocUsage{Type: r.Type, Count: 0.5}
+			}
+			doc.AppVersions = append(doc.AppVersions, av)
+		}
+	}
+	for i := range 10000 {
+		p := i % 20
+		r := doc.Host.Resources[(i/20)%4]
+		st := state.TaskReady
+		if i < 40 {
+			st = state.TaskRunning
+		}
+		doc.Tasks = append(doc.Tasks, state.Task{
+			Name: fmt.Sprintf("t%05d", i), Project: doc.Projects[p].Name, AppVersion: doc.Projects[p].Name + "_" + r.Type,
+			State: st, EstimatedFlops: float64(1+i%7) * 3e12, ReportDeadline: 1e9,
+		})
+	}
+	return doc
+}
+
+func BenchmarkSimulate(b *testing.B) {
+	doc := benchDoc()
+	if err := state.Validate(doc); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Simulate(doc, 0)
+	}
+}
+
+func BenchmarkDecide(b *testing.B) {
+	doc := benchDoc()
+	b.ReportAllocs()
+	for b.Loop() {
+		Decide(doc, 0)
+	}
+}
