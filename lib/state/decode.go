@@ -100,14 +100,14 @@ func decodeJSON(data []byte, doc *Document) error {
 		}
 		return nil
 	}
-	fresh := defaults()
-	if perr := decodeYAML(data, &fresh); perr != nil {
-		return perr
-	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
 		return &Error{Problems: []string{fmt.Sprintf("line %d: invalid JSON: %v", line, se)}}
+	}
+	fresh := defaults()
+	if perr := decodeYAML(data, &fresh); perr != nil {
+		return perr
 	}
 	return &Error{Problems: []string{strings.TrimPrefix(err.Error(), "json: ")}}
 }
@@ -125,7 +125,9 @@ func decodeYAML(data []byte, doc *Document) error {
 	if err := dec.Decode(&extra); err != io.EOF {
 		return &Error{Problems: []string{"more than one document in the input"}}
 	}
-	w := walker{}
+	// Aliases may expand a small input into a huge tree: allow expansion to a few times
+	// the input's own size, no more.
+	w := walker{limit: 4*countNodes(&root) + 10_000}
 	w.value(root.Content[0], reflect.ValueOf(doc).Elem(), "")
 	if len(w.problems) > 0 {
 		return &Error{Problems: w.problems}
@@ -140,10 +142,16 @@ func decodeYAML(data []byte, doc *Document) error {
 type walker struct {
 	problems []string
 	nodes    int
+	limit    int
 }
 
-// maxNodes bounds the work an input with many aliases can cause.
-const maxNodes = 10_000_000
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
+}
 
 func (w *walker) fail(path string, n *yaml.Node, format string, args ...any) {
 	if len(w.problems) >= maxProblems {
@@ -176,9 +184,9 @@ func describe(n *yaml.Node) string {
 
 func (w *walker) value(n *yaml.Node, v reflect.Value, path string) {
 	w.nodes++
-	if w.nodes > maxNodes {
-		if len(w.problems) == 0 {
-			w.fail(path, n, "document too large or too many aliases")
+	if w.nodes > w.limit {
+		if w.nodes == w.limit+1 {
+			w.fail(path, n, "aliases expand the document too much")
 		}
 		return
 	}
@@ -201,6 +209,10 @@ func (w *walker) value(n *yaml.Node, v reflect.Value, path string) {
 	case reflect.Struct:
 		w.object(n, v, path)
 	case reflect.Slice:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			v.SetZero()
+			return
+		}
 		if n.Kind != yaml.SequenceNode {
 			w.fail(path, n, "want a list, got %s", describe(n))
 			return

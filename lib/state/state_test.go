@@ -1,0 +1,152 @@
+package state
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+var update = flag.Bool("update", false, "rewrite the schema file from the Go types")
+
+func repoRoot(t testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// TestSchemaFile keeps the shipped JSON Schema equal to the one generated from the types.
+func TestSchemaFile(t *testing.T) {
+	want, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(repoRoot(t), SchemaPath)
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./lib/state -run Schema -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s is out of date with the Go types (go test ./lib/state -run Schema -update):\n%s", SchemaPath, diff)
+	}
+}
+
+// TestExamplesValid: every document shipped in examples/ decodes and validates.
+func TestExamplesValid(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(repoRoot(t), "examples", "*"))
+	n := 0
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".yaml") && !strings.HasSuffix(f, ".json") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte("\nhost:")) || bytes.HasPrefix(data, []byte("version:")) || bytes.Contains(data, []byte("\nversion:")) {
+			n++
+			if _, _, err := Decode(data, filepath.Base(f)); err != nil {
+				t.Errorf("%v", err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no example state documents found")
+	}
+}
+
+// TestRoundTrip: what Encode writes, Decode reads back to the same document, in both
+// formats and across them.
+func TestRoundTrip(t *testing.T) {
+	doc := Synthetic(5, 40, 4)
+	for _, f := range []Format{JSON, YAML} {
+		data, err := Encode(doc, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, format, err := Decode(data, "x")
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if format != f {
+			t.Errorf("detected %s, want %s", format, f)
+		}
+		if diff := cmp.Diff(doc, back, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s round trip (-want +got):\n%s", f, diff)
+		}
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	const base = "version: 1\nhost: {resources: [{type: cpu, instances: 2, flops: 1e9}]}\n"
+	for _, c := range []struct{ name, doc, want string }{
+		{"unknown top-level field", base + "colour: red\n", "f: colour: unknown field (line 3)"},
+		{"field twice", base + "projects: []\nprojects: []\n", "f: "},
+		{"nan", base + "projects: [{name: A, resource_share: .nan}]\n", "f: projects[0].resource_share: want a finite number, got .nan (line 3)"},
+		{"no cpu", "version: 1\nhost: {resources: [{type: NVIDIA, instances: 1, flops: 1e9}]}\n", "f: host.resources: no resource of type cpu"},
+		{"gpu version before gpu", base + "projects: [{name: A, resource_share: 1}]\napp_versions: [{name: g, project: A, avg_ncpus: 0.1, coproc: {type: NVIDIA, count: 1}}]\n",
+			`f: app_versions[0].coproc.type: unknown resource type "NVIDIA" (the host has cpu)`},
+		{"too many cpus", base + "projects: [{name: A, resource_share: 1}]\napp_versions: [{name: a, project: A, avg_ncpus: 3}]\n",
+			"f: app_versions[0].avg_ncpus: uses 3 CPUs but the host has 2"},
+		{"foreign version", base + "projects: [{name: A, resource_share: 1}, {name: B, resource_share: 1}]\napp_versions: [{name: a, project: A, avg_ncpus: 1}]\ntasks: [{name: t, project: B, app_version: a, state: ready}]\n",
+			`f: tasks[0].app_version: app version "a" belongs to project "A", not "B"`},
+		{"two documents", base + "---\nversion: 1\n", "f: more than one document in the input"},
+		{"trailing json", `{"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]}} {}`, "f: unexpected data after the document"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := Decode([]byte(c.doc), "f")
+			if err == nil {
+				t.Fatalf("no error, want %q", c.want)
+			}
+			if !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("error\n%s\nwant prefix\n%s", err, c.want)
+			}
+		})
+	}
+}
+
+// FuzzDecode: no input makes the decoder panic, and whatever it accepts survives an
+// encode/decode round trip unchanged.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		"version: 1\nhost: {resources: [{type: cpu, instances: 2, flops: 1e9}]}\n",
+		`{"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]}, "projects": [{"name": "A", "resource_share": 1}]}`,
+		"a: &x [*x]\n",
+		"{",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	if data, err := Encode(Synthetic(3, 10, 2), YAML); err == nil {
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, _, err := Decode(data, "fuzz")
+		if err != nil {
+			return
+		}
+		for _, format := range []Format{JSON, YAML} {
+			out, err := Encode(doc, format)
+			if err != nil {
+				t.Fatalf("encode %s: %v", format, err)
+			}
+			back, _, err := Decode(out, "again")
+			if err != nil {
+				t.Fatalf("re-decode %s: %v\n%s", format, err, out)
+			}
+			if diff := cmp.Diff(doc, back, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%s round trip changed the document:\n%s", format, diff)
+			}
+		}
+	})
+}
