@@ -29,6 +29,7 @@ type Document struct {
 	CPUSched    *CPUSched    `json:"cpu_sched,omitempty" yaml:"cpu_sched,omitempty" doc:"written by bsched: when the last CPU scheduling pass ran and when the next is due"`
 	WorkFetch   *WorkFetch   `json:"work_fetch,omitempty" yaml:"work_fetch,omitempty" doc:"written by bfetch: the outcome of the last work fetch decision (seed 001)"`
 	Request     *WorkRequest `json:"request,omitempty" yaml:"request,omitempty" doc:"written by bdevices request: the project chosen and the per-resource request (seed 002)"`
+	DebtTime    float64      `json:"debt_time,omitempty" yaml:"debt_time,omitempty" doc:"written by bdevices debt: when the seed 002 long-term debts were last brought up to date, Unix seconds (0: never)" min:"0"`
 }
 
 // Host describes the machine.
