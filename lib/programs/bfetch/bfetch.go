@@ -52,7 +52,7 @@ ask it for) and work_fetch (time = --now, urgency). -o table explains the decisi
 
 The aim is that the CPU scheduler never runs out of work, with a scheduler contact only
 about every T days (preferences.connection_period_days). For each project P:
-  avg_proc_rate(P) = share(P) / total share × CPUs × host.time_stats.active_frac
+  avg_proc_rate(P) = share(P) / total share × CPUs × host.time_stats.active_frac (1 if absent)
   min_results(P)   = ceil(CPUs × share(P) / total share), the results P may need at once
   ETTPRC(P)        = time until P is down to min_results(P)−1 runnable results: its
                      results' estimated CPU time (remaining FLOPs ÷ one CPU's FLOPS),
