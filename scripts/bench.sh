@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The benchmark figures the issues name, in one table. Usage: bash scripts/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+go test -run '^$' -bench . -benchmem ./lib/cpusched/ ./lib/workfetch/ ./lib/prsc/ ./lib/programs/bsched/ | tee "$tmp/bench.txt" >&2
+
+go build -o "$tmp/bsched" ./cmd/bsched
+go run ./scripts/gen-state -projects 100 -tasks 10000 -cpus 16 > "$tmp/big.json"
+# Wall time of the whole program reading JSON: best of 10 runs.
+best=$(for _ in $(seq 10); do
+  s=$(date +%s%N); "$tmp/bsched" --now 1700000000 --state "$tmp/big.json" > /dev/null; e=$(date +%s%N)
+  echo $(( (e - s) / 1000 ))
+done | sort -n | head -1)
+
+printf '\n%-62s %s\n' "figure" "value"
+awk '/^Benchmark/ { printf "%-62s %.3f ms/op\n", $1, $3/1e6 }' "$tmp/bench.txt"
+awk -v us="$best" 'BEGIN { printf "%-62s %.1f ms (best of 10)\n", "bsched whole program, 100 projects/10,000 tasks JSON, wall", us/1000 }'
+if [ -x scripts/bench-bserver.sh ] || [ -f scripts/bench-bserver.sh ]; then bash scripts/bench-bserver.sh; fi
