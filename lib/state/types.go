@@ -30,6 +30,7 @@ type Document struct {
 	WorkFetch   *WorkFetch   `json:"work_fetch,omitempty" yaml:"work_fetch,omitempty" doc:"written by bfetch: the outcome of the last work fetch decision (seed 001)"`
 	Request     *WorkRequest `json:"request,omitempty" yaml:"request,omitempty" doc:"written by bdevices request: the project chosen and the per-resource request (seed 002)"`
 	DebtTime    float64      `json:"debt_time,omitempty" yaml:"debt_time,omitempty" doc:"written by bdevices debt: when the seed 002 long-term debts were last brought up to date, Unix seconds (0: never)" min:"0"`
+	RPCSession  *RPCSession  `json:"rpc_session,omitempty" yaml:"rpc_session,omitempty" doc:"written by brpc (seed 000): the scheduler RPC session in progress; absent when none is active"`
 }
 
 // Host describes the machine.
@@ -180,6 +181,16 @@ type CoprocRequest struct {
 	Type         string  `json:"type" yaml:"type" doc:"coprocessor type" required:"true"`
 	ReqSecs      float64 `json:"req_secs" yaml:"req_secs" doc:"instance-seconds requested" min:"0"`
 	ReqInstances float64 `json:"req_instances" yaml:"req_instances" doc:"send enough jobs to occupy this many instances" min:"0"`
+}
+
+// RPCSession is brpc's record of the scheduler RPC session in progress (seed 000), so
+// that the poll decision, the session's RPCs and its end can be separate stages.
+type RPCSession struct {
+	Kind      string   `json:"kind" yaml:"kind" doc:"get_work (contact projects by resource debt until the high-water mark) or report (report one project's overdue results)" required:"true" enum:"get_work,report"`
+	Project   string   `json:"project,omitempty" yaml:"project,omitempty" doc:"report sessions: the project whose results are reported"`
+	AskWork   bool     `json:"ask_work,omitempty" yaml:"ask_work,omitempty" doc:"report sessions: also ask for work up to the high-water mark (the project has the greatest resource debt)"`
+	Started   float64  `json:"started" yaml:"started" doc:"when the session started, Unix seconds" min:"0"`
+	Contacted []string `json:"contacted,omitempty" yaml:"contacted,omitempty" doc:"get_work sessions: projects already asked in this session, in order (each at most once)"`
 }
 
 // defaults is the document every decode starts from: fields absent from the input keep
