@@ -1,7 +1,9 @@
 package bdevices_test
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/bkit/bkit/lib/programs/bdevices"
@@ -19,5 +21,16 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") == "1",
+		// BINDIR is where testscript put bdevices, so a script can set a PATH of its own
+		// (with or without a fake nvidia-smi) and still run bdevices.
+		Setup: func(env *testscript.Env) error {
+			for _, dir := range filepath.SplitList(env.Getenv("PATH")) {
+				if _, err := os.Stat(filepath.Join(dir, "bdevices")); err == nil {
+					env.Setenv("BINDIR", dir)
+					return nil
+				}
+			}
+			return errors.New("bdevices not found in PATH")
+		},
 	})
 }
