@@ -179,9 +179,11 @@ func ParseNvidiaSMI(out []byte) ([]GPU, error) {
 	return gpus, nil
 }
 
+// number reads a field; anything not a plausible figure (a GHz-range clock in MHz, a
+// memory size in MiB) reads as 0, so the FLOPS made from it stay finite.
 func number(s string) float64 {
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+	if err != nil || !(v >= 0 && v < 1e12) {
 		return 0
 	}
 	return v

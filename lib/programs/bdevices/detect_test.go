@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -81,4 +82,26 @@ func TestMeasureCPUFlops(t *testing.T) {
 	if f := MeasureCPUFlops(1); f <= 0 {
 		t.Errorf("measured %g FLOPS", f)
 	}
+}
+
+// FuzzParseNvidiaSMI: whatever nvidia-smi prints, parsing neither panics nor yields a
+// negative or non-finite clock, and a resource made from it is valid.
+func FuzzParseNvidiaSMI(f *testing.F) {
+	f.Add([]byte(cannedSMI))
+	f.Add([]byte("a, b, c, d\n,,,\n"))
+	f.Add([]byte("GPU, with, comma, 1, NaN, Inf\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		gpus, err := ParseNvidiaSMI(data)
+		if err != nil {
+			return
+		}
+		for _, g := range gpus {
+			if !(g.ClockMHz >= 0) || !(g.MemoryMiB >= 0) || g.ClockMHz > 1e308 {
+				t.Fatalf("bad GPU %+v", g)
+			}
+		}
+		if r, ok := NvidiaResource(gpus, 0); ok && (r.Instances != len(gpus) || !(r.Flops >= 0) || math.IsInf(r.Flops, 0)) {
+			t.Fatalf("bad resource %+v", r)
+		}
+	})
 }
