@@ -1,0 +1,327 @@
+package boincxml
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// GPUEfficiency is how BOINC's client values a GPU: one instance counts as
+// GPUEfficiency × peak_flops × count FLOPS (an assumed efficiency of 20 %). Scenarios
+// are read the same way, so that bsim's figures compare with BOINC's emulator.
+const GPUEfficiency = 0.2
+
+// DefaultLambda is the mean length of an "on" period, seconds, of an availability
+// process whose scenario gives none.
+const DefaultLambda = 3600
+
+// Scenario is a BOINC client emulator scenario directory as bsim uses it: the state
+// document it starts from, plus what only the emulation needs: the host's availability
+// processes, each project's server availability and each app's job generation
+// parameters. See ReadScenario for the format.
+type Scenario struct {
+	Dir string          `json:"-" yaml:"-"`
+	Doc *state.Document `json:"state" yaml:"state"`
+	// HostNCPUs is host_info's p_ncpus; Doc's CPU instances are HostNCPUs ×
+	// max_ncpus_pct / 100, at least 1.
+	HostNCPUs int               `json:"host_ncpus" yaml:"host_ncpus"`
+	Lambdas   Lambdas           `json:"lambdas" yaml:"lambdas"`
+	Projects  []ScenarioProject `json:"projects" yaml:"projects"`
+	Apps      []ScenarioApp     `json:"apps" yaml:"apps"`
+	Prefs     GlobalPrefs       `json:"prefs" yaml:"prefs"`
+}
+
+// Lambdas are the mean lengths, seconds, of the "on" periods of the host's alternating
+// on/off processes; the fractions are Doc.Host.TimeStats. On periods are exponential
+// with mean lambda, off periods exponential with mean lambda/frac − lambda; frac 1 means
+// always on.
+type Lambdas struct {
+	On        float64 `json:"on" yaml:"on"`
+	Active    float64 `json:"active" yaml:"active"`
+	GPUActive float64 `json:"gpu_active" yaml:"gpu_active"`
+	Connected float64 `json:"connected" yaml:"connected"`
+}
+
+// Availability is an alternating up/down process: up a fraction Frac of the time, up
+// periods exponential with mean Lambda seconds.
+type Availability struct {
+	Frac   float64 `json:"frac" yaml:"frac"`
+	Lambda float64 `json:"lambda" yaml:"lambda"`
+}
+
+// ScenarioProject is the emulation-only part of a project: its scheduler server's
+// up/down process (an RPC to a down server fails).
+type ScenarioProject struct {
+	Name      string       `json:"name" yaml:"name"`
+	MasterURL string       `json:"master_url" yaml:"master_url"`
+	Available Availability `json:"available" yaml:"available"`
+}
+
+// NormalDist is a normal distribution; samples are clamped at 0.
+type NormalDist struct {
+	Mean   float64 `json:"mean" yaml:"mean"`
+	StdDev float64 `json:"std_dev" yaml:"std_dev"`
+}
+
+// ScenarioApp is how a project's emulated server generates jobs of one app.
+type ScenarioApp struct {
+	Project string `json:"project" yaml:"project"`
+	Name    string `json:"name" yaml:"name"`
+	// LatencyBound: a job's deadline is its send time plus this, seconds.
+	LatencyBound float64 `json:"latency_bound" yaml:"latency_bound"`
+	// FpopsEst is the real work of each generated job, FLOPs.
+	FpopsEst float64 `json:"fpops_est" yaml:"fpops_est"`
+	// Fpops is the distribution of the work estimate the client sees.
+	Fpops NormalDist `json:"fpops" yaml:"fpops"`
+	// Weight is the app's relative chance when a job is generated.
+	Weight        float64 `json:"weight" yaml:"weight"`
+	MaxConcurrent int     `json:"max_concurrent,omitempty" yaml:"max_concurrent,omitempty"`
+}
+
+// GlobalPrefs are the global_prefs.xml values bkit uses.
+type GlobalPrefs struct {
+	WorkBufMinDays             float64 `json:"work_buf_min_days" yaml:"work_buf_min_days"`
+	WorkBufAdditionalDays      float64 `json:"work_buf_additional_days" yaml:"work_buf_additional_days"`
+	CPUSchedulingPeriodMinutes float64 `json:"cpu_scheduling_period_minutes" yaml:"cpu_scheduling_period_minutes"`
+	MaxNCPUsPct                float64 `json:"max_ncpus_pct" yaml:"max_ncpus_pct"`
+	CPUUsageLimit              float64 `json:"cpu_usage_limit" yaml:"cpu_usage_limit"`
+}
+
+// DefaultGlobalPrefs are BOINC's defaults for the preferences bkit reads.
+var DefaultGlobalPrefs = GlobalPrefs{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.5,
+	CPUSchedulingPeriodMinutes: 60, MaxNCPUsPct: 100, CPUUsageLimit: 100}
+
+// LoadScenario reads the scenario directory dir (ReadScenario).
+func LoadScenario(dir string) (*Scenario, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory (a BOINC scenario is a directory holding client_state.xml)", dir)
+	}
+	return ReadScenario(os.DirFS(dir), dir)
+}
+
+// ReadScenario reads a BOINC client emulator scenario from the root of fsys, exactly
+// as ../shared/boinc-emulator.md describes; dir names the directory in messages.
+//
+//   - client_state.xml (required), read as ImportClientState reads a client's state,
+//     with the emulator's additions and stricter rules: an <app> carries latency_bound
+//     and fpops_est (both required, > 0), <fpops><mean><std_dev> (default: fpops_est,
+//     0), weight (default 1) and max_concurrent; an <app_version> needs avg_ncpus and
+//     flops (> 0) and an <app> of its project declared before it; a GPU app version
+//     needs <host_info> and its coprocessor before it; a <project> may hold
+//     <available><frac><lambda>; <time_stats> may hold on_, active_, gpu_active_ and
+//     connected_lambda (default DefaultLambda); an explicit <workunit> needs
+//     rsc_fpops_est and a <result> report_deadline. A GPU's FLOPS per instance are
+//     GPUEfficiency × peak_flops × count (BOINC's quirk), and host_info's coprocessors
+//     need peak_flops. Unknown elements inside <app>, <fpops>, <available> and an app
+//     version's <coproc>, and unknown *_frac or *_lambda elements in <time_stats>, are
+//     errors (misspelt fields the emulation depends on); unknown elements elsewhere
+//     are skipped.
+//   - global_prefs.xml (optional): ReadGlobalPrefs; max_ncpus_pct reduces the CPUs.
+//   - cc_config.xml (optional): must be well-formed XML; its contents (log flags) are
+//     ignored.
+//
+// Projects have no scheduler URLs (the emulated server answers at the master URL).
+func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
+	name := func(f string) string {
+		if dir == "" {
+			return f
+		}
+		return filepath.Join(dir, f)
+	}
+	sc := &Scenario{Dir: dir, Prefs: DefaultGlobalPrefs,
+		Lambdas: Lambdas{On: DefaultLambda, Active: DefaultLambda, GPUActive: DefaultLambda, Connected: DefaultLambda}}
+	f, err := fsys.Open("client_state.xml")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name("client_state.xml"), unwrapPath(err))
+	}
+	cr := newReader(name("client_state.xml"), sc)
+	err = cr.readAll(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	sc.Doc = cr.doc
+	if f, err := fsys.Open("global_prefs.xml"); err == nil {
+		sc.Prefs, err = ReadGlobalPrefs(f, name("global_prefs.xml"))
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", name("global_prefs.xml"), unwrapPath(err))
+	}
+	if f, err := fsys.Open("cc_config.xml"); err == nil {
+		root, err := readTree(f)
+		f.Close()
+		if err == nil && root.name != "cc_config" {
+			err = fmt.Errorf("the root element is <%s>, not <cc_config>", root.name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name("cc_config.xml"), err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", name("cc_config.xml"), unwrapPath(err))
+	}
+	sc.Prefs.Apply(sc.Doc)
+	if err := state.Validate(sc.Doc); err != nil {
+		return nil, fmt.Errorf("%s with %s: %w", name("client_state.xml"), name("global_prefs.xml"), err)
+	}
+	return sc, nil
+}
+
+// unwrapPath drops the *fs.PathError wrapper, whose path the caller already names.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ReadGlobalPrefs reads global_prefs.xml: work_buf_min_days, work_buf_additional_days,
+// cpu_scheduling_period_minutes, max_ncpus_pct and cpu_usage_limit, directly inside
+// <global_preferences> (venue sections and other elements are skipped). Absent values
+// keep DefaultGlobalPrefs; as in BOINC, 0 for the period, max_ncpus_pct or
+// cpu_usage_limit means the default.
+func ReadGlobalPrefs(r io.Reader, file string) (GlobalPrefs, error) {
+	g := DefaultGlobalPrefs
+	root, err := readTree(r)
+	if err != nil {
+		return g, fmt.Errorf("%s: %w", file, err)
+	}
+	if root.name != "global_preferences" {
+		return g, fmt.Errorf("%s: the root element is <%s>, not <global_preferences>", file, root.name)
+	}
+	fields := map[string]*float64{
+		"work_buf_min_days":             &g.WorkBufMinDays,
+		"work_buf_additional_days":      &g.WorkBufAdditionalDays,
+		"cpu_scheduling_period_minutes": &g.CPUSchedulingPeriodMinutes,
+		"max_ncpus_pct":                 &g.MaxNCPUsPct,
+		"cpu_usage_limit":               &g.CPUUsageLimit,
+	}
+	for _, k := range root.kids {
+		p, ok := fields[k.name]
+		if !ok {
+			continue
+		}
+		x, err := k.nonNeg()
+		if err == nil && (k.name == "max_ncpus_pct" || k.name == "cpu_usage_limit") && x > 100 {
+			err = fmt.Errorf("<%s>: must be at most 100, got %g", k.name, x)
+		}
+		if err != nil {
+			return g, fmt.Errorf("%s: %w", file, err)
+		}
+		if x == 0 && p != &g.WorkBufMinDays && p != &g.WorkBufAdditionalDays {
+			x = *p // 0: the default
+		}
+		*p = x
+	}
+	return g, nil
+}
+
+// Apply writes the preferences into doc (once: max_ncpus_pct scales the CPU instances
+// doc has): work buffer low and high water, the CPU scheduling period in seconds, the
+// connection period T = work_buf_min_days ("connect about every X days", as BOINC
+// named it when seed 001 was written) and CPUs = max(1, floor(CPUs × max_ncpus_pct /
+// 100)). cpu_usage_limit stays with the emulator.
+func (g GlobalPrefs) Apply(doc *state.Document) {
+	doc.Preferences.WorkBufMinDays = g.WorkBufMinDays
+	doc.Preferences.WorkBufAdditionalDays = g.WorkBufAdditionalDays
+	doc.Preferences.ConnectionPeriodDays = g.WorkBufMinDays
+	doc.Preferences.CPUSchedulingPeriod = g.CPUSchedulingPeriodMinutes * 60
+	for i := range doc.Host.Resources {
+		if r := &doc.Host.Resources[i]; r.Type == state.ResourceCPU && g.MaxNCPUsPct < 100 {
+			r.Instances = max(1, int(math.Floor(float64(r.Instances)*g.MaxNCPUsPct/100)))
+		}
+	}
+}
+
+// appElems are the children an emulator <app> may hold (the emulator's fields and
+// those of a real client's <app>, which are ignored).
+var appElems = map[string]bool{"name": true, "latency_bound": true, "fpops_est": true, "fpops": true,
+	"weight": true, "max_concurrent": true, "working_set": true, "user_friendly_name": true,
+	"non_cpu_intensive": true, "fraction_done_exact": true, "sporadic": true}
+
+// readScenarioApp reads the emulator's fields of an <app>.
+func readScenarioApp(e *elem, a state.App) (ScenarioApp, error) {
+	sa := ScenarioApp{Project: a.Project, Name: a.Name, Weight: 1, MaxConcurrent: a.MaxConcurrent}
+	for _, k := range e.kids {
+		if !appElems[k.name] {
+			return sa, fmt.Errorf("unknown element <%s>", k.name)
+		}
+	}
+	positive := func(name string) (float64, error) {
+		k := e.child(name)
+		if k == nil {
+			return 0, fmt.Errorf("missing <%s>", name)
+		}
+		x, err := k.number()
+		if err == nil && x <= 0 {
+			err = fmt.Errorf("<%s>: must be > 0, got %g", name, x)
+		}
+		return x, err
+	}
+	var err error
+	if sa.LatencyBound, err = positive("latency_bound"); err != nil {
+		return sa, err
+	}
+	if sa.FpopsEst, err = positive("fpops_est"); err != nil {
+		return sa, err
+	}
+	sa.Fpops = NormalDist{Mean: sa.FpopsEst}
+	if f := e.child("fpops"); f != nil {
+		for _, k := range f.kids {
+			switch k.name {
+			case "mean":
+				sa.Fpops.Mean, err = k.nonNeg()
+			case "std_dev":
+				sa.Fpops.StdDev, err = k.nonNeg()
+			default:
+				err = fmt.Errorf("unknown element <%s>", k.name)
+			}
+			if err != nil {
+				return sa, fmt.Errorf("<fpops>: %w", err)
+			}
+		}
+		if f.child("mean") == nil {
+			return sa, errors.New("<fpops>: missing <mean>")
+		}
+	}
+	if k := e.child("weight"); k != nil {
+		if sa.Weight, err = k.nonNeg(); err != nil {
+			return sa, err
+		}
+	}
+	return sa, nil
+}
+
+// readAvailability reads a project's <available><frac><lambda>.
+func readAvailability(e *elem) (Availability, error) {
+	av := Availability{Frac: 1, Lambda: DefaultLambda}
+	for _, k := range e.kids {
+		var err error
+		switch k.name {
+		case "frac":
+			av.Frac, err = k.fraction()
+		case "lambda":
+			av.Lambda, err = k.number()
+			if err == nil && av.Lambda <= 0 {
+				err = fmt.Errorf("<lambda>: must be > 0 seconds, got %g", av.Lambda)
+			}
+		default:
+			err = fmt.Errorf("unknown element <%s>", k.name)
+		}
+		if err != nil {
+			return av, fmt.Errorf("<available>: %w", err)
+		}
+	}
+	return av, nil
+}
