@@ -1,0 +1,49 @@
+package store
+
+import (
+	"database/sql"
+	"strings"
+)
+
+// dialect holds everything that differs between SQLite and MySQL/MariaDB. The rest of
+// the package writes SQL both accept.
+type dialect struct {
+	name string
+	// id is the column definition of an auto-increment primary key.
+	id string
+	// tableOptions follows every CREATE TABLE.
+	tableOptions string
+	// skipLocked follows the candidate query of a job claim: on MySQL it locks the
+	// candidates and skips those another transaction holds, so concurrent schedulers
+	// pick different rows instead of queueing on the same one. SQLite has one writer
+	// at a time and needs nothing.
+	skipLocked string
+	// prepare: keep prepared statements. SQLite parses SQL in-process, so preparing
+	// once saves real time; MySQL interpolates placeholders client-side instead, which
+	// saves the round trips a per-transaction prepare would cost.
+	prepare   bool
+	txOptions *sql.TxOptions
+}
+
+var dialects = map[string]dialect{
+	SQLite: {
+		name:    SQLite,
+		id:      "INTEGER PRIMARY KEY AUTOINCREMENT",
+		prepare: true,
+	},
+	MySQL: {
+		name:         MySQL,
+		id:           "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+		tableOptions: " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+		skipLocked:   " FOR UPDATE SKIP LOCKED",
+		// READ COMMITTED: a claim's UPDATE re-reads the row's latest committed state
+		// anyway, and it avoids the gap locks REPEATABLE READ takes on range scans.
+		txOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	},
+}
+
+// ddl rewrites the dialect placeholders of a schema statement: {ID} for an
+// auto-increment key and {TABLE} after a CREATE TABLE's closing parenthesis.
+func (d dialect) ddl(stmt string) string {
+	return strings.NewReplacer("{ID}", d.id, "{TABLE}", d.tableOptions).Replace(stmt)
+}

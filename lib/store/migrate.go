@@ -1,0 +1,279 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// migrations are applied in order; migration i brings the schema to version i+1. Never
+// edit one that has shipped: add a new one. Column types are those both engines read
+// the same way (BIGINT, DOUBLE, VARCHAR(254), TEXT).
+var migrations = [][]string{
+	// 1: the tables of BOINC's scheduler, the retry job (seed 003) and locality
+	// scheduling (seed 004).
+	{
+		`CREATE TABLE app (
+			id {ID},
+			create_time DOUBLE NOT NULL DEFAULT 0,
+			name VARCHAR(254) NOT NULL,
+			deprecated BIGINT NOT NULL DEFAULT 0,
+			locality_scheduling BIGINT NOT NULL DEFAULT 0,
+			CONSTRAINT app_name UNIQUE (name)
+		){TABLE}`,
+		// Platform-free: an app version says which resources it uses and how fast it
+		// runs, and any host with those resources can run it.
+		`CREATE TABLE app_version (
+			id {ID},
+			create_time DOUBLE NOT NULL DEFAULT 0,
+			appid BIGINT NOT NULL REFERENCES app(id),
+			version_num BIGINT NOT NULL,
+			plan_class VARCHAR(254) NOT NULL DEFAULT '',
+			avg_ncpus DOUBLE NOT NULL DEFAULT 1,
+			coproc_type VARCHAR(254) NOT NULL DEFAULT '',
+			coproc_count DOUBLE NOT NULL DEFAULT 0,
+			flops DOUBLE NOT NULL DEFAULT 0,
+			deprecated BIGINT NOT NULL DEFAULT 0,
+			CONSTRAINT app_version_key UNIQUE (appid, version_num, plan_class)
+		){TABLE}`,
+		`CREATE TABLE host (
+			id {ID},
+			create_time DOUBLE NOT NULL DEFAULT 0,
+			userid BIGINT NOT NULL DEFAULT 0,
+			authenticator VARCHAR(254) NOT NULL,
+			rpc_seqno BIGINT NOT NULL DEFAULT 0,
+			rpc_time DOUBLE NOT NULL DEFAULT 0,
+			platform_name VARCHAR(254) NOT NULL DEFAULT '',
+			p_ncpus BIGINT NOT NULL DEFAULT 0,
+			p_fpops DOUBLE NOT NULL DEFAULT 0,
+			m_nbytes DOUBLE NOT NULL DEFAULT 0,
+			coprocs VARCHAR(254) NOT NULL DEFAULT '',
+			on_frac DOUBLE NOT NULL DEFAULT 0,
+			connected_frac DOUBLE NOT NULL DEFAULT 0,
+			active_frac DOUBLE NOT NULL DEFAULT 0,
+			total_credit DOUBLE NOT NULL DEFAULT 0,
+			expavg_credit DOUBLE NOT NULL DEFAULT 0,
+			expavg_time DOUBLE NOT NULL DEFAULT 0,
+			CONSTRAINT host_authenticator UNIQUE (authenticator)
+		){TABLE}`,
+		`CREATE TABLE batch (
+			id {ID},
+			create_time DOUBLE NOT NULL DEFAULT 0,
+			appid BIGINT NOT NULL REFERENCES app(id),
+			name VARCHAR(254) NOT NULL,
+			state BIGINT NOT NULL DEFAULT 0,
+			njobs BIGINT NOT NULL DEFAULT 0,
+			nfiles BIGINT NOT NULL DEFAULT 0,
+			completion_time DOUBLE NOT NULL DEFAULT 0,
+			CONSTRAINT batch_name UNIQUE (name)
+		){TABLE}`,
+		// A cursor is a team of hosts working on a range of a batch's jobs (seed 004).
+		`CREATE TABLE locality_cursor (
+			id {ID},
+			batch_id BIGINT NOT NULL REFERENCES batch(id),
+			first_job_num BIGINT NOT NULL,
+			last_job_num BIGINT NOT NULL,
+			expavg_credit DOUBLE NOT NULL DEFAULT 0,
+			remaining_credit DOUBLE NOT NULL DEFAULT 0,
+			first_unfinished_job_num BIGINT NOT NULL DEFAULT 0,
+			first_ungenerated_job_num BIGINT NOT NULL DEFAULT 0
+		){TABLE}`,
+		`CREATE TABLE batch_host (
+			batch_id BIGINT NOT NULL REFERENCES batch(id),
+			host_id BIGINT NOT NULL REFERENCES host(id),
+			cursor_id BIGINT NOT NULL REFERENCES locality_cursor(id),
+			PRIMARY KEY (batch_id, host_id)
+		){TABLE}`,
+		// The file sequence F1…Fn of a batch; names encode batch and file number so a
+		// host's sticky files say where they came from.
+		`CREATE TABLE batch_file (
+			id {ID},
+			batch_id BIGINT NOT NULL REFERENCES batch(id),
+			file_num BIGINT NOT NULL,
+			name VARCHAR(254) NOT NULL,
+			url VARCHAR(254) NOT NULL DEFAULT '',
+			nbytes DOUBLE NOT NULL DEFAULT 0,
+			md5 VARCHAR(254) NOT NULL DEFAULT '',
+			CONSTRAINT batch_file_num UNIQUE (batch_id, file_num),
+			CONSTRAINT batch_file_name UNIQUE (name)
+		){TABLE}`,
+		// batch_id, cursor_id and job_num are 0 for work outside locality scheduling;
+		// first_file_num..last_file_num is the job's contiguous run of batch files.
+		`CREATE TABLE workunit (
+			id {ID},
+			create_time DOUBLE NOT NULL DEFAULT 0,
+			appid BIGINT NOT NULL REFERENCES app(id),
+			name VARCHAR(254) NOT NULL,
+			rsc_fpops_est DOUBLE NOT NULL,
+			rsc_fpops_bound DOUBLE NOT NULL,
+			rsc_memory_bound DOUBLE NOT NULL DEFAULT 0,
+			delay_bound DOUBLE NOT NULL,
+			min_quorum BIGINT NOT NULL DEFAULT 1,
+			target_nresults BIGINT NOT NULL DEFAULT 1,
+			max_error_results BIGINT NOT NULL DEFAULT 3,
+			max_total_results BIGINT NOT NULL DEFAULT 10,
+			max_success_results BIGINT NOT NULL DEFAULT 6,
+			transition_time DOUBLE NOT NULL DEFAULT 0,
+			retry_check_time DOUBLE NOT NULL DEFAULT 0,
+			need_validate BIGINT NOT NULL DEFAULT 0,
+			canonical_resultid BIGINT NOT NULL DEFAULT 0,
+			error_mask BIGINT NOT NULL DEFAULT 0,
+			batch_id BIGINT NOT NULL DEFAULT 0,
+			cursor_id BIGINT NOT NULL DEFAULT 0,
+			job_num BIGINT NOT NULL DEFAULT 0,
+			first_file_num BIGINT NOT NULL DEFAULT 0,
+			last_file_num BIGINT NOT NULL DEFAULT -1,
+			CONSTRAINT workunit_name UNIQUE (name)
+		){TABLE}`,
+		`CREATE INDEX workunit_retry ON workunit (appid, retry_check_time)`,
+		`CREATE INDEX workunit_transition ON workunit (transition_time)`,
+		`CREATE INDEX workunit_cursor ON workunit (cursor_id, job_num)`,
+		// appid is copied from the workunit so that the scheduler's candidate scan
+		// (unsent results of the apps this host can run) is one index range.
+		`CREATE TABLE result (
+			id {ID},
+			create_time DOUBLE NOT NULL DEFAULT 0,
+			workunitid BIGINT NOT NULL REFERENCES workunit(id),
+			appid BIGINT NOT NULL,
+			name VARCHAR(254) NOT NULL,
+			server_state BIGINT NOT NULL DEFAULT 2,
+			outcome BIGINT NOT NULL DEFAULT 0,
+			client_state BIGINT NOT NULL DEFAULT 0,
+			validate_state BIGINT NOT NULL DEFAULT 0,
+			hostid BIGINT NOT NULL DEFAULT 0,
+			userid BIGINT NOT NULL DEFAULT 0,
+			app_version_id BIGINT NOT NULL DEFAULT 0,
+			sent_time DOUBLE NOT NULL DEFAULT 0,
+			received_time DOUBLE NOT NULL DEFAULT 0,
+			report_deadline DOUBLE NOT NULL DEFAULT 0,
+			cpu_time DOUBLE NOT NULL DEFAULT 0,
+			elapsed_time DOUBLE NOT NULL DEFAULT 0,
+			exit_status BIGINT NOT NULL DEFAULT 0,
+			granted_credit DOUBLE NOT NULL DEFAULT 0,
+			CONSTRAINT result_name UNIQUE (name)
+		){TABLE}`,
+		`CREATE INDEX result_unsent ON result (server_state, appid)`,
+		`CREATE INDEX result_wu ON result (workunitid)`,
+		`CREATE INDEX result_host ON result (hostid, server_state)`,
+		// One row per workunit a cron job gave up on, so the project can query why
+		// (DESIGN.md section 5, seed 003).
+		`CREATE TABLE wu_giveup (
+			id {ID},
+			create_time DOUBLE NOT NULL,
+			workunitid BIGINT NOT NULL REFERENCES workunit(id),
+			appid BIGINT NOT NULL,
+			reason VARCHAR(254) NOT NULL,
+			message TEXT NOT NULL
+		){TABLE}`,
+	},
+}
+
+// SchemaVersion is the version Migrate brings a database to.
+var SchemaVersion = len(migrations)
+
+// ErrNotInitialised says a database has no bkit schema or an older one.
+var ErrNotInitialised = errors.New("database schema is missing or old")
+
+// Version returns the database's schema version (0 when it has none).
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	err := s.DB.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_version`).Scan(&v)
+	if err != nil {
+		// No schema_version table: a fresh database.
+		if n, err2 := s.tableCount(ctx, "schema_version"); err2 == nil && n == 0 {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return int(v.Int64), nil
+}
+
+func (s *Store) tableCount(ctx context.Context, name string) (int, error) {
+	q := `SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name=?`
+	if s.dialect.name == MySQL {
+		q = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema=DATABASE() AND table_name=?`
+	}
+	var n int
+	err := s.DB.QueryRowContext(ctx, q, name).Scan(&n)
+	return n, err
+}
+
+// CheckSchema returns an error wrapping ErrNotInitialised unless the database is at
+// SchemaVersion; commands other than init call it so they never run on a half-made
+// or outdated schema.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	v, err := s.Version(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case v < SchemaVersion:
+		return fmt.Errorf("%w: %s is at schema version %d, want %d: run 'bserver init --db %s'", ErrNotInitialised, redact(s.dsn), v, SchemaVersion, redact(s.dsn))
+	case v > SchemaVersion:
+		return fmt.Errorf("%s is at schema version %d, newer than this program's %d", redact(s.dsn), v, SchemaVersion)
+	}
+	return nil
+}
+
+// Migrate brings the schema to SchemaVersion and returns the versions it applied.
+// Each migration runs in its own transaction together with its schema_version row, so
+// on SQLite a migration is applied wholly or not at all, and two concurrent Migrate
+// calls apply it once. MySQL commits DDL implicitly; there a named lock serialises
+// migrators instead, and a migration interrupted half-way needs a hand.
+func (s *Store) Migrate(ctx context.Context, now float64) (applied []int, err error) {
+	var conn *sql.Conn
+	if s.dialect.name == MySQL {
+		conn, err = s.DB.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		var got sql.NullInt64
+		if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK('bkit_migrate', 60)`).Scan(&got); err != nil {
+			return nil, err
+		}
+		if got.Int64 != 1 {
+			return nil, errors.New("another process holds the migration lock")
+		}
+		defer conn.ExecContext(context.Background(), `SELECT RELEASE_LOCK('bkit_migrate')`)
+	}
+	if _, err := s.DB.ExecContext(ctx, s.dialect.ddl(`CREATE TABLE IF NOT EXISTS schema_version (
+		version BIGINT NOT NULL PRIMARY KEY,
+		applied_time DOUBLE NOT NULL
+	){TABLE}`)); err != nil {
+		return nil, fmt.Errorf("create schema_version: %w", err)
+	}
+	for i, stmts := range migrations {
+		version := i + 1
+		done := false
+		err := s.InTx(ctx, func(tx *Tx) error {
+			var n int
+			if err := tx.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_version WHERE version=?`, version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				done = true
+				return nil
+			}
+			for _, st := range stmts {
+				if _, err := tx.tx.ExecContext(ctx, s.dialect.ddl(st)); err != nil {
+					return fmt.Errorf("migration %d: %w\n%s", version, err, s.dialect.ddl(st))
+				}
+			}
+			_, err := tx.tx.ExecContext(ctx, `INSERT INTO schema_version (version, applied_time) VALUES (?, ?)`, version, now)
+			return err
+		})
+		if err != nil {
+			return applied, err
+		}
+		if !done {
+			applied = append(applied, version)
+		}
+	}
+	return applied, nil
+}
+
+// nowSeconds is the wall clock as Unix seconds, for rows whose time no caller gave.
+func nowSeconds() float64 { return float64(time.Now().UnixNano()) / 1e9 }

@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Host is a volunteer's computer as the scheduler knows it.
+type Host struct {
+	ID            int64
+	UserID        int64
+	Authenticator string
+	RPCSeqno      int64
+	RPCTime       float64
+	PlatformName  string
+	PNCPUs        int
+	PFpops        float64
+	MNBytes       float64
+	// Coprocs lists the host's coprocessors as "TYPE:COUNT:PEAK_FLOPS" joined by
+	// commas; the scheduler owns the format (lib/server).
+	Coprocs       string
+	OnFrac        float64
+	ConnectedFrac float64
+	ActiveFrac    float64
+	TotalCredit   float64
+	ExpavgCredit  float64
+	ExpavgTime    float64
+}
+
+// NewAuthenticator returns a fresh host authenticator: 128 random bits, hex-encoded.
+func NewAuthenticator() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand never fails on the systems Go supports; a predictable key would
+		// be worse than stopping.
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+const hostColumns = `id, userid, authenticator, rpc_seqno, rpc_time, platform_name, p_ncpus, p_fpops, m_nbytes, coprocs,
+	on_frac, connected_frac, active_frac, total_credit, expavg_credit, expavg_time`
+
+func scanHost(row *sql.Row) (*Host, error) {
+	var h Host
+	err := row.Scan(&h.ID, &h.UserID, &h.Authenticator, &h.RPCSeqno, &h.RPCTime, &h.PlatformName, &h.PNCPUs, &h.PFpops,
+		&h.MNBytes, &h.Coprocs, &h.OnFrac, &h.ConnectedFrac, &h.ActiveFrac, &h.TotalCredit, &h.ExpavgCredit, &h.ExpavgTime)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return &h, err
+}
+
+// HostByID returns the host with id, or ErrNotFound.
+func (t *Tx) HostByID(id int64) (*Host, error) {
+	return scanHost(t.queryRow(`SELECT `+hostColumns+` FROM host WHERE id=?`, id))
+}
+
+// HostByAuthenticator returns the host holding auth, or ErrNotFound.
+func (t *Tx) HostByAuthenticator(auth string) (*Host, error) {
+	return scanHost(t.queryRow(`SELECT `+hostColumns+` FROM host WHERE authenticator=?`, auth))
+}
+
+// CreateHost inserts h (its Authenticator set by the caller) and sets h.ID.
+func (t *Tx) CreateHost(h *Host, now float64) error {
+	r, err := t.exec(`INSERT INTO host (create_time, userid, authenticator, rpc_seqno, rpc_time, platform_name, p_ncpus, p_fpops,
+		m_nbytes, coprocs, on_frac, connected_frac, active_frac) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		now, h.UserID, h.Authenticator, h.RPCSeqno, h.RPCTime, h.PlatformName, h.PNCPUs, h.PFpops, h.MNBytes, h.Coprocs,
+		h.OnFrac, h.ConnectedFrac, h.ActiveFrac)
+	if err != nil {
+		return err
+	}
+	h.ID, err = r.LastInsertId()
+	return err
+}
+
+// UpdateHostRPC saves what a scheduler request tells about the host.
+func (t *Tx) UpdateHostRPC(h *Host) error {
+	_, err := t.exec(`UPDATE host SET rpc_seqno=?, rpc_time=?, platform_name=?, p_ncpus=?, p_fpops=?, m_nbytes=?, coprocs=?,
+		on_frac=?, connected_frac=?, active_frac=? WHERE id=?`,
+		h.RPCSeqno, h.RPCTime, h.PlatformName, h.PNCPUs, h.PFpops, h.MNBytes, h.Coprocs, h.OnFrac, h.ConnectedFrac, h.ActiveFrac, h.ID)
+	return err
+}
+
+// AppVersions returns every app version not deprecated, of apps not deprecated.
+func (t *Tx) AppVersions() ([]AppVersion, error) {
+	rows, err := t.query(`SELECT v.id, v.appid, a.name, v.version_num, v.plan_class, v.avg_ncpus, v.coproc_type, v.coproc_count, v.flops
+		FROM app_version v JOIN app a ON a.id=v.appid WHERE v.deprecated=0 AND a.deprecated=0 ORDER BY v.id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []AppVersion
+	for rows.Next() {
+		var v AppVersion
+		if err := rows.Scan(&v.ID, &v.AppID, &v.AppName, &v.VersionNum, &v.PlanClass, &v.AvgNCPUs, &v.CoprocType, &v.CoprocCount, &v.Flops); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Report is a finished result a host reports.
+type Report struct {
+	Name        string
+	Success     bool
+	CPUTime     float64
+	ElapsedTime float64
+	ExitStatus  int
+	ClientState int
+}
+
+// ReportStatus says what RecordReport did with a report.
+type ReportStatus int
+
+// What became of a report. Every status but ReportRecorded left the database as it was.
+const (
+	ReportRecorded  ReportStatus = iota // recorded now
+	ReportDuplicate                     // this host reported it before: nothing to do
+	ReportNotYours                      // the result was sent to another host, or never sent
+	ReportUnknown                       // no such result
+)
+
+// RecordReport records r for hostID exactly once: the result must be this host's and
+// in progress (or timed out with no reply, which a late report still fills in). The
+// conditional UPDATE makes a repeated report a no-op even when two arrive at once.
+func (t *Tx) RecordReport(hostID int64, r Report, now float64) (ReportStatus, error) {
+	outcome := OutcomeClientError
+	if r.Success {
+		outcome = OutcomeSuccess
+	}
+	res, err := t.exec(`UPDATE result SET server_state=?, outcome=?, client_state=?, received_time=?, cpu_time=?, elapsed_time=?,
+		exit_status=?, validate_state=? WHERE name=? AND hostid=? AND (server_state=? OR (server_state=? AND outcome=?))`,
+		ServerStateOver, outcome, r.ClientState, now, r.CPUTime, r.ElapsedTime, r.ExitStatus, ValidateInit,
+		r.Name, hostID, ServerStateInProgress, ServerStateOver, OutcomeNoReply)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if n == 1 {
+		// Wake the transitioner and the retry job for this workunit.
+		_, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id=(SELECT workunitid FROM result WHERE name=?)`, now, r.Name)
+		return ReportRecorded, err
+	}
+	var owner int64
+	var state int
+	err = t.queryRow(`SELECT hostid, server_state FROM result WHERE name=?`, r.Name).Scan(&owner, &state)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return ReportUnknown, nil
+	case err != nil:
+		return 0, err
+	case owner == hostID && state == ServerStateOver:
+		return ReportDuplicate, nil
+	}
+	return ReportNotYours, nil
+}
+
+// Candidate is an unsent result with its workunit's figures: a job the scheduler may
+// send.
+type Candidate struct {
+	ResultID   int64
+	ResultName string
+	AppID      int64
+	WUID       int64
+	WUName     string
+	FpopsEst   float64
+	FpopsBound float64
+	DelayBound float64
+}
+
+// UnsentCandidates returns up to limit unsent results of the given apps with ids above
+// afterID, oldest first, skipping workunits that already have a result on hostID (two
+// replicas of one job on one host would defeat validation). On MySQL the rows are
+// locked and rows other transactions hold are skipped; the claim still re-checks.
+func (t *Tx) UnsentCandidates(appIDs []int64, hostID, afterID int64, limit int) ([]Candidate, error) {
+	if len(appIDs) == 0 {
+		return nil, nil
+	}
+	q := `SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound
+		FROM result r JOIN workunit w ON w.id=r.workunitid
+		WHERE r.server_state=? AND r.appid IN (?` + strings.Repeat(",?", len(appIDs)-1) + `) AND r.id>?
+		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?)
+		ORDER BY r.id LIMIT ?` + t.s.dialect.skipLocked
+	args := []any{ServerStateUnsent}
+	for _, id := range appIDs {
+		args = append(args, id)
+	}
+	args = append(args, afterID, hostID, limit)
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Candidate
+	for rows.Next() {
+		var c Candidate
+		if err := rows.Scan(&c.ResultID, &c.ResultName, &c.AppID, &c.WUID, &c.WUName, &c.FpopsEst, &c.FpopsBound, &c.DelayBound); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ClaimResult hands an unsent result to hostID. It returns false when another
+// transaction (in this process or another) claimed it first; then nothing changed.
+func (t *Tx) ClaimResult(resultID, hostID, appVersionID int64, now, deadline float64) (bool, error) {
+	res, err := t.exec(`UPDATE result SET server_state=?, hostid=?, app_version_id=?, sent_time=?, report_deadline=?
+		WHERE id=? AND server_state=?`, ServerStateInProgress, hostID, appVersionID, now, deadline, resultID, ServerStateUnsent)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	if n > 1 {
+		return false, fmt.Errorf("claim of result %d changed %d rows", resultID, n)
+	}
+	return n == 1, nil
+}
+
+// ResultRow is a result as tests and reports read it.
+type ResultRow struct {
+	ID             int64
+	Name           string
+	WUID           int64
+	ServerState    int
+	Outcome        int
+	HostID         int64
+	SentTime       float64
+	ReceivedTime   float64
+	ReportDeadline float64
+	CPUTime        float64
+	AppVersionID   int64
+}
+
+// Results returns every result, by id (for tests and small projects' reports).
+func (s *Store) Results(ctx context.Context) ([]ResultRow, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, name, workunitid, server_state, outcome, hostid, sent_time, received_time,
+		report_deadline, cpu_time, app_version_id FROM result ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ResultRow
+	for rows.Next() {
+		var r ResultRow
+		if err := rows.Scan(&r.ID, &r.Name, &r.WUID, &r.ServerState, &r.Outcome, &r.HostID, &r.SentTime, &r.ReceivedTime,
+			&r.ReportDeadline, &r.CPUTime, &r.AppVersionID); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,288 @@
+// Package store owns the project's server database: its schema (BOINC's table names:
+// app, app_version, host, workunit, result, batch, batch_host, locality_cursor, plus
+// batch_file and wu_giveup), the versioned migrations that create it, and the short
+// transactions through which the scheduler endpoint (bserver) and the cron jobs (bretry,
+// blocality) read and change it.
+//
+// Two engines sit behind one API, picked by the DSN: SQLite (the default: "sqlite:PATH"
+// or a bare path) and MySQL/MariaDB ("mysql://user:pass@host:port/db") for projects that
+// run the endpoint and the cron jobs on several machines. The SQL is written once for
+// both; the few differences are in dialect.go.
+//
+// Concurrency rule: nothing here keeps state between transactions. A job is handed to a
+// host by a conditional UPDATE (… WHERE id=? AND server_state=UNSENT) whose affected-row
+// count says whether this transaction won it, so any number of processes can serve one
+// database without sending a result twice.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+// Store is an open project database.
+type Store struct {
+	DB      *sql.DB
+	dialect dialect
+	dsn     string
+
+	mu     sync.Mutex
+	stmts  map[string]*sql.Stmt
+	wanted map[string]bool // queries run unprepared, to prepare after their transaction
+}
+
+// Engine names.
+const (
+	SQLite = "sqlite"
+	MySQL  = "mysql"
+)
+
+// sqliteBusyTimeout is how long a SQLite writer waits for another process's write
+// transaction before failing. Write transactions here last milliseconds, so a few
+// seconds only runs out when something is badly wrong.
+const sqliteBusyTimeout = 10 * time.Second
+
+// ParseDSN splits a --db value into the engine and the driver's own DSN.
+func ParseDSN(dsn string) (engine, driverDSN string, err error) {
+	switch {
+	case dsn == "":
+		return "", "", errors.New("empty database name: want sqlite:PATH, PATH or mysql://user:pass@host:port/db")
+	case strings.HasPrefix(dsn, "mysql://"):
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", "", fmt.Errorf("%s: %v", dsn, err)
+		}
+		db := strings.TrimPrefix(u.Path, "/")
+		if db == "" || strings.Contains(db, "/") {
+			return "", "", fmt.Errorf("%s: want mysql://user:pass@host:port/db", dsn)
+		}
+		cfg := mysql.NewConfig()
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+		cfg.Net = "tcp"
+		cfg.Addr = u.Host
+		if u.Port() == "" {
+			cfg.Addr = u.Host + ":3306"
+		}
+		cfg.DBName = db
+		// Placeholders are interpolated client-side: one round trip per statement
+		// instead of prepare+execute+close.
+		cfg.InterpolateParams = true
+		cfg.Params = map[string]string{}
+		for k, v := range u.Query() {
+			cfg.Params[k] = v[0]
+		}
+		return MySQL, cfg.FormatDSN(), nil
+	case strings.Contains(dsn, "://"):
+		return "", "", fmt.Errorf("%s: unknown database scheme: want sqlite:PATH, PATH or mysql://user:pass@host:port/db", dsn)
+	}
+	path := strings.TrimPrefix(dsn, "sqlite:")
+	if path == "" {
+		return "", "", fmt.Errorf("%s: missing file name", dsn)
+	}
+	// WAL lets readers run beside the writer; synchronous=NORMAL is durable against
+	// process crashes (a power cut may lose the last commits, not corrupt the file);
+	// _txlock=immediate takes the write lock at BEGIN, so two processes never both read
+	// then deadlock trying to upgrade to write.
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
+	q.Set("_txlock", "immediate")
+	q.Set("_foreign_keys", "on")
+	q.Set("_synchronous", "NORMAL")
+	return SQLite, "file:" + path + "?" + q.Encode(), nil
+}
+
+// Open opens the database named by dsn. It does not create or migrate the schema
+// (Migrate does); CheckSchema tells whether that is needed.
+func Open(dsn string) (*Store, error) {
+	engine, driverDSN, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(map[string]string{SQLite: "sqlite3", MySQL: "mysql"}[engine], driverDSN)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{DB: db, dialect: dialects[engine], dsn: dsn, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}}
+	if engine == SQLite {
+		// One connection: SQLite has one writer anyway, and queueing in Go is cheaper
+		// than every goroutine sleeping in the busy handler. Other processes still
+		// meet this one through the busy timeout.
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+	} else {
+		db.SetMaxOpenConns(32)
+		db.SetMaxIdleConns(32)
+		db.SetConnMaxIdleTime(time.Minute)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", redact(dsn), err)
+	}
+	return s, nil
+}
+
+// Engine is SQLite or MySQL.
+func (s *Store) Engine() string { return s.dialect.name }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.mu.Unlock()
+	return s.DB.Close()
+}
+
+// redact hides a password in a DSN for messages.
+func redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return dsn
+}
+
+// Tx is one short transaction. Its methods are the only way the server changes rows.
+type Tx struct {
+	s   *Store
+	tx  *sql.Tx
+	ctx context.Context
+}
+
+// stmt returns the prepared form of query bound to this transaction, or nil when the
+// query has not been prepared yet; then it is run unprepared this time and prepared
+// after the transaction ends. Preparing inside the transaction would deadlock: SQLite's
+// pool has one connection, and the transaction holds it.
+func (t *Tx) stmt(query string) *sql.Stmt {
+	if !t.s.dialect.prepare {
+		return nil
+	}
+	t.s.mu.Lock()
+	st, ok := t.s.stmts[query]
+	if !ok {
+		t.s.wanted[query] = true
+	}
+	t.s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return t.tx.StmtContext(t.ctx, st)
+}
+
+// prepareWanted prepares the queries transactions ran unprepared. Parsing SQL costs
+// more than running these one-row queries, so each is prepared once per Store.
+func (s *Store) prepareWanted(ctx context.Context) {
+	s.mu.Lock()
+	if len(s.wanted) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	var qs []string
+	for q := range s.wanted {
+		qs = append(qs, q)
+	}
+	s.wanted = map[string]bool{}
+	s.mu.Unlock()
+	for _, q := range qs {
+		st, err := s.DB.PrepareContext(ctx, q)
+		if err != nil {
+			continue // the query will run unprepared and report its own error
+		}
+		s.mu.Lock()
+		if _, ok := s.stmts[q]; ok {
+			st.Close()
+		} else {
+			s.stmts[q] = st
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
+	if st := t.stmt(query); st != nil {
+		return st.ExecContext(t.ctx, args...)
+	}
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(query); st != nil {
+		return st.QueryContext(t.ctx, args...)
+	}
+	return t.tx.QueryContext(t.ctx, query, args...)
+}
+
+func (t *Tx) queryRow(query string, args ...any) *sql.Row {
+	if st := t.stmt(query); st != nil {
+		return st.QueryRowContext(t.ctx, args...)
+	}
+	return t.tx.QueryRowContext(t.ctx, query, args...)
+}
+
+// maxAttempts bounds how often InTx retries a transaction the engine aborted for
+// contention (a MySQL deadlock, a SQLite busy timeout).
+const maxAttempts = 5
+
+// InTx runs fn in one write transaction and commits it, retrying when the engine
+// aborted it for contention. fn must have no effects outside the transaction, since it
+// may run more than once.
+func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
+	var err error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		err = s.inTxOnce(ctx, fn)
+		s.prepareWanted(ctx)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+	}
+	return err
+}
+
+func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
+	tx, err := s.DB.BeginTx(ctx, s.dialect.txOptions)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err = fn(&Tx{s: s, tx: tx, ctx: ctx}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// retryable reports whether err is the engine aborting a transaction for contention,
+// so that running it again may succeed.
+func retryable(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205 // deadlock, lock wait timeout
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	return false
+}

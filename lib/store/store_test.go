@@ -1,0 +1,217 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseDSN(t *testing.T) {
+	for _, tc := range []struct{ in, engine, driver, err string }{
+		{"sqlite:/tmp/p.db", "sqlite", "file:/tmp/p.db?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate", ""},
+		{"p.db", "sqlite", "file:p.db?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate", ""},
+		{"mysql://root@127.0.0.1/test", "mysql", "root@tcp(127.0.0.1:3306)/test?interpolateParams=true", ""},
+		{"mysql://u:p@db:3307/proj", "mysql", "u:p@tcp(db:3307)/proj?interpolateParams=true", ""},
+		{"mysql://u@db", "", "", "mysql://u@db: want mysql://user:pass@host:port/db"},
+		{"postgres://x/y", "", "", "postgres://x/y: unknown database scheme: want sqlite:PATH, PATH or mysql://user:pass@host:port/db"},
+		{"", "", "", "empty database name: want sqlite:PATH, PATH or mysql://user:pass@host:port/db"},
+	} {
+		engine, driver, err := store.ParseDSN(tc.in)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("ParseDSN(%q) error = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || engine != tc.engine || driver != tc.driver {
+			t.Errorf("ParseDSN(%q) = %q, %q, %v; want %q, %q", tc.in, engine, driver, err, tc.engine, tc.driver)
+		}
+	}
+}
+
+// forEngine runs fn on a fresh, migrated database of each engine.
+func forEngine(t *testing.T, fn func(t *testing.T, s *store.Store)) {
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			fn(t, storetest.Open(t, e.DSN))
+		})
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if err := s.CheckSchema(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// A second run applies nothing.
+		applied, err := s.Migrate(ctx, 2)
+		if err != nil || len(applied) != 0 {
+			t.Fatalf("second Migrate = %v, %v; want nothing applied", applied, err)
+		}
+	})
+}
+
+func TestCheckSchemaFresh(t *testing.T) {
+	s, err := store.Open(storetest.SQLiteDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CheckSchema(context.Background()); !errors.Is(err, store.ErrNotInitialised) {
+		t.Fatalf("CheckSchema on a fresh file = %v, want ErrNotInitialised", err)
+	}
+}
+
+func setupWork(t *testing.T, s *store.Store, count, replicas int) (appID, avID int64) {
+	ctx := context.Background()
+	appID, err := s.AddApp(ctx, "sim", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddApp(ctx, "sim", 100); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("second AddApp = %v, want ErrExists", err)
+	}
+	avID, err = s.AddAppVersion(ctx, store.AppVersion{AppName: "sim", VersionNum: 1, AvgNCPUs: 1}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := s.CreateWork(ctx, store.WorkSpec{App: "sim", Count: count, FpopsEst: 1e12, DelayBound: 3600,
+		MinQuorum: replicas, TargetNResults: replicas, MaxErrorResults: 3, MaxTotalResults: 10, MaxSuccessResults: 6}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != count || names[0] != "sim_1" {
+		t.Fatalf("CreateWork names = %v", names)
+	}
+	return appID, avID
+}
+
+func TestClaimAndReport(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		appID, avID := setupWork(t, s, 1, 2)
+		h := &store.Host{Authenticator: store.NewAuthenticator(), PNCPUs: 2}
+		var cands []store.Candidate
+		err := s.InTx(ctx, func(tx *store.Tx) error {
+			if err := tx.CreateHost(h, 200); err != nil {
+				return err
+			}
+			var err error
+			cands, err = tx.UnsentCandidates([]int64{appID}, h.ID, 0, 10)
+			if err != nil || len(cands) != 2 {
+				t.Fatalf("candidates = %v, %v; want both replicas", cands, err)
+			}
+			ok, err := tx.ClaimResult(cands[0].ResultID, h.ID, avID, 200, 200+cands[0].DelayBound)
+			if !ok || err != nil {
+				t.Fatalf("claim = %v, %v", ok, err)
+			}
+			ok, err = tx.ClaimResult(cands[0].ResultID, h.ID, avID, 200, 200)
+			if ok || err != nil {
+				t.Fatalf("second claim = %v, %v; want false", ok, err)
+			}
+			// The other replica of the same workunit is not for this host.
+			more, err := tx.UnsentCandidates([]int64{appID}, h.ID, 0, 10)
+			if err != nil || len(more) != 0 {
+				t.Fatalf("candidates after claim = %v, %v; want none", more, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := store.Report{Name: cands[0].ResultName, Success: true, CPUTime: 50}
+		var got []store.ReportStatus
+		for _, r := range []store.Report{rep, {Name: rep.Name, Success: false, CPUTime: 99}, {Name: cands[1].ResultName}, {Name: "nope"}} {
+			err := s.InTx(ctx, func(tx *store.Tx) error {
+				st, err := tx.RecordReport(h.ID, r, 300)
+				got = append(got, st)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []store.ReportStatus{store.ReportRecorded, store.ReportDuplicate, store.ReportNotYours, store.ReportUnknown}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("report statuses (-want +got)\n%s", d)
+		}
+		rows, err := s.Results(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r0 := rows[0]
+		if r0.ServerState != store.ServerStateOver || r0.Outcome != store.OutcomeSuccess || r0.CPUTime != 50 ||
+			r0.ReceivedTime != 300 || r0.ReportDeadline != 3800 || r0.HostID != h.ID {
+			t.Errorf("reported result = %+v", r0)
+		}
+		st, err := s.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSt := &store.Status{Apps: 1, AppVersions: 1, Hosts: 1, Workunits: 1, Results: []store.StateCount{
+			{"sim", "unsent", "init", 1}, {"sim", "over", "success", 1}}}
+		if d := cmp.Diff(wantSt, st); d != "" {
+			t.Errorf("status (-want +got)\n%s", d)
+		}
+	})
+}
+
+// TestConcurrentClaims has many transactions race for few results: each result goes
+// to exactly one host.
+func TestConcurrentClaims(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		appID, avID := setupWork(t, s, 40, 1)
+		var mu sync.Mutex
+		claimed := map[int64]int64{}
+		var wg sync.WaitGroup
+		for g := 0; g < 16; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 5; i++ {
+					err := s.InTx(ctx, func(tx *store.Tx) error {
+						h := &store.Host{Authenticator: store.NewAuthenticator()}
+						if err := tx.CreateHost(h, 1); err != nil {
+							return err
+						}
+						cands, err := tx.UnsentCandidates([]int64{appID}, h.ID, 0, 2)
+						if err != nil {
+							return err
+						}
+						for _, c := range cands {
+							ok, err := tx.ClaimResult(c.ResultID, h.ID, avID, 1, 2)
+							if err != nil {
+								return err
+							}
+							if ok {
+								mu.Lock()
+								if prev, dup := claimed[c.ResultID]; dup {
+									t.Errorf("result %d claimed by hosts %d and %d", c.ResultID, prev, h.ID)
+								}
+								claimed[c.ResultID] = h.ID
+								mu.Unlock()
+								return nil
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(claimed) != 40 {
+			t.Errorf("%d results claimed, want all 40", len(claimed))
+		}
+	})
+}

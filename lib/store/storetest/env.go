@@ -1,0 +1,5 @@
+package storetest
+
+import "os"
+
+var getenv = os.Getenv

@@ -1,0 +1,95 @@
+// Package storetest owns the throw-away databases tests run on: a fresh SQLite file
+// per test, and, when BKIT_TEST_MYSQL_DSN names a MySQL/MariaDB server, a freshly
+// created database on it that is dropped when the test ends, so tests (and packages)
+// can run at the same time without seeing each other's rows.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"path/filepath"
+	"testing"
+
+	"github.com/bkit/bkit/lib/store"
+)
+
+// EnvMySQL names the variable holding a MySQL DSN such as mysql://root@127.0.0.1:3306/test.
+const EnvMySQL = "BKIT_TEST_MYSQL_DSN"
+
+// Engine is one database a test runs on.
+type Engine struct {
+	Name string // "sqlite" or "mysql"
+	DSN  string // empty when the engine is not available
+	Skip string // why it is not available
+}
+
+// Engines returns a fresh SQLite database and, when configured, a fresh MySQL one.
+// Run each as a subtest and call Require first, so a missing MySQL shows as a skip.
+func Engines(t testing.TB) []Engine {
+	return []Engine{{Name: store.SQLite, DSN: SQLiteDSN(t)}, mysqlEngine(t)}
+}
+
+// Require skips t when e is not available.
+func (e Engine) Require(t testing.TB) {
+	if e.DSN == "" {
+		t.Skip(e.Skip)
+	}
+}
+
+// SQLiteDSN returns the DSN of a new SQLite file in t's temporary directory.
+func SQLiteDSN(t testing.TB) string {
+	return "sqlite:" + filepath.Join(t.TempDir(), "project.db")
+}
+
+// MySQLDSN returns the DSN of a new, empty MySQL database, dropped at cleanup, or
+// skips t when BKIT_TEST_MYSQL_DSN is not set.
+func MySQLDSN(t testing.TB) string {
+	e := mysqlEngine(t)
+	e.Require(t)
+	return e.DSN
+}
+
+func mysqlEngine(t testing.TB) Engine {
+	base := getenv(EnvMySQL)
+	if base == "" {
+		return Engine{Name: store.MySQL, Skip: EnvMySQL + " is not set (e.g. mysql://root@127.0.0.1:3306/test): MySQL/MariaDB tests skipped"}
+	}
+	_, driverDSN, err := store.ParseDSN(base)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvMySQL, err)
+	}
+	db, err := sql.Open("mysql", driverDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	name := "bkit_test_" + hex.EncodeToString(b[:])
+	if _, err := db.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
+		db.Close()
+		t.Fatalf("%s: create database: %v", EnvMySQL, err)
+	}
+	t.Cleanup(func() {
+		db.ExecContext(context.Background(), "DROP DATABASE "+name)
+		db.Close()
+	})
+	u, _ := url.Parse(base)
+	u.Path = "/" + name
+	return Engine{Name: store.MySQL, DSN: u.String()}
+}
+
+// Open opens dsn and migrates it, failing t on error; the store is closed at cleanup.
+func Open(t testing.TB, dsn string) *store.Store {
+	s, err := store.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
