@@ -1,0 +1,231 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/server"
+	"github.com/bkit/bkit/lib/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAuthentication(t *testing.T) {
+	forEngine(t, func(t *testing.T, dsn string) {
+		e := start(t, dsn, server.Config{RequestDelay: 30}, 3)
+		id, auth := e.newHost(t, 2, 0)
+		ask := boincxml.SchedulerRequest{CPUReqSecs: 1000, WorkReqSeconds: 1000, HostInfo: boincxml.HostInfo{PNCPUs: 2}}
+		for _, tc := range []struct {
+			name   string
+			hostID int64
+			auth   string
+			want   string
+		}{
+			{"wrong authenticator", id, "0123456789abcdef0123456789abcdef", "wrong authenticator for host " + fmt.Sprint(id)},
+			{"unknown host", id + 100, auth, fmt.Sprintf("unknown host %d", id+100)},
+			{"unknown authenticator", 0, "nope", "unknown authenticator"},
+			{"host id without authenticator", id, "", fmt.Sprintf("host %d: the request has no authenticator", id)},
+		} {
+			req := ask
+			req.HostID, req.Authenticator = tc.hostID, tc.auth
+			rep, status := e.post(t, &req)
+			if status != 200 || messages(rep) != "notice: "+tc.want || len(rep.ResultsSent) != 0 || rep.RequestDelay != 30 {
+				t.Errorf("%s: status %d, messages %q, %d jobs, request_delay %v; want 200, %q, no jobs, 30",
+					tc.name, status, messages(rep), len(rep.ResultsSent), rep.RequestDelay, tc.want)
+			}
+		}
+		// Nothing changed: one host, no result sent.
+		st, err := e.st.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Hosts != 1 || st.Results[0].ServerState != "unsent" || st.Results[0].Count != 3 {
+			t.Errorf("after refusals: %+v", st)
+		}
+		if !strings.Contains(e.logs.String(), "wrong authenticator") {
+			t.Errorf("no log line for a refusal:\n%s", e.logs)
+		}
+		// The right authenticator gets work, and an authenticator alone finds the host.
+		req := ask
+		req.Authenticator = auth
+		rep, _ := e.post(t, &req)
+		if rep.HostID != id || len(rep.ResultsSent) != 1 {
+			t.Errorf("authenticator only: hostid %d, %d jobs; want %d, 1", rep.HostID, len(rep.ResultsSent), id)
+		}
+	})
+}
+
+func TestWorkSending(t *testing.T) {
+	deadline := float64(testNow.Unix()) + 1000
+	for _, tc := range []struct {
+		name   string
+		ncpus  int
+		gpus   int
+		req    boincxml.SchedulerRequest
+		want   []string // apps of the jobs sent, in order
+		notice string
+	}{
+		{name: "nothing asked, nothing sent", ncpus: 4},
+		// 1e12 FLOPs at 1 GFLOPS is 1000 s: 2500 s needs three jobs.
+		{name: "CPU seconds", ncpus: 4, req: boincxml.SchedulerRequest{CPUReqSecs: 2500, WorkReqSeconds: 2500},
+			want: []string{"cpuapp", "cpuapp", "cpuapp"}},
+		{name: "CPU instances", ncpus: 4, req: boincxml.SchedulerRequest{CPUReqSecs: 1, CPUReqInstances: 2, WorkReqSeconds: 1},
+			want: []string{"cpuapp", "cpuapp"}},
+		{name: "old client: work_req_seconds is a CPU request", ncpus: 4, req: boincxml.SchedulerRequest{WorkReqSeconds: 1500},
+			want: []string{"cpuapp", "cpuapp"}},
+		// 1e12 at 1e11 is 10 s per GPU job: 15 s needs two; no CPU job since the CPU
+		// request is zero.
+		{name: "GPU only", ncpus: 4, gpus: 1, req: boincxml.SchedulerRequest{WorkReqSeconds: 15,
+			Coprocs: boincxml.Coprocs{{Type: "NVIDIA", Count: 1, ReqSecs: 15}}}, want: []string{"gpuapp", "gpuapp"}},
+		{name: "GPU and CPU", ncpus: 4, gpus: 2, req: boincxml.SchedulerRequest{WorkReqSeconds: 5, CPUReqSecs: 5,
+			Coprocs: boincxml.Coprocs{{Type: "cuda", Count: 2, ReqSecs: 5, ReqInstances: 2}}},
+			want: []string{"gpuapp", "gpuapp", "cpuapp"}},
+		{name: "GPU asked but host has none", ncpus: 4, req: boincxml.SchedulerRequest{WorkReqSeconds: 15,
+			Coprocs: boincxml.Coprocs{{Type: "ATI", ReqSecs: 15}}},
+			notice: "low: work requested for ATI, which this host does not report"},
+		{name: "capped at MaxJobsPerRPC", ncpus: 4, req: boincxml.SchedulerRequest{CPUReqSecs: 1e9, WorkReqSeconds: 1e9},
+			want: []string{"cpuapp", "cpuapp", "cpuapp", "cpuapp", "cpuapp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEngine(t, func(t *testing.T, dsn string) {
+				e := start(t, dsn, server.Config{MaxJobsPerRPC: 5}, 10)
+				id, auth := e.newHost(t, tc.ncpus, tc.gpus)
+				req := tc.req
+				req.HostID, req.Authenticator = id, auth
+				req.HostInfo = boincxml.HostInfo{PNCPUs: tc.ncpus, PFpops: 1e9}
+				if tc.gpus > 0 {
+					req.HostInfo.Coprocs = boincxml.Coprocs{{Type: "NVIDIA", Count: tc.gpus, PeakFlops: 1e11}}
+				}
+				rep, status := e.post(t, &req)
+				if status != 200 {
+					t.Fatalf("status %d: %s", status, messages(rep))
+				}
+				var apps []string
+				for i, r := range rep.ResultsSent {
+					apps = append(apps, rep.Workunits[i].AppName)
+					if r.ReportDeadline != deadline || r.WUName != rep.Workunits[i].Name || r.VersionNum != 1 {
+						t.Errorf("job %d: %+v", i, r)
+					}
+				}
+				if d := cmp.Diff(tc.want, apps); d != "" {
+					t.Errorf("apps of jobs sent (-want +got)\n%s", d)
+				}
+				if got := messages(rep); got != tc.notice {
+					t.Errorf("messages %q, want %q", got, tc.notice)
+				}
+				for _, av := range rep.AppVersions {
+					if (av.AppName == "gpuapp") != (av.Coproc != nil && av.Coproc.Type == "NVIDIA" && av.Coproc.Count == 1) {
+						t.Errorf("app version %+v", av)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestReports(t *testing.T) {
+	forEngine(t, func(t *testing.T, dsn string) {
+		e := start(t, dsn, server.Config{}, 4)
+		id, auth := e.newHost(t, 1, 0)
+		rep, _ := e.post(t, &boincxml.SchedulerRequest{HostID: id, Authenticator: auth, CPUReqInstances: 1, CPUReqSecs: 2000})
+		sent := names(rep.ResultsSent)
+		if len(sent) != 2 {
+			t.Fatalf("sent %v, want 2 jobs", sent)
+		}
+		report := &boincxml.SchedulerRequest{HostID: id, Authenticator: auth, Results: []boincxml.ReportedResult{
+			{Name: sent[0], FinalCPUTime: 900, State: boincxml.ResultFilesUploaded},
+			{Name: sent[1], FinalCPUTime: 5, ExitStatus: -1, State: 3},
+			{Name: "cpuapp_999_0"},
+		}}
+		for i := 0; i < 2; i++ { // the second time is a duplicate of the first
+			rep, _ = e.post(t, report)
+			if d := cmp.Diff([]boincxml.NameRef{{Name: sent[0]}, {Name: sent[1]}, {Name: "cpuapp_999_0"}}, rep.ResultAcks); d != "" {
+				t.Errorf("acks (-want +got)\n%s", d)
+			}
+			if got := messages(rep); got != "low: no result named cpuapp_999_0; report ignored" {
+				t.Errorf("messages %q", got)
+			}
+			report.Results[0].FinalCPUTime = 1 // must not overwrite the first report
+		}
+		rows, err := e.st.Results(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]store.ResultRow{}
+		for _, r := range rows {
+			byName[r.Name] = r
+		}
+		r0, r1 := byName[sent[0]], byName[sent[1]]
+		if r0.Outcome != store.OutcomeSuccess || r0.CPUTime != 900 || r0.ServerState != store.ServerStateOver {
+			t.Errorf("success report recorded as %+v", r0)
+		}
+		if r1.Outcome != store.OutcomeClientError || r1.CPUTime != 5 {
+			t.Errorf("error report recorded as %+v", r1)
+		}
+		// Another host cannot report this host's results.
+		other, oauth := e.newHost(t, 1, 0)
+		rep, _ = e.post(t, &boincxml.SchedulerRequest{HostID: other, Authenticator: oauth,
+			Results: []boincxml.ReportedResult{{Name: byName["cpuapp_3_0"].Name}}})
+		if got := messages(rep); got != "low: result cpuapp_3_0 was not sent to this host; report ignored" {
+			t.Errorf("foreign report: messages %q", got)
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{MaxBodyBytes: 1000}, 1)
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"malformed", "<scheduler_request><hostid>", 400, "bad scheduler request: malformed XML at line 1: unexpected EOF"},
+		{"not a number", "<scheduler_request><cpu_req_secs>x</cpu_req_secs></scheduler_request>", 400,
+			`bad scheduler request: scheduler_request: strconv.ParseFloat: parsing "x": invalid syntax`},
+		{"negative", "<scheduler_request><cpu_req_instances>-2</cpu_req_instances></scheduler_request>", 400,
+			"bad scheduler request: scheduler_request: cpu_req_instances: must be a number >= 0, got -2"},
+		{"oversized", "<scheduler_request>" + strings.Repeat("<x/>", 500) + "</scheduler_request>", 413,
+			"request body larger than 1000 bytes"},
+	} {
+		rep, status := e.postRaw(t, "scheduler", []byte(tc.body))
+		if status != tc.status || messages(rep) != "notice: "+tc.want {
+			t.Errorf("%s: status %d, %q; want %d, %q", tc.name, status, messages(rep), tc.status, tc.want)
+		}
+	}
+	resp, err := http.Get(e.url + "scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 {
+		t.Errorf("GET /scheduler: status %d, want 405", resp.StatusCode)
+	}
+	st, _ := e.st.Status(context.Background())
+	if st.Hosts != 0 {
+		t.Errorf("bad requests created %d hosts", st.Hosts)
+	}
+}
+
+func TestMasterFile(t *testing.T) {
+	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{ProjectName: "Test"}, 0)
+	resp, err := http.Get(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	urls, err := boincxml.ParseMasterFile(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{e.url + "scheduler"}, urls); d != "" {
+		t.Errorf("scheduler URLs (-want +got)\n%s", d)
+	}
+	// POST / is the scheduler too.
+	rep, status := e.postRaw(t, "", []byte("<scheduler_request/>"))
+	if status != 200 || rep.HostID == 0 || rep.ProjectName != "Test" || rep.MasterURL != e.url {
+		t.Errorf("POST /: %d %+v", status, rep)
+	}
+}

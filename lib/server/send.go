@@ -1,0 +1,207 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/store"
+)
+
+// Speeds assumed when neither the app version nor the host says: a modest CPU core and
+// a modest GPU, so that a job still has a finite duration estimate.
+const (
+	defaultCPUFlops = 1e9
+	defaultGPUFlops = 1e11
+)
+
+// hostCaps is what the host can run on: its CPU count and speed and its coprocessors.
+type hostCaps struct {
+	ncpus   int
+	cpuFpop float64
+	coprocs boincxml.Coprocs
+}
+
+// resourceOf is the processing resource an app version's jobs are counted against
+// (seed 002: a job uses some CPU and at most one coprocessor type; a GPU job belongs
+// to its GPU).
+func resourceOf(av store.AppVersion) string {
+	if av.CoprocType == "" {
+		return boincxml.ResourceCPU
+	}
+	return boincxml.CanonicalType(av.CoprocType)
+}
+
+// instancesOf is how many instances of its resource one job of av occupies.
+func instancesOf(av store.AppVersion) float64 {
+	if av.CoprocType == "" {
+		return av.AvgNCPUs
+	}
+	return av.CoprocCount
+}
+
+// canRun reports whether the host has what av needs.
+func (h hostCaps) canRun(av store.AppVersion) bool {
+	if instancesOf(av) <= 0 {
+		return false // a version that occupies nothing would fill no request
+	}
+	if av.CoprocType == "" {
+		return h.ncpus == 0 || av.AvgNCPUs <= float64(h.ncpus)
+	}
+	cp := h.coprocs.Find(av.CoprocType)
+	return cp != nil && av.CoprocCount <= float64(cp.Count) && (h.ncpus == 0 || av.AvgNCPUs <= float64(h.ncpus))
+}
+
+// flops is the speed a job of av runs at on this host: the version's own figure, else
+// the host's per-CPU speed times the CPUs it uses, else the GPU's peak times its share.
+func (h hostCaps) flops(av store.AppVersion) float64 {
+	if av.Flops > 0 {
+		return av.Flops
+	}
+	if av.CoprocType == "" {
+		f := h.cpuFpop
+		if f <= 0 {
+			f = defaultCPUFlops
+		}
+		return f * max(av.AvgNCPUs, 1e-3)
+	}
+	f := defaultGPUFlops
+	if cp := h.coprocs.Find(av.CoprocType); cp != nil && cp.PeakFlops > 0 {
+		f = cp.PeakFlops
+	}
+	return f * av.CoprocCount
+}
+
+// better reports whether a is preferable to b for the host: faster, then newer.
+func (h hostCaps) better(a, b store.AppVersion) bool {
+	if fa, fb := h.flops(a), h.flops(b); fa != fb {
+		return fa > fb
+	}
+	return a.VersionNum > b.VersionNum
+}
+
+// need is what is still to fill for one resource (seed 002's n*_jobs_sending and
+// n*_seconds_to_fill).
+type need struct {
+	resource  string
+	secs      float64 // instance-seconds still wanted
+	instances float64 // instances still to occupy
+}
+
+func (n need) more() bool { return n.secs > 0 || n.instances > 0 }
+
+// sendWork implements seed 002's scheduler side: for each resource with a nonzero
+// request (a request with only work_req_seconds is a CPU request), send jobs of app
+// versions the host can run for that resource until both the requested seconds and
+// the requested instances are filled, or the project runs out of jobs, or the reply
+// reaches MaxJobsPerRPC.
+func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) error {
+	requests := req.ResourceRequests()
+	if len(requests) == 0 {
+		return nil
+	}
+	caps := hostCaps{ncpus: req.HostInfo.PNCPUs, cpuFpop: req.HostInfo.PFpops, coprocs: hostCoprocs(req)}
+	versions, err := tx.AppVersions()
+	if err != nil {
+		return err
+	}
+	maxJobs := orDefault(s.Config.MaxJobsPerRPC, DefaultMaxJobsPerRPC)
+	sentApps := map[int64]bool{}
+	sentVersions := map[int64]bool{}
+	for _, rr := range requests {
+		// The best version of each app for this resource on this host.
+		best := map[int64]store.AppVersion{}
+		for _, av := range versions {
+			if resourceOf(av) != rr.Resource || !caps.canRun(av) {
+				continue
+			}
+			if cur, ok := best[av.AppID]; !ok || caps.better(av, cur) {
+				best[av.AppID] = av
+			}
+		}
+		if len(best) == 0 {
+			if rr.Resource != boincxml.ResourceCPU && caps.coprocs.Find(rr.Resource) == nil {
+				reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow,
+					Text: fmt.Sprintf("work requested for %s, which this host does not report", rr.Resource)})
+			}
+			continue
+		}
+		appIDs := make([]int64, 0, len(best))
+		for id := range best {
+			appIDs = append(appIDs, id)
+		}
+		slices.Sort(appIDs)
+		n := need{resource: rr.Resource, secs: rr.Secs, instances: rr.Instances}
+		var after int64
+		for n.more() && len(reply.ResultsSent) < maxJobs {
+			limit := min(batchSize(n, best), maxJobs-len(reply.ResultsSent))
+			cands, err := tx.UnsentCandidates(appIDs, host.ID, after, limit)
+			if err != nil {
+				return err
+			}
+			if len(cands) == 0 {
+				break // no more jobs for this resource
+			}
+			for _, c := range cands {
+				after = c.ResultID
+				if !n.more() || len(reply.ResultsSent) >= maxJobs {
+					break
+				}
+				av := best[c.AppID]
+				deadline := now + c.DelayBound
+				ok, err := tx.ClaimResult(c.ResultID, host.ID, av.ID, now, deadline)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue // another scheduler sent it first
+				}
+				inst := instancesOf(av)
+				dur := c.FpopsEst / caps.flops(av)
+				n.secs -= dur * inst
+				n.instances -= inst
+				addJob(reply, c, av, deadline, sentApps, sentVersions)
+			}
+		}
+	}
+	return nil
+}
+
+// batchSize is how many candidates to fetch at once: about as many jobs as the need
+// calls for, within [1, 32], taking a job of unknown size as one instance-hour.
+// Fetching far more would lock (on MySQL) rows other hosts could have had; fetching
+// too few costs only another query.
+func batchSize(n need, best map[int64]store.AppVersion) int {
+	minInst := math.Inf(1)
+	for _, av := range best {
+		minInst = min(minInst, instancesOf(av))
+	}
+	jobs := max(1, n.instances/minInst, n.secs/(3600*minInst))
+	if !(jobs <= 32) { // also catches NaN
+		return 32
+	}
+	return int(math.Ceil(jobs))
+}
+
+// addJob puts a claimed result into the reply with its workunit, app and app version
+// (each app and version once per reply).
+func addJob(reply *boincxml.SchedulerReply, c store.Candidate, av store.AppVersion, deadline float64, apps, versions map[int64]bool) {
+	if !apps[av.AppID] {
+		apps[av.AppID] = true
+		reply.Apps = append(reply.Apps, boincxml.ReplyApp{Name: av.AppName})
+	}
+	if !versions[av.ID] {
+		versions[av.ID] = true
+		rv := boincxml.ReplyAppVersion{AppName: av.AppName, VersionNum: av.VersionNum, PlanClass: av.PlanClass,
+			AvgNCPUs: av.AvgNCPUs, Flops: av.Flops}
+		if av.CoprocType != "" {
+			rv.Coproc = &boincxml.ReplyCoproc{Type: boincxml.CanonicalType(av.CoprocType), Count: av.CoprocCount}
+		}
+		reply.AppVersions = append(reply.AppVersions, rv)
+	}
+	reply.Workunits = append(reply.Workunits, boincxml.ReplyWorkunit{Name: c.WUName, AppName: av.AppName,
+		RscFpopsEst: c.FpopsEst, RscFpopsBound: c.FpopsBound})
+	reply.ResultsSent = append(reply.ResultsSent, boincxml.ReplyResult{Name: c.ResultName, WUName: c.WUName,
+		ReportDeadline: deadline, VersionNum: av.VersionNum, PlanClass: av.PlanClass})
+}

@@ -1,0 +1,256 @@
+// Package server owns bkit's scheduler endpoint: the HTTP handler that takes BOINC-style
+// scheduler requests (XML over POST), authenticates or creates the host, records its
+// reports exactly once, sends it jobs by seed 002's per-resource rules, and answers in
+// XML; plus the project master file on GET / and the http.Server life cycle (time-outs,
+// draining on shutdown).
+//
+// Every request is one database transaction (lib/store): the reply is built from what
+// that transaction committed, and nothing is written to the client before the commit,
+// so a failure at any point leaves both the database and the client as they were.
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/store"
+)
+
+// Config holds what a project sets about its endpoint.
+type Config struct {
+	ProjectName string
+	// SchedulerURLs are named in the master file; empty means "this server's
+	// /scheduler as the client reached it" (from the request's Host header).
+	SchedulerURLs []string
+	// RequestDelay, when > 0, is sent in every reply: seconds before the client's next
+	// request.
+	RequestDelay float64
+	// MaxBodyBytes bounds a request body; 0 means boincxml.MaxRequestBytes.
+	MaxBodyBytes int64
+	// MaxJobsPerRPC bounds the jobs one reply carries whatever the request asks for;
+	// 0 means DefaultMaxJobsPerRPC.
+	MaxJobsPerRPC int
+	// Time-outs of the HTTP server; zero values take the defaults below.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// DrainTimeout bounds how long shutdown waits for requests in flight.
+	DrainTimeout time.Duration
+}
+
+// Defaults. A scheduler request is small and answered in milliseconds, so a client
+// that takes longer than this to send or read one is stuck or hostile.
+const (
+	DefaultMaxJobsPerRPC     = 100
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultDrainTimeout      = 30 * time.Second
+)
+
+// Server is the scheduler endpoint of one project database.
+type Server struct {
+	Store  *store.Store
+	Config Config
+	// Now is the clock; tests set it. Nil means time.Now.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+func (s *Server) now() float64 {
+	t := time.Now()
+	if s.Now != nil {
+		t = s.Now()
+	}
+	return float64(t.UnixNano()) / 1e9
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return s.Log
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Handler returns the endpoint's routes: GET / is the master file; POST / and POST
+// /scheduler are the scheduler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", s.serveRoot)
+	mux.HandleFunc("/scheduler", s.serveScheduler)
+	return mux
+}
+
+func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method == http.MethodPost {
+		s.serveScheduler(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	name := orDefault(s.Config.ProjectName, "bkit project")
+	body := boincxml.MasterFile(name, s.schedulerURLs(r))
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.Write(body)
+}
+
+func (s *Server) schedulerURLs(r *http.Request) []string {
+	if len(s.Config.SchedulerURLs) > 0 {
+		return s.Config.SchedulerURLs
+	}
+	return []string{"http://" + r.Host + "/scheduler"}
+}
+
+func (s *Server) masterURL(r *http.Request) string {
+	return "http://" + r.Host + "/"
+}
+
+// refusal is a request the scheduler turns down: the client gets the message, the
+// database is untouched.
+type refusal struct{ msg string }
+
+func (e *refusal) Error() string { return e.msg }
+
+func refuse(format string, args ...any) error { return &refusal{fmt.Sprintf(format, args...)} }
+
+func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	log := s.log().With("remote", r.RemoteAddr)
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		s.writeError(w, http.StatusMethodNotAllowed, "the scheduler takes POST requests")
+		return
+	}
+	limit := orDefault(s.Config.MaxBodyBytes, boincxml.MaxRequestBytes)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			log.Warn("scheduler request refused", "reason", "body too large", "limit", limit)
+			s.writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
+			return
+		}
+		log.Warn("scheduler request refused", "reason", "reading body", "err", err)
+		s.writeError(w, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	req, err := boincxml.ParseSchedulerRequest(bytes.NewReader(body))
+	if err != nil {
+		log.Warn("scheduler request refused", "reason", "bad request", "err", err)
+		s.writeError(w, http.StatusBadRequest, "bad scheduler request: "+err.Error())
+		return
+	}
+	log = log.With("hostid", req.HostID, "seqno", req.RPCSeqno)
+	reply, err := s.handle(r.Context(), req, s.now())
+	var ref *refusal
+	switch {
+	case errors.As(err, &ref):
+		log.Warn("scheduler request refused", "reason", ref.msg)
+		s.writeError(w, http.StatusOK, ref.msg)
+		return
+	case err != nil:
+		log.Error("scheduler request failed", "err", err)
+		s.writeError(w, http.StatusInternalServerError, "server error; try again later")
+		return
+	}
+	reply.ProjectName = s.Config.ProjectName
+	reply.MasterURL = s.masterURL(r)
+	out, err := reply.Marshal()
+	if err != nil {
+		// Nothing is committed that the client could miss except the jobs, which the
+		// retry job reclaims at their deadline.
+		log.Error("scheduler reply failed", "err", err)
+		s.writeError(w, http.StatusInternalServerError, "server error; try again later")
+		return
+	}
+	writeXML(w, http.StatusOK, out)
+	log.Debug("scheduler request", "host", reply.HostID, "reports", len(reply.ResultAcks),
+		"jobs", len(reply.ResultsSent), "duration", time.Since(start))
+}
+
+// writeError sends an error reply: a <scheduler_reply> whose notice says what went
+// wrong, and the request delay if the project has one.
+func (s *Server) writeError(w http.ResponseWriter, status int, msg string) {
+	rep := boincxml.ErrorReply(msg, s.Config.RequestDelay)
+	rep.ProjectName = s.Config.ProjectName
+	out, err := rep.Marshal()
+	if err != nil {
+		out = []byte("<scheduler_reply></scheduler_reply>\n")
+	}
+	writeXML(w, status, out)
+}
+
+// writeXML sends a complete body with its length, so a client never takes a cut-off
+// reply for a whole one.
+func writeXML(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// Serve answers on ln until ctx is done, then stops accepting, waits up to
+// DrainTimeout for the requests in flight and returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	c := s.Config
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: orDefault(c.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		ReadTimeout:       orDefault(c.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      orDefault(c.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       orDefault(c.IdleTimeout, DefaultIdleTimeout),
+		ErrorLog:          slog.NewLogLogger(s.log().Handler(), slog.LevelWarn),
+		// Requests outlive ctx: a shutdown lets them finish instead of cancelling
+		// their transactions.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log().Info("shutting down: draining requests in flight")
+	dctx, cancel := context.WithTimeout(context.Background(), orDefault(c.DrainTimeout, DefaultDrainTimeout))
+	defer cancel()
+	err := hs.Shutdown(dctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// URLFor returns the base URL of a listener's address, for messages and tests.
+func URLFor(ln net.Listener) string {
+	addr := ln.Addr().String()
+	if strings.HasPrefix(addr, "[::]:") || strings.HasPrefix(addr, "0.0.0.0:") {
+		_, port, _ := net.SplitHostPort(addr)
+		addr = "127.0.0.1:" + port
+	}
+	return "http://" + addr + "/"
+}
