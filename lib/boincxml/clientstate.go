@@ -235,10 +235,13 @@ func (r *csReader) hostInfo(e *elem) error {
 // hostCoprocElem maps host_info's per-type coprocessor elements to bkit's type names.
 var hostCoprocElem = map[string]string{"coproc_cuda": "NVIDIA", "coproc_ati": "ATI", "coproc_intel_gpu": "intel_gpu"}
 
-// Real clients write time_stats elements bkit does not use; these are skipped even in
-// scenarios, where another unknown *_frac or *_lambda element is taken for a misspelt
-// field and is an error.
-var ignoredTimeStats = map[string]bool{"cpu_and_network_available_frac": true}
+// Real clients write time_stats elements bkit does not use; these are skipped in
+// scenarios too, where any other unknown element is taken for a misspelt field and is
+// an error.
+var ignoredTimeStats = map[string]bool{"cpu_and_network_available_frac": true, "last_update": true,
+	"client_start_time": true, "previous_uptime": true, "session_active_duration": true,
+	"session_gpu_active_duration": true, "total_start_time": true, "total_duration": true,
+	"total_active_duration": true, "total_gpu_active_duration": true, "now": true}
 
 func (r *csReader) timeStats(e *elem) error {
 	ts := &r.doc.Host.TimeStats
@@ -273,8 +276,7 @@ func (r *csReader) timeStats(e *elem) error {
 				return fmt.Errorf("time_stats: %w", err)
 			}
 			*p = x
-		} else if r.sc != nil && !ignoredTimeStats[k.name] &&
-			(strings.HasSuffix(k.name, "_frac") || strings.HasSuffix(k.name, "_lambda")) {
+		} else if r.sc != nil && !ignoredTimeStats[k.name] {
 			return fmt.Errorf("time_stats: unknown element <%s>", k.name)
 		}
 	}

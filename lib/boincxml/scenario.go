@@ -121,7 +121,7 @@ func LoadScenario(dir string) (*Scenario, error) {
 //     rsc_fpops_est and a <result> report_deadline. A GPU's FLOPS per instance are
 //     GPUEfficiency × peak_flops × count (BOINC's quirk), and host_info's coprocessors
 //     need peak_flops. Unknown elements inside <app>, <fpops>, <available> and an app
-//     version's <coproc>, and unknown *_frac or *_lambda elements in <time_stats>, are
+//     version's <coproc>, and in <time_stats> (but for a real client's other fields), are
 //     errors (misspelt fields the emulation depends on); unknown elements elsewhere
 //     are skipped.
 //   - global_prefs.xml (optional): ReadGlobalPrefs; max_ncpus_pct reduces the CPUs.
@@ -172,7 +172,11 @@ func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
 	}
 	sc.Prefs.Apply(sc.Doc)
 	if err := state.Validate(sc.Doc); err != nil {
-		return nil, fmt.Errorf("%s with %s: %w", name("client_state.xml"), name("global_prefs.xml"), err)
+		var se *state.Error
+		if errors.As(err, &se) {
+			se.File = name("client_state.xml") + " with " + name("global_prefs.xml")
+		}
+		return nil, err
 	}
 	return sc, nil
 }

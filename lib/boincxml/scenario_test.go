@@ -1,0 +1,255 @@
+package boincxml
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/bkit/bkit/lib/state"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestPublicExample reads the shared example scenario and checks what it says: 2 CPUs
+// at 2 GFLOPS, shares 200:100, 30- and 90-minute jobs (3.6e12 and 1.08e13 FLOPs at
+// 2e9 FLOPS: 1800 s and 5400 s) with a 2-day latency bound (172800 s).
+func TestPublicExample(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "shared", "scenarios", "example-2cpu-2to1")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("the shared example scenario is not here (%v)", err)
+	}
+	sc, err := LoadScenario(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := sc.Doc
+	if diff := cmp.Diff([]state.Resource{{Type: "cpu", Instances: 2, Flops: 2e9}}, doc.Host.Resources); diff != "" {
+		t.Errorf("host (-want +got)\n%s", diff)
+	}
+	var shares []float64
+	for _, p := range doc.Projects {
+		shares = append(shares, p.ResourceShare)
+	}
+	if diff := cmp.Diff([]float64{200, 100}, shares); diff != "" {
+		t.Errorf("shares (-want +got)\n%s", diff)
+	}
+	wantApps := []ScenarioApp{
+		{Project: "X", Name: "x_app", LatencyBound: 172800, FpopsEst: 3.6e12, Fpops: NormalDist{Mean: 3.6e12}, Weight: 1},
+		{Project: "Y", Name: "y_app", LatencyBound: 172800, FpopsEst: 1.08e13, Fpops: NormalDist{Mean: 1.08e13}, Weight: 1},
+	}
+	if diff := cmp.Diff(wantApps, sc.Apps); diff != "" {
+		t.Errorf("apps (-want +got)\n%s", diff)
+	}
+	for i, a := range sc.Apps {
+		if secs := a.FpopsEst / doc.AppVersions[i].Flops; secs != []float64{1800, 5400}[i] {
+			t.Errorf("%s: a job takes %g s, want %g", a.Name, secs, []float64{1800, 5400}[i])
+		}
+	}
+	if diff := cmp.Diff(DefaultGlobalPrefs, sc.Prefs); diff != "" {
+		t.Errorf("prefs (-want +got)\n%s", diff)
+	}
+	if sc.HostNCPUs != 2 || doc.Preferences.CPUSchedulingPeriod != 3600 || sc.Lambdas.On != DefaultLambda {
+		t.Errorf("ncpus %d, period %g, on_lambda %g", sc.HostNCPUs, doc.Preferences.CPUSchedulingPeriod, sc.Lambdas.On)
+	}
+}
+
+// gpuScenario: a one-GPU host, a GPU-only project A and a project B with CPU and GPU
+// versions, availability processes and explicit jobs.
+const gpuScenario = `<client_state>
+<host_info>
+  <p_ncpus>4</p_ncpus><p_fpops>1e9</p_fpops>
+  <coprocs><coproc_cuda><count>1</count><peak_flops>1e10</peak_flops></coproc_cuda></coprocs>
+</host_info>
+<time_stats>
+  <on_frac>0.9</on_frac><on_lambda>7200</on_lambda>
+  <active_frac>0.5</active_frac><gpu_active_frac>0.25</gpu_active_frac><connected_frac>1</connected_frac>
+  <connected_lambda>100</connected_lambda><last_update>5</last_update>
+</time_stats>
+<project>
+  <master_url>http://a/</master_url><project_name>A</project_name><resource_share>100</resource_share>
+  <available><frac>0.8</frac><lambda>600</lambda></available>
+</project>
+<app><name>a_gpu</name><latency_bound>86400</latency_bound><fpops_est>1e13</fpops_est>
+  <fpops><mean>2e13</mean><std_dev>1e12</std_dev></fpops><weight>3</weight><max_concurrent>2</max_concurrent></app>
+<app_version><app_name>a_gpu</app_name><version_num>2</version_num><plan_class>cuda</plan_class>
+  <avg_ncpus>0.5</avg_ncpus><flops>2e9</flops><coproc><type>NVIDIA</type><count>0.5</count></coproc></app_version>
+<workunit><name>w1</name><app_name>a_gpu</app_name><rsc_fpops_est>4e12</rsc_fpops_est></workunit>
+<result><name>w1_0</name><wu_name>w1</wu_name><report_deadline>90000</report_deadline><received_time>100</received_time></result>
+<project>
+  <master_url>http://b/</master_url><project_name>B</project_name><resource_share>100</resource_share>
+</project>
+<app><name>b</name><latency_bound>3600</latency_bound><fpops_est>1e12</fpops_est></app>
+<app_version><app_name>b</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<app_version><app_name>b</app_name><avg_ncpus>1</avg_ncpus><flops>2e9</flops><coproc><type>cuda</type><count>1</count></coproc></app_version>
+</client_state>`
+
+func TestReadScenario(t *testing.T) {
+	fsys := fstest.MapFS{
+		"client_state.xml": {Data: []byte(gpuScenario)},
+		"global_prefs.xml": {Data: []byte(`<global_preferences><work_buf_min_days>0.25</work_buf_min_days>
+			<cpu_scheduling_period_minutes>30</cpu_scheduling_period_minutes><max_ncpus_pct>60</max_ncpus_pct>
+			<cpu_usage_limit>0</cpu_usage_limit><venue name="home"><max_ncpus_pct>10</max_ncpus_pct></venue></global_preferences>`)},
+		"cc_config.xml": {Data: []byte(`<cc_config><log_flags><task>1</task></log_flags></cc_config>`)},
+	}
+	sc, err := ReadScenario(fsys, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Scenario{
+		HostNCPUs: 4,
+		Lambdas:   Lambdas{On: 7200, Active: DefaultLambda, GPUActive: DefaultLambda, Connected: 100},
+		Projects: []ScenarioProject{
+			{Name: "A", MasterURL: "http://a/", Available: Availability{Frac: 0.8, Lambda: 600}},
+			{Name: "B", MasterURL: "http://b/", Available: Availability{Frac: 1, Lambda: DefaultLambda}},
+		},
+		Apps: []ScenarioApp{
+			{Project: "A", Name: "a_gpu", LatencyBound: 86400, FpopsEst: 1e13, Fpops: NormalDist{Mean: 2e13, StdDev: 1e12}, Weight: 3, MaxConcurrent: 2},
+			{Project: "B", Name: "b", LatencyBound: 3600, FpopsEst: 1e12, Fpops: NormalDist{Mean: 1e12}, Weight: 1},
+		},
+		// cpu_usage_limit 0 means the default; the venue's max_ncpus_pct is not read
+		Prefs: GlobalPrefs{WorkBufMinDays: 0.25, WorkBufAdditionalDays: 0.5, CPUSchedulingPeriodMinutes: 30, MaxNCPUsPct: 60, CPUUsageLimit: 100},
+		Doc: &state.Document{
+			Version: 1,
+			Host: state.Host{
+				// floor(4 × 60 / 100) = 2 CPUs; the GPU at 0.2 × 1e10 × 1 = 2e9 per instance
+				Resources: []state.Resource{{Type: "cpu", Instances: 2, Flops: 1e9}, {Type: "NVIDIA", Instances: 1, Flops: 2e9}},
+				TimeStats: state.TimeStats{OnFrac: 0.9, ActiveFrac: 0.5, GPUActiveFrac: 0.25, ConnectedFrac: 1},
+			},
+			// T = work_buf_min_days; 30 minutes = 1800 s
+			Preferences: state.Preferences{WorkBufMinDays: 0.25, WorkBufAdditionalDays: 0.5, ConnectionPeriodDays: 0.25, CPUSchedulingPeriod: 1800},
+			Projects:    []state.Project{{Name: "A", MasterURL: "http://a/", ResourceShare: 100}, {Name: "B", MasterURL: "http://b/", ResourceShare: 100}},
+			Apps:        []state.App{{Name: "a_gpu", Project: "A", MaxConcurrent: 2}, {Name: "b", Project: "B"}},
+			AppVersions: []state.AppVersion{
+				{Name: "A/a_gpu/2/cuda", Project: "A", App: "a_gpu", VersionNum: 2, PlanClass: "cuda", AvgNCPUs: 0.5, Flops: 2e9,
+					Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 0.5}},
+				{Name: "B/b/0", Project: "B", App: "b", AvgNCPUs: 1, Flops: 1e9},
+				{Name: "B/b/0#2", Project: "B", App: "b", AvgNCPUs: 1, Flops: 2e9, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+			},
+			Tasks: []state.Task{{Name: "w1_0", Project: "A", AppVersion: "A/a_gpu/2/cuda", State: state.TaskReady,
+				EstimatedFlops: 4e12, ReportDeadline: 90000, ReceivedTime: 100}},
+		},
+	}
+	if diff := cmp.Diff(want, sc); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+func TestReadScenarioErrors(t *testing.T) {
+	host := `<host_info><p_ncpus>2</p_ncpus><p_fpops>1e9</p_fpops></host_info>`
+	gpuHost := `<host_info><p_ncpus>2</p_ncpus><p_fpops>1e9</p_fpops><coprocs><coproc_ati><count>1</count><peak_flops>1e10</peak_flops></coproc_ati></coprocs></host_info>`
+	projX := `<project><master_url>http://x/</master_url><project_name>X</project_name><resource_share>1</resource_share></project>`
+	app := `<app><name>a</name><latency_bound>100</latency_bound><fpops_est>1e9</fpops_est></app>`
+	av := `<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>`
+	cs := func(body string) string { return "<client_state>" + body + "</client_state>" }
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"no client_state.xml", map[string]string{}, "sc/client_state.xml: file does not exist"},
+		{"missing flops", map[string]string{"client_state.xml": cs(host + projX + app + av +
+			`<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus></app_version>`)},
+			`sc/client_state.xml: project "X": app_version 2: missing <flops>`},
+		{"missing avg_ncpus", map[string]string{"client_state.xml": cs(host + projX + app +
+			`<app_version><app_name>a</app_name><flops>1e9</flops></app_version>`)},
+			`sc/client_state.xml: project "X": app_version 1: missing <avg_ncpus>`},
+		{"zero flops", map[string]string{"client_state.xml": cs(host + projX + app +
+			`<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>0</flops></app_version>`)},
+			`sc/client_state.xml: project "X": app_version 1: <flops>: must be > 0`},
+		{"GPU version before host_info", map[string]string{"client_state.xml": cs(projX + app +
+			`<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops><coproc><type>ATI</type><count>1</count></coproc></app_version>` + gpuHost)},
+			`sc/client_state.xml: project "X": app_version 1: <coproc> ATI comes before <host_info> (put host_info, with the host's GPUs, first)`},
+		{"GPU version for a GPU the host lacks", map[string]string{"client_state.xml": cs(host + projX + app +
+			`<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops><coproc><type>NVIDIA</type><count>1</count></coproc></app_version>`)},
+			`sc/client_state.xml: project "X": app_version 1: <coproc> NVIDIA: <host_info> has no NVIDIA coprocessor (the host's GPUs must come before the app versions that use them)`},
+		{"unknown element in coproc", map[string]string{"client_state.xml": cs(gpuHost + projX + app +
+			`<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops><coproc><type>ATI</type><cnt>1</cnt></coproc></app_version>`)},
+			`sc/client_state.xml: project "X": app_version 1: <coproc>: unknown element <cnt>`},
+		{"host GPU without peak_flops", map[string]string{"client_state.xml": cs(
+			`<host_info><p_ncpus>2</p_ncpus><p_fpops>1e9</p_fpops><coprocs><coproc_ati><count>1</count></coproc_ati></coprocs></host_info>`)},
+			`sc/client_state.xml: host_info: coprocs: <coproc_ati> 1: missing <peak_flops>`},
+		{"misspelt app field", map[string]string{"client_state.xml": cs(host + projX +
+			`<app><name>a</name><latency_bond>100</latency_bond><fpops_est>1e9</fpops_est></app>`)},
+			`sc/client_state.xml: project "X": app "a": unknown element <latency_bond>`},
+		{"app without latency_bound", map[string]string{"client_state.xml": cs(host + projX +
+			`<app><name>a</name><fpops_est>1e9</fpops_est></app>`)},
+			`sc/client_state.xml: project "X": app "a": missing <latency_bound>`},
+		{"bad fpops", map[string]string{"client_state.xml": cs(host + projX +
+			`<app><name>a</name><latency_bound>100</latency_bound><fpops_est>1e9</fpops_est><fpops><mean>1</mean><sd>2</sd></fpops></app>`)},
+			`sc/client_state.xml: project "X": app "a": <fpops>: unknown element <sd>`},
+		{"version of an undeclared app", map[string]string{"client_state.xml": cs(host + projX + av)},
+			`sc/client_state.xml: project "X": app_version 1: <app_name> "a" is not an <app> of this project (an <app> must come before its versions)`},
+		{"bad availability", map[string]string{"client_state.xml": cs(host +
+			`<project><master_url>http://x/</master_url><project_name>X</project_name><available><frac>2</frac></available></project>`)},
+			`sc/client_state.xml: project "X": <available>: <frac>: must be between 0 and 1, got 2`},
+		{"misspelt lambda", map[string]string{"client_state.xml": cs(host + `<time_stats><on_lamda>5</on_lamda></time_stats>`)},
+			`sc/client_state.xml: time_stats: unknown element <on_lamda>`},
+		{"negative frac", map[string]string{"client_state.xml": cs(host + `<time_stats><on_frac>-1</on_frac></time_stats>`)},
+			`sc/client_state.xml: time_stats: <on_frac>: must be between 0 and 1, got -1`},
+		{"result without deadline", map[string]string{"client_state.xml": cs(host + projX + app + av +
+			`<workunit><name>w</name><app_name>a</app_name><rsc_fpops_est>1</rsc_fpops_est></workunit><result><name>r</name><wu_name>w</wu_name></result>`)},
+			`sc/client_state.xml: project "X": result "r": missing <report_deadline>`},
+		{"bad prefs", map[string]string{"client_state.xml": cs(host), "global_prefs.xml": `<global_preferences><max_ncpus_pct>150</max_ncpus_pct></global_preferences>`},
+			`sc/global_prefs.xml: <max_ncpus_pct>: must be at most 100, got 150`},
+		{"prefs not a number", map[string]string{"client_state.xml": cs(host), "global_prefs.xml": `<global_preferences><work_buf_min_days>x</work_buf_min_days></global_preferences>`},
+			`sc/global_prefs.xml: <work_buf_min_days>: "x" is not a number`},
+		{"bad cc_config", map[string]string{"client_state.xml": cs(host), "cc_config.xml": `<cc_config><log_flags>`},
+			`sc/cc_config.xml: XML syntax error on line 1: unexpected EOF`},
+		{"prefs leave too few CPUs", map[string]string{"client_state.xml": cs(host + projX + app +
+			`<app_version><app_name>a</app_name><avg_ncpus>2</avg_ncpus><flops>1e9</flops></app_version>`),
+			"global_prefs.xml": `<global_preferences><max_ncpus_pct>50</max_ncpus_pct></global_preferences>`},
+			"sc/client_state.xml with sc/global_prefs.xml: app_versions[0].avg_ncpus: uses 2 CPUs but the host has 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for n, s := range tt.files {
+				fsys[n] = &fstest.MapFile{Data: []byte(s)}
+			}
+			_, err := ReadScenario(fsys, "sc")
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n got %q\nwant %q", err.Error(), tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadScenarioNotADirectory(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "client_state.xml")
+	if err := os.WriteFile(f, []byte("<client_state/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadScenario(f); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("got %v, want a not-a-directory error", err)
+	}
+	if _, err := LoadScenario(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Errorf("a missing directory loaded")
+	}
+}
+
+func FuzzScenario(f *testing.F) {
+	f.Add([]byte(gpuScenario), []byte(`<global_preferences><max_ncpus_pct>50</max_ncpus_pct></global_preferences>`))
+	if data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "scenarios", "example-2cpu-2to1", "client_state.xml")); err == nil {
+		f.Add(data, []byte(`<global_preferences/>`))
+	}
+	f.Fuzz(func(t *testing.T, cs, prefs []byte) {
+		fsys := fstest.MapFS{"client_state.xml": {Data: cs}, "global_prefs.xml": {Data: prefs}}
+		sc, err := ReadScenario(fsys, "fz")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fz/") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if err := state.Validate(sc.Doc); err != nil {
+			t.Errorf("scenario document is invalid: %v", err)
+		}
+		if len(sc.Projects) != len(sc.Doc.Projects) {
+			t.Errorf("%d scenario projects for %d projects", len(sc.Projects), len(sc.Doc.Projects))
+		}
+	})
+}
