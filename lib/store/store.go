@@ -102,6 +102,15 @@ func ParseDSN(dsn string) (engine, driverDSN string, err error) {
 	return SQLite, "file:" + path + "?" + q.Encode(), nil
 }
 
+// SQLitePath returns the file of a SQLite DSN, and false for other engines.
+func SQLitePath(dsn string) (string, bool) {
+	engine, _, err := ParseDSN(dsn)
+	if err != nil || engine != SQLite {
+		return "", false
+	}
+	return strings.TrimPrefix(dsn, "sqlite:"), true
+}
+
 // Open opens the database named by dsn. It does not create or migrate the schema
 // (Migrate does); CheckSchema tells whether that is needed.
 func Open(dsn string) (*Store, error) {

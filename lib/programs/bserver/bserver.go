@@ -1,0 +1,153 @@
+// Package bserver is the program bserver: a project's database administration (init,
+// app add, app-version add, work create, status) and its scheduler endpoint (serve).
+// lib/store owns the database and lib/server the endpoint; this is their shell.
+package bserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/store"
+	"github.com/urfave/cli/v3"
+)
+
+// Main runs bserver with args (args[0] is the program name) and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Run(command(), args, stdin, stdout, stderr)
+}
+
+const flagDB = "db"
+
+// EnvDB is the environment variable --db falls back to.
+const EnvDB = "BSERVER_DB"
+
+func command() *cli.Command {
+	return &cli.Command{
+		Name:      "bserver",
+		Usage:     "a project's database and scheduler endpoint (BOINC-style scheduler RPCs over HTTP)",
+		UsageText: "bserver init | app add | app-version add | work create | status | serve [flags]",
+		Description: cliutil.Help(`
+The server side of bkit: one database (SQLite file or MySQL/MariaDB) that the
+scheduler endpoint and the cron jobs (bretry, blocality) share.
+
+Set up a project:
+  bserver init                  create or upgrade the schema (safe to repeat)
+  bserver app add NAME          register an application
+  bserver app-version add       register a version: the CPUs and coprocessor it uses, its speed
+  bserver work create           create workunits and their results (like BOINC's create_work)
+  bserver status                count results by state
+  bserver serve                 answer scheduler requests on HTTP
+
+--db (or $BSERVER_DB) names the database: sqlite:PATH or a bare PATH for SQLite,
+mysql://user:pass@host:port/db for MySQL/MariaDB. Each subcommand has its own --help.`,
+			[]string{
+				"bserver init --db project.db",
+				"bserver app add --db project.db uppercase",
+				"bserver app-version add --db project.db --app uppercase --version 1 --avg-ncpus 1",
+				"bserver work create --db project.db --app uppercase --count 100 --fpops-est 1e12 --delay-bound 2d",
+				"bserver serve --db project.db --addr 127.0.0.1:8080",
+			}, ""),
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:    flagDB,
+				Usage:   "the project database `DSN`: sqlite:PATH, PATH, or mysql://user:pass@host:port/db",
+				Sources: cli.EnvVars(EnvDB),
+			},
+			cliutil.NowFlag(),
+			cliutil.VerboseFlag(),
+		},
+		Commands: []*cli.Command{initCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand()},
+		Action: func(_ context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return cliutil.Usagef("unknown command %q (see 'bserver --help')", cmd.Args().First())
+			}
+			return cliutil.Usagef("missing command (see 'bserver --help')")
+		},
+	}
+}
+
+// openStore opens --db; with check, it also requires an up-to-date schema.
+func openStore(ctx context.Context, cmd *cli.Command, check bool) (*store.Store, error) {
+	dsn := cmd.String(flagDB)
+	if dsn == "" {
+		return nil, cliutil.Usagef("--db is required (or set $%s): sqlite:PATH, PATH or mysql://user:pass@host:port/db", EnvDB)
+	}
+	if _, _, err := store.ParseDSN(dsn); err != nil {
+		return nil, cliutil.Usagef("--db: %v", err)
+	}
+	if path, ok := store.SQLitePath(dsn); ok && check {
+		// Opening a SQLite file creates it; only init should.
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("%s: no such database: run 'bserver init --db %s'", path, dsn)
+		}
+	}
+	s, err := store.Open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if check {
+		if err := s.CheckSchema(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// userError makes the store's "already exists" and "not found" exit 2: they are the
+// caller's mistakes, and nothing was written.
+func userError(err error) error {
+	if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) {
+		return cliutil.BadInput(err)
+	}
+	return err
+}
+
+func noArgs(cmd *cli.Command) error {
+	if cmd.Args().Len() > 0 {
+		return cliutil.Usagef("unexpected argument %q (see '%s --help')", cmd.Args().First(), cmd.FullName())
+	}
+	return nil
+}
+
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "init",
+		Usage:     "create the project database's schema, or bring it up to date",
+		UsageText: "bserver init --db DSN",
+		Description: cliutil.Help(`
+Applies the schema migrations the database lacks, each in its own transaction, and
+records them in the schema_version table. Running it again changes nothing. Every
+other subcommand refuses a database whose schema is missing or older than this
+program's, and says to run init.`,
+			[]string{"bserver init --db sqlite:/var/lib/project/project.db", "bserver init --db mysql://boinc:secret@db.example:3306/project"}, ""),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := noArgs(cmd); err != nil {
+				return err
+			}
+			now, err := cliutil.Now(cmd)
+			if err != nil {
+				return err
+			}
+			s, err := openStore(ctx, cmd, false)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			applied, err := s.Migrate(ctx, now)
+			if err != nil {
+				return err
+			}
+			if len(applied) == 0 {
+				fmt.Fprintf(cmd.Root().Writer, "schema already at version %d\n", store.SchemaVersion)
+			} else {
+				fmt.Fprintf(cmd.Root().Writer, "schema at version %d (applied %v)\n", store.SchemaVersion, applied)
+			}
+			return nil
+		},
+	}
+}

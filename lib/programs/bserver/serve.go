@@ -1,0 +1,124 @@
+package bserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/server"
+	"github.com/urfave/cli/v3"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "answer BOINC-style scheduler requests over HTTP",
+		UsageText: "bserver serve --db DSN [--addr HOST:PORT] [flags]",
+		Description: cliutil.Help(fmt.Sprintf(`
+Serves the project on --addr:
+  POST /scheduler (and POST /)  scheduler requests: <scheduler_request> in, <scheduler_reply> out
+  GET /                         the master file naming the scheduler URL(s)
+and prints "listening on URL" on standard output once it accepts connections.
+
+Each request is one database transaction. A host's first request (no authenticator)
+creates it and the reply carries its hostid and authenticator; later requests must
+present them, else the reply is a notice and nothing changes. Reported results are
+recorded once (a repeated report is acknowledged and changes nothing). Jobs are sent
+per seed 002: only for resources with a nonzero request, enough to fill both the
+requested seconds and instances, with app versions the host can run; a request with
+only work_req_seconds is a CPU request; report deadline = now + the delay bound.
+
+Bad requests get a <scheduler_reply> with a notice and a log line on standard error:
+malformed XML (HTTP 400), a body over --max-body bytes (413, default %d), an unknown
+host or a wrong authenticator (200). SIGINT or SIGTERM stops accepting and lets
+requests in flight finish (up to --drain-timeout). Any number of serve processes may
+share one database. --now freezes the server's clock (for tests and emulation).`, boincxml.MaxRequestBytes),
+			[]string{
+				"bserver serve --db project.db --addr 127.0.0.1:8080",
+				"bserver serve --db mysql://boinc:secret@db:3306/project --addr :80 --url http://project.example/scheduler --request-delay 60",
+				"curl -s http://127.0.0.1:8080/    # the master file",
+			}, ""),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", Usage: "listen on `HOST:PORT` (port 0: any free port)", Value: "127.0.0.1:8080"},
+			&cli.StringSliceFlag{Name: "url", Usage: "scheduler `URL` the master file names (repeat for several; default: this server's /scheduler)"},
+			&cli.StringFlag{Name: "project-name", Usage: "project `NAME` in replies and the master file", Value: "bkit project"},
+			&cli.StringFlag{Name: "request-delay", Usage: "ask clients to wait `DURATION` before their next request (0: no request_delay)", Value: "0"},
+			&cli.Int64Flag{Name: "max-body", Usage: "largest request body in `BYTES`", Value: boincxml.MaxRequestBytes},
+			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
+			&cli.DurationFlag{Name: "drain-timeout", Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight", Value: server.DefaultDrainTimeout},
+			&cli.DurationFlag{Name: "read-timeout", Usage: "drop a client that takes longer than `DURATION` to send its request", Value: server.DefaultReadTimeout},
+			&cli.DurationFlag{Name: "write-timeout", Usage: "drop a client that takes longer than `DURATION` from request to reply read", Value: server.DefaultWriteTimeout},
+		},
+		Action: serve,
+	}
+}
+
+func serve(ctx context.Context, cmd *cli.Command) error {
+	if err := noArgs(cmd); err != nil {
+		return err
+	}
+	delay, err := cliutil.ParseDuration(cmd.String("request-delay"))
+	if err != nil {
+		return cliutil.Usagef("--request-delay: %v", err)
+	}
+	for _, u := range cmd.StringSlice("url") {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return cliutil.Usagef("--url: want an http or https URL, got %q", u)
+		}
+	}
+	if cmd.Int64("max-body") < 1 {
+		return cliutil.Usagef("--max-body: must be >= 1, got %d", cmd.Int64("max-body"))
+	}
+	if cmd.Int("max-jobs") < 0 {
+		return cliutil.Usagef("--max-jobs: must be >= 0, got %d", cmd.Int("max-jobs"))
+	}
+	var clock func() time.Time
+	if cmd.String(cliutil.FlagNow) != "" {
+		now, err := cliutil.Now(cmd)
+		if err != nil {
+			return err
+		}
+		t := time.Unix(0, int64(now*1e9))
+		clock = func() time.Time { return t }
+	}
+	s, err := openStore(ctx, cmd, true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", cmd.String("addr"))
+	if err != nil {
+		return err
+	}
+	log := cliutil.Logger(cmd)
+	srv := &server.Server{
+		Store: s,
+		Now:   clock,
+		Log:   log,
+		Config: server.Config{
+			ProjectName:   cmd.String("project-name"),
+			SchedulerURLs: cmd.StringSlice("url"),
+			RequestDelay:  delay,
+			MaxBodyBytes:  cmd.Int64("max-body"),
+			MaxJobsPerRPC: cmd.Int("max-jobs"),
+			DrainTimeout:  cmd.Duration("drain-timeout"),
+			ReadTimeout:   cmd.Duration("read-timeout"),
+			WriteTimeout:  cmd.Duration("write-timeout"),
+		},
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(cmd.Root().Writer, "listening on %s\n", server.URLFor(ln))
+	log.Info("serving", "db", s.Engine(), "addr", ln.Addr().String())
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
