@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
 )
 
 // run runs bserver in-process and fails t unless it exits 0.
@@ -72,13 +72,22 @@ func startServe(t *testing.T, db string) string {
 	return ""
 }
 
-// TestTwoServers runs two server processes on one SQLite file. Hosts make their
-// requests at once, each round sending the same report to both servers concurrently
-// and asking both for a job. No result may be sent twice, and every report must be
-// recorded exactly once.
+// TestTwoServers runs two server processes on one database (a SQLite file, and a
+// MariaDB database when BKIT_TEST_MYSQL_DSN is set). Hosts make their requests at
+// once, each round sending the same report to both servers concurrently and asking
+// both for a job. No result may be sent twice, and every report must be recorded
+// exactly once.
 func TestTwoServers(t *testing.T) {
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			testTwoServers(t, e.DSN)
+		})
+	}
+}
+
+func testTwoServers(t *testing.T, db string) {
 	const hosts, rounds = 30, 6 // 30 + 30×6×2 = 390 requests
-	db := "sqlite:" + filepath.Join(t.TempDir(), "project.db")
 	run(t, "init", "--db", db)
 	run(t, "app", "add", "--db", db, "sim")
 	run(t, "app-version", "add", "--db", db, "--app", "sim", "--version", "1")
