@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -24,13 +26,7 @@ func Encode(doc *Document, format Format) ([]byte, error) {
 	}
 	switch format {
 	case JSON:
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
+		return encodeJSON(doc)
 	case YAML:
 		var n yaml.Node
 		if err := n.Encode(doc); err != nil {
@@ -65,4 +61,51 @@ func plainFloats(n *yaml.Node) {
 	for _, c := range n.Content {
 		plainFloats(c)
 	}
+}
+
+// encodeJSON writes the document indented, except that each element of a top-level list
+// (a project, an app version, a task) stays on one line: a 10,000-task document is
+// written several times faster than fully indented, and reads and diffs a task a line.
+func encodeJSON(doc *Document) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(256 * (len(doc.Tasks) + len(doc.Projects) + len(doc.AppVersions) + 8))
+	b.WriteString("{")
+	v := reflect.ValueOf(doc).Elem()
+	t := v.Type()
+	first := true
+	for i := 0; i < t.NumField(); i++ {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		fv := v.Field(i)
+		if opts == "omitempty" && fv.IsZero() || (fv.Kind() == reflect.Slice && fv.Len() == 0 && opts == "omitempty") {
+			continue
+		}
+		if !first {
+			b.WriteString(",")
+		}
+		first = false
+		b.WriteString("\n  " + strconv.Quote(name) + ": ")
+		if fv.Kind() == reflect.Slice && fv.Len() > 0 {
+			b.WriteString("[")
+			for j := 0; j < fv.Len(); j++ {
+				if j > 0 {
+					b.WriteString(",")
+				}
+				b.WriteString("\n    ")
+				elem, err := json.Marshal(fv.Index(j).Interface())
+				if err != nil {
+					return nil, err
+				}
+				b.Write(elem)
+			}
+			b.WriteString("\n  ]")
+			continue
+		}
+		part, err := json.MarshalIndent(fv.Interface(), "  ", "  ")
+		if err != nil {
+			return nil, err
+		}
+		b.Write(part)
+	}
+	b.WriteString("\n}\n")
+	return b.Bytes(), nil
 }
