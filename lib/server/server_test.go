@@ -25,7 +25,8 @@ type env struct {
 	st     *store.Store
 	logs   *syncBuf
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Serve returned
+	err    error         // what Serve returned
 }
 
 // start runs a real server on a loopback port over a fresh database with one CPU app
@@ -64,8 +65,11 @@ func start(t testing.TB, dsn string, cfg server.Config, nwork int) *env {
 	srv := &server.Server{Store: st, Config: cfg, Now: func() time.Time { return testNow },
 		Log: slog.New(slog.NewTextHandler(logs, nil))}
 	sctx, cancel := context.WithCancel(context.Background())
-	e := &env{url: server.URLFor(ln), st: st, logs: logs, cancel: cancel, done: make(chan error, 1)}
-	go func() { e.done <- srv.Serve(sctx, ln) }()
+	e := &env{url: server.URLFor(ln), st: st, logs: logs, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		e.err = srv.Serve(sctx, ln)
+		close(e.done)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		<-e.done
