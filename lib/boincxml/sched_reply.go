@@ -26,13 +26,13 @@ type SchedulerReply struct {
 
 	ResultAcks []NameRef `xml:"result_ack"`
 
-	Apps         []ReplyApp        `xml:"app"`
-	AppVersions  []ReplyAppVersion `xml:"app_version"`
-	FileInfos    []ReplyFileInfo   `xml:"file_info"`
-	Workunits    []ReplyWorkunit   `xml:"workunit"`
-	ResultsSent  []ReplyResult     `xml:"result"`
-	DeleteFiles  []NameRef         `xml:"delete_file_info"`
-	NoRscApps    []string          `xml:"no_rsc_apps"`
+	Apps        []ReplyApp        `xml:"app"`
+	AppVersions []ReplyAppVersion `xml:"app_version"`
+	FileInfos   []ReplyFileInfo   `xml:"file_info"`
+	Workunits   []ReplyWorkunit   `xml:"workunit"`
+	ResultsSent []ReplyResult     `xml:"result"`
+	DeleteFiles []NameRef         `xml:"delete_file_info"`
+	NoRscApps   []string          `xml:"no_rsc_apps"`
 }
 
 // Message is a <message priority="…">text</message> for the user.
