@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Validate checks what the types alone cannot: bounds and enumerations from the struct
@@ -12,7 +13,7 @@ import (
 // their field paths, or nil.
 func Validate(doc *Document) error {
 	v := validator{}
-	v.bounds(reflect.ValueOf(doc).Elem(), nil)
+	v.bounds(reflect.ValueOf(doc).Elem())
 	v.semantics(doc)
 	if len(v.problems) > 0 {
 		return &Error{Problems: v.problems}
@@ -20,27 +21,35 @@ func Validate(doc *Document) error {
 	return nil
 }
 
-type validator struct{ problems []string }
-
-// pathElem is a field path kept as a chain and rendered only when a problem is found,
-// so that checking 10,000 tasks does not build 100,000 strings.
-type pathElem struct {
-	parent *pathElem
-	name   string
-	index  int // -1 for a field
+type validator struct {
+	problems []string
+	stack    []segment
 }
 
-func (p *pathElem) String() string {
-	if p == nil {
+// segment is one step of a field path: a field name, or an index when name is "".
+// The validator keeps the path as a stack and renders it only when a problem is found,
+// so that checking 10,000 tasks allocates nothing.
+type segment struct {
+	name  string
+	index int
+}
+
+func (v *validator) path() string {
+	var b strings.Builder
+	for i, s := range v.stack {
+		switch {
+		case s.name == "":
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case i > 0:
+			b.WriteString("." + s.name)
+		default:
+			b.WriteString(s.name)
+		}
+	}
+	if b.Len() == 0 {
 		return "(document)"
 	}
-	if p.parent == nil {
-		return p.name
-	}
-	if p.index >= 0 {
-		return p.parent.String() + "[" + strconv.Itoa(p.index) + "]"
-	}
-	return p.parent.String() + "." + p.name
+	return b.String()
 }
 
 func (v *validator) add(path string, format string, args ...any) {
@@ -49,30 +58,33 @@ func (v *validator) add(path string, format string, args ...any) {
 	}
 }
 
-func (v *validator) bounds(val reflect.Value, path *pathElem) {
+func (v *validator) bounds(val reflect.Value) {
 	switch val.Kind() {
 	case reflect.Pointer:
 		if !val.IsNil() {
-			v.bounds(val.Elem(), path)
+			v.bounds(val.Elem())
 		}
 	case reflect.Slice:
 		if val.Type().Elem().Kind() != reflect.Struct {
 			return
 		}
 		for i := 0; i < val.Len(); i++ {
-			v.bounds(val.Index(i), &pathElem{parent: path, index: i})
+			v.stack = append(v.stack, segment{index: i})
+			v.bounds(val.Index(i))
+			v.stack = v.stack[:len(v.stack)-1]
 		}
 	case reflect.Struct:
 		for _, f := range fieldsOf(val.Type()).list {
 			fv := val.Field(f.index)
-			fp := &pathElem{parent: path, name: f.name, index: -1}
-			v.field(f, fv, fp)
-			v.bounds(fv, fp)
+			v.stack = append(v.stack, segment{name: f.name})
+			v.field(f, fv)
+			v.bounds(fv)
+			v.stack = v.stack[:len(v.stack)-1]
 		}
 	}
 }
 
-func (v *validator) field(f field, fv reflect.Value, path *pathElem) {
+func (v *validator) field(f field, fv reflect.Value) {
 	var x float64
 	switch fv.Kind() {
 	case reflect.Float64:
@@ -81,7 +93,7 @@ func (v *validator) field(f field, fv reflect.Value, path *pathElem) {
 		x = float64(fv.Int())
 	case reflect.String:
 		if f.enum != nil && !slices.Contains(f.enum, fv.String()) && (fv.String() != "" || f.required) {
-			v.add(path.String(), "must be one of %v, got %q", f.enum, fv.String())
+			v.add(v.path(), "must be one of %v, got %q", f.enum, fv.String())
 		}
 		return
 	default:
@@ -89,11 +101,11 @@ func (v *validator) field(f field, fv reflect.Value, path *pathElem) {
 	}
 	switch {
 	case f.min != nil && x < *f.min:
-		v.add(path.String(), "must be >= %g, got %g", *f.min, x)
+		v.add(v.path(), "must be >= %g, got %g", *f.min, x)
 	case f.max != nil && x > *f.max:
-		v.add(path.String(), "must be <= %g, got %g", *f.max, x)
+		v.add(v.path(), "must be <= %g, got %g", *f.max, x)
 	case f.gt != nil && x <= *f.gt:
-		v.add(path.String(), "must be > %g, got %g", *f.gt, x)
+		v.add(v.path(), "must be > %g, got %g", *f.gt, x)
 	}
 }
 
