@@ -18,6 +18,9 @@ type dialect struct {
 	// pick different rows instead of queueing on the same one. SQLite has one writer
 	// at a time and needs nothing.
 	skipLocked string
+	// forUpdate locks rows read until commit (MySQL); SQLite's immediate transactions
+	// already hold the database's write lock.
+	forUpdate string
 	// prepare: keep prepared statements. SQLite parses SQL in-process, so preparing
 	// once saves real time; MySQL interpolates placeholders client-side instead, which
 	// saves the round trips a per-transaction prepare would cost.
@@ -36,6 +39,7 @@ var dialects = map[string]dialect{
 		id:           "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
 		tableOptions: " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
 		skipLocked:   " FOR UPDATE SKIP LOCKED",
+		forUpdate:    " FOR UPDATE",
 		// READ COMMITTED: a claim's UPDATE re-reads the row's latest committed state
 		// anyway, and it avoids the gap locks REPEATABLE READ takes on range scans.
 		txOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted},

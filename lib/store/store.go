@@ -225,6 +225,26 @@ func (s *Store) prepareWanted(ctx context.Context) {
 	}
 }
 
+// Exec, Query and QueryRow run SQL of the caller's own in this transaction, for the
+// cron jobs (bretry, blocality) whose statements live with their policies. Write SQL
+// both engines accept; ForUpdateSkipLocked gives the one clause that differs.
+func (t *Tx) Exec(query string, args ...any) (sql.Result, error) { return t.exec(query, args...) }
+
+// Query: see Exec.
+func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) { return t.query(query, args...) }
+
+// QueryRow: see Exec.
+func (t *Tx) QueryRow(query string, args ...any) *sql.Row { return t.queryRow(query, args...) }
+
+// ForUpdateSkipLocked is the clause to append to a SELECT that claims rows: on MySQL it
+// locks the rows read and skips rows other transactions hold; SQLite, whose write
+// transactions already run one at a time, needs nothing.
+func (t *Tx) ForUpdateSkipLocked() string { return t.s.dialect.skipLocked }
+
+// ForUpdate is the clause to append to a SELECT that locks the rows it reads until the
+// transaction ends (seed 004's cursor lock): FOR UPDATE on MySQL, nothing on SQLite.
+func (t *Tx) ForUpdate() string { return t.s.dialect.forUpdate }
+
 func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	if st := t.stmt(query); st != nil {
 		return st.ExecContext(t.ctx, args...)
