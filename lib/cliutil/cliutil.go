@@ -151,3 +151,12 @@ func NewTable(w io.Writer, header ...any) *tablewriter.Table {
 // Num formats a number for tables: six significant digits, no exponent for ordinary
 // magnitudes.
 func Num(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+
+// NoArgs is the check of a command that takes flags only: a stray argument is a usage
+// error that says where the input comes from instead.
+func NoArgs(cmd *cli.Command) error {
+	if cmd.Args().Len() > 0 {
+		return Usagef("unexpected argument %q (input comes from --state or standard input; see '%s --help')", cmd.Args().First(), cmd.FullName())
+	}
+	return nil
+}

@@ -53,13 +53,6 @@ its own --help.
 	}
 }
 
-func noArgs(cmd *cli.Command) error {
-	if cmd.Args().Len() > 0 {
-		return cliutil.Usagef("unexpected argument %q (the document comes from --state or standard input)", cmd.Args().First())
-	}
-	return nil
-}
-
 // --- debt ---
 
 const flagDT = "dt"
@@ -102,7 +95,7 @@ resource debts weighted by their FLOPS relative to one CPU, in CPU seconds.
 }
 
 func runDebt(_ context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+	if err := cliutil.NoArgs(cmd); err != nil {
 		return err
 	}
 	now, err := cliutil.Now(cmd)
@@ -200,7 +193,7 @@ chosen, then every project's debts, shortfall, score and backoff.
 }
 
 func runRequest(_ context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+	if err := cliutil.NoArgs(cmd); err != nil {
 		return err
 	}
 	now, err := cliutil.Now(cmd)

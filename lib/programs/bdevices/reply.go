@@ -69,7 +69,7 @@ before and after.
 }
 
 func runReply(_ context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+	if err := cliutil.NoArgs(cmd); err != nil {
 		return err
 	}
 	now, err := cliutil.Now(cmd)

@@ -87,8 +87,8 @@ branch on it without reading the output; the document is written first, as usual
 }
 
 func run(_ context.Context, cmd *cli.Command) error {
-	if cmd.Args().Len() > 0 {
-		return cliutil.Usagef("unexpected argument %q (the document comes from --state or standard input)", cmd.Args().First())
+	if err := cliutil.NoArgs(cmd); err != nil {
+		return err
 	}
 	now, err := cliutil.Now(cmd)
 	if err != nil {

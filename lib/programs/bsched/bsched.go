@@ -53,8 +53,8 @@ ready result with the earliest deadline. -o table explains every decision.
 }
 
 func run(_ context.Context, cmd *cli.Command) error {
-	if cmd.Args().Len() > 0 {
-		return cliutil.Usagef("unexpected argument %q (the document comes from --state or standard input)", cmd.Args().First())
+	if err := cliutil.NoArgs(cmd); err != nil {
+		return err
 	}
 	now, err := cliutil.Now(cmd)
 	if err != nil {
