@@ -27,7 +27,7 @@ const benchClients = 16
 func BenchmarkSchedulerRPC(b *testing.B) {
 	ctx := context.Background()
 	st := storetest.Open(b, storetest.SQLiteDSN(b))
-	if _, err := st.AddApp(ctx, "bench", 1); err != nil {
+	if _, err := st.AddApp(ctx, "bench", false, 1); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "bench", VersionNum: 1, AvgNCPUs: 1}, 1); err != nil {

@@ -91,12 +91,36 @@ type need struct {
 
 func (n need) more() bool { return n.secs > 0 || n.instances > 0 }
 
+// fill counts a job of av against the need: it occupies instancesOf(av) instances
+// for its estimated duration on this host.
+func (n *need) fill(av store.AppVersion, fpopsEst float64, caps hostCaps) {
+	inst := instancesOf(av)
+	n.secs -= fpopsEst / caps.flops(av) * inst
+	n.instances -= inst
+}
+
+// sendState is what one reply has sent so far.
+type sendState struct {
+	maxJobs  int
+	apps     map[int64]bool
+	versions map[int64]bool
+	files    map[string]bool
+}
+
+func (st *sendState) full(reply *boincxml.SchedulerReply) bool {
+	return len(reply.ResultsSent) >= st.maxJobs
+}
+
 // sendWork implements seed 002's scheduler side: for each resource with a nonzero
 // request (a request with only work_req_seconds is a CPU request), send jobs of app
 // versions the host can run for that resource until both the requested seconds and
 // the requested instances are filled, or the project runs out of jobs, or the reply
-// reaches MaxJobsPerRPC.
+// reaches MaxJobsPerRPC. Jobs of locality-scheduled apps (seed 004) come first, from
+// the host's cursors; then the other apps' jobs, oldest first.
 func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) error {
+	if err := deleteStickyFiles(tx, host, req, reply); err != nil {
+		return err
+	}
 	requests := req.ResourceRequests()
 	if len(requests) == 0 {
 		return nil
@@ -106,9 +130,8 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 	if err != nil {
 		return err
 	}
-	maxJobs := orDefault(s.Config.MaxJobsPerRPC, DefaultMaxJobsPerRPC)
-	sentApps := map[int64]bool{}
-	sentVersions := map[int64]bool{}
+	st := &sendState{maxJobs: orDefault(s.Config.MaxJobsPerRPC, DefaultMaxJobsPerRPC),
+		apps: map[int64]bool{}, versions: map[int64]bool{}, files: map[string]bool{}}
 	for _, rr := range requests {
 		// The best version of each app for this resource on this host.
 		best := map[int64]store.AppVersion{}
@@ -127,16 +150,26 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 			}
 			continue
 		}
-		appIDs := make([]int64, 0, len(best))
-		for id := range best {
-			appIDs = append(appIDs, id)
+		var plain, local []int64
+		for id, av := range best {
+			if av.Locality {
+				local = append(local, id)
+			} else {
+				plain = append(plain, id)
+			}
 		}
-		slices.Sort(appIDs)
+		slices.Sort(plain)
+		slices.Sort(local)
 		n := need{resource: rr.Resource, secs: rr.Secs, instances: rr.Instances}
+		if len(local) > 0 {
+			if err := s.sendLocality(tx, host, best, local, caps, &n, reply, st, now); err != nil {
+				return err
+			}
+		}
 		var after int64
-		for n.more() && len(reply.ResultsSent) < maxJobs {
-			limit := min(batchSize(n, best), maxJobs-len(reply.ResultsSent))
-			cands, err := tx.UnsentCandidates(appIDs, host.ID, after, limit)
+		for len(plain) > 0 && n.more() && !st.full(reply) {
+			limit := min(batchSize(n, best), st.maxJobs-len(reply.ResultsSent))
+			cands, err := tx.UnsentCandidates(plain, host.ID, after, limit)
 			if err != nil {
 				return err
 			}
@@ -145,7 +178,7 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 			}
 			for _, c := range cands {
 				after = c.ResultID
-				if !n.more() || len(reply.ResultsSent) >= maxJobs {
+				if !n.more() || st.full(reply) {
 					break
 				}
 				av := best[c.AppID]
@@ -157,11 +190,8 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 				if !ok {
 					continue // another scheduler sent it first
 				}
-				inst := instancesOf(av)
-				dur := c.FpopsEst / caps.flops(av)
-				n.secs -= dur * inst
-				n.instances -= inst
-				addJob(reply, c, av, deadline, sentApps, sentVersions)
+				n.fill(av, c.FpopsEst, caps)
+				st.addJob(reply, c, av, deadline, nil)
 			}
 		}
 	}
@@ -184,15 +214,15 @@ func batchSize(n need, best map[int64]store.AppVersion) int {
 	return int(math.Ceil(jobs))
 }
 
-// addJob puts a claimed result into the reply with its workunit, app and app version
-// (each app and version once per reply).
-func addJob(reply *boincxml.SchedulerReply, c store.Candidate, av store.AppVersion, deadline float64, apps, versions map[int64]bool) {
-	if !apps[av.AppID] {
-		apps[av.AppID] = true
+// addJob puts a claimed result into the reply with its workunit, app, app version and
+// input files (each app, version and file once per reply).
+func (st *sendState) addJob(reply *boincxml.SchedulerReply, c store.Candidate, av store.AppVersion, deadline float64, files []store.BatchFile) {
+	if !st.apps[av.AppID] {
+		st.apps[av.AppID] = true
 		reply.Apps = append(reply.Apps, boincxml.ReplyApp{Name: av.AppName})
 	}
-	if !versions[av.ID] {
-		versions[av.ID] = true
+	if !st.versions[av.ID] {
+		st.versions[av.ID] = true
 		rv := boincxml.ReplyAppVersion{AppName: av.AppName, VersionNum: av.VersionNum, PlanClass: av.PlanClass,
 			AvgNCPUs: av.AvgNCPUs, Flops: av.Flops}
 		if av.CoprocType != "" {
@@ -200,8 +230,15 @@ func addJob(reply *boincxml.SchedulerReply, c store.Candidate, av store.AppVersi
 		}
 		reply.AppVersions = append(reply.AppVersions, rv)
 	}
-	reply.Workunits = append(reply.Workunits, boincxml.ReplyWorkunit{Name: c.WUName, AppName: av.AppName,
-		RscFpopsEst: c.FpopsEst, RscFpopsBound: c.FpopsBound})
+	wu := boincxml.ReplyWorkunit{Name: c.WUName, AppName: av.AppName, RscFpopsEst: c.FpopsEst, RscFpopsBound: c.FpopsBound}
+	for _, f := range files {
+		wu.FileRefs = append(wu.FileRefs, boincxml.NameRef{Name: f.Name})
+		if !st.files[f.Name] {
+			st.files[f.Name] = true
+			reply.FileInfos = append(reply.FileInfos, boincxml.ReplyFileInfo{Name: f.Name, URL: f.URL, NBytes: f.NBytes, Sticky: &struct{}{}})
+		}
+	}
+	reply.Workunits = append(reply.Workunits, wu)
 	reply.ResultsSent = append(reply.ResultsSent, boincxml.ReplyResult{Name: c.ResultName, WUName: c.WUName,
 		ReportDeadline: deadline, VersionNum: av.VersionNum, PlanClass: av.PlanClass})
 }

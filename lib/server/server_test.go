@@ -43,7 +43,7 @@ func start(t testing.TB, dsn string, cfg server.Config, nwork int) *env {
 		{"cpuapp", store.AppVersion{VersionNum: 1, AvgNCPUs: 1, Flops: 1e9}},
 		{"gpuapp", store.AppVersion{VersionNum: 1, AvgNCPUs: 0.5, CoprocType: "NVIDIA", CoprocCount: 1, Flops: 1e11}},
 	} {
-		if _, err := st.AddApp(ctx, app.name, 1); err != nil {
+		if _, err := st.AddApp(ctx, app.name, false, 1); err != nil {
 			t.Fatal(err)
 		}
 		app.av.AppName = app.name

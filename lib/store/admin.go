@@ -56,8 +56,9 @@ var (
 	ErrNotFound = errors.New("not found")
 )
 
-// AddApp creates an application and returns its id.
-func (s *Store) AddApp(ctx context.Context, name string, now float64) (int64, error) {
+// AddApp creates an application and returns its id. With locality, its jobs are sent
+// by seed 004's locality scheduling: from the host's cursor, in job order.
+func (s *Store) AddApp(ctx context.Context, name string, locality bool, now float64) (int64, error) {
 	var id int64
 	err := s.InTx(ctx, func(tx *Tx) error {
 		var n int
@@ -67,7 +68,11 @@ func (s *Store) AddApp(ctx context.Context, name string, now float64) (int64, er
 		if n > 0 {
 			return fmt.Errorf("app %q: %w", name, ErrExists)
 		}
-		r, err := tx.exec(`INSERT INTO app (create_time, name) VALUES (?, ?)`, now, name)
+		loc := 0
+		if locality {
+			loc = 1
+		}
+		r, err := tx.exec(`INSERT INTO app (create_time, name, locality_scheduling) VALUES (?, ?, ?)`, now, name, loc)
 		if err != nil {
 			return err
 		}
@@ -88,6 +93,7 @@ type AppVersion struct {
 	CoprocType  string  // "" for a CPU version
 	CoprocCount float64 // instances of CoprocType, possibly fractional
 	Flops       float64 // FLOPS a job of this version gets; 0: use the host's figures
+	Locality    bool    // the app uses locality scheduling (read only)
 }
 
 // appID returns the id of the app named name.

@@ -89,8 +89,8 @@ func (t *Tx) UpdateHostRPC(h *Host) error {
 
 // AppVersions returns every app version not deprecated, of apps not deprecated.
 func (t *Tx) AppVersions() ([]AppVersion, error) {
-	rows, err := t.query(`SELECT v.id, v.appid, a.name, v.version_num, v.plan_class, v.avg_ncpus, v.coproc_type, v.coproc_count, v.flops
-		FROM app_version v JOIN app a ON a.id=v.appid WHERE v.deprecated=0 AND a.deprecated=0 ORDER BY v.id`)
+	rows, err := t.query(`SELECT v.id, v.appid, a.name, v.version_num, v.plan_class, v.avg_ncpus, v.coproc_type, v.coproc_count, v.flops,
+		a.locality_scheduling FROM app_version v JOIN app a ON a.id=v.appid WHERE v.deprecated=0 AND a.deprecated=0 ORDER BY v.id`)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +98,11 @@ func (t *Tx) AppVersions() ([]AppVersion, error) {
 	var out []AppVersion
 	for rows.Next() {
 		var v AppVersion
-		if err := rows.Scan(&v.ID, &v.AppID, &v.AppName, &v.VersionNum, &v.PlanClass, &v.AvgNCPUs, &v.CoprocType, &v.CoprocCount, &v.Flops); err != nil {
+		var loc int
+		if err := rows.Scan(&v.ID, &v.AppID, &v.AppName, &v.VersionNum, &v.PlanClass, &v.AvgNCPUs, &v.CoprocType, &v.CoprocCount, &v.Flops, &loc); err != nil {
 			return nil, err
 		}
+		v.Locality = loc != 0
 		out = append(out, v)
 	}
 	return out, rows.Err()

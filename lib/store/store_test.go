@@ -71,11 +71,11 @@ func TestCheckSchemaFresh(t *testing.T) {
 
 func setupWork(t *testing.T, s *store.Store, count, replicas int) (appID, avID int64) {
 	ctx := context.Background()
-	appID, err := s.AddApp(ctx, "sim", 100)
+	appID, err := s.AddApp(ctx, "sim", false, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddApp(ctx, "sim", 100); !errors.Is(err, store.ErrExists) {
+	if _, err := s.AddApp(ctx, "sim", false, 100); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("second AddApp = %v, want ErrExists", err)
 	}
 	avID, err = s.AddAppVersion(ctx, store.AppVersion{AppName: "sim", VersionNum: 1, AvgNCPUs: 1}, 100)

@@ -33,11 +33,17 @@ func appCommand() *cli.Command {
 		Commands: []*cli.Command{{
 			Name:      "add",
 			Usage:     "register an application",
-			UsageText: "bserver app add --db DSN NAME",
+			UsageText: "bserver app add --db DSN [--locality] NAME",
 			Description: cliutil.Help(`
 Registers the application NAME. Jobs (bserver work create) and versions (bserver
-app-version add) name it. An application that exists already is an error (status 2).`,
-				[]string{"bserver app add --db project.db uppercase"}, ""),
+app-version add) name it. An application that exists already is an error (status 2).
+
+With --locality, the app's jobs come in batches over a sequence of input files and
+are sent by seed 004's locality scheduling: each host joins a team (cursor) of a
+batch and gets that cursor's jobs in job order, with the batch files as sticky input
+files; blocality creates the batches, cursors and jobs.`,
+				[]string{"bserver app add --db project.db uppercase", "bserver app add --db project.db --locality einstein_search"}, ""),
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "locality", Usage: "send the app's jobs by locality scheduling (seed 004)"}},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				if cmd.Args().Len() != 1 {
 					return cliutil.Usagef("want one app NAME, got %d arguments (see 'bserver app add --help')", cmd.Args().Len())
@@ -55,7 +61,7 @@ app-version add) name it. An application that exists already is an error (status
 					return err
 				}
 				defer s.Close()
-				id, err := s.AddApp(ctx, name, now)
+				id, err := s.AddApp(ctx, name, cmd.Bool("locality"), now)
 				if err != nil {
 					return userError(err)
 				}

@@ -1,0 +1,4 @@
+package server
+
+// ChooseCursor exposes chooseCursor to the external tests.
+var ChooseCursor = chooseCursor

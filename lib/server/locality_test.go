@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/server"
+	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// setupBatch makes a locality app with one batch of 4 files and 2 cursors; cursor c
+// (1, 2) has jobs 2c-2 and 2c-1, and job j uses files j and j+1.
+func setupBatch(t *testing.T, st *store.Store) {
+	ctx := context.Background()
+	if _, err := st.AddApp(ctx, "einstein", true, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "einstein", VersionNum: 3, AvgNCPUs: 1, Flops: 1e9}, 1); err != nil {
+		t.Fatal(err)
+	}
+	err := st.InTx(ctx, func(tx *store.Tx) error {
+		stmts := []string{
+			`INSERT INTO batch (id, appid, name, state, njobs, nfiles) VALUES (1, 1, 'b1', 1, 4, 5)`,
+			`INSERT INTO locality_cursor (id, batch_id, first_job_num, last_job_num, remaining_credit, first_ungenerated_job_num) VALUES (1, 1, 0, 1, 100, 2)`,
+			`INSERT INTO locality_cursor (id, batch_id, first_job_num, last_job_num, remaining_credit, first_ungenerated_job_num) VALUES (2, 1, 2, 3, 100, 4)`,
+		}
+		for f := 0; f < 5; f++ {
+			stmts = append(stmts, fmt.Sprintf(`INSERT INTO batch_file (batch_id, file_num, name, url, nbytes) VALUES (1, %d, 'b1_f%d', 'http://files/b1_f%d', 1e6)`, f, f, f))
+		}
+		for j := 0; j < 4; j++ {
+			stmts = append(stmts,
+				fmt.Sprintf(`INSERT INTO workunit (id, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound, batch_id, cursor_id, job_num, first_file_num, last_file_num)
+					VALUES (%d, 1, 'b1_j%d', 1e12, 1e13, 500, 1, %d, %d, %d, %d)`, 100+j, j, j/2+1, j, j, j+1),
+				fmt.Sprintf(`INSERT INTO result (workunitid, appid, name) VALUES (%d, 1, 'b1_j%d_0')`, 100+j, j))
+		}
+		for _, s := range stmts {
+			if _, err := tx.Exec(s); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLocalityScheduling(t *testing.T) {
+	forEngine(t, func(t *testing.T, dsn string) {
+		st := storetest.Open(t, dsn)
+		setupBatch(t, st)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- (&server.Server{Store: st, Now: func() time.Time { return testNow }}).Serve(ctx, ln) }()
+		defer func() { cancel(); <-done }()
+		e := &env{url: server.URLFor(ln), st: st}
+
+		// Host A (credit 10) joins cursor 1, the first of two with no team credit.
+		a, aauth := e.newHost(t, 1, 0)
+		b, bauth := e.newHost(t, 1, 0)
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(`UPDATE host SET expavg_credit=10`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ask := func(id int64, auth string, files ...string) *boincxml.SchedulerReply {
+			req := &boincxml.SchedulerRequest{HostID: id, Authenticator: auth, CPUReqInstances: 2, CPUReqSecs: 1}
+			for _, f := range files {
+				req.FileInfos = append(req.FileInfos, boincxml.NameRef{Name: f})
+			}
+			rep, status := e.post(t, req)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, messages(rep))
+			}
+			return rep
+		}
+		rep := ask(a, aauth)
+		if d := cmp.Diff([]string{"b1_j0_0", "b1_j1_0"}, names(rep.ResultsSent)); d != "" {
+			t.Errorf("host A's jobs (-want +got)\n%s", d)
+		}
+		var files []string
+		for _, f := range rep.FileInfos {
+			if f.Sticky == nil || f.URL != "http://files/"+f.Name {
+				t.Errorf("file_info %+v", f)
+			}
+			files = append(files, f.Name)
+		}
+		if d := cmp.Diff([]string{"b1_f0", "b1_f1", "b1_f2"}, files); d != "" {
+			t.Errorf("host A's files (-want +got)\n%s", d)
+		}
+		if d := cmp.Diff([]boincxml.NameRef{{Name: "b1_f1"}, {Name: "b1_f2"}}, rep.Workunits[1].FileRefs); d != "" {
+			t.Errorf("job 1's file refs (-want +got)\n%s", d)
+		}
+		// Host B joins cursor 2, whose team has no credit (infinite time left).
+		rep = ask(b, bauth)
+		if d := cmp.Diff([]string{"b1_j2_0", "b1_j3_0"}, names(rep.ResultsSent)); d != "" {
+			t.Errorf("host B's jobs (-want +got)\n%s", d)
+		}
+		// Job 0 finishes: host A may delete file 0 but must keep 1 and 2, and an unknown file
+		// is left alone.
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(`UPDATE workunit SET canonical_resultid=1 WHERE id=100`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rep = ask(a, aauth, "b1_f0", "b1_f1", "b1_f2", "other")
+		if d := cmp.Diff([]boincxml.NameRef{{Name: "b1_f0"}}, rep.DeleteFiles); d != "" {
+			t.Errorf("delete_file_info (-want +got)\n%s", d)
+		}
+	})
+}
+
+func TestChooseCursor(t *testing.T) {
+	c := func(id int64, remaining, credit float64) store.Cursor {
+		return store.Cursor{ID: id, RemainingCredit: remaining, ExpavgCredit: credit}
+	}
+	for _, tc := range []struct {
+		name    string
+		cursors []store.Cursor
+		current int64
+		want    int64
+	}{
+		{"new host: greatest time left", []store.Cursor{c(1, 100, 10), c(2, 100, 5)}, 0, 2},
+		{"new host: no team credit is infinite time left", []store.Cursor{c(1, 100, 10), c(2, 1, 0)}, 0, 2},
+		{"new host: ties to the lowest id", []store.Cursor{c(1, 100, 0), c(2, 100, 0)}, 0, 1},
+		{"new host: finished cursors take no one", []store.Cursor{c(1, 0, 10)}, 0, 0},
+		{"stay: not less than half", []store.Cursor{c(1, 50, 10), c(2, 100, 10)}, 1, 1},
+		{"move: less than half", []store.Cursor{c(1, 49, 10), c(2, 100, 10)}, 1, 2},
+		{"move off a finished cursor", []store.Cursor{c(1, 0, 10), c(2, 100, 10)}, 1, 2},
+	} {
+		if got := server.ChooseCursor(tc.cursors, tc.current); got != tc.want {
+			t.Errorf("%s: cursor %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"strings"
+)
+
+// Batch states (BOINC's numbers). The scheduler sends jobs of batches in state Init or
+// InProgress.
+const (
+	BatchInit       = 0
+	BatchInProgress = 1
+	BatchCompleted  = 2
+	BatchAborted    = 3
+)
+
+// Cursor is a locality_cursor row: a team of hosts working on a range of a batch's
+// jobs (seed 004).
+type Cursor struct {
+	ID                     int64
+	BatchID                int64
+	FirstJobNum            int64
+	LastJobNum             int64
+	ExpavgCredit           float64
+	RemainingCredit        float64
+	FirstUnfinishedJobNum  int64
+	FirstUngeneratedJobNum int64
+}
+
+// BatchFile is one file of a batch's file sequence.
+type BatchFile struct {
+	BatchID int64
+	FileNum int64
+	Name    string
+	URL     string
+	NBytes  float64
+}
+
+// SendableBatches returns the ids of the batches of the given apps that jobs may be
+// sent from, oldest first.
+func (t *Tx) SendableBatches(appIDs []int64) ([]int64, error) {
+	if len(appIDs) == 0 {
+		return nil, nil
+	}
+	q := `SELECT id FROM batch WHERE state<=? AND appid IN (?` + strings.Repeat(",?", len(appIDs)-1) + `) ORDER BY id`
+	args := []any{BatchInProgress}
+	for _, id := range appIDs {
+		args = append(args, id)
+	}
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// LockCursors returns a batch's cursors, locked until the transaction ends (DESIGN.md
+// section 5: a transaction that locks the cursor rows synchronises host assignment).
+func (t *Tx) LockCursors(batchID int64) ([]Cursor, error) {
+	rows, err := t.query(`SELECT id, batch_id, first_job_num, last_job_num, expavg_credit, remaining_credit,
+		first_unfinished_job_num, first_ungenerated_job_num FROM locality_cursor WHERE batch_id=? ORDER BY id`+t.s.dialect.forUpdate, batchID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Cursor
+	for rows.Next() {
+		var c Cursor
+		if err := rows.Scan(&c.ID, &c.BatchID, &c.FirstJobNum, &c.LastJobNum, &c.ExpavgCredit, &c.RemainingCredit,
+			&c.FirstUnfinishedJobNum, &c.FirstUngeneratedJobNum); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// HostCursor returns the cursor hostID is on in batchID, or 0 when the host is new to
+// the batch.
+func (t *Tx) HostCursor(batchID, hostID int64) (int64, error) {
+	var id int64
+	err := t.queryRow(`SELECT cursor_id FROM batch_host WHERE batch_id=? AND host_id=?`, batchID, hostID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return id, err
+}
+
+// MoveHost puts hostID on cursor to (from 0: a host new to the batch) and moves the
+// host's expavg_credit from the old cursor's team credit to the new one's.
+func (t *Tx) MoveHost(batchID, hostID, from, to int64, credit float64) error {
+	if from == 0 {
+		if _, err := t.exec(`INSERT INTO batch_host (batch_id, host_id, cursor_id) VALUES (?, ?, ?)`, batchID, hostID, to); err != nil {
+			return err
+		}
+	} else {
+		if _, err := t.exec(`UPDATE batch_host SET cursor_id=? WHERE batch_id=? AND host_id=?`, to, batchID, hostID); err != nil {
+			return err
+		}
+		if _, err := t.exec(`UPDATE locality_cursor SET expavg_credit=expavg_credit-? WHERE id=?`, credit, from); err != nil {
+			return err
+		}
+	}
+	_, err := t.exec(`UPDATE locality_cursor SET expavg_credit=expavg_credit+? WHERE id=?`, credit, to)
+	return err
+}
+
+// LocalityCandidate is an unsent result of a cursor, with the input files of its job.
+type LocalityCandidate struct {
+	Candidate
+	FirstFileNum, LastFileNum int64
+	BatchID                   int64
+}
+
+// UnsentCursorCandidates returns up to limit unsent results of a cursor's jobs in
+// increasing job number (seed 004: finish old jobs before starting new ones), skipping
+// workunits that already have a result on hostID.
+func (t *Tx) UnsentCursorCandidates(cursorID, hostID int64, limit int) ([]LocalityCandidate, error) {
+	rows, err := t.query(`SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound,
+		w.first_file_num, w.last_file_num, w.batch_id
+		FROM result r JOIN workunit w ON w.id=r.workunitid
+		WHERE w.cursor_id=? AND r.server_state=?
+		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?)
+		ORDER BY w.job_num, r.id LIMIT ?`+t.s.dialect.skipLocked, cursorID, ServerStateUnsent, hostID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []LocalityCandidate
+	for rows.Next() {
+		var c LocalityCandidate
+		if err := rows.Scan(&c.ResultID, &c.ResultName, &c.AppID, &c.WUID, &c.WUName, &c.FpopsEst, &c.FpopsBound, &c.DelayBound,
+			&c.FirstFileNum, &c.LastFileNum, &c.BatchID); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// BatchFiles returns files first..last of a batch, in order.
+func (t *Tx) BatchFiles(batchID, first, last int64) ([]BatchFile, error) {
+	rows, err := t.query(`SELECT batch_id, file_num, name, url, nbytes FROM batch_file WHERE batch_id=? AND file_num>=? AND file_num<=?
+		ORDER BY file_num`, batchID, first, last)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []BatchFile
+	for rows.Next() {
+		var f BatchFile
+		if err := rows.Scan(&f.BatchID, &f.FileNum, &f.Name, &f.URL, &f.NBytes); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// StickyFileUnneeded reports whether the host should delete the sticky file name (seed
+// 004, "Deleting files"): it is a batch file that no unfinished job of the host's cursor
+// uses, and it lies behind the cursor's progress, so no job still to be generated needs
+// it either (jobs use contiguous runs of the file sequence, in order). Files bkit does
+// not know, and files of batches the host has no cursor in, are left alone.
+func (t *Tx) StickyFileUnneeded(hostID int64, name string) (bool, error) {
+	var batchID, fileNum int64
+	err := t.queryRow(`SELECT batch_id, file_num FROM batch_file WHERE name=?`, name).Scan(&batchID, &fileNum)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	cursor, err := t.HostCursor(batchID, hostID)
+	if err != nil || cursor == 0 {
+		return false, err
+	}
+	var using int
+	var minFirst sql.NullInt64
+	err = t.queryRow(`SELECT COUNT(CASE WHEN first_file_num<=? AND last_file_num>=? THEN 1 END), MIN(first_file_num)
+		FROM workunit WHERE cursor_id=? AND canonical_resultid=0 AND error_mask=0`, fileNum, fileNum, cursor).Scan(&using, &minFirst)
+	if err != nil || using > 0 {
+		return false, err
+	}
+	var ungenerated bool
+	err = t.queryRow(`SELECT first_ungenerated_job_num<=last_job_num FROM locality_cursor WHERE id=?`, cursor).Scan(&ungenerated)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case minFirst.Valid:
+		return fileNum < minFirst.Int64, nil
+	case ungenerated:
+		return false, nil // nothing unfinished yet, but jobs to come may use it
+	}
+	return true, nil // the cursor's jobs are all finished
+}
