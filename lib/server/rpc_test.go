@@ -126,6 +126,19 @@ func TestWorkSending(t *testing.T) {
 	}
 }
 
+// TestNoRscApps: with the option on, a request for a resource no app version uses is
+// answered with <no_rsc_apps>; a resource with versions but no work is not.
+func TestNoRscApps(t *testing.T) {
+	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{NoRscApps: true}, 0)
+	id, auth := e.newHost(t, 2, 1)
+	rep, _ := e.post(t, &boincxml.SchedulerRequest{HostID: id, Authenticator: auth, CPUReqSecs: 10, WorkReqSeconds: 10,
+		Coprocs:  boincxml.Coprocs{{Type: "ATI", Count: 1, ReqSecs: 10}, {Type: "NVIDIA", Count: 1, ReqSecs: 10}},
+		HostInfo: boincxml.HostInfo{PNCPUs: 2, Coprocs: boincxml.Coprocs{{Type: "ATI", Count: 1}, {Type: "NVIDIA", Count: 1}}}})
+	if d := cmp.Diff([]string{"ATI"}, rep.NoRscApps); d != "" {
+		t.Errorf("no_rsc_apps (-want +got)\n%s", d)
+	}
+}
+
 func TestReports(t *testing.T) {
 	forEngine(t, func(t *testing.T, dsn string) {
 		e := start(t, dsn, server.Config{}, 4)

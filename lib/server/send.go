@@ -144,6 +144,9 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 			}
 		}
 		if len(best) == 0 {
+			if s.Config.NoRscApps && !slices.ContainsFunc(versions, func(av store.AppVersion) bool { return resourceOf(av) == rr.Resource }) {
+				reply.NoRscApps = append(reply.NoRscApps, rr.Resource)
+			}
 			if rr.Resource != boincxml.ResourceCPU && caps.coprocs.Find(rr.Resource) == nil {
 				reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow,
 					Text: fmt.Sprintf("work requested for %s, which this host does not report", rr.Resource)})

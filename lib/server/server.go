@@ -34,6 +34,11 @@ type Config struct {
 	// RequestDelay, when > 0, is sent in every reply: seconds before the client's next
 	// request.
 	RequestDelay float64
+	// NoRscApps turns on the base of seed 002's proposed three-state reply: a
+	// <no_rsc_apps>R</no_rsc_apps> for each requested resource R the project has no app
+	// version for at all ("not supported", as against "no work now"). Off by default
+	// (DESIGN.md section 5).
+	NoRscApps bool
 	// MaxBodyBytes bounds a request body; 0 means boincxml.MaxRequestBytes.
 	MaxBodyBytes int64
 	// MaxJobsPerRPC bounds the jobs one reply carries whatever the request asks for;
