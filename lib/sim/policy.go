@@ -1,0 +1,100 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Policy is what differs between the client policies the emulator compares: when and
+// how the processors are scheduled, whom the client asks for how much work, and what
+// it learns from a reply. Everything else (availability, task progress, the emulated
+// servers, RPC failures and seed 000's RPC backoff, the figures of merit) is the loop's.
+//
+// A policy is pure in the sense of DESIGN.md: it sees the document and the time, and
+// randomness only through the source it is handed. It may keep private state (a
+// round-robin pointer) between calls; a fresh policy is made for every run.
+type Policy interface {
+	// Schedule runs the processor scheduler at now if the policy finds a pass due.
+	// It reports whether it ran one.
+	Schedule(doc *state.Document, now float64) bool
+	// NextRPC returns the next scheduler RPC to make at now, or false when there is
+	// none. asked lists the projects already contacted at this step (indices in
+	// doc.Projects); the loop calls NextRPC again after each RPC, at most once per
+	// project and step.
+	NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool)
+	// Replied takes in the outcome of an RPC the policy asked for. The loop has already
+	// recorded it in the project's seed 000 bookkeeping (RPCSucceeded or RPCFailed),
+	// added the jobs to doc.Tasks and removed the reported ones.
+	Replied(doc *state.Document, r RPC, rep Reply, now float64, rng *rand.Rand)
+	// Account is called after every step with what each project used during it.
+	Account(doc *state.Document, u *StepUsage)
+}
+
+// RPC is a scheduler RPC a policy asks for: to Project (index in doc.Projects), with the
+// per-resource work request (zero: report only). Every RPC reports all of the project's
+// done tasks, as BOINC's client does.
+type RPC struct {
+	Project int
+	Request state.WorkRequest
+	Why     string
+}
+
+// Reply is what came back: Failed when the project's server was down (no job, nothing
+// reported); otherwise the jobs received per resource type.
+type Reply struct {
+	Failed bool
+	Jobs   map[string]int
+}
+
+// StepUsage is what happened in one step of DT seconds ending at Now: per project
+// (index in doc.Projects) and host resource (index in doc.Host.Resources) the
+// instances its tasks used, averaged over the step, and the CPU seconds it got.
+type StepUsage struct {
+	Now, DT float64
+	Used    [][]float64
+	CPUTime []float64
+}
+
+// policies are the policies --policy can name, each made fresh for a run.
+var policies = map[string]func() Policy{}
+
+// Register makes a policy available by name; each policy's file registers itself, so a
+// new policy is a new file.
+func Register(name string, make func() Policy) {
+	if _, dup := policies[name]; dup {
+		panic("sim: policy " + name + " registered twice")
+	}
+	policies[name] = make
+}
+
+// Policies returns the names of the registered policies, sorted.
+func Policies() []string {
+	names := make([]string, 0, len(policies))
+	for n := range policies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewPolicy returns a fresh policy of the given name.
+func NewPolicy(name string) (Policy, error) {
+	mk, ok := policies[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(Policies(), ", "))
+	}
+	return mk(), nil
+}
+
+// hasVersionFor reports whether project p has an app version whose tasks run on
+// resource type t: only such a project can be asked for work of that type.
+func hasVersionFor(doc *state.Document, project, t string) bool {
+	return slices.ContainsFunc(doc.AppVersions, func(av state.AppVersion) bool {
+		return av.Project == project && av.ResourceType() == t
+	})
+}

@@ -1,0 +1,209 @@
+package sim
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/bkit/bkit/lib/cpusched"
+	"github.com/bkit/bkit/lib/rpc"
+	"github.com/bkit/bkit/lib/state"
+	"github.com/bkit/bkit/lib/workfetch"
+)
+
+func init() { Register("rr", func() Policy { return &rrPolicy{} }) }
+
+// rrPolicy is the baseline: plain round-robin among the projects with work, blind to
+// resource shares, deadlines and debts.
+//
+//   - scheduling: when cpusched.Due says a pass is due (the same triggers as seed 001),
+//     each resource's instances are dealt one task at a time to the projects with a
+//     runnable task on it, in turn, starting with a project that moves on by one every
+//     scheduling period; within a project, its running task, else a preempted one,
+//     else its earliest-deadline ready result;
+//   - work fetch: when a resource has an instance without work or less than the work
+//     buffer's low-water mark of estimated work, the next project in turn that has an
+//     app version for it (and is not in RPC backoff) is asked for enough to reach the
+//     high-water mark; one such RPC per step;
+//   - reporting: seed 000's poll decides, as for every policy (it is not what is
+//     compared).
+type rrPolicy struct {
+	turn  []int // per host resource: the project the next pass deals to first
+	fetch []int // per host resource: the project asked next
+	av    map[string]int
+}
+
+func (p *rrPolicy) init(doc *state.Document) {
+	if p.av != nil {
+		return
+	}
+	p.turn = make([]int, len(doc.Host.Resources))
+	p.fetch = make([]int, len(doc.Host.Resources))
+	p.av = map[string]int{}
+	for i, av := range doc.AppVersions {
+		p.av[av.Name] = i
+	}
+}
+
+// rrCand is a runnable task as the round-robin pass sees it.
+type rrCand struct {
+	task       int
+	need, cpus float64
+	rank       int // 0 running, 1 preempted, 2 ready
+}
+
+func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
+	p.init(doc)
+	due, _ := cpusched.Due(doc, now)
+	if !due {
+		return false
+	}
+	if doc.CPUSched != nil && now >= doc.CPUSched.NextPass {
+		for r := range p.turn {
+			p.turn[r]++
+		}
+	}
+	nP := len(doc.Projects)
+	pIndex := make(map[string]int, nP)
+	for i := range doc.Projects {
+		pIndex[doc.Projects[i].Name] = i
+	}
+	// Candidates per resource and project, in the order a project offers them.
+	cands := make([][][]rrCand, len(doc.Host.Resources))
+	for r := range cands {
+		cands[r] = make([][]rrCand, nP)
+	}
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if !t.State.Runnable() {
+			continue
+		}
+		av := &doc.AppVersions[p.av[t.AppVersion]]
+		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
+		c := rrCand{task: i, need: av.Instances()}
+		if av.Coproc != nil {
+			c.cpus = av.AvgNCPUs
+		}
+		switch t.State {
+		case state.TaskPreempted:
+			c.rank = 1
+		case state.TaskReady:
+			c.rank = 2
+		}
+		cands[r][pIndex[t.Project]] = append(cands[r][pIndex[t.Project]], c)
+	}
+	chosen := make([]bool, len(doc.Tasks))
+	cpuFree := float64(doc.Host.CPU().Instances)
+	order := make([]int, 0, len(doc.Host.Resources)) // coprocessors first: their tasks take CPUs too
+	for r, res := range doc.Host.Resources {
+		if res.Type != state.ResourceCPU {
+			order = append(order, r)
+		}
+	}
+	order = append(order, slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == state.ResourceCPU }))
+	const slack = 1e-9
+	for _, r := range order {
+		isCPU := doc.Host.Resources[r].Type == state.ResourceCPU
+		free := float64(doc.Host.Resources[r].Instances)
+		if isCPU {
+			free = cpuFree
+		}
+		for pr := range cands[r] {
+			slices.SortStableFunc(cands[r][pr], func(a, b rrCand) int {
+				if c := cmp.Compare(a.rank, b.rank); c != 0 || a.rank != 2 {
+					return c
+				}
+				return cmp.Compare(doc.Tasks[a.task].ReportDeadline, doc.Tasks[b.task].ReportDeadline)
+			})
+		}
+		for dealt := true; dealt; {
+			dealt = false
+			for k := range nP {
+				pr := (p.turn[r] + k) % nP
+				for _, c := range cands[r][pr] {
+					if chosen[c.task] || c.need > free+slack || (!isCPU && c.cpus > cpuFree+slack) {
+						continue
+					}
+					chosen[c.task], dealt = true, true
+					free -= c.need
+					if isCPU {
+						cpuFree -= c.need
+					} else {
+						cpuFree -= c.cpus
+					}
+					break
+				}
+			}
+		}
+	}
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if !t.State.Runnable() {
+			continue
+		}
+		switch {
+		case chosen[i]:
+			t.State = state.TaskRunning
+		case t.State == state.TaskRunning:
+			t.State = state.TaskPreempted
+		}
+		t.CPUTimeAtLastSched, t.ElapsedTimeAtLastSched = t.CPUTime, t.ElapsedTime
+	}
+	doc.CPUSched = &state.CPUSched{LastPass: now, NextPass: now + doc.Preferences.CPUSchedulingPeriod, NextPassReason: "scheduling period"}
+	return true
+}
+
+func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
+	p.init(doc)
+	if len(asked) > 0 {
+		return RPC{}, false
+	}
+	if d := rpc.Poll(doc, now); d.Action == rpc.Report {
+		return RPC{Project: projectIndex(doc, d.Project), Why: "report: " + d.Reason}, true
+	}
+	low, high := rpc.WaterMarks(&doc.Preferences)
+	nR := len(doc.Host.Resources)
+	queued := make([]float64, nR) // estimated instance-seconds of work held
+	held := make([]float64, nR)   // instances the runnable tasks would take
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if !t.State.Runnable() {
+			continue
+		}
+		av := &doc.AppVersions[p.av[t.AppVersion]]
+		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
+		if sp := av.Speed(&doc.Host); sp > 0 {
+			queued[r] += t.RemainingFlops() / sp * av.Instances()
+		}
+		held[r] += av.Instances()
+	}
+	for r, res := range doc.Host.Resources {
+		n := float64(res.Instances)
+		idle := max(0, n-held[r])
+		if idle == 0 && queued[r] >= low*workfetch.SecondsPerDay*n {
+			continue
+		}
+		for k := range len(doc.Projects) {
+			pr := (p.fetch[r] + k) % len(doc.Projects)
+			proj := &doc.Projects[pr]
+			if !rpc.CanContact(proj, now) || !hasVersionFor(doc, proj.Name, res.Type) {
+				continue
+			}
+			p.fetch[r] = pr + 1
+			req := state.WorkRequest{Time: now, Project: proj.Name, Reason: "round-robin: " + res.Type + " below the low-water mark"}
+			secs := max(0, high*workfetch.SecondsPerDay*n-queued[r])
+			if res.Type == state.ResourceCPU {
+				req.CPUReqSecs, req.CPUReqInstances = secs, idle
+			} else {
+				req.Coprocs = []state.CoprocRequest{{Type: res.Type, ReqSecs: secs, ReqInstances: idle}}
+			}
+			req.WorkReqSeconds = secs
+			return RPC{Project: pr, Request: req, Why: req.Reason}, true
+		}
+	}
+	return RPC{}, false
+}
+
+func (p *rrPolicy) Replied(*state.Document, RPC, Reply, float64, *rand.Rand) {}
+
+func (p *rrPolicy) Account(*state.Document, *StepUsage) {}

@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// maxJobsPerReply bounds one reply: a request the server cannot fill (estimates
+// sampled at 0 never use up req_secs) must still end.
+const maxJobsPerReply = 1000
+
+// server is a project's emulated scheduler (boinc-emulator.md): no arrival process,
+// it makes up jobs to fill each request.
+type server struct {
+	project string
+	up      *onOff
+	apps    []genApp
+	seq     int
+	rng     *rand.Rand // the project's own stream: another project's replies do not shift it
+}
+
+// genApp is an app the server makes jobs of, with its app versions (indices in
+// doc.AppVersions).
+type genApp struct {
+	boincxml.ScenarioApp
+	versions []int
+}
+
+// job is the emulator's private knowledge of a task: its real work, which the client
+// only estimates, and the peak FLOPs credited to it so far (wasted if it is reported
+// late).
+type job struct {
+	real float64
+	peak float64
+}
+
+// need is what is still asked of one resource while a reply is filled.
+type need struct {
+	secs, inst float64
+	closed     bool    // a job for it would miss its deadline: stop sending
+	queued     float64 // estimated instance-seconds of work the host holds for it
+}
+
+func (n *need) open() bool { return !n.closed && (n.secs > 0 || n.inst > 0) }
+
+// fill makes jobs for request req at now and appends them to doc.Tasks (and their real
+// work to jobs). It returns the jobs sent per resource type.
+//
+// As in BOINC's emulator: each job picks an app by weight among the apps with a
+// version for a resource still asked for, and the fastest such version; its real work
+// is fpops_est, its estimate a sample of <fpops> (normal, clamped at 0), its deadline
+// now + latency_bound. A job's estimated run time is its estimate ÷ the version's speed
+// ÷ (on_frac × active_frac); it uses up that many seconds × instances of the request,
+// and the instances. A job whose estimated completion — after the work the host already
+// holds for the resource, shared over its instances — would miss its deadline is not
+// sent, and the server stops sending for that resource.
+func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.WorkRequest, now float64, jobs *[]job) map[string]int {
+	host := &doc.Host
+	ts := host.TimeStats
+	availability := ts.OnFrac * ts.ActiveFrac
+	if availability <= 0 {
+		availability = 1
+	}
+	needs := make([]need, len(host.Resources))
+	for r, res := range host.Resources {
+		if res.Type == state.ResourceCPU {
+			needs[r].secs, needs[r].inst = req.CPUReqSecs, req.CPUReqInstances
+		}
+		for _, c := range req.Coprocs {
+			if c.Type == res.Type {
+				needs[r].secs, needs[r].inst = c.ReqSecs, c.ReqInstances
+			}
+		}
+	}
+	resIdx := func(av *state.AppVersion) int {
+		t := av.ResourceType()
+		for r := range host.Resources {
+			if host.Resources[r].Type == t {
+				return r
+			}
+		}
+		return -1
+	}
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if !t.State.Runnable() {
+			continue
+		}
+		av := &doc.AppVersions[avIndex[t.AppVersion]]
+		if r := resIdx(av); r >= 0 {
+			if sp := av.Speed(host); sp > 0 {
+				needs[r].queued += t.RemainingFlops() / sp / availability * av.Instances()
+			}
+		}
+	}
+	sent := map[string]int{}
+	for n := 0; n < maxJobsPerReply; n++ {
+		// Apps that can still serve the request, and their fastest version for it.
+		var total float64
+		best := make([]int, len(s.apps))
+		for a := range s.apps {
+			best[a] = -1
+			var speed float64
+			for _, v := range s.apps[a].versions {
+				av := &doc.AppVersions[v]
+				if r := resIdx(av); r >= 0 && needs[r].open() && av.Speed(host) > speed {
+					best[a], speed = v, av.Speed(host)
+				}
+			}
+			if best[a] >= 0 {
+				total += s.apps[a].Weight
+			}
+		}
+		if total <= 0 {
+			break
+		}
+		x := s.rng.Float64() * total
+		a := -1
+		for i := range s.apps {
+			if best[i] < 0 || s.apps[i].Weight <= 0 {
+				continue
+			}
+			a = i
+			if x < s.apps[i].Weight {
+				break
+			}
+			x -= s.apps[i].Weight
+		}
+		app := &s.apps[a]
+		av := &doc.AppVersions[best[a]]
+		r := resIdx(av)
+		est := app.Fpops.Mean
+		if app.Fpops.StdDev > 0 {
+			est = math.Max(0, est+app.Fpops.StdDev*s.rng.NormFloat64())
+		}
+		runtime := est / av.Speed(host) / availability
+		inst := av.Instances()
+		deadline := now + app.LatencyBound
+		if now+(needs[r].queued+runtime*inst)/float64(host.Resources[r].Instances) > deadline {
+			needs[r].closed = true
+			continue
+		}
+		needs[r].queued += runtime * inst
+		needs[r].secs -= runtime * inst
+		needs[r].inst -= inst
+		s.seq++
+		doc.Tasks = append(doc.Tasks, state.Task{
+			Name:           s.project + "_" + strconv.Itoa(s.seq),
+			Project:        s.project,
+			AppVersion:     av.Name,
+			State:          state.TaskReady,
+			EstimatedFlops: est,
+			ReportDeadline: deadline,
+			ReceivedTime:   now,
+		})
+		*jobs = append(*jobs, job{real: app.FpopsEst})
+		sent[host.Resources[r].Type]++
+	}
+	return sent
+}

@@ -1,0 +1,327 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/rpc"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// DefaultStart is the simulated clock's start, Unix seconds, when the scenario holds no
+// task to start from. Any fixed time would do; a recent one reads well in documents.
+const DefaultStart = 1_700_000_000
+
+// Config is one run's parameters.
+type Config struct {
+	Duration float64 // simulated seconds
+	Delta    float64 // seconds per step
+	Policy   string  // a registered policy name (Policies)
+	Seed     uint64  // the seed of every random stream
+}
+
+// Random streams: each process draws from its own PCG stream of the seed, so that (for
+// instance) a policy that makes more RPCs does not change when the host is switched off,
+// and two policies run on one seed face the same host.
+const (
+	streamOn = iota + 1
+	streamActive
+	streamGPUActive
+	streamConnected
+	streamDecisions
+	streamServers // + 2 × project index (server up/down), + 2 × index + 1 (jobs)
+)
+
+func stream(seed uint64, id int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15*uint64(id+1)))
+}
+
+// Sim is one emulated run: the client state document as the policies see it, the
+// emulated world around it (availability, project servers, the real work of each task)
+// and the tallies the figures of merit are made from.
+type Sim struct {
+	Doc    *state.Document
+	cfg    Config
+	policy Policy
+	start  float64
+	now    float64
+	end    float64
+
+	on, active, gpuActive, connected *onOff
+	servers                          []*server
+	rng                              *rand.Rand // the decisions' stream (backoff jitter)
+
+	jobs    []job // parallel to Doc.Tasks
+	avIndex map[string]int
+	avRes   []int     // host resource index of each app version
+	avSpeed []float64 // FLOPS of each app version on the host
+	asked   []int
+
+	m  metrics
+	su StepUsage
+}
+
+// New prepares a run of scenario sc. The run takes sc.Doc over and changes it.
+func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
+	if !(cfg.Delta > 0) || math.IsInf(cfg.Delta, 0) {
+		return nil, fmt.Errorf("delta must be > 0 seconds, got %g", cfg.Delta)
+	}
+	if !(cfg.Duration >= 0) || math.IsInf(cfg.Duration, 0) {
+		return nil, fmt.Errorf("duration must be >= 0 seconds, got %g", cfg.Duration)
+	}
+	pol, err := NewPolicy(cfg.Policy)
+	if err != nil {
+		return nil, err
+	}
+	doc := sc.Doc
+	if doc == nil {
+		return nil, errors.New("scenario without a state document")
+	}
+	if err := state.Validate(doc); err != nil {
+		return nil, err
+	}
+	s := &Sim{Doc: doc, cfg: cfg, policy: pol, start: DefaultStart, avIndex: map[string]int{}}
+	// Start at the latest moment a scenario's explicit task was received, so that its
+	// deadlines keep their meaning.
+	if len(doc.Tasks) > 0 {
+		s.start = 0
+		for _, t := range doc.Tasks {
+			s.start = max(s.start, t.ReceivedTime)
+		}
+	}
+	s.now, s.end = s.start, s.start+cfg.Duration
+	ts := doc.Host.TimeStats
+	s.on = newOnOff(boincxml.Availability{Frac: ts.OnFrac, Lambda: sc.Lambdas.On}, s.start, stream(cfg.Seed, streamOn))
+	s.active = newOnOff(boincxml.Availability{Frac: ts.ActiveFrac, Lambda: sc.Lambdas.Active}, s.start, stream(cfg.Seed, streamActive))
+	s.gpuActive = newOnOff(boincxml.Availability{Frac: ts.GPUActiveFrac, Lambda: sc.Lambdas.GPUActive}, s.start, stream(cfg.Seed, streamGPUActive))
+	s.connected = newOnOff(boincxml.Availability{Frac: ts.ConnectedFrac, Lambda: sc.Lambdas.Connected}, s.start, stream(cfg.Seed, streamConnected))
+	s.rng = stream(cfg.Seed, streamDecisions)
+
+	for i, av := range doc.AppVersions {
+		s.avIndex[av.Name] = i
+		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
+		s.avRes = append(s.avRes, r)
+		s.avSpeed = append(s.avSpeed, av.Speed(&doc.Host))
+	}
+	for p, proj := range doc.Projects {
+		srv := &server{project: proj.Name, rng: stream(cfg.Seed, streamServers+2*p+1)}
+		avail := boincxml.Availability{Frac: 1, Lambda: boincxml.DefaultLambda}
+		for _, sp := range sc.Projects {
+			if sp.Name == proj.Name {
+				avail = sp.Available
+			}
+		}
+		srv.up = newOnOff(avail, s.start, stream(cfg.Seed, streamServers+2*p))
+		for _, a := range sc.Apps {
+			if a.Project != proj.Name {
+				continue
+			}
+			g := genApp{ScenarioApp: a}
+			for v, av := range doc.AppVersions {
+				if av.Project == proj.Name && av.App == a.Name {
+					g.versions = append(g.versions, v)
+				}
+			}
+			srv.apps = append(srv.apps, g)
+		}
+		s.servers = append(s.servers, srv)
+	}
+	for _, t := range doc.Tasks {
+		// Explicit jobs: the estimate is all the emulator knows of their work.
+		s.jobs = append(s.jobs, job{real: t.EstimatedFlops})
+	}
+	s.m.init(doc)
+	s.su = StepUsage{Used: make([][]float64, len(doc.Projects)), CPUTime: make([]float64, len(doc.Projects))}
+	for p := range s.su.Used {
+		s.su.Used[p] = make([]float64, len(doc.Host.Resources))
+	}
+	return s, nil
+}
+
+// Run runs scenario sc to the end and returns its figures.
+func Run(sc *boincxml.Scenario, cfg Config) (*Result, error) {
+	s, err := New(sc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for s.Step() {
+	}
+	return s.Result(), nil
+}
+
+// Now is the simulated time, Unix seconds.
+func (s *Sim) Now() float64 { return s.now }
+
+// Progress is the fraction of the run done, 0 to 1.
+func (s *Sim) Progress() float64 {
+	if s.end <= s.start {
+		return 1
+	}
+	return (s.now - s.start) / (s.end - s.start)
+}
+
+// Step runs one step of at most delta seconds and reports whether the run goes on.
+//
+// At the step's start the availability processes are sampled and hold for the step
+// (as in BOINC's emulator). If the host is on: when connected, the policy's scheduler
+// RPCs are made against the emulated servers; then the policy's scheduler may run
+// (after the RPCs, so that new jobs can start at once). Then the running tasks compute
+// for the step, the figures are tallied and the policy accounts for the step's use.
+func (s *Sim) Step() bool {
+	if s.now >= s.end {
+		return false
+	}
+	now := s.now
+	dt := min(s.cfg.Delta, s.end-now)
+	on := s.on.at(now)
+	active := on && s.active.at(now)
+	gpuActive := active && s.gpuActive.at(now)
+	connected := on && s.connected.at(now)
+	for _, srv := range s.servers {
+		srv.up.at(now) // keep every server's process moving, asked or not
+	}
+	if on {
+		if connected {
+			s.rpcs(now)
+		}
+		s.policy.Schedule(s.Doc, now)
+	}
+	s.compute(now, dt, active, gpuActive)
+	s.m.step(s.Doc, dt, on, active, gpuActive)
+	s.su.Now, s.su.DT = now+dt, dt
+	s.policy.Account(s.Doc, &s.su)
+	s.now = now + dt
+	return s.now < s.end
+}
+
+// rpcs makes the scheduler RPCs the policy asks for at now, each project at most once.
+func (s *Sim) rpcs(now float64) {
+	s.asked = s.asked[:0]
+	for len(s.asked) < len(s.Doc.Projects) {
+		r, ok := s.policy.NextRPC(s.Doc, now, s.asked)
+		if !ok || slices.Contains(s.asked, r.Project) {
+			return
+		}
+		s.asked = append(s.asked, r.Project)
+		s.rpc(r, now)
+	}
+}
+
+// rpc makes one scheduler RPC: a down server fails it (seed 000's backoff); otherwise
+// the project's done tasks are reported and the server fills the request.
+func (s *Sim) rpc(r RPC, now float64) {
+	doc := s.Doc
+	s.m.rpcs++
+	p := &doc.Projects[r.Project]
+	srv := s.servers[r.Project]
+	if !srv.up.at(now) {
+		rpc.RPCFailed(p, now, s.rng)
+		s.policy.Replied(doc, r, Reply{Failed: true}, now, s.rng)
+		return
+	}
+	reported := false
+	for _, i := range rpc.ReportTasks(doc, p.Name) {
+		t := &doc.Tasks[i]
+		s.m.report(r.Project, t.ReportDeadline < now, s.jobs[i].peak)
+		t.State = state.TaskReported
+		reported = true
+	}
+	if reported {
+		s.dropReported()
+	}
+	jobs := srv.fill(doc, s.avIndex, &r.Request, now, &s.jobs)
+	for _, n := range jobs {
+		s.m.jobs += n
+	}
+	rpc.RPCSucceeded(p, now, 0)
+	s.policy.Replied(doc, r, Reply{Jobs: jobs}, now, s.rng)
+}
+
+// dropReported removes reported tasks: their story is told in the tallies, and a
+// document that grew for 1,000 simulated days would slow every policy down.
+func (s *Sim) dropReported() {
+	k := 0
+	for i := range s.Doc.Tasks {
+		if s.Doc.Tasks[i].State != state.TaskReported {
+			s.Doc.Tasks[k], s.jobs[k] = s.Doc.Tasks[i], s.jobs[i]
+			k++
+		}
+	}
+	s.Doc.Tasks, s.jobs = s.Doc.Tasks[:k], s.jobs[:k]
+}
+
+// compute lets the running tasks work from now for dt seconds: a CPU task while the host
+// is active, a coprocessor task while the GPUs are active too. A task advances by its
+// app version's real speed; it is done when its real work is, mid-step if need be, and
+// its processor stays idle until the next step (when the scheduler can hand it on).
+func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
+	doc := s.Doc
+	su := &s.su
+	for p := range su.Used {
+		clear(su.Used[p])
+		su.CPUTime[p] = 0
+	}
+	s.m.stepClear()
+	if !active {
+		return
+	}
+	cpuFlops := doc.Host.CPU().Flops
+	var pIndex map[string]int
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.State != state.TaskRunning {
+			continue
+		}
+		v := s.avIndex[t.AppVersion]
+		av := &doc.AppVersions[v]
+		if av.Coproc != nil && !gpuActive {
+			continue
+		}
+		speed := s.avSpeed[v]
+		if speed <= 0 {
+			continue
+		}
+		j := &s.jobs[i]
+		run := dt
+		finished := false
+		if left := j.real - t.FlopsDone; left <= speed*dt {
+			run, finished = max(0, left/speed), true
+		}
+		if finished {
+			t.FlopsDone = j.real
+		} else {
+			t.FlopsDone += speed * run
+		}
+		t.CPUTime += av.AvgNCPUs * run
+		t.ElapsedTime += run
+		if pIndex == nil {
+			pIndex = make(map[string]int, len(doc.Projects))
+			for p := range doc.Projects {
+				pIndex[doc.Projects[p].Name] = p
+			}
+		}
+		p := pIndex[t.Project]
+		r := s.avRes[v]
+		// The figures' peak FLOPs: the CPUs the task takes at the CPU's peak, its
+		// coprocessor instances at theirs (boinc-emulator.md).
+		cpuPeak := run * av.AvgNCPUs * cpuFlops
+		var coPeak float64
+		if av.Coproc != nil {
+			coPeak = run * av.Coproc.Count * doc.Host.Resources[r].Flops
+		}
+		j.peak += cpuPeak + coPeak
+		s.m.credit(p, r, cpuPeak, coPeak)
+		// What the policies account: the instances of the task's own resource type
+		// (the rule of prsc.Usage), averaged over the step.
+		su.Used[p][r] += av.Instances() * run / dt
+		su.CPUTime[p] += av.AvgNCPUs * run
+		if finished {
+			t.State = state.TaskDone
+			t.CompletedTime = now + run
+		}
+	}
+}
