@@ -24,9 +24,14 @@ const benchClients = 16
 // benchClients hosts each loop "report my finished job, get one new job", the steady
 // state of a busy project. It reports rpc/s and the p50 and p99 latency in ms
 // (scripts/bench-bserver.sh prints them).
-func BenchmarkSchedulerRPC(b *testing.B) {
+func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b)) }
+
+// BenchmarkSchedulerRPCMySQL is the same on MySQL/MariaDB (BKIT_TEST_MYSQL_DSN).
+func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b)) }
+
+func benchRPC(b *testing.B, dsn string) {
 	ctx := context.Background()
-	st := storetest.Open(b, storetest.SQLiteDSN(b))
+	st := storetest.Open(b, dsn)
 	if _, err := st.AddApp(ctx, "bench", false, 1); err != nil {
 		b.Fatal(err)
 	}
