@@ -86,6 +86,8 @@ func TestWorkSending(t *testing.T) {
 		{name: "GPU asked but host has none", ncpus: 4, req: boincxml.SchedulerRequest{WorkReqSeconds: 15,
 			Coprocs: boincxml.Coprocs{{Type: "ATI", ReqSecs: 15}}},
 			notice: "low: work requested for ATI, which this host does not report"},
+		{name: "more instances than the host has: its CPUs are filled", ncpus: 3, req: boincxml.SchedulerRequest{CPUReqSecs: 1, CPUReqInstances: 8, WorkReqSeconds: 1},
+			want: []string{"cpuapp", "cpuapp", "cpuapp"}},
 		{name: "capped at MaxJobsPerRPC", ncpus: 4, req: boincxml.SchedulerRequest{CPUReqSecs: 1e9, WorkReqSeconds: 1e9},
 			want: []string{"cpuapp", "cpuapp", "cpuapp", "cpuapp", "cpuapp"}},
 	} {

@@ -41,6 +41,21 @@ func instancesOf(av store.AppVersion) float64 {
 	return av.CoprocCount
 }
 
+// instances is how many instances of resource the host has; +Inf when it does not
+// say (a CPU count of 0).
+func (h hostCaps) instances(resource string) float64 {
+	if resource == boincxml.ResourceCPU {
+		if h.ncpus <= 0 {
+			return math.Inf(1)
+		}
+		return float64(h.ncpus)
+	}
+	if cp := h.coprocs.Find(resource); cp != nil && cp.Count > 0 {
+		return float64(cp.Count)
+	}
+	return math.Inf(1)
+}
+
 // canRun reports whether the host has what av needs.
 func (h hostCaps) canRun(av store.AppVersion) bool {
 	if instancesOf(av) <= 0 {
@@ -148,6 +163,7 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 				reply.NoRscApps = append(reply.NoRscApps, rr.Resource)
 			}
 			if rr.Resource != boincxml.ResourceCPU && caps.coprocs.Find(rr.Resource) == nil {
+				s.log().Warn("impossible request: work for a coprocessor the host does not report", "host", host.ID, "resource", rr.Resource)
 				reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow,
 					Text: fmt.Sprintf("work requested for %s, which this host does not report", rr.Resource)})
 			}
@@ -163,7 +179,12 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 		}
 		slices.Sort(plain)
 		slices.Sort(local)
-		n := need{resource: rr.Resource, secs: rr.Secs, instances: rr.Instances}
+		n := need{resource: rr.Resource, secs: rr.Secs, instances: min(rr.Instances, caps.instances(rr.Resource))}
+		if n.instances < rr.Instances {
+			// More idle instances than the host has: fill what it has.
+			s.log().Warn("impossible request: more instances than the host has", "host", host.ID,
+				"resource", rr.Resource, "req_instances", rr.Instances, "has", n.instances)
+		}
 		if len(local) > 0 {
 			if err := s.sendLocality(tx, host, best, local, caps, &n, reply, st, now); err != nil {
 				return err
