@@ -76,8 +76,8 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 	if cmd.Int64("max-body") < 1 {
 		return cliutil.Usagef("--max-body: must be >= 1, got %d", cmd.Int64("max-body"))
 	}
-	if cmd.Int("max-jobs") < 0 {
-		return cliutil.Usagef("--max-jobs: must be >= 0, got %d", cmd.Int("max-jobs"))
+	if cmd.Int("max-jobs") < 1 {
+		return cliutil.Usagef("--max-jobs: must be >= 1, got %d", cmd.Int("max-jobs"))
 	}
 	var clock func() time.Time
 	if cmd.String(cliutil.FlagNow) != "" {
