@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 )
 
 // SchedulerReply is the body of the scheduler's answer: <scheduler_reply>.
@@ -88,11 +90,28 @@ type ReplyWorkunit struct {
 
 // ReplyResult is one instance of a workunit sent to this host.
 type ReplyResult struct {
-	Name           string  `xml:"name"`
-	WUName         string  `xml:"wu_name"`
-	ReportDeadline float64 `xml:"report_deadline"` // absolute Unix time
-	VersionNum     int     `xml:"version_num"`
-	PlanClass      string  `xml:"plan_class,omitempty"`
+	Name           string   `xml:"name"`
+	WUName         string   `xml:"wu_name"`
+	ReportDeadline UnixTime `xml:"report_deadline"`
+	VersionNum     int      `xml:"version_num"`
+	PlanClass      string   `xml:"plan_class,omitempty"`
+}
+
+// UnixTime is an absolute time in Unix seconds. It is written in plain decimal
+// (1700001000, not 1.700001e+09) so that replies read as times to a person and to any
+// client's number parser.
+type UnixTime float64
+
+// MarshalText writes t in plain decimal.
+func (t UnixTime) MarshalText() ([]byte, error) {
+	return strconv.AppendFloat(nil, float64(t), 'f', -1, 64), nil
+}
+
+// UnmarshalText reads any float syntax.
+func (t *UnixTime) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	*t = UnixTime(v)
+	return err
 }
 
 // Marshal writes the reply as a complete XML document.

@@ -108,7 +108,7 @@ func TestWorkSending(t *testing.T) {
 				var apps []string
 				for i, r := range rep.ResultsSent {
 					apps = append(apps, rep.Workunits[i].AppName)
-					if r.ReportDeadline != deadline || r.WUName != rep.Workunits[i].Name || r.VersionNum != 1 {
+					if float64(r.ReportDeadline) != deadline || r.WUName != rep.Workunits[i].Name || r.VersionNum != 1 {
 						t.Errorf("job %d: %+v", i, r)
 					}
 				}

@@ -264,5 +264,5 @@ func (st *sendState) addJob(reply *boincxml.SchedulerReply, c store.Candidate, a
 	}
 	reply.Workunits = append(reply.Workunits, wu)
 	reply.ResultsSent = append(reply.ResultsSent, boincxml.ReplyResult{Name: c.ResultName, WUName: c.WUName,
-		ReportDeadline: deadline, VersionNum: av.VersionNum, PlanClass: av.PlanClass})
+		ReportDeadline: boincxml.UnixTime(deadline), VersionNum: av.VersionNum, PlanClass: av.PlanClass})
 }

@@ -2,11 +2,17 @@ package bserver_test
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -24,7 +30,11 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") == "1",
-		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"exits": exits},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"exits": exits,
+			"post":  post,
+			"get":   get,
+		},
 	})
 }
 
@@ -49,4 +59,51 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exit status %d, want %d", got, want)
 	}
+}
+
+// serverURL waits for the URL file a background `bserver serve --url-file` writes.
+func serverURL(ts *testscript.TestScript, file string) string {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(ts.MkAbs(file)); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s: the server did not start", file)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// post URLFILE PATH BODYFILE posts BODYFILE (with $VARS expanded) to the server whose
+// base URL is in URLFILE and prints "status N" and the reply. It sets $HOSTID and
+// $AUTH from a reply that carries them, so the next request can present them.
+func post(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: post URLFILE PATH BODYFILE")
+	}
+	body := os.Expand(ts.ReadFile(args[2]), ts.Getenv)
+	resp, err := http.Post(serverURL(ts, args[0])+args[1], "text/xml", strings.NewReader(body))
+	ts.Check(err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "status %d\n%s", resp.StatusCode, b)
+	if rep, err := boincxml.ParseSchedulerReply(strings.NewReader(string(b))); err == nil && rep.Authenticator != "" {
+		ts.Setenv("HOSTID", strconv.FormatInt(rep.HostID, 10))
+		ts.Setenv("AUTH", rep.Authenticator)
+	}
+}
+
+// get URLFILE PATH prints "status N" and the body of a GET.
+func get(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: get URLFILE PATH")
+	}
+	resp, err := http.Get(serverURL(ts, args[0]) + args[1])
+	ts.Check(err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "status %d\n%s", resp.StatusCode, b)
 }

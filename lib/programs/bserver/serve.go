@@ -43,9 +43,11 @@ share one database. --now freezes the server's clock (for tests and emulation).`
 				"bserver serve --db project.db --addr 127.0.0.1:8080",
 				"bserver serve --db mysql://boinc:secret@db:3306/project --addr :80 --url http://project.example/scheduler --request-delay 60",
 				"curl -s http://127.0.0.1:8080/    # the master file",
+				"bserver serve --db project.db --addr 127.0.0.1:0 --url-file url.txt &",
 			}, ""),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Usage: "listen on `HOST:PORT` (port 0: any free port)", Value: "127.0.0.1:8080"},
+			&cli.StringFlag{Name: "url-file", Usage: "once listening, write the server's base URL to `FILE` (atomically), for scripts that start it on port 0"},
 			&cli.StringSliceFlag{Name: "url", Usage: "scheduler `URL` the master file names (repeat for several; default: this server's /scheduler)"},
 			&cli.StringFlag{Name: "project-name", Usage: "project `NAME` in replies and the master file", Value: "bkit project"},
 			&cli.StringFlag{Name: "request-delay", Usage: "ask clients to wait `DURATION` before their next request (0: no request_delay)", Value: "0"},
@@ -116,6 +118,12 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if f := cmd.String("url-file"); f != "" {
+		if err := cliutil.WriteFileAtomic(f, []byte(server.URLFor(ln)+"\n")); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	fmt.Fprintf(cmd.Root().Writer, "listening on %s\n", server.URLFor(ln))
 	log.Info("serving", "db", s.Engine(), "addr", ln.Addr().String())
 	if err := srv.Serve(ctx, ln); err != nil {
