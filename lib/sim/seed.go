@@ -8,6 +8,7 @@ import (
 	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
+	"github.com/bkit/bkit/lib/workfetch"
 )
 
 func init() { Register("seed", func() Policy { return &seedPolicy{} }) }
@@ -20,19 +21,22 @@ func init() { Register("seed", func() Policy { return &seedPolicy{} }) }
 //   - reporting: seed 000's poll (lib/rpc): a report-result session for a project with
 //     overdue results, asking for work too when rpc.Poll says so and seed 002 would
 //     ask that project;
-//   - work fetch: when seed 000's poll starts a get-work session (estimated work below
-//     the low-water mark), or at once when an instance of some resource has no task
-//     (seed 002: the CPU-only water marks cannot see an idle GPU), seed 002 decides
-//     whom to ask for what (lib/prsc, bdevices request): the round-robin simulation,
-//     the project by overall long-term debt + shortfall, the request per resource.
-//     The session goes on, each project at most once, while estimated work is below
-//     the high-water mark (or an instance is idle) and prsc.Decide finds a project;
+//   - CPU work fetch: seed 001 (lib/workfetch, bfetch) at every poll: when a project
+//     will starve within the connection period, the projects with a work request are
+//     asked for it, the nearest to starving first, each at most once per step. Seed
+//     001 keeps every project supplied, which is what lets its debts enforce the
+//     shares; seed 000's get-work session, which fills the whole buffer from the one
+//     project of greatest resource debt, left the other projects dry for hours;
+//   - coprocessor work fetch: seed 002 (lib/prsc, bdevices request): the round-robin
+//     simulation and select_project by overall long-term debt + shortfall, sending the
+//     coprocessor part of its request (seed 001 knows only CPUs);
 //   - replies: prsc.ApplyReply (bdevices reply) for the per-resource backoffs and D
 //     flags; RPC failures are seed 000's backoff, which the loop applies;
 //   - accounting: seed 000's exp_avg_cpu (rpc.UpdateExpAvgCPU) and seed 002's long-term
 //     debts (prsc.AccumulateDebt, bdevices debt) after every step.
 type seedPolicy struct {
 	started bool
+	fetch   workfetch.Decision // seed 001's decision at the step's first poll
 }
 
 // start sets D(P,R) for every resource a project has app versions for, unless the
@@ -70,60 +74,78 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	sp.start(doc)
-	idle := idleInstance(doc)
 	if len(asked) == 0 {
-		d := rpc.Poll(doc, now)
-		if d.Action == rpc.Report {
-			r := RPC{Project: projectIndex(doc, d.Project), Why: "report: " + d.Reason}
+		// Seed 001 decides once per poll, and every project with a work request is asked
+		// for it ("checks if any project has a non-zero work request").
+		sp.fetch = workfetch.Compute(doc)
+		workfetch.Apply(doc, sp.fetch, now)
+		if d := rpc.Poll(doc, now); d.Action == rpc.Report {
+			p := projectIndex(doc, d.Project)
+			r := RPC{Project: p, Why: "report: " + d.Reason}
 			if d.AskWork {
-				if dec := prsc.Decide(doc, now); dec.Request.Project == d.Project {
-					r.Request = dec.Request
-				}
+				r.Request, _ = cpuRequest(doc, &sp.fetch, now, nil, p)
 			}
 			return r, true
 		}
-		if d.Action != rpc.GetWork && !idle {
-			return RPC{}, false
-		}
-	} else if _, high := rpc.WaterMarks(&doc.Preferences); rpc.EstimatedWorkDays(doc) >= high && !idle {
-		return RPC{}, false // the get-work session's loop: until the high-water mark
 	}
-	dec := prsc.Decide(doc, now)
-	if dec.Request.Project == "" {
-		return RPC{}, false
+	if req, ok := cpuRequest(doc, &sp.fetch, now, asked, -1); ok {
+		return RPC{Project: projectIndex(doc, req.Project), Request: req, Why: req.Reason}, true
 	}
-	p := projectIndex(doc, dec.Request.Project)
-	if slices.Contains(asked, p) {
-		return RPC{}, false
-	}
-	return RPC{Project: p, Request: dec.Request, Why: dec.Request.Reason}, true
+	return coprocRequest(doc, now, asked)
 }
 
-// idleInstance reports whether some resource that a project has app versions for has
-// an instance that no runnable task would take: seed 002's reason to fetch work at once,
-// whatever the CPU-only water marks of seed 000 say.
-func idleInstance(doc *state.Document) bool {
-	held := make(map[string]float64, len(doc.Host.Resources))
-	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
-		if !t.State.Runnable() {
+// cpuRequest is seed 001's work fetch (lib/workfetch, bfetch) for the CPU: when some
+// project will starve within the connection period (decision d), the project with the
+// smallest time to starvation among those with a work request (not asked yet, not in
+// RPC backoff nor in seed 002's CPU backoff, with a CPU app version) is asked for its
+// request in CPU seconds. With only >= 0, just that project's request is returned.
+func cpuRequest(doc *state.Document, d *workfetch.Decision, now float64, asked []int, only int) (state.WorkRequest, bool) {
+	if d.Urgency == workfetch.DontNeedWork {
+		return state.WorkRequest{}, false
+	}
+	best := -1
+	for i, row := range d.Rows {
+		p := &doc.Projects[i]
+		if row.WorkRequest <= 0 || (only >= 0 && i != only) || slices.Contains(asked, i) || !rpc.CanContact(p, now) ||
+			prsc.BackedOff(p, state.ResourceCPU, now) || !hasVersionFor(doc, p.Name, state.ResourceCPU) {
 			continue
 		}
-		for v := range doc.AppVersions {
-			if av := &doc.AppVersions[v]; av.Name == t.AppVersion {
-				held[av.ResourceType()] += av.Instances()
-				break
-			}
+		if best < 0 || row.ETTPRC < d.Rows[best].ETTPRC {
+			best = i
 		}
 	}
-	for _, r := range doc.Host.Resources {
-		if held[r.Type] < float64(r.Instances)-1e-9 && slices.ContainsFunc(doc.Projects, func(p state.Project) bool {
-			return hasVersionFor(doc, p.Name, r.Type)
-		}) {
-			return true
-		}
+	if best < 0 {
+		return state.WorkRequest{}, false
 	}
-	return false
+	row := d.Rows[best]
+	return state.WorkRequest{Time: now, Project: row.Project, Reason: "seed 001 (" + d.Urgency.String() + "): " + row.Reason,
+		WorkReqSeconds: row.WorkRequest, CPUReqSecs: row.WorkRequest}, true
+}
+
+// coprocRequest is seed 002's work fetch (lib/prsc, bdevices request) for the
+// coprocessors: the round-robin simulation and select_project by overall long-term
+// debt + shortfall. Only its coprocessor part is sent (the CPU is seed 001's), so it
+// asks only when a coprocessor has an idle instance or a shortfall. A host without
+// coprocessors skips it.
+func coprocRequest(doc *state.Document, now float64, asked []int) (RPC, bool) {
+	if len(doc.Host.Resources) < 2 {
+		return RPC{}, false
+	}
+	dec := prsc.Decide(doc, now)
+	req := dec.Request
+	p := projectIndex(doc, req.Project)
+	if p < 0 || slices.Contains(asked, p) {
+		return RPC{}, false
+	}
+	req.CPUReqSecs, req.CPUReqInstances, req.WorkReqSeconds = 0, 0, 0
+	for _, c := range req.Coprocs {
+		req.WorkReqSeconds = max(req.WorkReqSeconds, c.ReqSecs)
+	}
+	if len(prsc.Requested(&req)) == 0 {
+		return RPC{}, false
+	}
+	doc.Request = &req
+	return RPC{Project: p, Request: req, Why: "seed 002: " + req.Reason}, true
 }
 
 func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64, rng *rand.Rand) {

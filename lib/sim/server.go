@@ -34,8 +34,9 @@ type genApp struct {
 // only estimates, and the peak FLOPs credited to it so far (wasted if it is reported
 // late).
 type job struct {
-	real float64
-	peak float64
+	real     float64
+	peak     float64
+	finished bool // its real work is done (it becomes done at the next settle)
 }
 
 // need is what is still asked of one resource while a reply is filled.

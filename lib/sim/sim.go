@@ -55,11 +55,12 @@ type Sim struct {
 	servers                          []*server
 	rng                              *rand.Rand // the decisions' stream (backoff jitter)
 
-	jobs    []job // parallel to Doc.Tasks
-	avIndex map[string]int
-	avRes   []int     // host resource index of each app version
-	avSpeed []float64 // FLOPS of each app version on the host
-	asked   []int
+	jobs      []job // parallel to Doc.Tasks
+	finishing int   // tasks whose work is done but that are still running (see settle)
+	avIndex   map[string]int
+	avRes     []int     // host resource index of each app version
+	avSpeed   []float64 // FLOPS of each app version on the host
+	asked     []int
 
 	m  metrics
 	su StepUsage
@@ -189,6 +190,10 @@ func (s *Sim) Step() bool {
 			s.rpcs(now)
 		}
 		s.policy.Schedule(s.Doc, now)
+		if s.finishing > 0 {
+			s.settle(now)
+			s.policy.Schedule(s.Doc, now)
+		}
 	}
 	s.compute(now, dt, active, gpuActive)
 	s.m.step(s.Doc, dt, on, active, gpuActive)
@@ -241,6 +246,21 @@ func (s *Sim) rpc(r RPC, now float64) {
 	s.policy.Replied(doc, r, Reply{Jobs: jobs}, now, s.rng)
 }
 
+// settle marks the tasks that finished their work in the last step done. Until now they
+// stayed running, so that the policy's scheduler saw their last CPU time: seed 001's
+// pass counts the work of RUNNING tasks only, and a task that had become done before the
+// pass would take its work since the previous pass out of the debts. With 30-minute
+// jobs that finish at the pass they trigger, one project's work was never counted and
+// it kept both CPUs (the public example gave 87 % to the 2/3 project).
+func (s *Sim) settle(now float64) {
+	for i := range s.Doc.Tasks {
+		if s.jobs[i].finished && s.Doc.Tasks[i].State != state.TaskDone && s.Doc.Tasks[i].State != state.TaskReported {
+			s.Doc.Tasks[i].State = state.TaskDone
+		}
+	}
+	s.finishing = 0
+}
+
 // dropReported removes reported tasks: their story is told in the tallies, and a
 // document that grew for 1,000 simulated days would slow every policy down.
 func (s *Sim) dropReported() {
@@ -286,6 +306,9 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 			continue
 		}
 		j := &s.jobs[i]
+		if j.finished {
+			continue
+		}
 		run := dt
 		finished := false
 		if left := j.real - t.FlopsDone; left <= speed*dt {
@@ -320,8 +343,9 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		su.Used[p][r] += av.Instances() * run / dt
 		su.CPUTime[p] += av.AvgNCPUs * run
 		if finished {
-			t.State = state.TaskDone
+			j.finished = true
 			t.CompletedTime = now + run
+			s.finishing++
 		}
 	}
 }

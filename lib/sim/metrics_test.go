@@ -1,0 +1,80 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// TestFigures checks the figures of merit against hand-computed values: two projects of
+// equal share on one 1-GFLOPS CPU, two steps of 60 s; A runs throughout, B never.
+func TestFigures(t *testing.T) {
+	doc := &state.Document{
+		Host:        state.Host{Resources: []state.Resource{{Type: state.ResourceCPU, Instances: 1, Flops: 1e9}}},
+		Preferences: state.Preferences{CPUSchedulingPeriod: 3600},
+		Projects:    []state.Project{{Name: "A", ResourceShare: 100}, {Name: "B", ResourceShare: 100}},
+	}
+	s := &Sim{Doc: doc, start: 0, now: 120}
+	s.m.init(doc)
+	for range 2 {
+		s.m.stepClear()
+		s.m.credit(0, 0, 60e9, 0)
+		s.m.step(doc, 60, true, true, false)
+	}
+	s.m.report(0, true, 30e9) // one late result of half a step's work
+	s.m.rpcs, s.m.jobs = 3, 2
+	res := s.Result()
+
+	// All work to one of two equal-share projects: share violation 1, Jain 1/2.
+	// Total 120 s × 1e9; wasted 30e9 / 120e9; nothing idle.
+	// Monotony: B's time since it ran is 60 then 120 s: Σ dt·R² = 60·(60² + 120²) =
+	// 1,080,000 over 120 s running: RMS √9000; A's is 0. X = (√9000 / 2) / (3600 × 2).
+	x := math.Sqrt(9000) / 2 / 7200
+	want := map[string][2]float64{
+		"wasted":    {res.WastedFraction, 0.25},
+		"idle":      {res.IdleFraction, 0},
+		"violation": {res.ShareViolation, 1},
+		"monotony":  {res.Monotony, x / (x + 1)},
+		"rpcs/job":  {res.RPCsPerJob, 0.75},
+		"jain":      {res.JainIndex, 0.5},
+		"A used":    {res.Projects[0].UsedFraction, 1},
+		"A share":   {res.Projects[0].Share, 0.5},
+		"cpu A":     {res.Resources[0].Projects[0].UsedFraction, 1},
+	}
+	for name, g := range want {
+		if math.Abs(g[0]-g[1]) > 1e-12 {
+			t.Errorf("%s = %v, want %v", name, g[0], g[1])
+		}
+	}
+	if res.Projects[0].DeadlinesMissed != 1 || res.Projects[0].DeadlinesMet != 0 {
+		t.Errorf("deadlines met/missed %d/%d, want 0/1", res.Projects[0].DeadlinesMet, res.Projects[0].DeadlinesMissed)
+	}
+	if got := res.OneLine(); got != "wf 0.250000 if 0.000000 sv 1.000000 m 0.006545 r 0.750000" {
+		t.Errorf("one line %q", got)
+	}
+}
+
+// TestOnOff checks the availability process: always on at fraction 1, never at 0, and
+// close to its fraction over a long time otherwise.
+func TestOnOff(t *testing.T) {
+	rng := stream(1, 1)
+	if p := newOnOff(boincxml.Availability{Frac: 1, Lambda: 100}, 0, rng); !p.at(1e6) {
+		t.Error("fraction 1 is off")
+	}
+	if p := newOnOff(boincxml.Availability{Frac: 0, Lambda: 100}, 0, rng); p.at(1e6) {
+		t.Error("fraction 0 is on")
+	}
+	p := newOnOff(boincxml.Availability{Frac: 0.3, Lambda: 600}, 0, rng)
+	on := 0
+	const n = 200000
+	for i := range n {
+		if p.at(float64(i) * 60) {
+			on++
+		}
+	}
+	if f := float64(on) / n; math.Abs(f-0.3) > 0.02 {
+		t.Errorf("on %.3f of the time, want 0.3", f)
+	}
+}

@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// The repository's own scenarios, relative to this package.
+const (
+	seed002GPU = "../../scenarios/seed002-gpu"
+	share7525  = "../../scenarios/share-75-25"
+)
+
+func run(t *testing.T, dir, policy string, days float64, seed uint64) *Result {
+	t.Helper()
+	res, err := Run(load(t, dir), Config{Duration: days * 86400, Delta: 60, Policy: policy, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func fraction(t *testing.T, res *Result, resource, project string) float64 {
+	t.Helper()
+	for _, r := range res.Resources {
+		if r.Type != resource {
+			continue
+		}
+		for _, p := range r.Projects {
+			if p.Name == project {
+				return p.UsedFraction
+			}
+		}
+	}
+	t.Fatalf("no %s/%s in the result", resource, project)
+	return 0
+}
+
+// TestSeed002Example is seed 002's worked example as a run: a GPU twice as fast as the
+// CPU, A with GPU jobs only, B with both, equal shares: the CPU 100 % to B, the GPU 75 %
+// to A and 25 % to B. The GPU's split converges over weeks (70/30 after 10 days).
+func TestSeed002Example(t *testing.T) {
+	res := run(t, seed002GPU, "seed", 30, 1)
+	t.Logf("%s; GPU A %.4f B %.4f", res.OneLine(), fraction(t, res, "NVIDIA", "A"), fraction(t, res, "NVIDIA", "B"))
+	if b := fraction(t, res, "cpu", "B"); b < 0.97 {
+		t.Errorf("CPU to B %.4f, want >= 0.97", b)
+	}
+	if a := fraction(t, res, "NVIDIA", "A"); math.Abs(a-0.75) > 0.03 {
+		t.Errorf("GPU to A %.4f, want 0.75 ± 0.03", a)
+	}
+	if b := fraction(t, res, "NVIDIA", "B"); math.Abs(b-0.25) > 0.03 {
+		t.Errorf("GPU to B %.4f, want 0.25 ± 0.03", b)
+	}
+}
+
+// TestShare7525 is seed 001's 75/25 debt example on 4 CPUs over 10 days.
+func TestShare7525(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		res := run(t, share7525, "seed", 10, seed)
+		if res.ShareViolation > 0.01 {
+			t.Errorf("seed %d: share violation %f, want <= 0.01 (%s)", seed, res.ShareViolation, res.OneLine())
+		}
+	}
+	// The baseline ignores shares: 2 CPUs each, half the work each.
+	if rr := run(t, share7525, "rr", 10, 1); rr.ShareViolation < 0.4 {
+		t.Errorf("rr: share violation %f, want about 0.5", rr.ShareViolation)
+	}
+}
+
+// TestPublicExampleBeatsBOINC keeps the seed policy at least as good as BOINC's
+// emulator on the public example (sv 0.022014 m 0.352439 r 0.183226, nothing wasted
+// or idle).
+func TestPublicExampleBeatsBOINC(t *testing.T) {
+	res := run(t, publicExample, "seed", 10, 1)
+	if res.WastedFraction != 0 || res.IdleFraction != 0 || res.ShareViolation > 0.022014 || res.Monotony > 0.352439 || res.RPCsPerJob > 0.183226 {
+		t.Errorf("%s, BOINC wf 0.000000 if 0.000000 sv 0.022014 m 0.352439 r 0.183226", res.OneLine())
+	}
+}
+
+// TestDeterministic: the same scenario and seed give byte-identical JSON, for every
+// policy, and the random processes are really used (another seed differs).
+func TestDeterministic(t *testing.T) {
+	for _, policy := range Policies() {
+		enc := func(seed uint64) []byte {
+			b, err := json.Marshal(run(t, "testdata/noisy", policy, 3, seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		a, b, c := enc(7), enc(7), enc(8)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: two runs with seed 7 differ:\n%s\n%s", policy, a, b)
+		}
+		if bytes.Equal(a, c) {
+			t.Errorf("%s: seeds 7 and 8 give the same run", policy)
+		}
+	}
+}
