@@ -215,3 +215,64 @@ func TestConcurrentClaims(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentReports has the same report arrive many times at once: it is recorded
+// exactly once.
+func TestConcurrentReports(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		appID, avID := setupWork(t, s, 5, 1)
+		h := &store.Host{Authenticator: store.NewAuthenticator()}
+		var names []string
+		err := s.InTx(ctx, func(tx *store.Tx) error {
+			if err := tx.CreateHost(h, 1); err != nil {
+				return err
+			}
+			cands, err := tx.UnsentCandidates([]int64{appID}, h.ID, 0, 5)
+			for _, c := range cands {
+				if _, err := tx.ClaimResult(c.ResultID, h.ID, avID, 1, 2); err != nil {
+					return err
+				}
+				names = append(names, c.ResultName)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		recorded := map[string]int{}
+		var wg sync.WaitGroup
+		for g := 0; g < 12; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, name := range names {
+					var st store.ReportStatus
+					err := s.InTx(ctx, func(tx *store.Tx) error {
+						var err error
+						st, err = tx.RecordReport(h.ID, store.Report{Name: name, Success: true, CPUTime: float64(g)}, 3)
+						return err
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if st == store.ReportRecorded {
+						mu.Lock()
+						recorded[name]++
+						mu.Unlock()
+					} else if st != store.ReportDuplicate {
+						t.Errorf("%s: status %d", name, st)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for _, name := range names {
+			if recorded[name] != 1 {
+				t.Errorf("%s recorded %d times", name, recorded[name])
+			}
+		}
+	})
+}
