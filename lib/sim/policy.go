@@ -58,6 +58,10 @@ type StepUsage struct {
 	Now, DT float64
 	Used    [][]float64
 	CPUTime []float64
+	// Finished counts the tasks that have finished their work since the run began (they
+	// left the runnable set), so that a policy can tell that nothing finished since it
+	// last looked.
+	Finished int
 }
 
 // policies are the policies --policy can name, each made fresh for a run.

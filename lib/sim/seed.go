@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -37,6 +38,41 @@ func init() { Register("seed", func() Policy { return &seedPolicy{} }) }
 type seedPolicy struct {
 	started bool
 	fetch   workfetch.Decision // seed 001's decision at the step's first poll
+
+	// Skips that change no decision, only the time a run takes (the emulator calls
+	// these functions about 1,500 times per simulated day):
+	//   - cpusched.Due is false until the next pass's time, a new result, or a change
+	//     in which tasks are runnable: after a false answer, the fingerprint of the
+	//     runnable set (count, running count, latest receipt) must change first;
+	//   - seed 001 cannot need work before fetchCheck (see nextFetchCheck) unless a
+	//     task has finished since (finished differs from the loop's count).
+	dueFP        fingerprint
+	dueQuiet     bool
+	fetchCheck   float64
+	finished     int     // the loop's count at the last Account
+	seenFinished int     // the count when seed 001 last decided
+	maxRate      float64 // FLOPS the host can give at most, all resources together
+}
+
+// fingerprint is what cpusched.Due's answer depends on besides the time.
+type fingerprint struct {
+	runnable, running int
+	lastReceived      float64
+}
+
+func fingerprintOf(doc *state.Document) fingerprint {
+	var f fingerprint
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.State.Runnable() {
+			f.runnable++
+			f.lastReceived = max(f.lastReceived, t.ReceivedTime)
+		}
+		if t.State == state.TaskRunning {
+			f.running++
+		}
+	}
+	return f
 }
 
 // start sets D(P,R) for every resource a project has app versions for, unless the
@@ -65,9 +101,15 @@ func (sp *seedPolicy) start(doc *state.Document) {
 
 func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 	sp.start(doc)
+	fp := fingerprintOf(doc)
+	if sp.dueQuiet && fp == sp.dueFP && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
+		return false // Due would say no again: none of its inputs changed
+	}
 	if due, _ := cpusched.Due(doc, now); !due {
+		sp.dueQuiet, sp.dueFP = true, fp
 		return false
 	}
+	sp.dueQuiet = false
 	cpusched.Schedule(doc, now)
 	return true
 }
@@ -77,9 +119,12 @@ func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RP
 	if len(asked) == 0 {
 		// Seed 001 decides once per poll, and every project with a work request is asked
 		// for it ("checks if any project has a non-zero work request").
-		sp.fetch = workfetch.Compute(doc)
-		workfetch.Apply(doc, sp.fetch, now)
-		if d := rpc.Poll(doc, now); d.Action == rpc.Report {
+		if now >= sp.fetchCheck || sp.finished != sp.seenFinished {
+			sp.fetch = workfetch.Compute(doc)
+			workfetch.Apply(doc, sp.fetch, now)
+			sp.fetchCheck, sp.seenFinished = sp.nextFetchCheck(doc, now), sp.finished
+		}
+		if d := sp.poll(doc, now); d.Action == rpc.Report {
 			p := projectIndex(doc, d.Project)
 			r := RPC{Project: p, Why: "report: " + d.Reason}
 			if d.AskWork {
@@ -160,7 +205,59 @@ func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64, r
 	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs}, false, now, rng)
 }
 
-func (*seedPolicy) Account(doc *state.Document, u *StepUsage) {
+// poll is rpc.Poll, which bsim asks only for report sessions: those need an overdue
+// result (rpc.Overdue), so without one the poll is not run.
+func (sp *seedPolicy) poll(doc *state.Document, now float64) rpc.Decision {
+	for i := range doc.Tasks {
+		if rpc.Overdue(&doc.Tasks[i], now) {
+			return rpc.Poll(doc, now)
+		}
+	}
+	return rpc.Decision{Action: rpc.None}
+}
+
+// nextFetchCheck is the earliest time seed 001's urgency can rise above dont_need_work
+// if no task finishes before: each project's ETTPRC S must fall below T, and with the
+// set of runnable results unchanged (new results only add to S) S falls at most as
+// fast as the whole host could work off the project's estimates: maxRate ÷ one CPU's
+// FLOPS ÷ avg_proc_rate seconds per second. Any other decision means check again at
+// the next poll.
+func (sp *seedPolicy) nextFetchCheck(doc *state.Document, now float64) float64 {
+	d := &sp.fetch
+	if d.Urgency != workfetch.DontNeedWork || d.CPUFlops <= 0 {
+		return now
+	}
+	if sp.maxRate == 0 {
+		for _, r := range doc.Host.Resources {
+			var speed, need float64 = 0, math.Inf(1)
+			for _, av := range doc.AppVersions {
+				if av.ResourceType() == r.Type {
+					speed = max(speed, av.Speed(&doc.Host))
+					if n := av.Instances(); n > 0 {
+						need = min(need, n)
+					}
+				}
+			}
+			if speed > 0 {
+				sp.maxRate += float64(r.Instances) / need * speed
+			}
+		}
+	}
+	if sp.maxRate <= 0 {
+		return math.Inf(1)
+	}
+	next := math.Inf(1)
+	for _, r := range d.Rows {
+		if math.IsInf(r.ETTPRC, 1) || r.AvgProcRate <= 0 {
+			continue
+		}
+		next = min(next, now+(r.ETTPRC-d.T)*r.AvgProcRate*d.CPUFlops/sp.maxRate)
+	}
+	return next
+}
+
+func (sp *seedPolicy) Account(doc *state.Document, u *StepUsage) {
+	sp.finished = u.Finished
 	for p := range doc.Projects {
 		rpc.UpdateExpAvgCPU(&doc.Projects[p], u.CPUTime[p], u.Now)
 	}

@@ -256,6 +256,7 @@ func (s *Sim) settle(now float64) {
 	for i := range s.Doc.Tasks {
 		if s.jobs[i].finished && s.Doc.Tasks[i].State != state.TaskDone && s.Doc.Tasks[i].State != state.TaskReported {
 			s.Doc.Tasks[i].State = state.TaskDone
+			s.su.Finished++
 		}
 	}
 	s.finishing = 0
