@@ -17,5 +17,23 @@ go run ./cmd/bfetch --now "$now" -o table < examples/two-projects.yaml
 step "bdevices: per-resource shortfall and the request (seed 002), on the seed's GPU example"
 go run ./cmd/bdevices request --now 1700000000 -o table < examples/gpu-seed-example.yaml
 
+step "bsim: the whole client loop over simulated time (a 75/25 scenario, then BOINC's public example)"
+go run ./cmd/bsim run scenarios/share-75-25 --duration 10d -o table
+if [ -d ../shared/scenarios/example-2cpu-2to1 ]; then
+  go run ./cmd/bsim run ../shared/scenarios/example-2cpu-2to1 --duration 10d
+  echo "BOINC's emulator on the same scenario: wf 0.000000 if 0.000000 sv 0.022014 m 0.352439 r 0.183226"
+fi
+
+step "bserver: a project on SQLite: schema, an app and its version, work, the counts"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+db=$work/project.db
+go build -o "$(dirname "$db")/bserver" ./cmd/bserver
+srv="$(dirname "$db")/bserver"
+"$srv" init --db "$db"
+"$srv" app add --db "$db" uppercase
+"$srv" app-version add --db "$db" --app uppercase --version 1 --avg-ncpus 1
+"$srv" work create --db "$db" --app uppercase --count 5 --fpops-est 1e12 --delay-bound 2d
+"$srv" status --db "$db"
+
 step "bsched then bfetch, piped: the document flows through the stages"
 go run ./cmd/bsched --now "$now" < examples/two-projects.yaml | go run ./cmd/bfetch --now "$now" -o table
