@@ -153,10 +153,10 @@ func NewTable(w io.Writer, header ...any) *tablewriter.Table {
 func Num(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 
 // NoArgs is the check of a command that takes flags only: a stray argument is a usage
-// error that says where the input comes from instead.
+// error.
 func NoArgs(cmd *cli.Command) error {
 	if cmd.Args().Len() > 0 {
-		return Usagef("unexpected argument %q (input comes from --state or standard input; see '%s --help')", cmd.Args().First(), cmd.FullName())
+		return Usagef("unexpected argument %q (see '%s --help')", cmd.Args().First(), cmd.FullName())
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ versions) or the GPU's peak FLOPS × coproc-count (GPU versions).`,
 				&cli.FloatFlag{Name: "flops", Usage: "FLOPS a job of this version runs at (`F`); 0: from the host's figures"},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
-				if err := noArgs(cmd); err != nil {
+				if err := cliutil.NoArgs(cmd); err != nil {
 					return err
 				}
 				av := store.AppVersion{AppName: cmd.String("app"), VersionNum: cmd.Int("version"), PlanClass: cmd.String("plan-class"),
@@ -204,7 +204,7 @@ now + --retry-delay (seed 003's DWU). Durations are seconds or take a unit: 90s,
 }
 
 func workCreate(ctx context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+	if err := cliutil.NoArgs(cmd); err != nil {
 		return err
 	}
 	spec := store.WorkSpec{App: cmd.String("app"), Count: cmd.Int("count"), NamePrefix: cmd.String("name-prefix"),
@@ -283,7 +283,7 @@ no_reply, …), as a table or as JSON.`,
 			[]string{"bserver status --db project.db", "bserver status --db project.db -o json | jq '.results'"}, ""),
 		Flags: []cli.Flag{cliutil.OutputFlag("table", "json")},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if err := noArgs(cmd); err != nil {
+			if err := cliutil.NoArgs(cmd); err != nil {
 				return err
 			}
 			s, err := openStore(ctx, cmd, true)

@@ -107,13 +107,6 @@ func userError(err error) error {
 	return err
 }
 
-func noArgs(cmd *cli.Command) error {
-	if cmd.Args().Len() > 0 {
-		return cliutil.Usagef("unexpected argument %q (see '%s --help')", cmd.Args().First(), cmd.FullName())
-	}
-	return nil
-}
-
 func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "init",
@@ -126,7 +119,7 @@ other subcommand refuses a database whose schema is missing or older than this
 program's, and says to run init.`,
 			[]string{"bserver init --db sqlite:/var/lib/project/project.db", "bserver init --db mysql://boinc:secret@db.example:3306/project"}, ""),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if err := noArgs(cmd); err != nil {
+			if err := cliutil.NoArgs(cmd); err != nil {
 				return err
 			}
 			now, err := cliutil.Now(cmd)

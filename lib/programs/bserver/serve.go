@@ -63,7 +63,7 @@ share one database. --now freezes the server's clock (for tests and emulation).`
 }
 
 func serve(ctx context.Context, cmd *cli.Command) error {
-	if err := noArgs(cmd); err != nil {
+	if err := cliutil.NoArgs(cmd); err != nil {
 		return err
 	}
 	delay, err := cliutil.ParseDuration(cmd.String("request-delay"))
