@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
+	github.com/goccy/go-json v0.12.0
 	github.com/google/go-cmp v0.7.0
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/olekukonko/tablewriter v1.1.5

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-go test -run '^$' -bench . -benchmem ./lib/cpusched/ ./lib/workfetch/ ./lib/prsc/ ./lib/programs/bsched/ | tee "$tmp/bench.txt" >&2
+go test -run '^$' -bench . -benchmem ./lib/cpusched/ ./lib/workfetch/ ./lib/prsc/ ./lib/sim/ ./lib/programs/bsched/ | tee "$tmp/bench.txt" >&2
 
 go build -o "$tmp/bsched" ./cmd/bsched
 go run ./scripts/gen-state -projects 100 -tasks 10000 -cpus 16 > "$tmp/big.json"
@@ -17,4 +17,11 @@ done | sort -n | head -1)
 printf '\n%-62s %s\n' "figure" "value"
 awk '/^Benchmark/ { printf "%-62s %.3f ms/op\n", $1, $3/1e6 }' "$tmp/bench.txt"
 awk -v us="$best" 'BEGIN { printf "%-62s %.1f ms (best of 10)\n", "bsched whole program, 100 projects/10,000 tasks JSON, wall", us/1000 }'
+go build -o "$tmp/bsim" ./cmd/bsim
+if [ -d ../shared/scenarios/example-2cpu-2to1 ]; then
+  for d in 10d 1000d; do
+    s=$(date +%s%N); "$tmp/bsim" run ../shared/scenarios/example-2cpu-2to1 --duration "$d" > /dev/null; e=$(date +%s%N)
+    awk -v us=$(( (e - s) / 1000 )) -v d="$d" 'BEGIN { printf "%-62s %.1f ms\n", "bsim whole program, public example, " d " at delta 60, wall", us/1000 }'
+  done
+fi
 if [ -x scripts/bench-bserver.sh ] || [ -f scripts/bench-bserver.sh ]; then bash scripts/bench-bserver.sh; fi

@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"sync"
 
+	// goccy/go-json: encoding/json's API at twice its speed, which keeps a 10,000-task
+	// document within bsched's 50 ms budget (encoding/json/v2 is still an experiment).
+	json "github.com/goccy/go-json"
 	"go.yaml.in/yaml/v3"
 )
 
