@@ -115,12 +115,16 @@ func (t *UnixTime) UnmarshalText(b []byte) error {
 }
 
 // Marshal writes the reply as a complete XML document.
-func (r *SchedulerReply) Marshal() ([]byte, error) {
+func (r *SchedulerReply) Marshal() ([]byte, error) { return marshalDocument(r) }
+
+// marshalDocument writes v as an indented XML document with its header: the form both
+// scheduler messages take on the wire.
+func marshalDocument(v any) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	e := xml.NewEncoder(&b)
 	e.Indent("", "  ")
-	if err := e.Encode(r); err != nil {
+	if err := e.Encode(v); err != nil {
 		return nil, err
 	}
 	b.WriteByte('\n')

@@ -1,7 +1,6 @@
 package boincxml
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -291,14 +290,4 @@ func (r *SchedulerRequest) validate() error {
 }
 
 // Marshal writes the request as XML (what a client posts).
-func (r *SchedulerRequest) Marshal() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	e := xml.NewEncoder(&b)
-	e.Indent("", "  ")
-	if err := e.Encode(r); err != nil {
-		return nil, err
-	}
-	b.WriteByte('\n')
-	return b.Bytes(), nil
-}
+func (r *SchedulerRequest) Marshal() ([]byte, error) { return marshalDocument(r) }

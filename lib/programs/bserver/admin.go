@@ -52,11 +52,7 @@ files; blocality creates the batches, cursors and jobs.`,
 				if err := checkName("app name", name); err != nil {
 					return err
 				}
-				now, err := cliutil.Now(cmd)
-				if err != nil {
-					return err
-				}
-				s, err := openStore(ctx, cmd, true)
+				s, now, err := openStoreAt(ctx, cmd)
 				if err != nil {
 					return err
 				}
@@ -133,11 +129,7 @@ versions) or the GPU's peak FLOPS × coproc-count (GPU versions).`,
 				if !(av.Flops >= 0) || math.IsInf(av.Flops, 0) {
 					return cliutil.Usagef("--flops: must be >= 0, got %v", av.Flops)
 				}
-				now, err := cliutil.Now(cmd)
-				if err != nil {
-					return err
-				}
-				s, err := openStore(ctx, cmd, true)
+				s, now, err := openStoreAt(ctx, cmd)
 				if err != nil {
 					return err
 				}
@@ -254,11 +246,7 @@ func workCreate(ctx context.Context, cmd *cli.Command) error {
 			return cliutil.Usagef("%s", c.msg)
 		}
 	}
-	now, err := cliutil.Now(cmd)
-	if err != nil {
-		return err
-	}
-	s, err := openStore(ctx, cmd, true)
+	s, now, err := openStoreAt(ctx, cmd)
 	if err != nil {
 		return err
 	}
@@ -309,4 +297,15 @@ no_reply, …), as a table or as JSON.`,
 			return t.Render()
 		},
 	}
+}
+
+// openStoreAt is what every command that adds rows starts with: the time to stamp them
+// with (--now) and the project's existing database.
+func openStoreAt(ctx context.Context, cmd *cli.Command) (*store.Store, float64, error) {
+	now, err := cliutil.Now(cmd)
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := openStore(ctx, cmd, true)
+	return s, now, err
 }
