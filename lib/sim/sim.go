@@ -22,6 +22,7 @@ type Config struct {
 	Delta    float64 // seconds per step
 	Policy   string  // a registered policy name (Policies)
 	Seed     uint64  // the seed of every random stream
+	Trace    bool    // record a Trace (Sim.Trace) for pictures
 }
 
 // Random streams: each process draws from its own PCG stream of the seed, so that (for
@@ -64,6 +65,7 @@ type Sim struct {
 
 	m  metrics
 	su StepUsage
+	tr *tracer // nil unless Config.Trace
 }
 
 // New prepares a run of scenario sc. The run takes sc.Doc over and changes it.
@@ -136,6 +138,9 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 		s.jobs = append(s.jobs, job{real: t.EstimatedFlops})
 	}
 	s.m.init(doc)
+	if cfg.Trace {
+		s.tr = newTracer(doc, s.start, s.end, cfg.Delta)
+	}
 	s.su = StepUsage{Used: make([][]float64, len(doc.Projects)), CPUTime: make([]float64, len(doc.Projects))}
 	for p := range s.su.Used {
 		s.su.Used[p] = make([]float64, len(doc.Host.Resources))
@@ -152,6 +157,14 @@ func Run(sc *boincxml.Scenario, cfg Config) (*Result, error) {
 	for s.Step() {
 	}
 	return s.Result(), nil
+}
+
+// Trace is what the run did so far, or nil when Config.Trace was not set.
+func (s *Sim) Trace() *Trace {
+	if s.tr == nil {
+		return nil
+	}
+	return s.tr.t
 }
 
 // Now is the simulated time, Unix seconds.
@@ -197,6 +210,9 @@ func (s *Sim) Step() bool {
 	}
 	s.compute(now, dt, active, gpuActive)
 	s.m.step(s.Doc, dt, on, active, gpuActive)
+	if s.tr != nil {
+		s.tr.available(now, dt, active, gpuActive)
+	}
 	s.su.Now, s.su.DT = now+dt, dt
 	s.policy.Account(s.Doc, &s.su)
 	s.now = now + dt
@@ -339,6 +355,11 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		}
 		j.peak += cpuPeak + coPeak
 		s.m.credit(p, r, cpuPeak, coPeak)
+		if s.tr != nil {
+			s.tr.ran(t.Name, p, r, av.Instances(), now, now+run)
+			s.tr.used(now, p, s.m.cpu, cpuPeak)
+			s.tr.used(now, p, r, coPeak)
+		}
 		// What the policies account: the instances of the task's own resource type
 		// (the rule of prsc.Usage), averaged over the step.
 		su.Used[p][r] += av.Instances() * run / dt

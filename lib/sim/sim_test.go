@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,6 +33,48 @@ func TestPublicExample(t *testing.T) {
 		t.Logf("%s: %s jain %f rpcs %d jobs %d", pol, res.OneLine(), res.JainIndex, res.RPCs, res.Jobs)
 		for _, p := range res.Projects {
 			t.Logf("  %+v", p)
+		}
+	}
+}
+
+func TestTraceChangesNothing(t *testing.T) {
+	cfg := Config{Duration: 2 * 86400, Delta: 60, Policy: "seed", Seed: 3}
+	plain, err := Run(load(t, publicExample), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Trace = true
+	s, err := New(load(t, publicExample), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s.Step() {
+	}
+	if got, want := s.Result().OneLine(), plain.OneLine(); got != want {
+		t.Errorf("with a trace: %s, without: %s", got, want)
+	}
+	tr := s.Trace()
+	if len(tr.Runs) == 0 || len(tr.Buckets) == 0 || len(tr.Buckets) > MaxBuckets {
+		t.Fatalf("trace has %d runs and %d buckets", len(tr.Runs), len(tr.Buckets))
+	}
+	// The trace's FLOPs are the figures' FLOPs.
+	var used, avail float64
+	for _, b := range tr.Buckets {
+		for _, u := range b.Used {
+			for _, x := range u {
+				used += x
+			}
+		}
+		for _, x := range b.Available {
+			avail += x
+		}
+	}
+	if math.Abs(used-plain.UsedFlops) > 1e-9*plain.UsedFlops || math.Abs(avail-plain.TotalFlops) > 1e-9*plain.TotalFlops {
+		t.Errorf("trace used %g of %g, figures %g of %g", used, avail, plain.UsedFlops, plain.TotalFlops)
+	}
+	for _, r := range tr.Runs {
+		if !(r.End > r.Start) || r.Start < tr.Start || r.End > tr.End {
+			t.Fatalf("run %+v outside [%g, %g]", r, tr.Start, tr.End)
 		}
 	}
 }
