@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -81,6 +82,30 @@ func Read(r io.Reader, file string) (*Document, Format, error) {
 	return Decode(data, file)
 }
 
+// NewDocument returns the document every decode starts from: the fields an input leaves
+// out keep these values (preferences at BOINC's defaults, the host always available).
+func NewDocument() *Document {
+	doc := defaults()
+	return &doc
+}
+
+// DecodeStrict decodes data, JSON or YAML recognised by content, into v (a non-nil
+// pointer, usually to a struct with json tags) by the rules documents are decoded by:
+// unknown fields, fields given twice, wrong types, non-finite numbers and trailing data
+// are problems naming the field path (and for YAML the line); fields absent from data
+// keep the values v holds, so fill v with the defaults first. A value whose pointer
+// implements encoding.TextUnmarshaler is decoded from a YAML scalar's text (for JSON,
+// give it an UnmarshalJSON too). Bounds are not checked: ValidateFields does that. The
+// error is an *Error without File. Other formats built on documents (lib/scenario) use
+// this so that their inputs read, and fail, as documents do.
+func DecodeStrict(data []byte, v any) (Format, error) {
+	format := DetectFormat(data)
+	if format == JSON {
+		return format, decodeJSON(data, v)
+	}
+	return format, decodeYAML(data, v)
+}
+
 func withFile(err error, file string) error {
 	var e *Error
 	if errors.As(err, &e) {
@@ -92,10 +117,10 @@ func withFile(err error, file string) error {
 
 // decodeJSON takes the fast path of encoding/json; when it fails, the slower decoder
 // that tracks field paths runs over the same bytes to say where the problem is.
-func decodeJSON(data []byte, doc *Document) error {
+func decodeJSON(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(doc)
+	err := dec.Decode(v)
 	if err == nil {
 		if _, extra := dec.Token(); extra != io.EOF {
 			return &Error{Problems: []string{"unexpected data after the document"}}
@@ -107,14 +132,14 @@ func decodeJSON(data []byte, doc *Document) error {
 		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
 		return &Error{Problems: []string{fmt.Sprintf("line %d: invalid JSON: %v", line, se)}}
 	}
-	fresh := defaults()
-	if perr := decodeYAML(data, &fresh); perr != nil {
+	fresh := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+	if perr := decodeYAML(data, fresh); perr != nil {
 		return perr
 	}
 	return &Error{Problems: []string{strings.TrimPrefix(err.Error(), "json: ")}}
 }
 
-func decodeYAML(data []byte, doc *Document) error {
+func decodeYAML(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &Error{Problems: []string{"empty document"}}
 	}
@@ -130,7 +155,7 @@ func decodeYAML(data []byte, doc *Document) error {
 	// Aliases may expand a small input into a huge tree: allow expansion to a few times
 	// the input's own size, no more.
 	w := walker{limit: 4*countNodes(&root) + 10_000}
-	w.value(root.Content[0], reflect.ValueOf(doc).Elem(), "")
+	w.value(root.Content[0], reflect.ValueOf(v).Elem(), "")
 	if len(w.problems) > 0 {
 		return &Error{Problems: w.problems}
 	}
@@ -207,6 +232,16 @@ func (w *walker) value(n *yaml.Node, v reflect.Value, path string) {
 		w.value(n, v.Elem(), path)
 		return
 	}
+	if t := v.Type(); t.PkgPath() != "" && t.Kind() != reflect.Struct && reflect.PointerTo(t).Implements(textUnmarshaler) {
+		if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+			w.fail(path, n, "want a number or a string, got %s", describe(n))
+			return
+		}
+		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
+			w.fail(path, n, "%v", err)
+		}
+		return
+	}
 	switch v.Kind() {
 	case reflect.Struct:
 		w.object(n, v, path)
@@ -268,6 +303,8 @@ func (w *walker) value(n *yaml.Node, v reflect.Value, path string) {
 		panic("state: no decoder for " + v.Type().String())
 	}
 }
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 
 func (w *walker) object(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {

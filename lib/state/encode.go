@@ -30,21 +30,7 @@ func Encode(doc *Document, format Format) ([]byte, error) {
 	case JSON:
 		return encodeJSON(doc)
 	case YAML:
-		var n yaml.Node
-		if err := n.Encode(doc); err != nil {
-			return nil, err
-		}
-		plainFloats(&n)
-		var b bytes.Buffer
-		enc := yaml.NewEncoder(&b)
-		enc.SetIndent(2)
-		if err := enc.Encode(&n); err != nil {
-			return nil, err
-		}
-		if err := enc.Close(); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
+		return EncodeValue(doc, YAML)
 	}
 	return nil, fmt.Errorf("unknown format %q", format)
 }
@@ -110,4 +96,36 @@ func encodeJSON(doc *Document) ([]byte, error) {
 	}
 	b.WriteString("\n}\n")
 	return b.Bytes(), nil
+}
+
+// EncodeValue writes v, any value with json and yaml tags, as Encode writes documents
+// (YAML indented by two spaces, numbers below 1e11 without an exponent; JSON indented
+// by two spaces), ending with a newline. Other formats built on documents
+// (lib/scenario) use it so that their files read as documents do.
+func EncodeValue(v any, format Format) ([]byte, error) {
+	switch format {
+	case JSON:
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	case YAML:
+		var n yaml.Node
+		if err := n.Encode(v); err != nil {
+			return nil, err
+		}
+		plainFloats(&n)
+		var b bytes.Buffer
+		enc := yaml.NewEncoder(&b)
+		enc.SetIndent(2)
+		if err := enc.Encode(&n); err != nil {
+			return nil, err
+		}
+		if err := enc.Close(); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	}
+	return nil, fmt.Errorf("unknown format %q", format)
 }

@@ -11,11 +11,25 @@ const SchemaPath = "schema/state-v1.schema.json"
 // Schema returns the JSON Schema (draft 2020-12) of the document, generated from the Go
 // types and their tags. A test keeps the copy at SchemaPath equal to it.
 func Schema() ([]byte, error) {
-	s := schemaOf(reflect.TypeOf(Document{}))
+	return SchemaFor(Document{}, SchemaPath, "bkit client state document, version 1",
+		"The document every bkit client program reads and writes (lib/state). Times are Unix seconds, durations seconds, work FLOPs, speeds FLOPS.")
+}
+
+// SchemaDescriber is a type that gives its own JSON Schema (a type with custom decoding,
+// such as a duration that is a number or a string with a unit).
+type SchemaDescriber interface {
+	JSONSchema() map[string]any
+}
+
+// SchemaFor returns the JSON Schema (draft 2020-12) of v's type, generated from its
+// struct tags as Schema generates the document's; path is where the repository keeps
+// the copy (the schema's $id).
+func SchemaFor(v any, path, title, description string) ([]byte, error) {
+	s := schemaOf(reflect.TypeOf(v))
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-	s["$id"] = "https://github.com/bkit/bkit/" + SchemaPath
-	s["title"] = "bkit client state document, version 1"
-	s["description"] = "The document every bkit client program reads and writes (lib/state). Times are Unix seconds, durations seconds, work FLOPs, speeds FLOPS."
+	s["$id"] = "https://github.com/bkit/bkit/" + path
+	s["title"] = title
+	s["description"] = description
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, err
@@ -24,6 +38,11 @@ func Schema() ([]byte, error) {
 }
 
 func schemaOf(t reflect.Type) map[string]any {
+	if t.Kind() != reflect.Pointer {
+		if d, ok := reflect.New(t).Interface().(SchemaDescriber); ok {
+			return d.JSONSchema()
+		}
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return schemaOf(t.Elem())

@@ -21,6 +21,20 @@ func Validate(doc *Document) error {
 	return nil
 }
 
+// ValidateFields checks the bounds and enumerations the struct tags of v's type set (min,
+// max, gt, enum), over v (a pointer to a struct) and everything it holds, as Validate
+// checks a document's: a problem names the field path ("apps[1].fpops_est: must be >
+// 0, got 0"). A pointer field is checked when it is set. It returns an *Error without
+// File, or nil.
+func ValidateFields(v any) error {
+	val := validator{}
+	val.bounds(reflect.ValueOf(v))
+	if len(val.problems) > 0 {
+		return &Error{Problems: val.problems}
+	}
+	return nil
+}
+
 type validator struct {
 	problems []string
 	stack    []segment
@@ -85,6 +99,12 @@ func (v *validator) bounds(val reflect.Value) {
 }
 
 func (v *validator) field(f field, fv reflect.Value) {
+	if fv.Kind() == reflect.Pointer {
+		if fv.IsNil() {
+			return
+		}
+		fv = fv.Elem()
+	}
 	var x float64
 	switch fv.Kind() {
 	case reflect.Float64:
