@@ -70,3 +70,10 @@ func ContactBackoffUntil(h *state.Host, p *state.Project) float64 {
 	}
 	return until
 }
+
+// NewRand is the random source bdevices reply draws backoff jitter from for --seed
+// seed; the emulator hands the same seed to the same source, so that a shell loop of
+// the programs and bsim draw the same numbers.
+func NewRand(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math/rand/v2"
 
 	"github.com/bkit/bkit/lib/boincxml"
 )
@@ -14,10 +13,10 @@ type onOff struct {
 	frac, lambda float64
 	on           bool
 	next         float64 // when the state flips next
-	rng          *rand.Rand
+	rng          stream
 }
 
-func newOnOff(a boincxml.Availability, start float64, rng *rand.Rand) *onOff {
+func newOnOff(a boincxml.Availability, start float64, rng stream) *onOff {
 	p := &onOff{frac: a.Frac, lambda: a.Lambda, on: a.Frac > 0, rng: rng}
 	if p.frac > 0 && p.frac < 1 {
 		// Start in the stationary state: on with probability frac.

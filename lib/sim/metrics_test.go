@@ -59,7 +59,7 @@ func TestFigures(t *testing.T) {
 // TestOnOff checks the availability process: always on at fraction 1, never at 0, and
 // close to its fraction over a long time otherwise.
 func TestOnOff(t *testing.T) {
-	rng := stream(1, 1)
+	rng := newStream(1, 1)
 	if p := newOnOff(boincxml.Availability{Frac: 1, Lambda: 100}, 0, rng); !p.at(1e6) {
 		t.Error("fraction 1 is off")
 	}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -29,8 +28,9 @@ type Policy interface {
 	NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool)
 	// Replied takes in the outcome of an RPC the policy asked for. The loop has already
 	// recorded it in the project's seed 000 bookkeeping (RPCSucceeded or RPCFailed),
-	// added the jobs to doc.Tasks and removed the reported ones.
-	Replied(doc *state.Document, r RPC, rep Reply, now float64, rng *rand.Rand)
+	// added the jobs to doc.Tasks and removed the reported ones. Randomness comes from
+	// rep.Seed.
+	Replied(doc *state.Document, r RPC, rep Reply, now float64)
 	// Account is called after every step with what each project used during it.
 	Account(doc *state.Document, u *StepUsage)
 }
@@ -45,10 +45,12 @@ type RPC struct {
 }
 
 // Reply is what came back: Failed when the project's server was down (no job, nothing
-// reported); otherwise the jobs received per resource type.
+// reported); otherwise the jobs received per resource type, and a seed for what the
+// client draws in answer (a shell loop hands it to bdevices reply --seed).
 type Reply struct {
 	Failed bool
 	Jobs   map[string]int
+	Seed   uint64
 }
 
 // StepUsage is what happened in one step of DT seconds ending at Now: per project

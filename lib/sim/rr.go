@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/bkit/bkit/lib/cpusched"
@@ -204,6 +203,6 @@ func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, 
 	return RPC{}, false
 }
 
-func (p *rrPolicy) Replied(*state.Document, RPC, Reply, float64, *rand.Rand) {}
+func (p *rrPolicy) Replied(*state.Document, RPC, Reply, float64) {}
 
 func (p *rrPolicy) Account(*state.Document, *StepUsage) {}

@@ -2,7 +2,7 @@ package sim
 
 import (
 	"math"
-	"math/rand/v2"
+	"fmt"
 	"slices"
 
 	"github.com/bkit/bkit/lib/cpusched"
@@ -20,24 +20,22 @@ func init() { Register("seed", func() Policy { return &seedPolicy{} }) }
 //   - scheduling: seed 001's pass (lib/cpusched, bsched) whenever cpusched.Due says one
 //     is due; coprocessors by their per-resource scheduling debts;
 //   - reporting: seed 000's poll (lib/rpc): a report-result session for a project with
-//     overdue results, asking for work too when rpc.Poll says so and seed 002 would
-//     ask that project;
+//     overdue results, asking for work too when rpc.Poll says so and seed 001 has a
+//     request for that project;
 //   - CPU work fetch: seed 001 (lib/workfetch, bfetch) at every poll: when a project
 //     will starve within the connection period, the projects with a work request are
-//     asked for it, the nearest to starving first, each at most once per step. Seed
-//     001 keeps every project supplied, which is what lets its debts enforce the
-//     shares; seed 000's get-work session, which fills the whole buffer from the one
-//     project of greatest resource debt, left the other projects dry for hours;
+//     asked for it, the largest request first, each at most once per step (SeedPoll);
 //   - coprocessor work fetch: seed 002 (lib/prsc, bdevices request): the round-robin
 //     simulation and select_project by overall long-term debt + shortfall, sending the
 //     coprocessor part of its request (seed 001 knows only CPUs);
 //   - replies: prsc.ApplyReply (bdevices reply) for the per-resource backoffs and D
 //     flags; RPC failures are seed 000's backoff, which the loop applies;
 //   - accounting: seed 000's exp_avg_cpu (rpc.UpdateExpAvgCPU) and seed 002's long-term
-//     debts (prsc.AccumulateDebt, bdevices debt) after every step.
+//     debts (prsc.AccumulateDebt, as bdevices debt) after every step, from what each
+//     project's tasks really used during it ('bsim advance' in a shell loop).
 type seedPolicy struct {
-	started bool
-	fetch   workfetch.Decision // seed 001's decision at the step's first poll
+	decided bool
+	fetch   workfetch.Decision // seed 001's latest decision
 
 	// Skips that change no decision, only the time a run takes (the emulator calls
 	// these functions about 1,500 times per simulated day):
@@ -75,18 +73,14 @@ func fingerprintOf(doc *state.Document) fingerprint {
 	return f
 }
 
-// start sets D(P,R) for every resource a project has app versions for, unless the
+// Begin sets D(P,R) for every resource a project has app versions for, unless the
 // document already says anything about it. Seed 002 defines D(P,R) as "P would likely
 // supply a job for R if we asked it", which an app version of P for R shows (a real
 // client has one only because P sent such a job). Starting from false, as the seed's
 // text does for a project never heard from, a project would never take part in the
 // debt accounting, so never be ranked above one that did, and never be asked: on the
 // public example the smaller-share project got no work at all.
-func (sp *seedPolicy) start(doc *state.Document) {
-	if sp.started {
-		return
-	}
-	sp.started = true
+func (sp *seedPolicy) Begin(doc *state.Document) {
 	for i := range doc.Projects {
 		p := &doc.Projects[i]
 		for _, r := range doc.Host.Resources {
@@ -100,7 +94,6 @@ func (sp *seedPolicy) start(doc *state.Document) {
 }
 
 func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
-	sp.start(doc)
 	fp := fingerprintOf(doc)
 	if sp.dueQuiet && fp == sp.dueFP && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
 		return false // Due would say no again: none of its inputs changed
@@ -114,70 +107,106 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 	return true
 }
 
+// NextRPC is, in a shell loop, bfetch, then bdevices request, then 'bsim poll': seed
+// 001's work-fetch decision recorded in the document, seed 002's request for the
+// coprocessors, and SeedPoll's choice among them.
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
-	sp.start(doc)
+	sp.decideFetch(doc, now)
+	return SeedPoll(doc, now, asked, func() state.WorkRequest { return prsc.Decide(doc, now).Request })
+}
+
+// decideFetch is bfetch: seed 001's compute_work_request at now, recorded in doc. It
+// is skipped when it cannot change: before fetchCheck with no task finished since.
+func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
+	if sp.decided && now < sp.fetchCheck && sp.finished == sp.seenFinished {
+		return
+	}
+	sp.decided = true
+	sp.fetch = workfetch.Compute(doc)
+	workfetch.Apply(doc, sp.fetch, now)
+	sp.fetchCheck, sp.seenFinished = sp.nextFetchCheck(doc, now), sp.finished
+}
+
+// SeedPoll is the seed policy's choice of the next scheduler RPC at now ('bsim poll'),
+// given the projects already contacted at this step (asked, indices in doc.Projects),
+// from what the document records:
+//
+//   - reporting, at a step's first poll: seed 000's poll (lib/rpc): a report-result
+//     session for a project with overdue results, asking for work too when rpc.Poll says
+//     so and seed 001 has a work request for that project;
+//   - CPU work: seed 001's decision as bfetch recorded it (projects[].work_request,
+//     zero unless a project will starve within the connection period): the project
+//     with the largest request among those not asked yet, not in RPC backoff nor in
+//     seed 002's CPU backoff and with a CPU app version (ties: document order). Seed 001
+//     keeps every project supplied, which is what lets its debts enforce the shares;
+//     seed 000's get-work session, which fills the whole buffer from the one project of
+//     greatest resource debt, left the other projects dry for hours;
+//   - coprocessor work: seed 002's request (coproc: bdevices request, lib/prsc), of
+//     which only the coprocessor part is sent (the CPU is seed 001's), so only when a
+//     coprocessor has an idle instance or a shortfall. A host without coprocessors
+//     does not ask.
+//
+// The chosen RPC's request is recorded in doc.Request, for the server and for
+// bdevices reply.
+func SeedPoll(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (RPC, bool) {
+	r, ok := seedPoll(doc, now, asked, coproc)
+	if ok {
+		r.Request.Time, r.Request.Project = now, doc.Projects[r.Project].Name
+		req := r.Request
+		doc.Request = &req
+	}
+	return r, ok
+}
+
+func seedPoll(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (RPC, bool) {
 	if len(asked) == 0 {
-		// Seed 001 decides once per poll, and every project with a work request is asked
-		// for it ("checks if any project has a non-zero work request").
-		if now >= sp.fetchCheck || sp.finished != sp.seenFinished {
-			sp.fetch = workfetch.Compute(doc)
-			workfetch.Apply(doc, sp.fetch, now)
-			sp.fetchCheck, sp.seenFinished = sp.nextFetchCheck(doc, now), sp.finished
-		}
-		if d := sp.poll(doc, now); d.Action == rpc.Report {
+		if d := poll(doc, now); d.Action == rpc.Report {
 			p := projectIndex(doc, d.Project)
 			r := RPC{Project: p, Why: "report: " + d.Reason}
 			if d.AskWork {
-				r.Request, _ = cpuRequest(doc, &sp.fetch, now, nil, p)
+				r.Request, _ = cpuRequest(doc, now, nil, p)
 			}
+			r.Request.Reason = r.Why
 			return r, true
 		}
 	}
-	if req, ok := cpuRequest(doc, &sp.fetch, now, asked, -1); ok {
+	if req, ok := cpuRequest(doc, now, asked, -1); ok {
 		return RPC{Project: projectIndex(doc, req.Project), Request: req, Why: req.Reason}, true
 	}
-	return coprocRequest(doc, now, asked)
+	if len(doc.Host.Resources) < 2 {
+		return RPC{}, false
+	}
+	return coprocRequest(doc, coproc(), asked)
 }
 
-// cpuRequest is seed 001's work fetch (lib/workfetch, bfetch) for the CPU: when some
-// project will starve within the connection period (decision d), the project with the
-// smallest time to starvation among those with a work request (not asked yet, not in
-// RPC backoff nor in seed 002's CPU backoff, with a CPU app version) is asked for its
-// request in CPU seconds. With only >= 0, just that project's request is returned.
-func cpuRequest(doc *state.Document, d *workfetch.Decision, now float64, asked []int, only int) (state.WorkRequest, bool) {
-	if d.Urgency == workfetch.DontNeedWork {
+// cpuRequest is seed 001's CPU request, as bfetch recorded it: see SeedPoll. With only
+// >= 0, just that project's request is returned.
+func cpuRequest(doc *state.Document, now float64, asked []int, only int) (state.WorkRequest, bool) {
+	if doc.WorkFetch == nil {
 		return state.WorkRequest{}, false
 	}
 	best := -1
-	for i, row := range d.Rows {
+	for i := range doc.Projects {
 		p := &doc.Projects[i]
-		if row.WorkRequest <= 0 || (only >= 0 && i != only) || slices.Contains(asked, i) || !rpc.CanContact(p, now) ||
+		if p.WorkRequest <= 0 || (only >= 0 && i != only) || slices.Contains(asked, i) || !rpc.CanContact(p, now) ||
 			prsc.BackedOff(p, state.ResourceCPU, now) || !hasVersionFor(doc, p.Name, state.ResourceCPU) {
 			continue
 		}
-		if best < 0 || row.ETTPRC < d.Rows[best].ETTPRC {
+		if best < 0 || p.WorkRequest > doc.Projects[best].WorkRequest {
 			best = i
 		}
 	}
 	if best < 0 {
 		return state.WorkRequest{}, false
 	}
-	row := d.Rows[best]
-	return state.WorkRequest{Time: now, Project: row.Project, Reason: "seed 001 (" + d.Urgency.String() + "): " + row.Reason,
-		WorkReqSeconds: row.WorkRequest, CPUReqSecs: row.WorkRequest}, true
+	p := &doc.Projects[best]
+	return state.WorkRequest{Time: now, Project: p.Name,
+		Reason:         fmt.Sprintf("seed 001 (%s): work request %s", doc.WorkFetch.Urgency, workfetch.Seconds(p.WorkRequest)),
+		WorkReqSeconds: p.WorkRequest, CPUReqSecs: p.WorkRequest}, true
 }
 
-// coprocRequest is seed 002's work fetch (lib/prsc, bdevices request) for the
-// coprocessors: the round-robin simulation and select_project by overall long-term
-// debt + shortfall. Only its coprocessor part is sent (the CPU is seed 001's), so it
-// asks only when a coprocessor has an idle instance or a shortfall. A host without
-// coprocessors skips it.
-func coprocRequest(doc *state.Document, now float64, asked []int) (RPC, bool) {
-	if len(doc.Host.Resources) < 2 {
-		return RPC{}, false
-	}
-	dec := prsc.Decide(doc, now)
-	req := dec.Request
+// coprocRequest sends the coprocessor part of seed 002's request req (see SeedPoll).
+func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int) (RPC, bool) {
 	p := projectIndex(doc, req.Project)
 	if p < 0 || slices.Contains(asked, p) {
 		return RPC{}, false
@@ -189,11 +218,13 @@ func coprocRequest(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	if len(prsc.Requested(&req)) == 0 {
 		return RPC{}, false
 	}
-	doc.Request = &req
-	return RPC{Project: p, Request: req, Why: "seed 002: " + req.Reason}, true
+	req.Reason = "seed 002: " + req.Reason
+	return RPC{Project: p, Request: req, Why: req.Reason}, true
 }
 
-func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64, rng *rand.Rand) {
+// Replied is bdevices reply: the per-resource backoffs and D flags, jitter drawn from
+// the reply's seed as bdevices draws it from --seed.
+func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
 	if rep.Failed {
 		return
 	}
@@ -202,12 +233,12 @@ func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64, r
 		return
 	}
 	// The only error is an unknown project or resource, which the loop cannot produce.
-	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs}, false, now, rng)
+	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs}, false, now, prsc.NewRand(rep.Seed))
 }
 
 // poll is rpc.Poll, which bsim asks only for report sessions: those need an overdue
 // result (rpc.Overdue), so without one the poll is not run.
-func (sp *seedPolicy) poll(doc *state.Document, now float64) rpc.Decision {
+func poll(doc *state.Document, now float64) rpc.Decision {
 	for i := range doc.Tasks {
 		if rpc.Overdue(&doc.Tasks[i], now) {
 			return rpc.Poll(doc, now)

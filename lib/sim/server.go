@@ -2,7 +2,6 @@ package sim
 
 import (
 	"math"
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/bkit/bkit/lib/boincxml"
@@ -20,7 +19,7 @@ type server struct {
 	up      *onOff
 	apps    []genApp
 	seq     int
-	rng     *rand.Rand // the project's own stream: another project's replies do not shift it
+	rng     stream // the project's own stream: another project's replies do not shift it
 }
 
 // genApp is an app the server makes jobs of, with its app versions (indices in

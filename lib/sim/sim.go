@@ -37,8 +37,16 @@ const (
 	streamServers // + 2 × project index (server up/down), + 2 × index + 1 (jobs)
 )
 
-func stream(seed uint64, id int) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15*uint64(id+1)))
+// stream is one seeded random stream; its source is kept so that its position can be
+// saved in a World and taken up again.
+type stream struct {
+	*rand.Rand
+	pcg *rand.PCG
+}
+
+func newStream(seed uint64, id int) stream {
+	pcg := rand.NewPCG(seed, 0x9e3779b97f4a7c15*uint64(id+1))
+	return stream{rand.New(pcg), pcg}
 }
 
 // Sim is one emulated run: the client state document as the policies see it, the
@@ -54,7 +62,8 @@ type Sim struct {
 
 	on, active, gpuActive, connected *onOff
 	servers                          []*server
-	rng                              *rand.Rand // the decisions' stream (backoff jitter)
+	rng                              stream // the decisions' stream (backoff jitter)
+	avail                            Avail  // the current step's, sampled at its start
 
 	jobs      []job // parallel to Doc.Tasks
 	finishing int   // tasks whose work is done but that are still running (see settle)
@@ -98,11 +107,11 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 	}
 	s.now, s.end = s.start, s.start+cfg.Duration
 	ts := doc.Host.TimeStats
-	s.on = newOnOff(boincxml.Availability{Frac: ts.OnFrac, Lambda: sc.Lambdas.On}, s.start, stream(cfg.Seed, streamOn))
-	s.active = newOnOff(boincxml.Availability{Frac: ts.ActiveFrac, Lambda: sc.Lambdas.Active}, s.start, stream(cfg.Seed, streamActive))
-	s.gpuActive = newOnOff(boincxml.Availability{Frac: ts.GPUActiveFrac, Lambda: sc.Lambdas.GPUActive}, s.start, stream(cfg.Seed, streamGPUActive))
-	s.connected = newOnOff(boincxml.Availability{Frac: ts.ConnectedFrac, Lambda: sc.Lambdas.Connected}, s.start, stream(cfg.Seed, streamConnected))
-	s.rng = stream(cfg.Seed, streamDecisions)
+	s.on = newOnOff(boincxml.Availability{Frac: ts.OnFrac, Lambda: sc.Lambdas.On}, s.start, newStream(cfg.Seed, streamOn))
+	s.active = newOnOff(boincxml.Availability{Frac: ts.ActiveFrac, Lambda: sc.Lambdas.Active}, s.start, newStream(cfg.Seed, streamActive))
+	s.gpuActive = newOnOff(boincxml.Availability{Frac: ts.GPUActiveFrac, Lambda: sc.Lambdas.GPUActive}, s.start, newStream(cfg.Seed, streamGPUActive))
+	s.connected = newOnOff(boincxml.Availability{Frac: ts.ConnectedFrac, Lambda: sc.Lambdas.Connected}, s.start, newStream(cfg.Seed, streamConnected))
+	s.rng = newStream(cfg.Seed, streamDecisions)
 
 	for i, av := range doc.AppVersions {
 		s.avIndex[av.Name] = i
@@ -111,14 +120,14 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 		s.avSpeed = append(s.avSpeed, av.Speed(&doc.Host))
 	}
 	for p, proj := range doc.Projects {
-		srv := &server{project: proj.Name, rng: stream(cfg.Seed, streamServers+2*p+1)}
+		srv := &server{project: proj.Name, rng: newStream(cfg.Seed, streamServers+2*p+1)}
 		avail := boincxml.Availability{Frac: 1, Lambda: boincxml.DefaultLambda}
 		for _, sp := range sc.Projects {
 			if sp.Name == proj.Name {
 				avail = sp.Available
 			}
 		}
-		srv.up = newOnOff(avail, s.start, stream(cfg.Seed, streamServers+2*p))
+		srv.up = newOnOff(avail, s.start, newStream(cfg.Seed, streamServers+2*p))
 		for _, a := range sc.Apps {
 			if a.Project != proj.Name {
 				continue
@@ -144,6 +153,9 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 	s.su = StepUsage{Used: make([][]float64, len(doc.Projects)), CPUTime: make([]float64, len(doc.Projects))}
 	for p := range s.su.Used {
 		s.su.Used[p] = make([]float64, len(doc.Host.Resources))
+	}
+	if s.now < s.end {
+		s.sample()
 	}
 	return s, nil
 }
@@ -178,71 +190,114 @@ func (s *Sim) Progress() float64 {
 	return (s.now - s.start) / (s.end - s.start)
 }
 
+// Avail is the host's availability during one step: sampled at the step's start, it
+// holds for the whole step (as in BOINC's emulator).
+type Avail struct {
+	On        bool `json:"on"`
+	Active    bool `json:"active"`     // on, and allowed to compute
+	GPUActive bool `json:"gpu_active"` // active, and allowed to use the GPUs
+	Connected bool `json:"connected"`  // on, and connected to the network
+}
+
+// sample draws the availability of the step that starts at s.now, and moves every
+// project server's process along to it, asked or not (so that one project's RPCs do not
+// shift another's outages).
+func (s *Sim) sample() {
+	now := s.now
+	on := s.on.at(now)
+	active := on && s.active.at(now)
+	s.avail = Avail{On: on, Active: active, GPUActive: active && s.gpuActive.at(now), Connected: on && s.connected.at(now)}
+	for _, srv := range s.servers {
+		srv.up.at(now)
+	}
+}
+
 // Step runs one step of at most delta seconds and reports whether the run goes on.
 //
 // At the step's start the availability processes are sampled and hold for the step
 // (as in BOINC's emulator). If the host is on: when connected, the policy's scheduler
 // RPCs are made against the emulated servers; then the policy's scheduler may run
-// (after the RPCs, so that new jobs can start at once). Then the running tasks compute
-// for the step, the figures are tallied and the policy accounts for the step's use.
+// (after the RPCs, so that new jobs can start at once), and once more if tasks that
+// finished in the last step were settled. Then the running tasks compute for the step,
+// the figures are tallied and the policy accounts for the step's use.
+//
+// scripts/client-loop.sh makes the same step of programs: bfetch, bdevices request and
+// 'bsim poll' for each RPC (NextRPC), 'bsim serve' (Serve) and bdevices reply (Replied);
+// bsched --if-due (Schedule), 'bsim settle' (Settle), bsched --if-due again; 'bsim
+// advance' (Advance).
 func (s *Sim) Step() bool {
 	if s.now >= s.end {
 		return false
 	}
 	now := s.now
-	dt := min(s.cfg.Delta, s.end-now)
-	on := s.on.at(now)
-	active := on && s.active.at(now)
-	gpuActive := active && s.gpuActive.at(now)
-	connected := on && s.connected.at(now)
-	for _, srv := range s.servers {
-		srv.up.at(now) // keep every server's process moving, asked or not
-	}
-	if on {
-		if connected {
+	if s.avail.On {
+		if s.avail.Connected {
 			s.rpcs(now)
 		}
 		s.policy.Schedule(s.Doc, now)
-		if s.finishing > 0 {
-			s.settle(now)
+		if s.finishing > 0 && s.Settle() > 0 {
 			s.policy.Schedule(s.Doc, now)
 		}
 	}
-	s.compute(now, dt, active, gpuActive)
-	s.m.step(s.Doc, dt, on, active, gpuActive)
+	return s.Advance()
+}
+
+// Advance ends the current step: the running tasks compute for it, the figures are
+// tallied, the policy accounts for the step's use and the clock moves on; the next
+// step's availability is sampled. It reports whether the run goes on.
+func (s *Sim) Advance() bool {
+	now := s.now
+	a := s.avail
+	dt := min(s.cfg.Delta, s.end-now)
+	s.compute(now, dt, a.Active, a.GPUActive)
+	s.m.step(s.Doc, dt, a.On, a.Active, a.GPUActive)
 	if s.tr != nil {
-		s.tr.available(now, dt, active, gpuActive)
+		s.tr.available(now, dt, a.Active, a.GPUActive)
 	}
 	s.su.Now, s.su.DT = now+dt, dt
 	s.policy.Account(s.Doc, &s.su)
 	s.now = now + dt
-	return s.now < s.end
+	if s.now >= s.end {
+		return false
+	}
+	s.sample()
+	return true
 }
+
+// Avail is the availability of the current step.
+func (s *Sim) Avail() Avail { return s.avail }
+
+// Done reports whether the run is over.
+func (s *Sim) Done() bool { return s.now >= s.end }
 
 // rpcs makes the scheduler RPCs the policy asks for at now, each project at most once.
 func (s *Sim) rpcs(now float64) {
 	s.asked = s.asked[:0]
-	for len(s.asked) < len(s.Doc.Projects) {
+	for {
 		r, ok := s.policy.NextRPC(s.Doc, now, s.asked)
 		if !ok || slices.Contains(s.asked, r.Project) {
 			return
 		}
 		s.asked = append(s.asked, r.Project)
-		s.rpc(r, now)
+		rep := s.Serve(r, now)
+		s.policy.Replied(s.Doc, r, rep, now)
 	}
 }
 
-// rpc makes one scheduler RPC: a down server fails it (seed 000's backoff); otherwise
-// the project's done tasks are reported and the server fills the request.
-func (s *Sim) rpc(r RPC, now float64) {
+// Serve is the emulated servers' side of one scheduler RPC r at now ('bsim serve'): a
+// down server fails it (seed 000's backoff, jitter from the decisions' stream);
+// otherwise the project's done tasks are reported, the server fills the request and the
+// project's RPC bookkeeping is reset. A successful reply carries a seed from the
+// decisions' stream for whatever the client draws in answer to it (seed 002's backoff
+// jitter: bdevices reply --seed).
+func (s *Sim) Serve(r RPC, now float64) Reply {
 	doc := s.Doc
 	s.m.rpcs++
 	p := &doc.Projects[r.Project]
 	srv := s.servers[r.Project]
 	if !srv.up.at(now) {
-		rpc.RPCFailed(p, now, s.rng)
-		s.policy.Replied(doc, r, Reply{Failed: true}, now, s.rng)
-		return
+		rpc.RPCFailed(p, now, s.rng.Rand)
+		return Reply{Failed: true}
 	}
 	reported := false
 	for _, i := range rpc.ReportTasks(doc, p.Name) {
@@ -259,23 +314,27 @@ func (s *Sim) rpc(r RPC, now float64) {
 		s.m.jobs += n
 	}
 	rpc.RPCSucceeded(p, now, 0)
-	s.policy.Replied(doc, r, Reply{Jobs: jobs}, now, s.rng)
+	return Reply{Jobs: jobs, Seed: s.rng.Uint64()}
 }
 
-// settle marks the tasks that finished their work in the last step done. Until now they
-// stayed running, so that the policy's scheduler saw their last CPU time: seed 001's
-// pass counts the work of RUNNING tasks only, and a task that had become done before the
-// pass would take its work since the previous pass out of the debts. With 30-minute
-// jobs that finish at the pass they trigger, one project's work was never counted and
-// it kept both CPUs (the public example gave 87 % to the 2/3 project).
-func (s *Sim) settle(now float64) {
+// Settle marks the tasks that finished their work in the last step done, and returns
+// how many ('bsim settle'). Until now they stayed running, so that the policy's
+// scheduler saw their last CPU time: seed 001's pass counts the work of RUNNING tasks
+// only, and a task that had become done before the pass would take its work since the
+// previous pass out of the debts. With 30-minute jobs that finish at the pass they
+// trigger, one project's work was never counted and it kept both CPUs (the public
+// example gave 87 % to the 2/3 project).
+func (s *Sim) Settle() int {
+	n := 0
 	for i := range s.Doc.Tasks {
 		if s.jobs[i].finished && s.Doc.Tasks[i].State != state.TaskDone && s.Doc.Tasks[i].State != state.TaskReported {
 			s.Doc.Tasks[i].State = state.TaskDone
 			s.su.Finished++
+			n++
 		}
 	}
 	s.finishing = 0
+	return n
 }
 
 // dropReported removes reported tasks: their story is told in the tallies, and a

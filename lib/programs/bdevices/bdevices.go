@@ -284,7 +284,4 @@ func when(t float64) string {
 	return fmt.Sprintf("%s (%s)", fmtNum(t), time.Unix(int64(t), 0).UTC().Format(time.RFC3339))
 }
 
-func rng(cmd *cli.Command) *rand.Rand {
-	s := cmd.Uint64(cliutil.FlagSeed)
-	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
-}
+func rng(cmd *cli.Command) *rand.Rand { return prsc.NewRand(cmd.Uint64(cliutil.FlagSeed)) }

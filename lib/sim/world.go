@@ -1,0 +1,268 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// WorldVersion is the version of the World file format.
+const WorldVersion = 1
+
+// World is everything of a run that is not the client's state document: the emulated
+// world around the client (the clock, the availability processes and the project
+// servers with the positions of their random streams, the real work of each task) and
+// the tallies of the figures of merit. A run is its state document plus its World, so
+// a shell loop of the real programs (scripts/client-loop.sh) can carry a run from one
+// program to the next: the bsim subcommands read and write the World beside the
+// document the client programs pass along, and give the same figures as 'bsim run' to
+// the last digit.
+//
+// The World holds the seed policy's run only: another policy keeps private state
+// between steps that no program of its own could hold.
+type World struct {
+	Version  int     `json:"version"`
+	Scenario string  `json:"scenario"` // as given to bsim init, for the figures' heading
+	Policy   string  `json:"policy"`
+	Seed     uint64  `json:"seed"`
+	Duration float64 `json:"duration"`
+	Delta    float64 `json:"delta"`
+	Start    float64 `json:"start"`
+	Now      float64 `json:"now"` // the current step's start
+	End      float64 `json:"end"`
+	Avail    Avail   `json:"avail"` // the current step's availability
+
+	On        Process        `json:"on"`
+	Active    Process        `json:"active"`
+	GPUActive Process        `json:"gpu_active"`
+	Connected Process        `json:"connected"`
+	Decisions []byte         `json:"decisions"` // the decisions' random stream
+	Servers   []WorldServer  `json:"servers"`   // in the document's project order
+	Jobs      []WorldJob     `json:"jobs"`      // in the document's task order
+	Finishing int            `json:"finishing"` // tasks finished but not settled
+	Finished  int            `json:"finished"`  // tasks settled since the run began
+	Tallies   WorldTallies   `json:"tallies"`
+	Apps      []WorldAppList `json:"apps"` // per server, the apps it makes jobs of
+}
+
+// Process is an availability process and its random stream's position.
+type Process struct {
+	Frac   float64 `json:"frac"`
+	Lambda float64 `json:"lambda"`
+	On     bool    `json:"on"`
+	Next   float64 `json:"next"`
+	RNG    []byte  `json:"rng"`
+}
+
+// WorldServer is a project's emulated server.
+type WorldServer struct {
+	Project string  `json:"project"`
+	Up      Process `json:"up"`
+	Seq     int     `json:"seq"` // the number of jobs it has made
+	RNG     []byte  `json:"rng"`
+}
+
+// WorldAppList is the apps one server makes jobs of.
+type WorldAppList struct {
+	Project string                 `json:"project"`
+	Apps    []boincxml.ScenarioApp `json:"apps"`
+}
+
+// WorldJob is what the emulator knows of a task and the client does not: its real work,
+// the peak FLOPs credited to it so far, and whether its work is done.
+type WorldJob struct {
+	Task     string  `json:"task"`
+	Real     float64 `json:"real"`
+	Peak     float64 `json:"peak"`
+	Finished bool    `json:"finished"`
+}
+
+// WorldTallies are the running sums the figures of merit are made from.
+type WorldTallies struct {
+	Total       float64     `json:"total"`
+	Used        []float64   `json:"used"`
+	Wasted      float64     `json:"wasted"`
+	ByResource  [][]float64 `json:"by_resource"`
+	Met         []int       `json:"met"`
+	Missed      []int       `json:"missed"`
+	SinceRan    []float64   `json:"since_ran"`
+	SumSq       []float64   `json:"sum_sq"`
+	RunningTime float64     `json:"running_time"`
+	RPCs        int         `json:"rpcs"`
+	Jobs        int         `json:"jobs"`
+}
+
+// World returns the run's world as it stands; scenario names the scenario.
+func (s *Sim) World(scenario string) (*World, error) {
+	w := &World{Version: WorldVersion, Scenario: scenario, Policy: s.cfg.Policy, Seed: s.cfg.Seed,
+		Duration: s.cfg.Duration, Delta: s.cfg.Delta, Start: s.start, Now: s.now, End: s.end, Avail: s.avail,
+		Finishing: s.finishing, Finished: s.su.Finished}
+	var err error
+	proc := func(p *onOff) Process {
+		b, e := p.rng.pcg.MarshalBinary()
+		err = errors.Join(err, e)
+		return Process{Frac: p.frac, Lambda: p.lambda, On: p.on, Next: p.next, RNG: b}
+	}
+	w.On, w.Active, w.GPUActive, w.Connected = proc(s.on), proc(s.active), proc(s.gpuActive), proc(s.connected)
+	dec, e := s.rng.pcg.MarshalBinary()
+	w.Decisions, err = dec, errors.Join(err, e)
+	for _, srv := range s.servers {
+		b, e := srv.rng.pcg.MarshalBinary()
+		err = errors.Join(err, e)
+		w.Servers = append(w.Servers, WorldServer{Project: srv.project, Up: proc(srv.up), Seq: srv.seq, RNG: b})
+		al := WorldAppList{Project: srv.project}
+		for _, a := range srv.apps {
+			al.Apps = append(al.Apps, a.ScenarioApp)
+		}
+		w.Apps = append(w.Apps, al)
+	}
+	for i, j := range s.jobs {
+		w.Jobs = append(w.Jobs, WorldJob{Task: s.Doc.Tasks[i].Name, Real: j.real, Peak: j.peak, Finished: j.finished})
+	}
+	m := &s.m
+	w.Tallies = WorldTallies{Total: m.total, Used: m.used, Wasted: m.wasted, ByResource: m.byResource, Met: m.met,
+		Missed: m.missed, SinceRan: m.sinceRan, SumSq: m.sumSq, RunningTime: m.runningTime, RPCs: m.rpcs, Jobs: m.jobs}
+	return w, err
+}
+
+// Restore takes up the run that doc and w describe, as the previous program left them.
+// The document may have been changed by the client's programs in between (a
+// scheduling pass, a work request, a reply's backoffs), but its projects, resources and
+// app versions must be those of the run, and its tasks the run's, in order.
+func Restore(doc *state.Document, w *World) (*Sim, error) {
+	if w.Version != WorldVersion {
+		return nil, fmt.Errorf("world version %d, want %d", w.Version, WorldVersion)
+	}
+	if w.Policy != "seed" {
+		return nil, fmt.Errorf("policy %q: a run carried from program to program can only be the seed policy's", w.Policy)
+	}
+	if err := state.Validate(doc); err != nil {
+		return nil, err
+	}
+	pol, err := NewPolicy(w.Policy)
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed}
+	if !(cfg.Delta > 0) {
+		return nil, fmt.Errorf("delta must be > 0 seconds, got %g", cfg.Delta)
+	}
+	s := &Sim{Doc: doc, cfg: cfg, policy: pol, start: w.Start, now: w.Now, end: w.End, avIndex: map[string]int{},
+		avail: w.Avail, finishing: w.Finishing}
+	proc := func(name string, p Process) (*onOff, error) {
+		src := &rand.PCG{}
+		if err := src.UnmarshalBinary(p.RNG); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		return &onOff{frac: p.Frac, lambda: p.Lambda, on: p.On, next: p.Next, rng: stream{rand.New(src), src}}, nil
+	}
+	if s.on, err = proc("on", w.On); err != nil {
+		return nil, err
+	}
+	if s.active, err = proc("active", w.Active); err != nil {
+		return nil, err
+	}
+	if s.gpuActive, err = proc("gpu_active", w.GPUActive); err != nil {
+		return nil, err
+	}
+	if s.connected, err = proc("connected", w.Connected); err != nil {
+		return nil, err
+	}
+	dec := &rand.PCG{}
+	if err := dec.UnmarshalBinary(w.Decisions); err != nil {
+		return nil, fmt.Errorf("decisions: %v", err)
+	}
+	s.rng = stream{rand.New(dec), dec}
+
+	for i, av := range doc.AppVersions {
+		s.avIndex[av.Name] = i
+		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
+		s.avRes = append(s.avRes, r)
+		s.avSpeed = append(s.avSpeed, av.Speed(&doc.Host))
+	}
+	if len(w.Servers) != len(doc.Projects) || len(w.Apps) != len(doc.Projects) {
+		return nil, fmt.Errorf("the world has %d project servers, the document %d projects", len(w.Servers), len(doc.Projects))
+	}
+	for p, ws := range w.Servers {
+		if ws.Project != doc.Projects[p].Name || w.Apps[p].Project != ws.Project {
+			return nil, fmt.Errorf("projects[%d]: the world's server is for %q, the document's project is %q", p, ws.Project, doc.Projects[p].Name)
+		}
+		up, err := proc("servers["+ws.Project+"].up", ws.Up)
+		if err != nil {
+			return nil, err
+		}
+		src := &rand.PCG{}
+		if err := src.UnmarshalBinary(ws.RNG); err != nil {
+			return nil, fmt.Errorf("servers[%s]: %v", ws.Project, err)
+		}
+		srv := &server{project: ws.Project, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}}
+		for _, a := range w.Apps[p].Apps {
+			g := genApp{ScenarioApp: a}
+			for v, av := range doc.AppVersions {
+				if av.Project == ws.Project && av.App == a.Name {
+					g.versions = append(g.versions, v)
+				}
+			}
+			srv.apps = append(srv.apps, g)
+		}
+		s.servers = append(s.servers, srv)
+	}
+	if len(w.Jobs) != len(doc.Tasks) {
+		return nil, fmt.Errorf("the world knows %d tasks, the document has %d", len(w.Jobs), len(doc.Tasks))
+	}
+	for i, j := range w.Jobs {
+		if j.Task != doc.Tasks[i].Name {
+			return nil, fmt.Errorf("tasks[%d]: the world's task is %q, the document's %q", i, j.Task, doc.Tasks[i].Name)
+		}
+		s.jobs = append(s.jobs, job{real: j.Real, peak: j.Peak, finished: j.Finished})
+	}
+	s.m.init(doc)
+	t := w.Tallies
+	n, nr := len(doc.Projects), len(doc.Host.Resources)
+	if len(t.Used) != n || len(t.Met) != n || len(t.Missed) != n || len(t.SinceRan) != n || len(t.SumSq) != n || len(t.ByResource) != nr {
+		return nil, errors.New("the world's tallies do not match the document's projects and resources")
+	}
+	for _, r := range t.ByResource {
+		if len(r) != n {
+			return nil, errors.New("the world's tallies do not match the document's projects and resources")
+		}
+	}
+	s.m.total, s.m.used, s.m.wasted, s.m.byResource = t.Total, t.Used, t.Wasted, t.ByResource
+	s.m.met, s.m.missed, s.m.sinceRan, s.m.sumSq, s.m.runningTime = t.Met, t.Missed, t.SinceRan, t.SumSq, t.RunningTime
+	s.m.rpcs, s.m.jobs = t.RPCs, t.Jobs
+	s.su = StepUsage{Used: make([][]float64, n), CPUTime: make([]float64, n), Finished: w.Finished}
+	for p := range s.su.Used {
+		s.su.Used[p] = make([]float64, nr)
+	}
+	return s, nil
+}
+
+// EncodeWorld writes w as JSON. Numbers keep every bit: a run carried through files is
+// the run held in memory.
+func EncodeWorld(w *World) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(w); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// DecodeWorld reads a World written by EncodeWorld; file names it in errors.
+func DecodeWorld(r io.Reader, file string) (*World, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var w World
+	if err := dec.Decode(&w); err != nil {
+		return nil, fmt.Errorf("%s: not a bsim world file: %v", file, err)
+	}
+	return &w, nil
+}

@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/bkit/bkit/lib/cpusched"
+	"github.com/bkit/bkit/lib/prsc"
+	"github.com/bkit/bkit/lib/state"
+	"github.com/bkit/bkit/lib/workfetch"
+)
+
+// piecewise runs a scenario as scripts/client-loop.sh does, but in one process: every
+// stage starts from the document and the World as written to bytes by the one before,
+// and calls what its program calls (bfetch, bdevices request, bsim poll, bsim serve,
+// bdevices reply, bsched --if-due, bsim settle, bsim advance).
+func piecewise(t *testing.T, dir string, cfg Config) *Result {
+	t.Helper()
+	s, err := New(load(t, dir), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docBytes, err := state.Encode(s.Doc, state.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.World(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worldBytes, err := EncodeWorld(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stage runs f on the document (and, with world, the restored run) and writes both back.
+	stage := func(world bool, f func(doc *state.Document, s *Sim)) {
+		t.Helper()
+		doc, _, err := state.Decode(docBytes, "doc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s *Sim
+		if world {
+			w, err := DecodeWorld(bytes.NewReader(worldBytes), "world")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Restore(doc, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f(doc, s)
+		if docBytes, err = state.Encode(doc, state.JSON); err != nil {
+			t.Fatal(err)
+		}
+		if world {
+			w, err := s.World(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if worldBytes, err = EncodeWorld(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bsched := func(now float64) {
+		stage(false, func(doc *state.Document, _ *Sim) {
+			if due, _ := cpusched.Due(doc, now); due {
+				cpusched.Schedule(doc, now)
+			}
+		})
+	}
+	var res *Result
+	for {
+		var w *World
+		var err error
+		if w, err = DecodeWorld(bytes.NewReader(worldBytes), "world"); err != nil {
+			t.Fatal(err)
+		}
+		if w.Now >= w.End {
+			stage(true, func(_ *state.Document, s *Sim) { res = s.Result() })
+			return res
+		}
+		now, a := w.Now, w.Avail
+		if a.On {
+			if a.Connected {
+				var asked []int
+				for {
+					stage(false, func(doc *state.Document, _ *Sim) { workfetch.Apply(doc, workfetch.Compute(doc), now) })
+					stage(false, func(doc *state.Document, _ *Sim) { r := prsc.Decide(doc, now).Request; doc.Request = &r })
+					var r RPC
+					var ok bool
+					stage(false, func(doc *state.Document, _ *Sim) {
+						r, ok = SeedPoll(doc, now, asked, func() state.WorkRequest { return *doc.Request })
+					})
+					if !ok {
+						break
+					}
+					asked = append(asked, r.Project)
+					var rep Reply
+					stage(true, func(doc *state.Document, s *Sim) { rep = s.Serve(RPC{Project: r.Project, Request: *doc.Request}, now) })
+					if !rep.Failed {
+						stage(false, func(doc *state.Document, _ *Sim) {
+							err := prsc.ApplyReply(doc, prsc.Requested(doc.Request), prsc.Reply{Project: doc.Request.Project, Jobs: rep.Jobs}, false, now, prsc.NewRand(rep.Seed))
+							if err != nil {
+								t.Fatal(err)
+							}
+						})
+					}
+				}
+			}
+			bsched(now)
+			n := 0
+			stage(true, func(_ *state.Document, s *Sim) { n = s.Settle() })
+			if n > 0 {
+				bsched(now)
+			}
+		}
+		stage(true, func(_ *state.Document, s *Sim) { s.Advance() })
+	}
+}
+
+// TestPiecewiseIsWhole: a run carried from stage to stage through bytes gives the
+// figures of the run held in memory, to the last bit.
+func TestPiecewiseIsWhole(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		days float64
+	}{
+		{publicExample, 0.5},
+		{seed002GPU, 0.5},
+		{share7525, 0.25},
+		// Host, network and server outages, and noisy estimates: every random stream.
+		{"testdata/noisy", 3},
+	} {
+		cfg := Config{Duration: tc.days * 86400, Delta: 60, Policy: "seed", Seed: 5}
+		whole, err := Run(load(t, tc.dir), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := piecewise(t, tc.dir, cfg)
+		a, _ := json.Marshal(whole)
+		b, _ := json.Marshal(parts)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s:\nwhole     %s\npiecewise %s", tc.dir, a, b)
+		} else {
+			t.Logf("%s: %s (%d RPCs, %d jobs)", tc.dir, whole.OneLine(), whole.RPCs, whole.Jobs)
+		}
+	}
+}
