@@ -139,6 +139,7 @@ func shareFigure(tr *sim.Trace, s *series, ax timeAxis, name string, projs []int
 	p := f.p
 	ax.setX(p, tr)
 	p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Tick.Marker = niceTicks{n: 5, percent: true}
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = color.Gray{0xDD}, color.Gray{0xDD}
 	p.Add(grid)
@@ -191,7 +192,7 @@ func overall(tr *sim.Trace, title string) *figure {
 	f := shareFigure(tr, s, ax, "shares-all", projs, targets)
 	p := f.p
 	p.Title.Text = titled(title, "share of all FLOPs used (all resources), and idle fraction")
-	p.Y.Label.Text = "fraction"
+	p.Y.Label.Text = "share of FLOPs used (idle: of available)"
 	for _, l := range lines(s.x, s.idle(false), lighter(idleColor, light), thin, false) {
 		p.Add(l)
 	}
@@ -253,7 +254,7 @@ func perResource(tr *sim.Trace, title string) []*figure {
 		f := shareFigure(tr, s, ax, name, projs, targets)
 		label := resourceLabel(res.Type)
 		f.p.Title.Text = titled(title, "share of "+label+" use")
-		f.p.Y.Label.Text = "fraction of " + label + " FLOPs used"
+		f.p.Y.Label.Text = "share of " + label + " FLOPs used"
 		legendKey(f, s, tr, "target among "+label+" users")
 		f.fitLegend()
 		f.alt = "Each project's share of the " + label + " FLOPs used over time"

@@ -31,7 +31,8 @@
 // the figures of merit measure), a light thin line the share over a moving window of
 // the last twentieth of the run (at least one trace bucket, 12 hours of a 10-day run,
 // 50 days of a 1,000-day one), and the dashed line the target. The time axis is days
-// since Trace.Start, or hours when the trace is shorter than two days. Colours are the
+// since Trace.Start, hours when the trace is shorter than two days, minutes when
+// shorter than two hours. Colours are the
 // Okabe–Ito palette, readable with the common colour-vision deficiencies, cycling
 // after eight projects.
 //
@@ -172,13 +173,16 @@ var (
 	idleColor = color.RGBA{0x77, 0x77, 0x77, 0xFF}
 )
 
-// timeAxis is how the x axis counts time: days, or hours for a short trace.
+// timeAxis is how the x axis counts time: days, or hours or minutes for a short trace.
 type timeAxis struct {
 	start, unit float64
 	name        string
 }
 
 func newTimeAxis(tr *sim.Trace) timeAxis {
+	if tr.End-tr.Start < 2*3600 {
+		return timeAxis{start: tr.Start, unit: 60, name: "minutes"}
+	}
 	if tr.End-tr.Start < 2*86400 {
 		return timeAxis{start: tr.Start, unit: 3600, name: "hours"}
 	}
@@ -199,10 +203,60 @@ func (a timeAxis) setX(p *plot.Plot, tr *sim.Trace) {
 		p.X.Max = 1
 	}
 	p.X.Label.Text = a.label()
+	p.X.Tick.Marker = niceTicks{n: 12}
 }
 
-// duration formats a length of time for a legend: hours under two days, else days.
+// niceTicks marks about n labelled ticks at round values (steps of 1, 2 or 5 times a
+// power of ten), with minor ticks between them; percent labels fractions as percents.
+type niceTicks struct {
+	n       int
+	percent bool
+}
+
+func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || !finite(lo) || !finite(hi) {
+		return nil
+	}
+	raw := (hi - lo) / float64(max(1, t.n))
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step, minors := 10*mag, 5
+	switch {
+	case raw <= mag:
+		step = mag
+	case raw <= 2*mag:
+		step, minors = 2*mag, 4
+	case raw <= 5*mag:
+		step = 5 * mag
+	}
+	minor := step / float64(minors)
+	decimals := max(0, -int(math.Floor(math.Log10(step)+1e-9)))
+	if t.percent {
+		decimals = max(0, decimals-2)
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo/minor - 1e-9); i*minor <= hi+minor*1e-9; i++ {
+		tk := plot.Tick{Value: i * minor}
+		if tk.Value == 0 {
+			tk.Value = 0 // not -0, which would be labelled "-0"
+		}
+		if math.Mod(i, float64(minors)) == 0 {
+			if t.percent {
+				tk.Label = fmt.Sprintf("%.*f%%", decimals, 100*tk.Value)
+			} else {
+				tk.Label = fmt.Sprintf("%.*f", decimals, tk.Value)
+			}
+		}
+		ticks = append(ticks, tk)
+	}
+	return ticks
+}
+
+// duration formats a length of time for a legend: minutes under two hours, hours
+// under two days, else days.
 func duration(sec float64) string {
+	if sec < 2*3600 {
+		return trimFloat(sec/60) + " min"
+	}
 	if sec < 2*86400 {
 		return trimFloat(sec/3600) + " h"
 	}
@@ -254,14 +308,22 @@ type figure struct {
 	w, h    vg.Length
 }
 
+// sans is the typeface of all text: Liberation Sans, which gonum embeds.
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
 func newFigure(name string, w, h vg.Length) *figure {
 	f := &figure{name: name, p: plot.New(), legend: plot.NewLegend(), w: w, h: h}
 	f.legend.Top, f.legend.Left = true, true
-	f.legend.TextStyle.Font = font.From(plot.DefaultFont, 10)
+	f.legend.TextStyle.Font = font.From(sans, 10)
 	f.legend.TextStyle.Color = black
 	f.legend.Padding = 2
-	f.p.Title.Padding = 8
-	f.p.Title.TextStyle.Font = font.From(plot.DefaultFont, 13)
+	p := f.p
+	p.Title.Padding = 8
+	p.Title.TextStyle.Font = font.From(sans, 13)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = font.From(sans, 11)
+		a.Tick.Label.Font = font.From(sans, 10)
+	}
 	return f
 }
 
@@ -305,7 +367,11 @@ func (f *figure) render() (svg, png []byte, err error) {
 	if _, err := (vgimg.PngCanvas{Canvas: ic}).WriteTo(&pb); err != nil {
 		return nil, nil, err
 	}
-	return sb.Bytes(), pb.Bytes(), nil
+	// gonum names the font alone; a browser without it would fall back to its default
+	// (often a serif). Arial has Liberation Sans's metrics, so the layout holds.
+	svg = bytes.ReplaceAll(sb.Bytes(), []byte("font-family:Liberation Sans;"),
+		[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
+	return svg, pb.Bytes(), nil
 }
 
 var page = template.Must(template.New("index").Parse(`<!DOCTYPE html>
@@ -355,7 +421,14 @@ func index(tr *sim.Trace, title string, figs []*figure) ([]byte, error) {
 func summary(tr *sim.Trace) string {
 	var res []string
 	for _, r := range tr.Resources {
-		res = append(res, fmt.Sprintf("%d %s", r.Instances, resourceLabel(r.Type)))
+		unit := resourceLabel(r.Type) + " device"
+		if r.Type == state.ResourceCPU {
+			unit = "CPU"
+		}
+		if r.Instances != 1 {
+			unit += "s"
+		}
+		res = append(res, fmt.Sprintf("%d %s", r.Instances, unit))
 	}
 	var projs []string
 	for _, p := range tr.Projects {

@@ -27,10 +27,15 @@ func (rs rects) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	for _, r := range rs {
 		x0, x1 := trX(r.x0), trX(r.x1)
-		if r.sep && x1-x0 >= 3 {
-			x1 -= 0.5 // a run's end shows even against the next run of its project
-		}
 		y0, y1 := trY(r.y0), trY(r.y1)
+		// A run's edges show even against the next run of its project, beside or
+		// below it.
+		if r.sep && x1-x0 >= 3 {
+			x1 -= 0.5
+		}
+		if r.sep && y1-y0 >= 3 {
+			y0 += 0.5
+		}
 		if x1-x0 < 0.05 {
 			x1 = x0 + 0.05 // a very short run is still a mark
 		}
