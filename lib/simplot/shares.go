@@ -212,38 +212,44 @@ func overall(tr *sim.Trace, title string) *figure {
 	return f
 }
 
+// resourceTargets are the projects that used resource r at all in the trace and the
+// target share of each on it: its share among theirs (NaN when all their shares are
+// zero).
+func resourceTargets(tr *sim.Trace, r int) (projs []int, targets []float64) {
+	usedBy := make([]bool, len(tr.Projects))
+	for _, b := range tr.Buckets {
+		for p := range tr.Projects {
+			if b.Used[p][r] > 0 {
+				usedBy[p] = true
+			}
+		}
+	}
+	var shareSum float64
+	for p, u := range usedBy {
+		if u {
+			projs = append(projs, p)
+			shareSum += tr.Projects[p].Share
+		}
+	}
+	for _, p := range projs {
+		t := math.NaN()
+		if shareSum > 0 {
+			t = tr.Projects[p].Share / shareSum
+		}
+		targets = append(targets, t)
+	}
+	return projs, targets
+}
+
 // perResource draws, for each resource with any use, each project's share of it.
 func perResource(tr *sim.Trace, title string) []*figure {
 	ax := newTimeAxis(tr)
 	var figs []*figure
 	seen := map[string]bool{}
 	for r, res := range tr.Resources {
-		usedBy := make([]bool, len(tr.Projects))
-		var any bool
-		for _, b := range tr.Buckets {
-			for p := range tr.Projects {
-				if b.Used[p][r] > 0 {
-					usedBy[p], any = true, true
-				}
-			}
-		}
-		if !any {
+		projs, targets := resourceTargets(tr, r)
+		if len(projs) == 0 {
 			continue
-		}
-		var projs []int
-		var shareSum float64
-		for p, u := range usedBy {
-			if u {
-				projs = append(projs, p)
-				shareSum += tr.Projects[p].Share
-			}
-		}
-		targets := make([]float64, len(projs))
-		for i, p := range projs {
-			targets[i] = math.NaN()
-			if shareSum > 0 {
-				targets[i] = tr.Projects[p].Share / shareSum
-			}
 		}
 		name := "shares-" + fileType(res.Type)
 		if seen[name] {
