@@ -1,0 +1,526 @@
+package scenario
+
+import (
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/sim"
+	"github.com/bkit/bkit/lib/state"
+)
+
+var update = flag.Bool("update", false, "rewrite the schema file from the Go types")
+
+const (
+	repo          = "../.."
+	publicExample = "../../../shared/scenarios/example-2cpu-2to1"
+	seed002File   = "../../scenarios/seed002-gpu.yaml"
+	seed002Dir    = "../../scenarios/seed002-gpu"
+)
+
+// directories are the BOINC emulator scenario directories the round trip is tried on:
+// the public example (when present), the repository's scenarios/ and lib/sim's noisy
+// one (availability processes, several apps, weights, estimate spread).
+func directories(t *testing.T) []string {
+	dirs := []string{"../sim/testdata/noisy"}
+	if _, err := os.Stat(filepath.Join(publicExample, "client_state.xml")); err == nil {
+		dirs = append(dirs, publicExample)
+	} else {
+		t.Logf("public example not available: %v", err)
+	}
+	found, _ := filepath.Glob(filepath.Join(repo, "scenarios", "*", "client_state.xml"))
+	if len(found) == 0 {
+		t.Fatal("no scenario directories in scenarios/")
+	}
+	for _, f := range found {
+		dirs = append(dirs, filepath.Dir(f))
+	}
+	return dirs
+}
+
+// emulation compares what lib/sim uses of a scenario.
+var emulation = cmp.Options{
+	cmpopts.IgnoreFields(boincxml.Scenario{}, "Dir", "HostNCPUs", "Prefs"),
+	cmpopts.EquateEmpty(),
+}
+
+func runFor(t *testing.T, f *File, days float64) *sim.Result {
+	t.Helper()
+	res, err := sim.Run(f.Scenario, sim.Config{Duration: days * 86400, Delta: 60, Policy: "seed", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestRoundTrip: a BOINC directory loaded, encoded and decoded is the same scenario and
+// runs to identical figures over 2 simulated days, in both formats.
+func TestRoundTrip(t *testing.T) {
+	for _, dir := range directories(t) {
+		want := runFor(t, mustLoad(t, dir), 2)
+		for _, format := range []state.Format{state.YAML, state.JSON} {
+			orig := mustLoad(t, dir)
+			data, err := Encode(orig, format)
+			if err != nil {
+				t.Fatalf("%s: encode %s: %v", dir, format, err)
+			}
+			back, err := Decode(data, "x."+string(format))
+			if err != nil {
+				t.Fatalf("%s: decode %s: %v\n%s", dir, format, err, data)
+			}
+			if diff := cmp.Diff(orig.Scenario, back.Scenario, emulation); diff != "" {
+				t.Errorf("%s %s round trip (-dir +file):\n%s", dir, format, diff)
+			}
+			if diff := cmp.Diff(want, runFor(t, back, 2)); diff != "" {
+				t.Errorf("%s %s: the file runs differently (-dir +file):\n%s", dir, format, diff)
+			}
+		}
+	}
+}
+
+func mustLoad(t *testing.T, path string) *File {
+	t.Helper()
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestExport: Export's output loads back as the directory's scenario, and a file is
+// re-encoded in the other format.
+func TestExport(t *testing.T) {
+	data, err := Export("../sim/testdata/noisy", state.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "# bkit scenario file (docs/scenario-file.md), converted from ../sim/testdata/noisy\nversion: 1\n") {
+		t.Errorf("export starts\n%.200s", data)
+	}
+	for _, want := range []string{"lambdas:\n  \"on\": 7200\n", "servers:\n  - project: A\n    available:\n      frac: 0.8\n      lambda: 10000\n", "weight: 3\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("export lacks %q:\n%s", want, data)
+		}
+	}
+	back, err := Decode(data, "noisy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(mustLoad(t, "../sim/testdata/noisy").Scenario, back.Scenario, emulation); diff != "" {
+		t.Errorf("(-dir +export):\n%s", diff)
+	}
+
+	js, err := Export(seed002File, state.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.DetectFormat(js) != state.JSON || !strings.Contains(string(js), `"duration": "30d"`) {
+		t.Errorf("JSON export:\n%s", js)
+	}
+	back, err = Decode(js, "seed002.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Run != (RunDefaults{Duration: 30 * 86400}) {
+		t.Errorf("run defaults %+v", back.Run)
+	}
+}
+
+// TestExportDropsVersionlessApps: a directory may declare an app without a version;
+// its jobs can never be made, so the file leaves it out (and stays loadable).
+func TestExportDropsVersionlessApps(t *testing.T) {
+	dir := t.TempDir()
+	xml := `<client_state>
+<host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<project><master_url>http://a/</master_url><project_name>A</project_name></project>
+<app><name>a</name><latency_bound>86400</latency_bound><fpops_est>1e12</fpops_est></app>
+<app><name>idle</name><latency_bound>86400</latency_bound><fpops_est>1e12</fpops_est></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+</client_state>
+`
+	if err := os.WriteFile(filepath.Join(dir, "client_state.xml"), []byte(xml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Export(dir, state.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Decode(data, "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Apps) != 1 || f.Apps[0].Name != "a" {
+		t.Errorf("apps %+v", f.Apps)
+	}
+	// Encode itself refuses what Decode would.
+	sc := mustLoad(t, dir)
+	if _, err := Encode(sc, state.YAML); err == nil || !strings.Contains(err.Error(), `apps[1].name: no app version of app "idle" in project "A" in state.app_versions`) {
+		t.Errorf("encode: %v", err)
+	}
+}
+
+func fraction(t *testing.T, res *sim.Result, resource, project string) float64 {
+	t.Helper()
+	for _, r := range res.Resources {
+		if r.Type != resource {
+			continue
+		}
+		for _, p := range r.Projects {
+			if p.Name == project {
+				return p.UsedFraction
+			}
+		}
+	}
+	t.Fatalf("no %s/%s in the result", resource, project)
+	return 0
+}
+
+// TestSeed002File runs scenarios/seed002-gpu.yaml for its default 30 days: the CPU
+// (nearly) all to B, the GPU 75 % to A and 25 % to B, as lib/sim checks the directory.
+// The file is the directory's scenario.
+func TestSeed002File(t *testing.T) {
+	f := mustLoad(t, seed002File)
+	if f.Run != (RunDefaults{Duration: 30 * 86400}) {
+		t.Fatalf("run defaults %+v, want 30 days", f.Run)
+	}
+	if diff := cmp.Diff(mustLoad(t, seed002Dir).Scenario, f.Scenario, emulation); diff != "" {
+		t.Errorf("the file is not the directory's scenario (-dir +file):\n%s", diff)
+	}
+	delta := f.Run.Delta
+	if delta == 0 {
+		delta = 60
+	}
+	res, err := sim.Run(f.Scenario, sim.Config{Duration: f.Run.Duration, Delta: delta, Policy: "seed", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s; GPU A %.4f B %.4f", res.OneLine(), fraction(t, res, "NVIDIA", "A"), fraction(t, res, "NVIDIA", "B"))
+	if b := fraction(t, res, "cpu", "B"); b < 0.97 {
+		t.Errorf("CPU to B %.4f, want >= 0.97", b)
+	}
+	if a := fraction(t, res, "NVIDIA", "A"); math.Abs(a-0.75) > 0.03 {
+		t.Errorf("GPU to A %.4f, want 0.75 ± 0.03", a)
+	}
+	if b := fraction(t, res, "NVIDIA", "B"); math.Abs(b-0.25) > 0.03 {
+		t.Errorf("GPU to B %.4f, want 0.25 ± 0.03", b)
+	}
+}
+
+// TestDocExample: the complete example of docs/scenario-file.md (its first yaml block)
+// is a valid scenario file, and the package comment's sketch is too.
+func TestDocExample(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join(repo, "docs", "scenario-file.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(md)
+	if m == nil {
+		t.Fatal("docs/scenario-file.md has no yaml block")
+	}
+	f, err := Decode(m[1], "docs/scenario-file.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Apps) == 0 || f.Run.Duration == 0 {
+		t.Errorf("the example sets no apps or run defaults: %+v", f)
+	}
+	if _, err := sim.Run(f.Scenario, sim.Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sketch strings.Builder
+	in := false
+	for _, l := range strings.Split(string(src), "\n") {
+		switch {
+		case strings.HasPrefix(l, "//\tversion: 1"):
+			in = true
+		case !strings.HasPrefix(l, "//\t"):
+			in = false
+		}
+		if in {
+			sketch.WriteString(strings.TrimPrefix(l, "//\t") + "\n")
+		}
+	}
+	if _, err := Decode([]byte(sketch.String()), "doc.go"); err != nil {
+		t.Errorf("the package comment's example: %v\n%s", err, sketch.String())
+	}
+}
+
+// base is a valid file the error cases change.
+const base = `version: 1
+state:
+  version: 1
+  host: {resources: [{type: cpu, instances: 1, flops: 1e9}]}
+  projects: [{name: A, resource_share: 1}, {name: B, resource_share: 1}]
+  apps: [{name: a, project: A}, {name: b, project: B}]
+  app_versions: [{name: a1, project: A, app: a, avg_ncpus: 1}, {name: b1, project: B, app: b, avg_ncpus: 1}]
+`
+
+const apps = "apps:\n  - {project: A, name: a, latency_bound: 86400, fpops_est: 3.6e12}\n"
+
+func TestDecode(t *testing.T) {
+	f, err := Decode([]byte(base+apps+`lambdas: {on: 7200}
+servers: [{project: B, available: {frac: 0.5}}]
+run: {duration: 36h, delta: 30}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &File{Scenario: &boincxml.Scenario{
+		Dir:       "s.yaml",
+		HostNCPUs: 1,
+		Lambdas:   boincxml.Lambdas{On: 7200, Active: 3600, GPUActive: 3600, Connected: 3600},
+		Projects: []boincxml.ScenarioProject{
+			{Name: "A", Available: boincxml.Availability{Frac: 1, Lambda: 3600}},
+			{Name: "B", Available: boincxml.Availability{Frac: 0.5, Lambda: 3600}},
+		},
+		Apps: []boincxml.ScenarioApp{{Project: "A", Name: "a", LatencyBound: 86400, FpopsEst: 3.6e12,
+			Fpops: boincxml.NormalDist{Mean: 3.6e12}, Weight: 1}},
+		Prefs: boincxml.GlobalPrefs{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.5,
+			CPUSchedulingPeriodMinutes: 60, MaxNCPUsPct: 100, CPUUsageLimit: 100},
+	}, Run: RunDefaults{Duration: 36 * 3600, Delta: 30}}
+	if diff := cmp.Diff(want, f, cmpopts.IgnoreFields(boincxml.Scenario{}, "Doc")); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if f.Doc == nil || len(f.Doc.Projects) != 2 || f.Doc.Host.TimeStats.OnFrac != 1 {
+		t.Errorf("state %+v", f.Doc)
+	}
+}
+
+// TestDecodeErrors: each class of problem, with its exact message.
+func TestDecodeErrors(t *testing.T) {
+	for _, c := range []struct{ name, file, want string }{
+		{"empty", "", "s.yaml: empty document"},
+		{"not a mapping", "- 1\n", "s.yaml: (document): want a mapping, got a list (line 1)"},
+		{"xml", "<client_state/>\n", "s.yaml: XML, not a bkit scenario file: a BOINC emulator scenario is a directory holding client_state.xml; name the directory"},
+		{"yaml syntax", "version: [1\n", "s.yaml: line 1: did not find expected ',' or ']'"},
+		{"json syntax", `{"version": 1,}`, "s.yaml: line 1: invalid JSON: "},
+		{"unknown field", base + apps + "colour: red\n", "s.yaml: colour: unknown field (line 10)"},
+		{"unknown app field", base + "apps:\n  - {project: A, name: a, latency_bound: 1, fpops_est: 1, max_concurrent: 2}\n",
+			"s.yaml: apps[0].max_concurrent: unknown field (line 9)"},
+		{"unknown state field", strings.Replace(base, "  version: 1\n", "  version: 1\n  colour: red\n", 1),
+			"s.yaml: state.colour: unknown field (line 4)"},
+		{"field twice", base + apps + "apps: []\n", "s.yaml: apps: field given twice (line 10)"},
+		{"wrong type", base + "apps:\n  - {project: A, name: a, latency_bound: soon, fpops_est: 1}\n",
+			`s.yaml: apps[0].latency_bound: want a number, got "soon" (line 9)`},
+		{"bad duration", base + apps + "run: {duration: 30x}\n",
+			`s.yaml: run.duration: want seconds or a number with a unit s, m, h, d or w (e.g. 36h, 10d), got "30x" (line 10)`},
+		{"duration list", base + apps + "run: {duration: [1]}\n", "s.yaml: run.duration: want a number or a string, got a list (line 10)"},
+		{"json wrong type", `{"version": 1, "state": {"version": "1"}}`, `s.yaml: state.version: want a whole number, got "1" (line 1)`},
+		{"json bad duration", `{"version": 1, "run": {"duration": "-5"}}`, `s.yaml: run.duration: want a duration >= 0, got "-5" (line 1)`},
+		{"version", strings.Replace(base, "version: 1\nstate", "version: 2\nstate", 1) + apps, "s.yaml: version: must be <= 1, got 2"},
+		{"no version", strings.Replace(base, "version: 1\nstate", "state", 1) + apps, "s.yaml: version: must be >= 1, got 0"},
+		{"no state", "version: 1\n", "s.yaml: state: missing: the client state document the run starts from (lib/state, version 1)"},
+		{"null state", "version: 1\nstate: null\n", "s.yaml: state: missing: the client state document the run starts from (lib/state, version 1)"},
+		{"invalid state", strings.Replace(base, "resource_share: 1}, {name: B", "resource_share: -5}, {name: B", 1) + apps,
+			"s.yaml: state.projects[0].resource_share: must be >= 0, got -5"},
+		{"fpops_est", base + apps + "  - {project: B, name: b, latency_bound: 86400, fpops_est: 0}\n",
+			"s.yaml: apps[1].fpops_est: must be > 0, got 0"},
+		{"no fpops_est", base + "apps: [{project: A, name: a, latency_bound: 86400}]\n",
+			"s.yaml: apps[0].fpops_est: must be > 0, got 0"},
+		{"latency_bound", base + "apps: [{project: A, name: a, latency_bound: -1, fpops_est: 1}]\n",
+			"s.yaml: apps[0].latency_bound: must be > 0, got -1"},
+		{"std_dev", base + "apps: [{project: A, name: a, latency_bound: 1, fpops_est: 1, fpops: {std_dev: -1}}]\n",
+			"s.yaml: apps[0].fpops.std_dev: must be >= 0, got -1"},
+		{"mean", base + "apps: [{project: A, name: a, latency_bound: 1, fpops_est: 1, fpops: {mean: -1}}]\n",
+			"s.yaml: apps[0].fpops.mean: must be >= 0, got -1"},
+		{"weight", base + "apps: [{project: A, name: a, latency_bound: 1, fpops_est: 1, weight: -2}]\n",
+			"s.yaml: apps[0].weight: must be >= 0, got -2"},
+		{"app project", base + "apps: [{project: C, name: a, latency_bound: 1, fpops_est: 1}]\n",
+			`s.yaml: apps[0].project: unknown project "C" (the state has A, B)`},
+		{"app no project", base + "apps: [{name: a, latency_bound: 1, fpops_est: 1}]\n",
+			"s.yaml: apps[0].project: must not be empty"},
+		{"app no name", base + "apps: [{project: A, latency_bound: 1, fpops_est: 1}]\n",
+			"s.yaml: apps[0].name: must not be empty"},
+		{"app twice", base + apps + "  - {project: A, name: a, latency_bound: 1, fpops_est: 1}\n",
+			`s.yaml: apps[1].name: duplicate app "a" in project "A" (apps[0])`},
+		{"app without version", base + "apps: [{project: B, name: a, latency_bound: 1, fpops_est: 1}]\n",
+			`s.yaml: apps[0].name: no app version of app "a" in project "B" in state.app_versions`},
+		{"frac", base + apps + "servers: [{project: A, available: {frac: 1.5}}]\n",
+			"s.yaml: servers[0].available.frac: must be <= 1, got 1.5"},
+		{"lambda", base + apps + "servers: [{project: A, available: {frac: 0.5, lambda: 0}}]\n",
+			"s.yaml: servers[0].available.lambda: must be > 0, got 0"},
+		{"server project", base + apps + "servers: [{project: Z, available: {frac: 0.5}}]\n",
+			`s.yaml: servers[0].project: unknown project "Z" (the state has A, B)`},
+		{"server twice", base + apps + "servers: [{project: A, available: {frac: 0.5}}, {project: A}]\n",
+			`s.yaml: servers[1].project: project "A" has a server already (servers[0])`},
+		{"host lambda", base + apps + "lambdas: {gpu_active: -1}\n", "s.yaml: lambdas.gpu_active: must be > 0, got -1"},
+		{"duration", base + apps + "run: {duration: 0}\n", "s.yaml: run.duration: must be > 0, got 0"},
+		{"delta", base + apps + "run: {delta: 0s}\n", "s.yaml: run.delta: must be > 0, got 0"},
+		{"several", strings.Replace(base, "version: 1\nstate", "version: 0\nstate", 1) + "apps: [{project: A, name: a, latency_bound: 0, fpops_est: 1}]\n",
+			"s.yaml: version: must be >= 1, got 0\ns.yaml: apps[0].latency_bound: must be > 0, got 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Decode([]byte(c.file), "s.yaml")
+			if err == nil {
+				t.Fatalf("no error, want %q", c.want)
+			}
+			var se *state.Error
+			if !errors.As(err, &se) {
+				t.Errorf("%T is not a *state.Error", err)
+			}
+			if got := err.Error(); got != c.want && !(strings.HasSuffix(c.want, ": ") && strings.HasPrefix(got, c.want)) {
+				t.Errorf("error\n%s\nwant\n%s", got, c.want)
+			}
+		})
+	}
+}
+
+// TestLoadErrors: invalid input is a usage error (exit status 2) naming the file; a
+// missing path too; an unreadable file is an I/O error (status 1).
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(base+"apps: [{project: A, name: a, latency_bound: 1, fpops_est: 0}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badDir := filepath.Join(dir, "baddir")
+	if err := os.Mkdir(badDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(badDir, "client_state.xml"), []byte("<client_state><host_info></host_info></client_state>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, want string
+		status     int
+	}{
+		{bad, bad + ": apps[0].fpops_est: must be > 0, got 0", 2},
+		{filepath.Join(dir, "none.yaml"), filepath.Join(dir, "none.yaml") + ": no such file or directory", 2},
+		{dir, filepath.Join(dir, "client_state.xml") + ": no such file or directory", 2},
+		{badDir, filepath.Join(badDir, "client_state.xml") + ": host_info: missing <p_ncpus>", 2},
+	} {
+		_, err := Load(c.path)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("Load(%s): %v, want %q", c.path, err, c.want)
+		}
+		if s := cliutil.ExitStatus(err); s != c.status {
+			t.Errorf("Load(%s): exit status %d, want %d", c.path, s, c.status)
+		}
+	}
+	var se *state.Error
+	if _, err := Load(bad); !errors.As(err, &se) || se.File != bad {
+		t.Errorf("Load(%s): %v is no *state.Error of the file", bad, err)
+	}
+
+	if os.Getuid() == 0 {
+		t.Skip("root reads unreadable files")
+	}
+	locked := filepath.Join(dir, "locked.yaml")
+	if err := os.WriteFile(locked, []byte(base), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(locked)
+	if err == nil || err.Error() != locked+": permission denied" || cliutil.ExitStatus(err) != 1 {
+		t.Errorf("Load(%s): %v (status %d), want a permission error, status 1", locked, err, cliutil.ExitStatus(err))
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+		out  string
+	}{
+		{"60", 60, "60"}, {"90.5", 90.5, "90.5"}, {"30d", 30 * 86400, "30d"}, {"36h", 36 * 3600, "36h"},
+		{"2w", 14 * 86400, "14d"}, {"30m", 1800, "1800"}, {"1.5d", 1.5 * 86400, "36h"}, {"1e-3", 0.001, "0.001"},
+	} {
+		var s seconds
+		if err := s.UnmarshalText([]byte(c.in)); err != nil || float64(s) != c.want {
+			t.Errorf("%q: %v, %v; want %v", c.in, float64(s), err, c.want)
+		}
+		if out, _ := s.text(); out != c.out {
+			t.Errorf("%q written as %q, want %q", c.in, out, c.out)
+		}
+	}
+	var s seconds
+	if err := s.UnmarshalText([]byte("1e308w")); err == nil {
+		t.Errorf("1e308w: %v, want an error", float64(s))
+	}
+}
+
+// TestSchemaFile keeps the shipped JSON Schema equal to the one generated from the types.
+func TestSchemaFile(t *testing.T) {
+	want, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(repo, SchemaPath)
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./lib/scenario -run Schema -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s is out of date with the Go types (go test ./lib/scenario -run Schema -update):\n%s", SchemaPath, diff)
+	}
+}
+
+// FuzzDecode: no input makes the decoder panic, and whatever it accepts survives an
+// encode/decode round trip unchanged, in both formats.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		base + apps,
+		base + apps + "lambdas: {on: 7200}\nservers: [{project: B, available: {frac: 0.5, lambda: 100}}]\nrun: {duration: 36h, delta: 30}\n",
+		base + apps + "run: {duration: 30x}\n",
+		base + "apps: [{project: C, name: a, latency_bound: 1, fpops_est: 0}]\n",
+		`{"version": 1, "state": {"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]}}, "run": {"duration": "2d", "delta": 60}}`,
+		`{"version": 1, "run": {"duration": "-5"}}`,
+		"version: 1\nstate: null\n",
+		"a: &x [*x]\n",
+		"<client_state/>",
+		"{",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	for _, p := range []string{seed002File, filepath.Join(seed002Dir, "client_state.xml")} {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	if data, err := Export("../sim/testdata/noisy", state.JSON); err == nil {
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Decode(data, "fuzz")
+		if err != nil {
+			var se *state.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("%T is not a *state.Error: %v", err, err)
+			}
+			return
+		}
+		for _, format := range []state.Format{state.JSON, state.YAML} {
+			out, err := Encode(file, format)
+			if err != nil {
+				t.Fatalf("encode %s: %v", format, err)
+			}
+			back, err := Decode(out, "fuzz")
+			if err != nil {
+				t.Fatalf("re-decode %s: %v\n%s", format, err, out)
+			}
+			if diff := cmp.Diff(file, back, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%s round trip changed the scenario:\n%s", format, diff)
+			}
+		}
+	})
+}
