@@ -299,6 +299,23 @@ run: {duration: 36h, delta: 30}
 	if f.Doc == nil || len(f.Doc.Projects) != 2 || f.Doc.Host.TimeStats.OnFrac != 1 {
 		t.Errorf("state %+v", f.Doc)
 	}
+
+	// The same file in JSON, through the fast path: the same scenario, defaults included.
+	js := `{"version": 1,
+  "state": {"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1e9}]},
+    "projects": [{"name": "A", "resource_share": 1}, {"name": "B", "resource_share": 1}],
+    "apps": [{"name": "a", "project": "A"}, {"name": "b", "project": "B"}],
+    "app_versions": [{"name": "a1", "project": "A", "app": "a", "avg_ncpus": 1}, {"name": "b1", "project": "B", "app": "b", "avg_ncpus": 1}]},
+  "apps": [{"project": "A", "name": "a", "latency_bound": 86400, "fpops_est": 3.6e12}],
+  "lambdas": {"on": 7200}, "servers": [{"project": "B", "available": {"frac": 0.5}}],
+  "run": {"duration": "36h", "delta": 30}}`
+	fj, err := Decode([]byte(js), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(f, fj); diff != "" {
+		t.Errorf("YAML and JSON differ (-yaml +json):\n%s", diff)
+	}
 }
 
 // TestDecodeErrors: each class of problem, with its exact message.
