@@ -36,7 +36,9 @@ See 'bsim run --help'.`,
 				"bsim run scenarios/share-75-25 --duration 10d",
 				"bsim run scenarios/seed002-gpu --policy rr -o json",
 			}, ""),
-		Commands: []*cli.Command{runCommand()},
+		Commands: append([]*cli.Command{runCommand()}, loopCommands()...),
+		// --asked takes a project name, which may hold a comma.
+		DisableSliceFlagSeparator: true,
 	}
 }
 
@@ -97,43 +99,75 @@ scenario, policy and --seed give byte-identical output.`,
 
 func run(_ context.Context, cmd *cli.Command) error {
 	if cmd.Args().Len() != 1 {
-		return cliutil.Usagef("want one SCENARIO directory, got %d arguments (see 'bsim run --help')", cmd.Args().Len())
-	}
-	dur, err := cliutil.ParseDuration(cmd.String(flagDuration))
-	if err != nil {
-		return cliutil.Usagef("--duration: %v", err)
-	}
-	delta, err := cliutil.ParseDuration(cmd.String(flagDelta))
-	if err != nil {
-		return cliutil.Usagef("--delta: %v", err)
-	}
-	if delta <= 0 {
-		return cliutil.Usagef("--delta: must be > 0 seconds, got %g", delta)
-	}
-	out := cmd.String(cliutil.FlagOutput)
-	if out == "" {
-		out = "table"
-	}
-	if out != "table" && out != "json" {
-		return cliutil.Usagef("-o: want table or json, got %q", out)
+		return cliutil.Usagef("want one SCENARIO, got %d arguments (see 'bsim run --help')", cmd.Args().Len())
 	}
 	if _, err := sim.NewPolicy(cmd.String(flagPolicy)); err != nil {
 		return cliutil.Usagef("--policy: %v", err)
 	}
-	dir := cmd.Args().First()
-	sc, err := boincxml.LoadScenario(dir)
-	if err != nil {
-		return cliutil.BadInput(err)
+	if _, err := runConfig(cmd, runDefaults{}); err != nil {
+		return err // bad flags are told before the scenario is read
 	}
-	cfg := sim.Config{Duration: dur, Delta: delta, Policy: cmd.String(flagPolicy), Seed: cmd.Uint64(cliutil.FlagSeed)}
+	path := cmd.Args().First()
+	sc, defaults, err := loadScenario(path)
+	if err != nil {
+		return err
+	}
+	cfg, err := runConfig(cmd, defaults)
+	if err != nil {
+		return err
+	}
+	cfg.Policy = cmd.String(flagPolicy)
 	log := cliutil.Logger(cmd)
-	log.Debug("run", "scenario", dir, "duration", dur, "delta", delta, "policy", cfg.Policy, "seed", cfg.Seed)
-	res, err := sim.Run(sc, cfg)
+	log.Debug("run", "scenario", path, "duration", cfg.Duration, "delta", cfg.Delta, "policy", cfg.Policy, "seed", cfg.Seed)
+	s, err := sim.New(sc, cfg)
 	if err != nil {
-		return cliutil.BadInput(err)
+		return cliutil.BadInput(fmt.Errorf("%s: %w", path, err))
 	}
+	for s.Step() {
+	}
+	return printResult(cmd, path, cfg, s.Result())
+}
+
+// runDefaults are a scenario's own defaults for --duration and --delta (seconds; 0:
+// none).
+type runDefaults struct{ Duration, Delta float64 }
+
+// loadScenario reads SCENARIO: a BOINC emulator directory.
+func loadScenario(path string) (*boincxml.Scenario, runDefaults, error) {
+	sc, err := boincxml.LoadScenario(path)
+	if err != nil {
+		return nil, runDefaults{}, cliutil.BadInput(err)
+	}
+	return sc, runDefaults{}, nil
+}
+
+// runConfig reads --duration, --delta and --seed; a flag not given takes the
+// scenario's default, then the flag's own.
+func runConfig(cmd *cli.Command, d runDefaults) (sim.Config, error) {
+	dur, err := cliutil.ParseDuration(cmd.String(flagDuration))
+	if err != nil {
+		return sim.Config{}, cliutil.Usagef("--duration: %v", err)
+	}
+	if !cmd.IsSet(flagDuration) && d.Duration > 0 {
+		dur = d.Duration
+	}
+	delta, err := cliutil.ParseDuration(cmd.String(flagDelta))
+	if err != nil {
+		return sim.Config{}, cliutil.Usagef("--delta: %v", err)
+	}
+	if !cmd.IsSet(flagDelta) && d.Delta > 0 {
+		delta = d.Delta
+	}
+	if delta <= 0 {
+		return sim.Config{}, cliutil.Usagef("--delta: must be > 0 seconds, got %g", delta)
+	}
+	return sim.Config{Duration: dur, Delta: delta, Seed: cmd.Uint64(cliutil.FlagSeed)}, nil
+}
+
+// printResult writes a run's figures as -o says (table by default).
+func printResult(cmd *cli.Command, scenario string, cfg sim.Config, res *sim.Result) error {
 	w := cmd.Root().Writer
-	if out == "json" {
+	if cmd.String(cliutil.FlagOutput) == "json" {
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			return err
@@ -141,7 +175,7 @@ func run(_ context.Context, cmd *cli.Command) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	return table(w, dir, cfg, res)
+	return table(w, scenario, cfg, res)
 }
 
 func table(w io.Writer, dir string, cfg sim.Config, res *sim.Result) error {

@@ -7,13 +7,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bkit/bkit/lib/programs/bdevices"
+	"github.com/bkit/bkit/lib/programs/bfetch"
+	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bsim"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
+	// The client programs too: scripts/client-loop.sh runs them beside bsim.
 	testscript.Main(m, map[string]func(){
-		"bsim": func() { os.Exit(bsim.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bsim":     func() { os.Exit(bsim.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bfetch":   func() { os.Exit(bfetch.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bdevices": func() { os.Exit(bdevices.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bsched":   func() { os.Exit(bsched.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 
@@ -22,6 +29,11 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") == "1",
+		Setup: func(env *testscript.Env) error {
+			repo, err := filepath.Abs("../../..")
+			env.Setenv("REPO", repo)
+			return err
+		},
 	})
 }
 

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [-o table|json] [--keep DIR]
+#
+# The BOINC client loop made of bkit's real programs, over simulated time: the state
+# document goes through bfetch, bdevices and bsched at every step, all with --now, and
+# bsim's subcommands stand in for what has no program of its own yet: the poll
+# decision (bsim poll), the emulated project servers (bsim serve) and the passing of
+# time (bsim settle, bsim advance). It prints the figures of merit exactly as
+# 'bsim run SCENARIO --policy seed' prints them for the same flags, to the last digit.
+#
+# The programs are taken from PATH (go install ./cmd/... puts them there); with
+# BKIT_BIN=DIR, from DIR. --keep DIR leaves the run's state document and world file in
+# DIR (state.json, world.json) for a look afterwards. A step costs about ten program
+# runs, so keep runs short: hours, not weeks ('bsim run' is the fast way).
+set -euo pipefail
+
+usage() {
+	sed -n '2,2s/^# //p' "$0" >&2
+	exit 2
+}
+
+scenario="" duration=1d delta=60 seed=1 out=table keep=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--duration) duration=${2:?--duration needs a value}; shift 2 ;;
+	--delta) delta=${2:?--delta needs a value}; shift 2 ;;
+	--seed) seed=${2:?--seed needs a value}; shift 2 ;;
+	-o | --output) out=${2:?-o needs table or json}; shift 2 ;;
+	--keep) keep=${2:?--keep needs a directory}; shift 2 ;;
+	-h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+	-*) echo "client-loop.sh: unknown flag $1" >&2; usage ;;
+	*) [ -z "$scenario" ] || { echo "client-loop.sh: one SCENARIO only" >&2; usage; }; scenario=$1; shift ;;
+	esac
+done
+[ -n "$scenario" ] || usage
+
+bin() { if [ -n "${BKIT_BIN:-}" ]; then echo "$BKIT_BIN/$1"; else echo "$1"; fi; }
+bsim=$(bin bsim) bfetch=$(bin bfetch) bdevices=$(bin bdevices) bsched=$(bin bsched)
+
+if [ -n "$keep" ]; then
+	mkdir -p "$keep"
+	work=$keep
+else
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+fi
+doc=$work/state.json world=$work/world.json
+st=(--state "$doc" --in-place)
+
+"$bsim" init "$scenario" --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" >"$doc"
+
+while :; do
+	step=$("$bsim" clock --world "$world")
+	[ -n "$step" ] || break
+	# (whether the host is active and its GPUs are is the world's business: bsim advance)
+	read -r now on _ _ connected <<<"$step"
+	if [ "$on" = 1 ]; then
+		if [ "$connected" = 1 ]; then
+			asked=()
+			while :; do
+				"$bfetch" --now "$now" "${st[@]}"
+				"$bdevices" request --now "$now" "${st[@]}"
+				project=$("$bsim" poll --now "$now" "${st[@]}" ${asked[@]+"${asked[@]}"})
+				[ -n "$project" ] || break
+				asked+=(--asked "$project")
+				read -r status jobs replyseed <<<"$("$bsim" serve --world "$world" --now "$now" "${st[@]}")"
+				if [ "$status" = ok ]; then
+					"$bdevices" reply --now "$now" --jobs "$jobs" --seed "$replyseed" "${st[@]}"
+				fi
+			done
+		fi
+		"$bsched" --if-due --now "$now" "${st[@]}"
+		if [ "$("$bsim" settle --world "$world" --now "$now" "${st[@]}")" != 0 ]; then
+			"$bsched" --if-due --now "$now" "${st[@]}"
+		fi
+	fi
+	"$bsim" advance --world "$world" --now "$now" "${st[@]}"
+done
+
+"$bsim" figures --world "$world" --state "$doc" -o "$out"
