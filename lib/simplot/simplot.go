@@ -24,17 +24,17 @@
 //     CPU) must not count in that resource's targets, and the trace does not say
 //     which projects can use what, so the dashed target on these pictures is the
 //     project's resource share among the projects that used the resource at all in
-//     the run. Only the shares-all target is the one the share violation figure
-//     measures against.
+//     the run (so a project starved of a resource it could use neither shows nor
+//     counts there). Only the shares-all target is the one the share violation
+//     figure measures against.
 //
 // On the share pictures a thick line is the cumulative share since the start (what
 // the figures of merit measure), a light thin line the share over a moving window of
 // the last twentieth of the run (at least one trace bucket, 12 hours of a 10-day run,
 // 50 days of a 1,000-day one), and the dashed line the target. The time axis is days
 // since Trace.Start, hours when the trace is shorter than two days, minutes when
-// shorter than two hours. Colours are the
-// Okabe–Ito palette, readable with the common colour-vision deficiencies, cycling
-// after eight projects.
+// shorter than two hours. Colours are the Okabe–Ito palette, readable with the
+// common colour-vision deficiencies, cycling after eight projects.
 //
 // Output is deterministic: one trace and title give byte-identical files.
 package simplot

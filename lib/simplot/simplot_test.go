@@ -363,3 +363,15 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteMaxRuns draws the largest timeline drawn run by run.
+func BenchmarkWriteMaxRuns(b *testing.B) {
+	tr := manyRuns(MaxRuns)
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Write(dir, tr, "many runs"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
