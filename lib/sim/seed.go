@@ -1,8 +1,8 @@
 package sim
 
 import (
-	"math"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/bkit/bkit/lib/cpusched"

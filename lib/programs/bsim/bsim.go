@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/sim"
+	"github.com/bkit/bkit/lib/simplot"
 	"github.com/urfave/cli/v3"
 )
 
@@ -36,7 +39,7 @@ See 'bsim run --help'.`,
 				"bsim run scenarios/share-75-25 --duration 10d",
 				"bsim run scenarios/seed002-gpu --policy rr -o json",
 			}, ""),
-		Commands: append([]*cli.Command{runCommand()}, loopCommands()...),
+		Commands: append([]*cli.Command{runCommand(), importCommand(), exportCommand()}, loopCommands()...),
 		// --asked takes a project name, which may hold a comma.
 		DisableSliceFlagSeparator: true,
 	}
@@ -46,6 +49,7 @@ const (
 	flagDuration = "duration"
 	flagDelta    = "delta"
 	flagPolicy   = "policy"
+	flagPlot     = "plot"
 )
 
 func runCommand() *cli.Command {
@@ -91,6 +95,7 @@ scenario, policy and --seed give byte-identical output.`,
 			&cli.StringFlag{Name: flagPolicy, Value: "seed", Usage: "the client policy: " + strings.Join(sim.Policies(), ", ")},
 			cliutil.SeedFlag(),
 			cliutil.OutputFlag("table", "json"),
+			&cli.StringFlag{Name: flagPlot, Usage: "also draw the run: a timeline and each project's share over time, SVG and PNG, with an index.html, in `DIR`"},
 			cliutil.VerboseFlag(),
 		},
 		Action: run,
@@ -117,28 +122,47 @@ func run(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	cfg.Policy = cmd.String(flagPolicy)
+	plotDir := cmd.String(flagPlot)
+	cfg.Trace = plotDir != ""
 	log := cliutil.Logger(cmd)
 	log.Debug("run", "scenario", path, "duration", cfg.Duration, "delta", cfg.Delta, "policy", cfg.Policy, "seed", cfg.Seed)
 	s, err := sim.New(sc, cfg)
 	if err != nil {
 		return cliutil.BadInput(fmt.Errorf("%s: %w", path, err))
 	}
-	for s.Step() {
+	bar := cliutil.NewProgress(cmd.Root().ErrWriter, "bsim")
+	total := days(cfg.Duration)
+	for i := 0; s.Step(); i++ {
+		if i%1024 == 0 {
+			bar.Update(s.Progress(), days(s.Progress()*cfg.Duration)+" of "+total+" simulated")
+		}
 	}
-	return printResult(cmd, path, cfg, s.Result())
+	bar.Done()
+	if err := printResult(cmd, path, cfg, s.Result()); err != nil {
+		return err
+	}
+	if plotDir == "" {
+		return nil
+	}
+	title := fmt.Sprintf("%s, policy %s, seed %d, %s", filepath.Base(filepath.Clean(path)), cfg.Policy, cfg.Seed, total)
+	if _, err := simplot.Write(plotDir, s.Trace(), title); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(cmd.Root().ErrWriter, "bsim: pictures of the run in %s\n", filepath.Join(plotDir, "index.html"))
+	return err
 }
 
 // runDefaults are a scenario's own defaults for --duration and --delta (seconds; 0:
 // none).
 type runDefaults struct{ Duration, Delta float64 }
 
-// loadScenario reads SCENARIO: a BOINC emulator directory.
+// loadScenario reads SCENARIO: a BOINC emulator directory or a bkit scenario file.
 func loadScenario(path string) (*boincxml.Scenario, runDefaults, error) {
-	sc, err := boincxml.LoadScenario(path)
+	f, err := scenario.Load(path)
 	if err != nil {
-		return nil, runDefaults{}, cliutil.BadInput(err)
+		return nil, runDefaults{}, err // Load's errors carry their exit status
 	}
-	return sc, runDefaults{}, nil
+	return f.Scenario, runDefaults{Duration: f.Run.Duration, Delta: f.Run.Delta}, nil
 }
 
 // runConfig reads --duration, --delta and --seed; a flag not given takes the

@@ -1,0 +1,45 @@
+package cliutil
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProgress(t *testing.T) {
+	clock := time.Unix(0, 0)
+	now := func() time.Time { return clock }
+	var b bytes.Buffer
+	p := newProgress(&b, "bsim", true, now)
+	p.Update(0.1, "early")
+	if b.Len() != 0 {
+		t.Fatalf("drawn before the delay: %q", b.String())
+	}
+	clock = clock.Add(2 * time.Second)
+	p.Update(0.5, "1 of 2 days")
+	want := "\rbsim [###############---------------]  50% 1 of 2 days, 2s left\x1b[K"
+	if b.String() != want {
+		t.Fatalf("got %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	clock = clock.Add(10 * time.Millisecond)
+	p.Update(0.6, "too soon")
+	if b.Len() != 0 {
+		t.Fatalf("drawn within the interval: %q", b.String())
+	}
+	p.Done()
+	if b.String() != "\r\x1b[K" {
+		t.Fatalf("Done wrote %q", b.String())
+	}
+
+	// Not a terminal: nothing, ever.
+	b.Reset()
+	p = NewProgress(&b, "bsim")
+	clock = clock.Add(time.Hour)
+	p.Update(0.5, "x")
+	p.Done()
+	if b.Len() != 0 || strings.Contains(b.String(), "#") {
+		t.Fatalf("a buffer got %q", b.String())
+	}
+}
