@@ -21,11 +21,12 @@ type Result struct {
 	Resources      []ResourceResult `json:"resources"`
 
 	// Counts behind the fractions, for tables; not part of the JSON format.
-	RPCs         int     `json:"-"`
-	Jobs         int     `json:"-"`
-	TotalFlops   float64 `json:"-"` // peak FLOPs the host could have given
-	UsedFlops    float64 `json:"-"`
-	SimulatedSec float64 `json:"-"`
+	RPCs          int     `json:"-"`
+	MasterFetches int     `json:"-"`
+	Jobs          int     `json:"-"`
+	TotalFlops    float64 `json:"-"` // peak FLOPs the host could have given
+	UsedFlops     float64 `json:"-"`
+	SimulatedSec  float64 `json:"-"`
 }
 
 // ProjectResult is one project's part: Share is its resource share as a fraction of all
@@ -72,10 +73,11 @@ type metrics struct {
 	sinceRan, sumSq []float64
 	runningTime     float64
 
-	rpcs, jobs int
-	cpuPeak    float64 // FLOPS of all CPUs
-	coPeak     float64 // FLOPS of all coprocessor instances
-	cpu        int     // the CPU's resource index (a validated host has exactly one)
+	rpcs, jobs    int
+	masterFetches int     // seed 000's master file reads (not scheduler RPCs: not in the figures)
+	cpuPeak       float64 // FLOPS of all CPUs
+	coPeak        float64 // FLOPS of all coprocessor instances
+	cpu           int     // the CPU's resource index (a validated host has exactly one)
 }
 
 func (m *metrics) init(doc *state.Document) {
@@ -144,7 +146,7 @@ func (m *metrics) report(p int, late bool, peak float64) {
 // Result computes the figures of merit as the run stands.
 func (s *Sim) Result() *Result {
 	doc, m := s.Doc, &s.m
-	res := &Result{RPCs: m.rpcs, Jobs: m.jobs, TotalFlops: m.total, SimulatedSec: s.now - s.start}
+	res := &Result{RPCs: m.rpcs, MasterFetches: m.masterFetches, Jobs: m.jobs, TotalFlops: m.total, SimulatedSec: s.now - s.start}
 	var usedSum, shareSum float64
 	for p := range doc.Projects {
 		usedSum += m.used[p]

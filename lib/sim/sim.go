@@ -292,9 +292,21 @@ func (s *Sim) rpcs(now float64) {
 // jitter: bdevices reply --seed).
 func (s *Sim) Serve(r RPC, now float64) Reply {
 	doc := s.Doc
-	s.m.rpcs++
 	p := &doc.Projects[r.Project]
 	srv := s.servers[r.Project]
+	if p.MasterFetchPending {
+		// Seed 000: the master file is read again after every tenth failure in a row, and
+		// first by a project that has no scheduler URL yet (as the emulated projects
+		// start). The emulated project's master file names one scheduler, at its master
+		// URL. A failed fetch is a failure with its backoff, and no RPC is made.
+		s.m.masterFetches++
+		if !srv.up.at(now) {
+			rpc.MasterFetched(p, nil, errServerDown, now, s.rng.Rand)
+			return Reply{Failed: true}
+		}
+		rpc.MasterFetched(p, []string{schedulerURL(p)}, nil, now, s.rng.Rand)
+	}
+	s.m.rpcs++
 	if !srv.up.at(now) {
 		rpc.RPCFailed(p, now, s.rng.Rand)
 		return Reply{Failed: true}
@@ -315,6 +327,16 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	}
 	rpc.RPCSucceeded(p, now, 0)
 	return Reply{Jobs: jobs, Seed: s.rng.Uint64()}
+}
+
+var errServerDown = errors.New("the project's server is down")
+
+// schedulerURL is the emulated project's one scheduler: it answers at the master URL.
+func schedulerURL(p *state.Project) string {
+	if p.MasterURL != "" {
+		return p.MasterURL
+	}
+	return "emulated:" + p.Name
 }
 
 // Settle marks the tasks that finished their work in the last step done, and returns

@@ -149,3 +149,36 @@ func TestPiecewiseIsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestMasterFetch: a project whose RPC failed has no scheduler URL (the emulated
+// projects start without one), so seed 000 reads its master file before the next RPC;
+// once read, the project has its scheduler and the flag is down until ten failures in
+// a row.
+func TestMasterFetch(t *testing.T) {
+	s, err := New(load(t, "testdata/noisy"), Config{Duration: 3 * 86400, Delta: 60, Policy: "seed", Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &s.Doc.Projects[0]
+	if len(a.SchedulerURLs) != 0 || a.MasterFetchPending {
+		t.Fatalf("project A starts with %v, pending %v", a.SchedulerURLs, a.MasterFetchPending)
+	}
+	fetched := false
+	for s.Step() {
+		a := &s.Doc.Projects[0]
+		if len(a.SchedulerURLs) > 0 {
+			fetched = true
+			if a.SchedulerURLs[0] != a.MasterURL {
+				t.Fatalf("scheduler %v, want the master URL %s", a.SchedulerURLs, a.MasterURL)
+			}
+			if a.MasterFetchPending && a.NRPCFailures%10 != 0 {
+				t.Fatalf("master fetch pending after %d failures", a.NRPCFailures)
+			}
+		}
+	}
+	res := s.Result()
+	if !fetched || res.MasterFetches == 0 {
+		t.Fatalf("no master file read in 3 days of a server up 80 %% of the time (%d fetches)", res.MasterFetches)
+	}
+	t.Logf("%d master file fetches, %d RPCs", res.MasterFetches, res.RPCs)
+}

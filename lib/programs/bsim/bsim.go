@@ -56,19 +56,28 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run a scenario and print its figures of merit",
-		UsageText: "bsim run SCENARIO [--duration D] [--delta S] [--policy " + strings.Join(sim.Policies(), "|") + "] [--seed N] [-o table|json]",
+		UsageText: "bsim run SCENARIO [--duration D] [--delta S] [--policy " + strings.Join(sim.Policies(), "|") + "] [--seed N] [-o table|json] [--plot DIR]",
 		Description: cliutil.Help(`
-SCENARIO is a BOINC client emulator directory: client_state.xml (the host, projects,
-apps with their job parameters, app versions), optional global_prefs.xml and
-cc_config.xml, as ../shared/boinc-emulator.md describes. A GPU's speed is read as
-BOINC's emulator reads it: 0.2 × peak_flops × count per instance.
+SCENARIO is either
+  - a BOINC client emulator directory: client_state.xml (the host, projects, apps with
+    their job parameters, app versions), optional global_prefs.xml and cc_config.xml,
+    as ../shared/boinc-emulator.md describes. A GPU's speed is read as BOINC's
+    emulator reads it: 0.2 × peak_flops × count per instance; or
+  - a bkit scenario file, YAML or JSON: a state document plus the availability
+    processes, the project servers' and the apps' job parameters, and defaults for
+    --duration and --delta (docs/scenario-file.md; 'bsim export DIR' converts a
+    directory).
 
 Every step of --delta seconds: the host's availability (on, active, GPU active,
 connected) and each project server's (up or down) are sampled; the policy's scheduler
 RPCs go to the emulated servers, which make up jobs to fill each request (a down server
-fails the RPC and seed 000's backoff applies); the policy's scheduler decides what runs;
-running tasks advance by their app version's real speed; finished tasks are reported
-when the policy contacts their project.
+fails the RPC and seed 000's backoff applies; a project with no scheduler URL yet, or
+after ten failures in a row, has its master file read first); the policy's scheduler
+decides what runs; running tasks advance by their app version's real speed; finished
+tasks are reported when the policy contacts their project. A long run shows a progress
+bar on standard error when it is a terminal. --plot DIR also draws the run: which task
+ran on which processor over time, and each project's share of each resource over time
+against its target (SVG and PNG, with DIR/index.html to look at them).
 
 Policies:
   seed  seeds 000, 001 and 002 together, through the functions bsched, bfetch, bdevices
@@ -88,6 +97,7 @@ scenario, policy and --seed give byte-identical output.`,
 				"bsim run ../shared/scenarios/example-2cpu-2to1 --duration 10d",
 				"bsim run scenarios/seed002-gpu --duration 30d --policy rr",
 				"bsim run scenarios/share-75-25 --duration 10d --seed 7 -o json",
+				"bsim run scenarios/seed002-gpu.yaml --plot seed002-pictures   # 30 days: the file's default",
 			}, ""),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagDuration, Value: "1d", Usage: "simulated time, `D`: seconds or with a unit (90m, 36h, 10d, 2w)"},
@@ -227,8 +237,12 @@ func table(w io.Writer, dir string, cfg sim.Config, res *sim.Result) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nwasted fraction  %f\nidle fraction    %f\nshare violation  %f\nmonotony         %f\nRPCs per job     %f (%d RPCs, %d jobs)\nJain's index     %f\n\n%s\n",
-		res.WastedFraction, res.IdleFraction, res.ShareViolation, res.Monotony, res.RPCsPerJob, res.RPCs, res.Jobs, res.JainIndex, res.OneLine())
+	masters := ""
+	if res.MasterFetches > 0 {
+		masters = fmt.Sprintf(", %d master file reads", res.MasterFetches)
+	}
+	fmt.Fprintf(w, "\nwasted fraction  %f\nidle fraction    %f\nshare violation  %f\nmonotony         %f\nRPCs per job     %f (%d RPCs, %d jobs%s)\nJain's index     %f\n\n%s\n",
+		res.WastedFraction, res.IdleFraction, res.ShareViolation, res.Monotony, res.RPCsPerJob, res.RPCs, res.Jobs, masters, res.JainIndex, res.OneLine())
 	return nil
 }
 
