@@ -24,6 +24,17 @@ if [ -d ../shared/scenarios/example-2cpu-2to1 ]; then
   echo "BOINC's emulator on the same scenario: wf 0.000000 if 0.000000 sv 0.022014 m 0.352439 r 0.183226"
 fi
 
+step "bsim import: a real BOINC client's client_state.xml as a state document, then what bsched would run on it"
+go run ./cmd/bsim import examples/client_state.xml > "${TMPDIR:-/tmp}/bkit-demo-mine.yaml"
+go run ./cmd/bsched --now "$now" -o table < "${TMPDIR:-/tmp}/bkit-demo-mine.yaml"
+rm -f "${TMPDIR:-/tmp}/bkit-demo-mine.yaml"
+
+step "bsim: a bkit scenario file (seed 002's GPU example: 30 days, the file's default), drawn with --plot"
+pictures=$(mktemp -d)
+go run ./cmd/bsim run scenarios/seed002-gpu.yaml --plot "$pictures"
+ls "$pictures"
+rm -rf "$pictures"
+
 step "bserver: a project on SQLite: schema, an app and its version, work, the counts"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 db=$work/project.db
@@ -37,3 +48,9 @@ srv="$(dirname "$db")/bserver"
 
 step "bsched then bfetch, piped: the document flows through the stages"
 go run ./cmd/bsched --now "$now" < examples/two-projects.yaml | go run ./cmd/bfetch --now "$now" -o table
+
+step "scripts/client-loop.sh: the client loop of the real programs over 2 simulated hours, then bsim run: the same figures"
+go build -o "$work/bin/" ./cmd/bsim ./cmd/bfetch ./cmd/bdevices ./cmd/bsched
+BKIT_BIN=$work/bin bash scripts/client-loop.sh scenarios/share-75-25 --duration 2h -o json > "$work/loop.json"
+"$work/bin/bsim" run scenarios/share-75-25 --duration 2h -o json > "$work/run.json"
+cmp "$work/loop.json" "$work/run.json" && echo "client-loop.sh and bsim run agree to the last digit:" && grep -E '"(share_violation|monotony|rpcs_per_job)"' "$work/run.json"
