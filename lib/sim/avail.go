@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/bkit/bkit/lib/boincxml"
 )
 
@@ -44,4 +46,21 @@ func (p *onOff) at(t float64) bool {
 		p.next += p.period()
 	}
 	return p.on
+}
+
+// maxFlips bounds how often a process may flip over a run: a tiny lambda (or a tiny
+// fraction) would make a run that never ends.
+const maxFlips = 1e7
+
+// checkProcess refuses a process that would flip more than maxFlips times (on average)
+// over span seconds.
+func checkProcess(name string, frac, lambda, span float64) error {
+	if frac <= 0 || frac >= 1 {
+		return nil
+	}
+	shortest := min(lambda, lambda/frac-lambda)
+	if !(shortest > 0) || span/shortest > maxFlips {
+		return fmt.Errorf("%s: periods of %g s on average (frac %g, lambda %g) are too short for a run of %g s", name, shortest, frac, lambda, span)
+	}
+	return nil
 }

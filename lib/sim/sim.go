@@ -16,6 +16,9 @@ import (
 // task to start from. Any fixed time would do; a recent one reads well in documents.
 const DefaultStart = 1_700_000_000
 
+// maxSteps bounds a run's steps: beyond it a run would take days of wall time.
+const maxSteps = 1e10
+
 // Config is one run's parameters.
 type Config struct {
 	Duration float64 // simulated seconds
@@ -106,7 +109,26 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 		}
 	}
 	s.now, s.end = s.start, s.start+cfg.Duration
+	if cfg.Duration/cfg.Delta > maxSteps {
+		return nil, fmt.Errorf("%g s in steps of %g s is more than %g steps", cfg.Duration, cfg.Delta, float64(maxSteps))
+	}
 	ts := doc.Host.TimeStats
+	checks := []struct {
+		name         string
+		frac, lambda float64
+	}{{"on", ts.OnFrac, sc.Lambdas.On}, {"active", ts.ActiveFrac, sc.Lambdas.Active},
+		{"gpu_active", ts.GPUActiveFrac, sc.Lambdas.GPUActive}, {"connected", ts.ConnectedFrac, sc.Lambdas.Connected}}
+	for _, sp := range sc.Projects {
+		checks = append(checks, struct {
+			name         string
+			frac, lambda float64
+		}{"project " + sp.Name + " server", sp.Available.Frac, sp.Available.Lambda})
+	}
+	for _, c := range checks {
+		if err := checkProcess(c.name, c.frac, c.lambda, cfg.Duration); err != nil {
+			return nil, err
+		}
+	}
 	s.on = newOnOff(boincxml.Availability{Frac: ts.OnFrac, Lambda: sc.Lambdas.On}, s.start, newStream(cfg.Seed, streamOn))
 	s.active = newOnOff(boincxml.Availability{Frac: ts.ActiveFrac, Lambda: sc.Lambdas.Active}, s.start, newStream(cfg.Seed, streamActive))
 	s.gpuActive = newOnOff(boincxml.Availability{Frac: ts.GPUActiveFrac, Lambda: sc.Lambdas.GPUActive}, s.start, newStream(cfg.Seed, streamGPUActive))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -157,7 +158,23 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 	}
 	s := &Sim{Doc: doc, cfg: cfg, policy: pol, start: w.Start, now: w.Now, end: w.End, avIndex: map[string]int{},
 		avail: w.Avail, finishing: w.Finishing}
+	for _, x := range []float64{w.Duration, w.Start, w.Now, w.End} {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return nil, fmt.Errorf("world times must be finite and >= 0 (duration %g, start %g, now %g, end %g)", w.Duration, w.Start, w.Now, w.End)
+		}
+	}
+	if math.IsInf(cfg.Delta, 0) || w.Now < w.Start || w.End < w.Start || (w.End-w.Start)/cfg.Delta > maxSteps {
+		return nil, fmt.Errorf("world clock out of order (start %g, now %g, end %g, delta %g)", w.Start, w.Now, w.End, w.Delta)
+	}
 	proc := func(name string, p Process) (*onOff, error) {
+		// The process would never move on (or never stop moving): refuse it rather than loop.
+		if !(p.Frac >= 0 && p.Frac <= 1) || math.IsNaN(p.Next) || math.IsInf(p.Next, 0) ||
+			(p.Frac > 0 && p.Frac < 1 && !(p.Lambda > 0 && !math.IsInf(p.Lambda, 0))) {
+			return nil, fmt.Errorf("%s: an availability process needs frac in [0, 1], lambda > 0 and a finite next flip (frac %g, lambda %g, next %g)", name, p.Frac, p.Lambda, p.Next)
+		}
+		if err := checkProcess(name, p.Frac, p.Lambda, max(w.End, w.Now)-min(p.Next, w.Start)); err != nil {
+			return nil, err
+		}
 		src := &rand.PCG{}
 		if err := src.UnmarshalBinary(p.RNG); err != nil {
 			return nil, fmt.Errorf("%s: %v", name, err)

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/bkit/bkit/lib/cpusched"
@@ -181,4 +182,65 @@ func TestMasterFetch(t *testing.T) {
 		t.Fatalf("no master file read in 3 days of a server up 80 %% of the time (%d fetches)", res.MasterFetches)
 	}
 	t.Logf("%d master file fetches, %d RPCs", res.MasterFetches, res.RPCs)
+}
+
+// FuzzRestore: whatever a world file holds, taking the run up and stepping it either
+// fails with an error or works; it never panics or hangs.
+func FuzzRestore(f *testing.F) {
+	s, err := New(load(f, "testdata/noisy"), Config{Duration: 3600, Delta: 60, Policy: "seed", Seed: 1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for s.Now() < 1800+s.start && s.Step() {
+	}
+	docBytes, err := state.Encode(s.Doc, state.JSON)
+	if err != nil {
+		f.Fatal(err)
+	}
+	w, err := s.World("noisy")
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := EncodeWorld(w)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte(`{"version": 1, "policy": "seed", "delta": 60}`))
+	f.Add(bytes.Replace(good, []byte(`"lambda": 7200`), []byte(`"lambda": 0`), 1))
+	f.Add(bytes.Replace(good, []byte(`"delta": 60`), []byte(`"delta": 1e-300`), 1))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w, err := DecodeWorld(bytes.NewReader(data), "world")
+		if err != nil {
+			return
+		}
+		doc, _, err := state.Decode(docBytes, "doc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Restore(doc, w)
+		if err != nil {
+			return
+		}
+		for i := 0; i < 5 && !s.Done(); i++ {
+			s.Settle()
+			s.Advance()
+		}
+		_ = s.Result()
+	})
+}
+
+// TestRunsThatWouldNeverEnd are refused: availability periods far too short for the
+// run, and more steps than a run can take.
+func TestRunsThatWouldNeverEnd(t *testing.T) {
+	sc := load(t, "testdata/noisy")
+	sc.Lambdas.Connected = 1e-3
+	if _, err := New(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err == nil ||
+		!strings.Contains(err.Error(), "connected: periods of 0.000428") {
+		t.Errorf("tiny lambda: %v", err)
+	}
+	if _, err := New(load(t, "testdata/noisy"), Config{Duration: 86400, Delta: 1e-9, Policy: "seed", Seed: 1}); err == nil ||
+		!strings.Contains(err.Error(), "more than 1e+10 steps") {
+		t.Errorf("tiny delta: %v", err)
+	}
 }
