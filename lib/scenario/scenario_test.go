@@ -171,18 +171,11 @@ func TestExportDropsVersionlessApps(t *testing.T) {
 
 func fraction(t *testing.T, res *sim.Result, resource, project string) float64 {
 	t.Helper()
-	for _, r := range res.Resources {
-		if r.Type != resource {
-			continue
-		}
-		for _, p := range r.Projects {
-			if p.Name == project {
-				return p.UsedFraction
-			}
-		}
+	f, ok := res.ResourceFraction(resource, project)
+	if !ok {
+		t.Fatalf("no %s/%s in the result", resource, project)
 	}
-	t.Fatalf("no %s/%s in the result", resource, project)
-	return 0
+	return f
 }
 
 // TestSeed002File runs scenarios/seed002-gpu.yaml for its default 30 days: the CPU

@@ -54,6 +54,22 @@ type ResourceProjects struct {
 	UsedFraction float64 `json:"used_fraction"`
 }
 
+// ResourceFraction is project's fraction of resource's use, and whether the result has
+// that resource and project.
+func (r *Result) ResourceFraction(resource, project string) (float64, bool) {
+	for _, rr := range r.Resources {
+		if rr.Type != resource {
+			continue
+		}
+		for _, p := range rr.Projects {
+			if p.Name == project {
+				return p.UsedFraction, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // OneLine is the emulator's one-line form: wf W if I sv S m M r R.
 func (r *Result) OneLine() string {
 	return fmt.Sprintf("wf %f if %f sv %f m %f r %f", r.WastedFraction, r.IdleFraction, r.ShareViolation, r.Monotony, r.RPCsPerJob)

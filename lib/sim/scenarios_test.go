@@ -24,18 +24,11 @@ func run(t *testing.T, dir, policy string, days float64, seed uint64) *Result {
 
 func fraction(t *testing.T, res *Result, resource, project string) float64 {
 	t.Helper()
-	for _, r := range res.Resources {
-		if r.Type != resource {
-			continue
-		}
-		for _, p := range r.Projects {
-			if p.Name == project {
-				return p.UsedFraction
-			}
-		}
+	f, ok := res.ResourceFraction(resource, project)
+	if !ok {
+		t.Fatalf("no %s/%s in the result", resource, project)
 	}
-	t.Fatalf("no %s/%s in the result", resource, project)
-	return 0
+	return f
 }
 
 // TestSeed002Example is seed 002's worked example as a run: a GPU twice as fast as the

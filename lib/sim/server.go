@@ -29,6 +29,17 @@ type genApp struct {
 	versions []int
 }
 
+// newGenApp is app a with its project's versions of it.
+func newGenApp(doc *state.Document, a boincxml.ScenarioApp) genApp {
+	g := genApp{ScenarioApp: a}
+	for v, av := range doc.AppVersions {
+		if av.Project == a.Project && av.App == a.Name {
+			g.versions = append(g.versions, v)
+		}
+	}
+	return g
+}
+
 // job is the emulator's private knowledge of a task: its real work, which the client
 // only estimates, and the peak FLOPs credited to it so far (wasted if it is reported
 // late).

@@ -135,12 +135,7 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 	s.connected = newOnOff(boincxml.Availability{Frac: ts.ConnectedFrac, Lambda: sc.Lambdas.Connected}, s.start, newStream(cfg.Seed, streamConnected))
 	s.rng = newStream(cfg.Seed, streamDecisions)
 
-	for i, av := range doc.AppVersions {
-		s.avIndex[av.Name] = i
-		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
-		s.avRes = append(s.avRes, r)
-		s.avSpeed = append(s.avSpeed, av.Speed(&doc.Host))
-	}
+	s.indexAppVersions()
 	for p, proj := range doc.Projects {
 		srv := &server{project: proj.Name, rng: newStream(cfg.Seed, streamServers+2*p+1)}
 		avail := boincxml.Availability{Frac: 1, Lambda: boincxml.DefaultLambda}
@@ -154,13 +149,7 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 			if a.Project != proj.Name {
 				continue
 			}
-			g := genApp{ScenarioApp: a}
-			for v, av := range doc.AppVersions {
-				if av.Project == proj.Name && av.App == a.Name {
-					g.versions = append(g.versions, v)
-				}
-			}
-			srv.apps = append(srv.apps, g)
+			srv.apps = append(srv.apps, newGenApp(doc, a))
 		}
 		s.servers = append(s.servers, srv)
 	}
@@ -180,6 +169,17 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 		s.sample()
 	}
 	return s, nil
+}
+
+// indexAppVersions finds each app version's index, host resource and speed.
+func (s *Sim) indexAppVersions() {
+	doc := s.Doc
+	for i, av := range doc.AppVersions {
+		s.avIndex[av.Name] = i
+		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
+		s.avRes = append(s.avRes, r)
+		s.avSpeed = append(s.avSpeed, av.Speed(&doc.Host))
+	}
 }
 
 // Run runs scenario sc to the end and returns its figures.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/state"
@@ -199,12 +198,7 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 	}
 	s.rng = stream{rand.New(dec), dec}
 
-	for i, av := range doc.AppVersions {
-		s.avIndex[av.Name] = i
-		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
-		s.avRes = append(s.avRes, r)
-		s.avSpeed = append(s.avSpeed, av.Speed(&doc.Host))
-	}
+	s.indexAppVersions()
 	if len(w.Servers) != len(doc.Projects) || len(w.Apps) != len(doc.Projects) {
 		return nil, fmt.Errorf("the world has %d project servers, the document %d projects", len(w.Servers), len(doc.Projects))
 	}
@@ -222,13 +216,10 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 		}
 		srv := &server{project: ws.Project, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}}
 		for _, a := range w.Apps[p].Apps {
-			g := genApp{ScenarioApp: a}
-			for v, av := range doc.AppVersions {
-				if av.Project == ws.Project && av.App == a.Name {
-					g.versions = append(g.versions, v)
-				}
+			if a.Project != ws.Project {
+				return nil, fmt.Errorf("servers[%s]: an app of project %q", ws.Project, a.Project)
 			}
-			srv.apps = append(srv.apps, g)
+			srv.apps = append(srv.apps, newGenApp(doc, a))
 		}
 		s.servers = append(s.servers, srv)
 	}
