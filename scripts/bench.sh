@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-go test -run '^$' -bench . -benchmem ./lib/cpusched/ ./lib/workfetch/ ./lib/prsc/ ./lib/sim/ ./lib/programs/bsched/ | tee "$tmp/bench.txt" >&2
+go test -run '^$' -bench . -benchmem ./lib/cpusched/ ./lib/workfetch/ ./lib/prsc/ ./lib/sim/ ./lib/simplot/ ./lib/programs/bsched/ | tee "$tmp/bench.txt" >&2
 
 go build -o "$tmp/bsched" ./cmd/bsched
 go run ./scripts/gen-state -projects 100 -tasks 10000 -cpus 16 > "$tmp/big.json"
@@ -24,4 +24,8 @@ if [ -d ../shared/scenarios/example-2cpu-2to1 ]; then
     awk -v us=$(( (e - s) / 1000 )) -v d="$d" 'BEGIN { printf "%-62s %.1f ms\n", "bsim whole program, public example, " d " at delta 60, wall", us/1000 }'
   done
 fi
+# The client loop of the real programs: wall time per simulated step (about ten program runs).
+go build -o "$tmp/" ./cmd/bfetch ./cmd/bdevices
+s=$(date +%s%N); BKIT_BIN=$tmp bash scripts/client-loop.sh scenarios/share-75-25 --duration 1h > /dev/null; e=$(date +%s%N)
+awk -v us=$(( (e - s) / 1000 )) 'BEGIN { printf "%-62s %.1f ms\n", "client-loop.sh, share-75-25, per 60 s step, wall", us/1000/60 }'
 if [ -x scripts/bench-bserver.sh ] || [ -f scripts/bench-bserver.sh ]; then bash scripts/bench-bserver.sh; fi
