@@ -42,13 +42,23 @@ func StateFlags() []cli.Flag {
 	}
 }
 
-// OutputFlag is -o/--output with the formats a program offers (the first is the default
-// description; an empty value means "the input's format").
+// OutputFlag is -o/--output of a program that writes a document back: the formats it
+// offers; an empty value means "the input's format".
 func OutputFlag(formats ...string) cli.Flag {
+	return outputFlag("the input's format", formats)
+}
+
+// FormatFlag is -o/--output of a program that writes something of its own (figures, a
+// converted file): the formats it offers, the first being the default.
+func FormatFlag(formats ...string) cli.Flag {
+	return outputFlag(formats[0], formats)
+}
+
+func outputFlag(def string, formats []string) cli.Flag {
 	return &cli.StringFlag{
 		Name:    FlagOutput,
 		Aliases: []string{"o"},
-		Usage:   "write `FORMAT`: " + strings.Join(formats, ", ") + " (default: the input's format)",
+		Usage:   "write `FORMAT`: " + strings.Join(formats, ", ") + " (default: " + def + ")",
 		Validator: func(s string) error {
 			for _, f := range formats {
 				if s == f {

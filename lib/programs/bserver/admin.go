@@ -269,7 +269,7 @@ Counts the apps, app versions, hosts and workunits, and the results by app, serv
 state (unsent, in_progress, over) and outcome (init, success, client_error,
 no_reply, …), as a table or as JSON.`,
 			[]string{"bserver status --db project.db", "bserver status --db project.db -o json | jq '.results'"}, ""),
-		Flags: []cli.Flag{cliutil.OutputFlag("table", "json")},
+		Flags: []cli.Flag{cliutil.FormatFlag("table", "json")},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := cliutil.NoArgs(cmd); err != nil {
 				return err

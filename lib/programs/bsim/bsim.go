@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -104,7 +105,7 @@ scenario, policy and --seed give byte-identical output.`,
 			&cli.StringFlag{Name: flagDelta, Value: "60", Usage: "step length, `S` seconds (or with a unit)"},
 			&cli.StringFlag{Name: flagPolicy, Value: "seed", Usage: "the client policy: " + strings.Join(sim.Policies(), ", ")},
 			cliutil.SeedFlag(),
-			cliutil.OutputFlag("table", "json"),
+			cliutil.FormatFlag("table", "json"),
 			&cli.StringFlag{Name: flagPlot, Usage: "also draw the run: a timeline and each project's share over time, SVG and PNG, with an index.html, in `DIR`"},
 			cliutil.VerboseFlag(),
 		},
@@ -134,6 +135,12 @@ func run(_ context.Context, cmd *cli.Command) error {
 	cfg.Policy = cmd.String(flagPolicy)
 	plotDir := cmd.String(flagPlot)
 	cfg.Trace = plotDir != ""
+	if plotDir != "" {
+		// Before the run, so that a bad directory does not cost it.
+		if err := os.MkdirAll(plotDir, 0o755); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+	}
 	log := cliutil.Logger(cmd)
 	log.Debug("run", "scenario", path, "duration", cfg.Duration, "delta", cfg.Delta, "policy", cfg.Policy, "seed", cfg.Seed)
 	s, err := sim.New(sc, cfg)
@@ -184,6 +191,9 @@ func runConfig(cmd *cli.Command, d runDefaults) (sim.Config, error) {
 	}
 	if !cmd.IsSet(flagDuration) && d.Duration > 0 {
 		dur = d.Duration
+	}
+	if dur <= 0 {
+		return sim.Config{}, cliutil.Usagef("--duration: must be > 0, got %g", dur)
 	}
 	delta, err := cliutil.ParseDuration(cmd.String(flagDelta))
 	if err != nil {
@@ -249,7 +259,10 @@ func table(w io.Writer, dir string, cfg sim.Config, res *sim.Result) error {
 func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
 func days(s float64) string {
-	if s >= 86400 {
+	switch {
+	case s == 86400:
+		return "1 day"
+	case s >= 86400:
 		return cliutil.Num(s/86400) + " days"
 	}
 	return cliutil.Num(s) + " s"

@@ -2,6 +2,7 @@ package bsim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +41,7 @@ BOINC's own parser skips them; what is wrong names the file and the element.
 		}, ""),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagPrefs, Usage: "apply the preferences of `global_prefs.xml`"},
-			cliutil.OutputFlag("yaml", "json"),
+			cliutil.FormatFlag("yaml", "json"),
 		},
 		Action: runImport,
 	}
@@ -54,6 +55,9 @@ func runImport(_ context.Context, cmd *cli.Command) error {
 	var r io.Reader = cmd.Root().Reader
 	name := "stdin"
 	if path != "-" {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return cliutil.Usagef("%s is a directory: give the client_state.xml in it", path)
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return cliutil.Usagef("%v", err)
@@ -77,6 +81,11 @@ func runImport(_ context.Context, cmd *cli.Command) error {
 		}
 		prefs.Apply(doc)
 		if err := state.Validate(doc); err != nil {
+			var se *state.Error
+			if errors.As(err, &se) {
+				se.File = name + " with " + p
+				return cliutil.BadInput(se)
+			}
 			return cliutil.BadInput(fmt.Errorf("%s with %s: %w", name, p, err))
 		}
 	}
@@ -106,7 +115,7 @@ docs/scenario-file.md and `+scenario.SchemaPath+`.`, []string{
 			"bsim export ../shared/scenarios/example-2cpu-2to1 > example.yaml",
 			"bsim run example.yaml --duration 10d",
 		}, ""),
-		Flags:  []cli.Flag{cliutil.OutputFlag("yaml", "json")},
+		Flags:  []cli.Flag{cliutil.FormatFlag("yaml", "json")},
 		Action: runExport,
 	}
 }

@@ -70,7 +70,7 @@ client programs are the seeds'). See 'bsim run --help' for the scenario and the 
 				&cli.StringFlag{Name: flagDuration, Value: "1d", Usage: "simulated time, `D`: seconds or with a unit (90m, 36h, 10d, 2w)"},
 				&cli.StringFlag{Name: flagDelta, Value: "60", Usage: "step length, `S` seconds (or with a unit)"},
 				cliutil.SeedFlag(),
-				cliutil.OutputFlag("json", "yaml"),
+				cliutil.FormatFlag("json", "yaml"),
 				cliutil.VerboseFlag(),
 			},
 			Action: runInit,
@@ -158,7 +158,7 @@ brought up to date; the clock moves to the next step, whose availability is samp
 Prints what 'bsim run' prints, for the run so far.
 
 `+loopNote, []string{"bsim figures --world w.json --state state.json -o json"}, ""),
-			Flags:  []cli.Flag{worldFlag(), &cli.StringFlag{Name: cliutil.FlagState, Usage: "the run's state document, `FILE`", Required: true}, cliutil.OutputFlag("table", "json")},
+			Flags:  []cli.Flag{worldFlag(), &cli.StringFlag{Name: cliutil.FlagState, Usage: "the run's state document, `FILE`", Required: true}, cliutil.FormatFlag("table", "json")},
 			Action: runFigures,
 		},
 	}
