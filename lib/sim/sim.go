@@ -112,27 +112,26 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 	if cfg.Duration/cfg.Delta > maxSteps {
 		return nil, fmt.Errorf("%g s in steps of %g s is more than %g steps", cfg.Duration, cfg.Delta, float64(maxSteps))
 	}
-	ts := doc.Host.TimeStats
-	checks := []struct {
-		name         string
-		frac, lambda float64
-	}{{"on", ts.OnFrac, sc.Lambdas.On}, {"active", ts.ActiveFrac, sc.Lambdas.Active},
-		{"gpu_active", ts.GPUActiveFrac, sc.Lambdas.GPUActive}, {"connected", ts.ConnectedFrac, sc.Lambdas.Connected}}
-	for _, sp := range sc.Projects {
-		checks = append(checks, struct {
-			name         string
-			frac, lambda float64
-		}{"project " + sp.Name + " server", sp.Available.Frac, sp.Available.Lambda})
-	}
-	for _, c := range checks {
-		if err := checkProcess(c.name, c.frac, c.lambda, cfg.Duration); err != nil {
+	// process starts an availability process on its own stream, once sure it can end.
+	process := func(name string, a boincxml.Availability, id int) (*onOff, error) {
+		if err := checkProcess(name, a.Frac, a.Lambda, cfg.Duration); err != nil {
 			return nil, err
 		}
+		return newOnOff(a, s.start, newStream(cfg.Seed, id)), nil
 	}
-	s.on = newOnOff(boincxml.Availability{Frac: ts.OnFrac, Lambda: sc.Lambdas.On}, s.start, newStream(cfg.Seed, streamOn))
-	s.active = newOnOff(boincxml.Availability{Frac: ts.ActiveFrac, Lambda: sc.Lambdas.Active}, s.start, newStream(cfg.Seed, streamActive))
-	s.gpuActive = newOnOff(boincxml.Availability{Frac: ts.GPUActiveFrac, Lambda: sc.Lambdas.GPUActive}, s.start, newStream(cfg.Seed, streamGPUActive))
-	s.connected = newOnOff(boincxml.Availability{Frac: ts.ConnectedFrac, Lambda: sc.Lambdas.Connected}, s.start, newStream(cfg.Seed, streamConnected))
+	ts := doc.Host.TimeStats
+	if s.on, err = process("on", boincxml.Availability{Frac: ts.OnFrac, Lambda: sc.Lambdas.On}, streamOn); err != nil {
+		return nil, err
+	}
+	if s.active, err = process("active", boincxml.Availability{Frac: ts.ActiveFrac, Lambda: sc.Lambdas.Active}, streamActive); err != nil {
+		return nil, err
+	}
+	if s.gpuActive, err = process("gpu_active", boincxml.Availability{Frac: ts.GPUActiveFrac, Lambda: sc.Lambdas.GPUActive}, streamGPUActive); err != nil {
+		return nil, err
+	}
+	if s.connected, err = process("connected", boincxml.Availability{Frac: ts.ConnectedFrac, Lambda: sc.Lambdas.Connected}, streamConnected); err != nil {
+		return nil, err
+	}
 	s.rng = newStream(cfg.Seed, streamDecisions)
 
 	s.indexAppVersions()
@@ -144,7 +143,9 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 				avail = sp.Available
 			}
 		}
-		srv.up = newOnOff(avail, s.start, newStream(cfg.Seed, streamServers+2*p))
+		if srv.up, err = process("project "+proj.Name+" server", avail, streamServers+2*p); err != nil {
+			return nil, err
+		}
 		for _, a := range sc.Apps {
 			if a.Project != proj.Name {
 				continue
@@ -285,9 +286,6 @@ func (s *Sim) Advance() bool {
 	s.sample()
 	return true
 }
-
-// Avail is the availability of the current step.
-func (s *Sim) Avail() Avail { return s.avail }
 
 // Done reports whether the run is over.
 func (s *Sim) Done() bool { return s.now >= s.end }
