@@ -89,16 +89,7 @@ func runImport(_ context.Context, cmd *cli.Command) error {
 			return cliutil.BadInput(fmt.Errorf("%s with %s: %w", name, p, err))
 		}
 	}
-	format := state.YAML
-	if cmd.String(cliutil.FlagOutput) == "json" {
-		format = state.JSON
-	}
-	data, err := state.Encode(doc, format)
-	if err != nil {
-		return err
-	}
-	_, err = cmd.Root().Writer.Write(data)
-	return err
+	return writeDocument(cmd, doc, state.YAML)
 }
 
 func exportCommand() *cli.Command {
@@ -124,13 +115,27 @@ func runExport(_ context.Context, cmd *cli.Command) error {
 	if cmd.Args().Len() != 1 {
 		return cliutil.Usagef("want one SCENARIO, got %d arguments", cmd.Args().Len())
 	}
-	format := state.YAML
-	if cmd.String(cliutil.FlagOutput) == "json" {
-		format = state.JSON
-	}
-	data, err := scenario.Export(cmd.Args().First(), format)
+	data, err := scenario.Export(cmd.Args().First(), outputFormat(cmd, state.YAML))
 	if err != nil {
 		return err // Load's errors carry their exit status
+	}
+	_, err = cmd.Root().Writer.Write(data)
+	return err
+}
+
+// outputFormat is -o as a document format, def when it is not given.
+func outputFormat(cmd *cli.Command, def state.Format) state.Format {
+	if o := cmd.String(cliutil.FlagOutput); o != "" {
+		return state.Format(o)
+	}
+	return def
+}
+
+// writeDocument writes doc on standard output in -o's format (def when not given).
+func writeDocument(cmd *cli.Command, doc *state.Document, def state.Format) error {
+	data, err := state.Encode(doc, outputFormat(cmd, def))
+	if err != nil {
+		return err
 	}
 	_, err = cmd.Root().Writer.Write(data)
 	return err

@@ -185,16 +185,7 @@ func runInit(_ context.Context, cmd *cli.Command) error {
 	if err := writeWorld(cmd, s, path); err != nil {
 		return err
 	}
-	format := state.JSON
-	if cmd.String(cliutil.FlagOutput) == "yaml" {
-		format = state.YAML
-	}
-	data, err := state.Encode(s.Doc, format)
-	if err != nil {
-		return err
-	}
-	_, err = cmd.Root().Writer.Write(data)
-	return err
+	return writeDocument(cmd, s.Doc, state.JSON)
 }
 
 func runClock(_ context.Context, cmd *cli.Command) error {
@@ -267,10 +258,11 @@ func runPoll(_ context.Context, cmd *cli.Command) error {
 }
 
 func runServe(_ context.Context, cmd *cli.Command) error {
-	in, s, err := restore(cmd)
+	st, err := restore(cmd)
 	if err != nil {
 		return err
 	}
+	in, s := st.in, st.s
 	doc, now := in.Doc, s.Now()
 	req := doc.Request
 	if req == nil || req.Time != now || req.Project == "" {
@@ -281,7 +273,7 @@ func runServe(_ context.Context, cmd *cli.Command) error {
 		return cliutil.Usagef("%s: request.project %q is not a project of the document", in.File, req.Project)
 	}
 	rep := s.Serve(sim.RPC{Project: p, Request: *req}, now)
-	if err := save(cmd, in, s); err != nil {
+	if err := st.save(cmd); err != nil {
 		return err
 	}
 	if rep.Failed {
@@ -297,12 +289,12 @@ func runServe(_ context.Context, cmd *cli.Command) error {
 }
 
 func runSettle(_ context.Context, cmd *cli.Command) error {
-	in, s, err := restore(cmd)
+	st, err := restore(cmd)
 	if err != nil {
 		return err
 	}
-	n := s.Settle()
-	if err := save(cmd, in, s); err != nil {
+	n := st.s.Settle()
+	if err := st.save(cmd); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(cmd.Root().Writer, n)
@@ -310,12 +302,12 @@ func runSettle(_ context.Context, cmd *cli.Command) error {
 }
 
 func runAdvance(_ context.Context, cmd *cli.Command) error {
-	in, s, err := restore(cmd)
+	st, err := restore(cmd)
 	if err != nil {
 		return err
 	}
-	s.Advance()
-	return save(cmd, in, s)
+	st.s.Advance()
+	return st.save(cmd)
 }
 
 func runFigures(_ context.Context, cmd *cli.Command) error {
@@ -338,47 +330,50 @@ func runFigures(_ context.Context, cmd *cli.Command) error {
 	return printResult(cmd, w.Scenario, cfg, s.Result())
 }
 
+// stage is a run taken up by one of the stage subcommands: its document and the run.
+type stage struct {
+	in       *cliutil.Input
+	s        *sim.Sim
+	scenario string // the world's, kept when it is written back
+}
+
 // restore reads the world and the document (--state FILE --in-place) of a stage and
 // takes the run up at --now, which must be the world's current step.
-func restore(cmd *cli.Command) (*cliutil.Input, *sim.Sim, error) {
+func restore(cmd *cli.Command) (*stage, error) {
 	if err := cliutil.NoArgs(cmd); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	now, err := requiredNow(cmd)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	w, err := readWorld(cmd)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if w.Now >= w.End {
-		return nil, nil, cliutil.Usagef("%s: the run is over (it ended at %s)", cmd.String(flagWorld), exact(w.End))
+		return nil, cliutil.Usagef("%s: the run is over (it ended at %s)", cmd.String(flagWorld), exact(w.End))
 	}
 	if now != w.Now {
-		return nil, nil, cliutil.Usagef("--now %s is not the run's current step %s (bsim clock --world %s tells it)", exact(now), exact(w.Now), cmd.String(flagWorld))
+		return nil, cliutil.Usagef("--now %s is not the run's current step %s (bsim clock --world %s tells it)", exact(now), exact(w.Now), cmd.String(flagWorld))
 	}
 	in, err := readInPlace(cmd)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	s, err := sim.Restore(in.Doc, w)
 	if err != nil {
-		return nil, nil, cliutil.BadInput(fmt.Errorf("%s and %s: %w", cmd.String(flagWorld), in.File, err))
+		return nil, cliutil.BadInput(fmt.Errorf("%s and %s: %w", cmd.String(flagWorld), in.File, err))
 	}
-	return in, s, nil
+	return &stage{in: in, s: s, scenario: w.Scenario}, nil
 }
 
 // save writes the stage's document, then its world.
-func save(cmd *cli.Command, in *cliutil.Input, s *sim.Sim) error {
-	if err := cliutil.WriteState(cmd, in, nil); err != nil {
+func (st *stage) save(cmd *cli.Command) error {
+	if err := cliutil.WriteState(cmd, st.in, nil); err != nil {
 		return err
 	}
-	w, err := readWorld(cmd)
-	if err != nil {
-		return err
-	}
-	return writeWorld(cmd, s, w.Scenario)
+	return writeWorld(cmd, st.s, st.scenario)
 }
 
 func readInPlace(cmd *cli.Command) (*cliutil.Input, error) {
