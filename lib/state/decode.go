@@ -125,7 +125,12 @@ func decodeJSON(data []byte, v any) error {
 		if _, extra := dec.Token(); extra != io.EOF {
 			return &Error{Problems: []string{"unexpected data after the document"}}
 		}
-		return nil
+		if jsonKeysExact(data, reflect.TypeOf(v)) {
+			return nil
+		}
+		// A key given twice or in another case: the walker names it.
+		fresh := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+		return decodeYAML(data, fresh)
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -347,6 +352,8 @@ type field struct {
 	min, max *float64
 	gt       *float64
 	enum     []string
+	typ      reflect.Type
+	pos      int // in structInfo.list
 }
 
 type structInfo struct {
@@ -367,7 +374,7 @@ func fieldsOf(t reflect.Type) *structInfo {
 		if name == "" || name == "-" {
 			continue
 		}
-		f := field{name: name, index: i, doc: sf.Tag.Get("doc"), required: sf.Tag.Get("required") == "true"}
+		f := field{name: name, index: i, doc: sf.Tag.Get("doc"), required: sf.Tag.Get("required") == "true", typ: sf.Type, pos: len(si.list)}
 		f.min = tagFloat(sf, "min")
 		f.max = tagFloat(sf, "max")
 		f.gt = tagFloat(sf, "gt")

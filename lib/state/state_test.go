@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -131,9 +132,15 @@ func FuzzDecode(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, _, err := Decode(data, "fuzz")
+		doc, format, err := Decode(data, "fuzz")
 		if err != nil {
 			return
+		}
+		// What the JSON fast path accepts, the strict walker accepts too.
+		if format == JSON {
+			if err := decodeYAML(data, NewDocument()); err != nil {
+				t.Fatalf("JSON accepted by the fast path, refused by the walker: %v", err)
+			}
 		}
 		for _, format := range []Format{JSON, YAML} {
 			out, err := Encode(doc, format)
@@ -149,4 +156,72 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestJSONStrictKeys: a JSON document is as strict as a YAML one: a key given twice, or
+// in another case than the field's, is refused with the field's path (issue 18, item 1;
+// encoding/json keeps the last duplicate and matches keys case-insensitively).
+func TestJSONStrictKeys(t *testing.T) {
+	const host = `"host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]}`
+	for _, c := range []struct{ name, doc, want string }{
+		{"duplicate", `{"version": 1, ` + host + `, "projects": [{"name": "A", "resource_share": 75, "resource_share": 10}]}`,
+			"f: projects[0].resource_share: field given twice"},
+		{"wrong case", `{"version": 1, ` + host + `, "projects": [{"name": "A", "RESOURCE_SHARE": 10}]}`,
+			"f: projects[0].RESOURCE_SHARE: unknown field"},
+		{"wrong case top", `{"Version": 1, ` + host + `}`, "f: Version: unknown field"},
+		{"duplicate top", `{"version": 1, "version": 1, ` + host + `}`, "f: version: field given twice"},
+		{"escaped duplicate", `{"version": 1, ` + host + `, "projects": [{"name": "A", "resource_share": 1, "resource_sh\u0061re": 2}]}`,
+			"f: projects[0].resource_share: field given twice"},
+		{"nested duplicate", `{"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1, "flops": 2}]}}`,
+			"f: host.resources[0].flops: field given twice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := Decode([]byte(c.doc), "f")
+			if err == nil {
+				t.Fatalf("no error, want %q", c.want)
+			}
+			if !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("error\n%s\nwant prefix\n%s", err, c.want)
+			}
+		})
+	}
+	// The same document without the fault decodes, and large ones are unaffected.
+	if _, _, err := Decode([]byte(`{"version": 1, `+host+`, "projects": [{"name": "A", "resource_share": 75}]}`), "f"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Encode(Synthetic(5, 40, 4), JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsonKeysExact(data, reflect.TypeFor[*Document]()) {
+		t.Error("an encoded document fails the key check")
+	}
+}
+
+// BenchmarkJSONKeysExact is the strict-key scan of a 10,000-task JSON document, beside
+// BenchmarkDecodeJSON, the whole decode it is part of.
+func BenchmarkJSONKeysExact(b *testing.B) {
+	data, err := Encode(Synthetic(10, 10000, 4), JSON)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if !jsonKeysExact(data, reflect.TypeFor[*Document]()) {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkDecodeJSON(b *testing.B) {
+	data, err := Encode(Synthetic(10, 10000, 4), JSON)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, _, err := Decode(data, "b"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
