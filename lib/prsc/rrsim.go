@@ -2,6 +2,7 @@ package prsc
 
 import (
 	"math"
+	"slices"
 
 	"github.com/bkit/bkit/lib/state"
 )
@@ -46,6 +47,7 @@ func WorkBufPeriod(p *state.Preferences) float64 {
 }
 
 type simJob struct {
+	task int     // index in doc.Tasks
 	inst float64 // instances the task occupies
 	rate float64 // FLOPS when it has all of them
 	left float64 // FLOPs still to do
@@ -78,11 +80,16 @@ type simProj struct {
 // to the next, accumulating over each interval dt the resource's shortfall
 // dt·(instances − instances used) and each project's dt·(share − instances used).
 func Simulate(doc *state.Document, now float64) *Sim {
+	return simulate(doc, now, WorkBufPeriod(&doc.Preferences), nil)
+}
+
+// simulate is Simulate over period seconds; with finish non-nil it also records when
+// (seconds from now) each simulated task completes, by task index.
+func simulate(doc *state.Document, now, period float64, finish []float64) *Sim {
 	h := &doc.Host
 	ix := state.NewIndex(doc)
 	rIndex := resourceIndex(h)
 	np, nr := len(doc.Projects), len(h.Resources)
-	period := WorkBufPeriod(&doc.Preferences)
 	avail := doc.Host.TimeStats.OnFrac * doc.Host.TimeStats.ActiveFrac
 
 	// queues[r][p], filled in three passes so each queue is in state order.
@@ -110,7 +117,7 @@ func Simulate(doc *state.Document, now float64) *Sim {
 				rate *= doc.Host.TimeStats.GPUActiveFrac
 			}
 			q := &queues[r][ix.Project[t.Project]]
-			q.jobs = append(q.jobs, simJob{inst: av.Instances(), rate: rate, left: left})
+			q.jobs = append(q.jobs, simJob{task: i, inst: av.Instances(), rate: rate, left: left})
 			q.remInst += av.Instances()
 		}
 	}
@@ -134,13 +141,14 @@ func Simulate(doc *state.Document, now float64) *Sim {
 				rs.Projects[p].Share = float64(res.Instances) * frac(doc.Projects[p].ResourceShare, total, n)
 			}
 		}
-		simulateResource(queues[r], float64(res.Instances), period, rs)
+		simulateResource(queues[r], float64(res.Instances), period, rs, finish)
 	}
 	return sim
 }
 
-// simulateResource runs one resource's simulation over [0, period].
-func simulateResource(projs []simProj, n, period float64, rs *ResourceSim) {
+// simulateResource runs one resource's simulation over [0, period], recording each
+// task's completion time in finish when it is not nil.
+func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finish []float64) {
 	t := 0.0
 	first := true
 	for t < period {
@@ -177,6 +185,9 @@ func simulateResource(projs []simProj, n, period float64, rs *ResourceSim) {
 			for k := p.head; k < end; k++ {
 				if p.jobs[k].left > 0 {
 					continue
+				}
+				if finish != nil {
+					finish[p.jobs[k].task] = t + dt
 				}
 				p.remInst -= p.jobs[k].inst
 				p.jobs[k], p.jobs[p.head] = p.jobs[p.head], p.jobs[k]
@@ -268,4 +279,72 @@ func fill(projs []simProj, n float64, weight func(*simProj) float64) float64 {
 		}
 		return 0
 	}
+}
+
+// Completions runs the round-robin simulation until every runnable task with an
+// estimate is done, and returns per task (index in doc.Tasks) the seconds from now to
+// its estimated completion: +Inf for a task the simulation never finishes (its
+// resource is never available) and for tasks that are not runnable or have no work left.
+func Completions(doc *state.Document, now float64) []float64 {
+	finish := make([]float64, len(doc.Tasks))
+	for i := range finish {
+		finish[i] = math.Inf(1)
+	}
+	simulate(doc, now, math.Inf(1), finish)
+	return finish
+}
+
+// BusyTimes is, per host resource, the estimated delay a client reports with its
+// request (BOINC's BUSY_TIME_ESTIMATOR, filled by its round-robin simulation): each
+// runnable task that the simulation (Completions) finishes after its deadline occupies
+// the least busy instances of its resource for its remaining estimated run time ÷ the
+// fraction of time the resource is available, and the delay is the busy time of the
+// least busy instance. Tasks on track add nothing, so the delay is 0 unless the host is
+// already late; fractional usages below one instance count as none, as in BOINC.
+func BusyTimes(doc *state.Document, now float64) []float64 {
+	h := &doc.Host
+	ix := state.NewIndex(doc)
+	rIndex := resourceIndex(h)
+	finish := Completions(doc, now)
+	busy := make([][]float64, len(h.Resources))
+	for r, res := range h.Resources {
+		busy[r] = make([]float64, res.Instances)
+	}
+	ts := h.TimeStats
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if math.IsInf(finish[i], 1) || now+finish[i] <= t.ReportDeadline {
+			continue
+		}
+		av := &doc.AppVersions[ix.AppVersion[t.AppVersion]]
+		frac := ts.OnFrac * ts.ActiveFrac
+		if av.Coproc != nil {
+			frac *= ts.GPUActiveFrac
+		}
+		speed := av.Speed(h)
+		if frac <= 0 || speed <= 0 {
+			continue
+		}
+		dur := t.RemainingFlops() / speed / frac
+		b := busy[rIndex[av.ResourceType()]]
+		if len(b) == 0 || av.Instances() < 1 {
+			continue
+		}
+		best := 0
+		for k := range b {
+			if b[k] < b[best] {
+				best = k
+			}
+		}
+		for k := range int(av.Instances()) {
+			b[(best+k)%len(b)] += dur
+		}
+	}
+	out := make([]float64, len(h.Resources))
+	for r, b := range busy {
+		if len(b) > 0 {
+			out[r] = slices.Min(b)
+		}
+	}
+	return out
 }

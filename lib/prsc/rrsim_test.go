@@ -186,3 +186,37 @@ func BenchmarkDecide(b *testing.B) {
 		Decide(doc, 0)
 	}
 }
+
+// TestCompletionsAndBusyTimes: the small case of TestSimulateSmall run to its end: b1
+// ends at 1000 s, a1 and b2 at 3000 s. With deadlines at 2000 s only a1 and b2 are late;
+// each occupies the least busy CPU for its remaining run time (3000 s and 2000 s), so
+// the delay a request reports is the lesser, 2000 s. The GPU has no task: delay 0.
+func TestCompletionsAndBusyTimes(t *testing.T) {
+	doc := cpuDoc()
+	doc.Tasks = []state.Task{
+		task("b1", "B", "b", state.TaskReady, 1e12),
+		task("a1", "A", "a", state.TaskRunning, 3e12),
+		task("b2", "B", "b", state.TaskReady, 2e12),
+		task("done", "B", "b", state.TaskDone, 2e12),
+	}
+	for i := range doc.Tasks {
+		doc.Tasks[i].ReportDeadline = 2000
+	}
+	fin := Completions(doc, 0)
+	for i, want := range []float64{1000, 3000, 3000, math.Inf(1)} {
+		if !approx(fin[i], want) && !(math.IsInf(want, 1) && math.IsInf(fin[i], 1)) {
+			t.Errorf("%s completes at %g, want %g", doc.Tasks[i].Name, fin[i], want)
+		}
+	}
+	busy := BusyTimes(doc, 0)
+	if !approx(busy[0], 2000) || busy[1] != 0 {
+		t.Errorf("busy times %v, want [2000 0]", busy)
+	}
+	// Nothing late: no delay.
+	for i := range doc.Tasks {
+		doc.Tasks[i].ReportDeadline = 5000
+	}
+	if busy := BusyTimes(doc, 0); busy[0] != 0 {
+		t.Errorf("busy times %v with every deadline met, want 0", busy)
+	}
+}

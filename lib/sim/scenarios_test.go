@@ -92,3 +92,15 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestServerDeadlineCheck: BOINC's emulated server refuses a job only when the delay
+// the client reports (work already late) plus the job's own run time passes its
+// latency bound. bsim's server used to count all the work the host held, B's
+// long-deadline jobs too, so on deadlines-4cpu A (60 %, 2-hour latency) got about 1 %
+// under every policy. Now seed 001's debts give A its share.
+func TestServerDeadlineCheck(t *testing.T) {
+	res := run(t, "../../scenarios/deadlines-4cpu", "seed", 3, 1)
+	if a := res.Projects[0].UsedFraction; a < 0.5 {
+		t.Errorf("A got %.4f of the work, want about 0.6 (%s)", a, res.OneLine())
+	}
+}

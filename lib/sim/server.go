@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -53,7 +54,7 @@ type job struct {
 type need struct {
 	secs, inst float64
 	closed     bool    // a job for it would miss its deadline: stop sending
-	queued     float64 // estimated instance-seconds of work the host holds for it
+	delay      float64 // estimated seconds before a new job on it would start
 }
 
 func (n *need) open() bool { return !n.closed && (n.secs > 0 || n.inst > 0) }
@@ -61,14 +62,17 @@ func (n *need) open() bool { return !n.closed && (n.secs > 0 || n.inst > 0) }
 // fill makes jobs for request req at now and appends them to doc.Tasks (and their real
 // work to jobs). It returns the jobs sent per resource type.
 //
-// As in BOINC's emulator: each job picks an app by weight among the apps with a
-// version for a resource still asked for, and the fastest such version; its real work
-// is fpops_est, its estimate a sample of <fpops> (normal, clamped at 0), its deadline
-// now + latency_bound. A job's estimated run time is its estimate ÷ the version's speed
-// ÷ (on_frac × active_frac); it uses up that many seconds × instances of the request,
-// and the instances. A job whose estimated completion — after the work the host already
-// holds for the resource, shared over its instances — would miss its deadline is not
-// sent, and the server stops sending for that resource.
+// As in BOINC's emulator (client/sim.cpp, simulate_rpc): each job picks an app by
+// weight among the apps with a version for a resource still asked for, and the fastest
+// such version; its real work is fpops_est, its estimate a sample of <fpops> (normal,
+// clamped at 0), its deadline now + latency_bound. A job's estimated run time is its
+// estimate ÷ the version's speed ÷ (on_frac × active_frac); it uses up that many seconds
+// × instances of the request, and the instances. The deadline check is BOINC's: a job
+// is not sent, and the server stops sending for its resource, when the resource's
+// estimated delay plus the job's estimate ÷ speed (not stretched by availability) would
+// pass latency_bound. The delay starts at what the client reports (prsc.BusyTimes: the
+// work its round-robin simulation sees missing deadlines, 0 when nothing is late) and
+// grows by each job sent: its stretched run time × its share of the instances.
 func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.WorkRequest, now float64, jobs *[]job) map[string]int {
 	host := &doc.Host
 	ts := host.TimeStats
@@ -96,16 +100,13 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 		}
 		return -1
 	}
-	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
-		if !t.State.Runnable() {
-			continue
-		}
-		av := &doc.AppVersions[avIndex[t.AppVersion]]
-		if r := resIdx(av); r >= 0 {
-			if sp := av.Speed(host); sp > 0 {
-				needs[r].queued += t.RemainingFlops() / sp / availability * av.Instances()
-			}
+	asked := false
+	for r := range needs {
+		asked = asked || needs[r].open()
+	}
+	if asked {
+		for r, d := range prsc.BusyTimes(doc, now) {
+			needs[r].delay = d
 		}
 	}
 	sent := map[string]int{}
@@ -151,11 +152,11 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 		runtime := est / av.Speed(host) / availability
 		inst := av.Instances()
 		deadline := now + app.LatencyBound
-		if now+(needs[r].queued+runtime*inst)/float64(host.Resources[r].Instances) > deadline {
+		if needs[r].delay+est/av.Speed(host) > app.LatencyBound {
 			needs[r].closed = true
 			continue
 		}
-		needs[r].queued += runtime * inst
+		needs[r].delay += runtime * inst / float64(host.Resources[r].Instances)
 		needs[r].secs -= runtime * inst
 		needs[r].inst -= inst
 		s.seq++
