@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -105,7 +106,10 @@ func newReader(file string, sc *Scenario) *csReader {
 }
 
 func (r *csReader) readAll(in io.Reader) error {
-	root, err := readTree(in)
+	root, err := readTree(limits.Wrap(in, r.file, limits.DocumentBytes))
+	if limits.IsTooLarge(err) {
+		return err // names the file already
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.file, err)
 	}

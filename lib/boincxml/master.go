@@ -6,11 +6,13 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/bkit/bkit/lib/limits"
 )
 
 // MaxMasterFileBytes is the most of a master page ParseMasterFile reads: project home
-// pages are small, and a scheduler URL past this point is not worth the memory.
-const MaxMasterFileBytes = 1 << 20
+// pages are small. A larger page is refused rather than cut (limits.MasterFileBytes).
+const MaxMasterFileBytes = limits.MasterFileBytes
 
 var (
 	schedulerTag = regexp.MustCompile(`(?is)<scheduler>\s*(.*?)\s*</scheduler>`)
@@ -24,7 +26,7 @@ var (
 // Everything else on the page is ignored. A page naming no scheduler is not an error
 // here; the caller decides what that means.
 func ParseMasterFile(r io.Reader) ([]string, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxMasterFileBytes))
+	b, err := limits.ReadAll(r, "master file", MaxMasterFileBytes)
 	if err != nil {
 		return nil, err
 	}

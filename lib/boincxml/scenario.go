@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -97,14 +98,18 @@ type GlobalPrefs struct {
 var DefaultGlobalPrefs = GlobalPrefs{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.5,
 	CPUSchedulingPeriodMinutes: 60, MaxNCPUsPct: 100, CPUUsageLimit: 100}
 
-// LoadScenario reads the scenario directory dir (ReadScenario).
-func LoadScenario(dir string) (*Scenario, error) {
+// LoadScenario reads the scenario directory dir (ReadScenario), each file at most
+// limits.DocumentBytes.
+func LoadScenario(dir string) (*Scenario, error) { return LoadScenarioLimit(dir, limits.DocumentBytes) }
+
+// LoadScenarioLimit is LoadScenario refusing a file of more than limit bytes.
+func LoadScenarioLimit(dir string, limit int64) (*Scenario, error) {
 	if fi, err := os.Stat(dir); err != nil {
 		return nil, err
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory (a BOINC scenario is a directory holding client_state.xml)", dir)
 	}
-	return ReadScenario(os.DirFS(dir), dir)
+	return readScenario(os.DirFS(dir), dir, limit)
 }
 
 // ReadScenario reads a BOINC client emulator scenario from the root of fsys, exactly
@@ -128,8 +133,13 @@ func LoadScenario(dir string) (*Scenario, error) {
 //   - cc_config.xml (optional): must be well-formed XML; its contents (log flags) are
 //     ignored.
 //
-// Projects have no scheduler URLs (the emulated server answers at the master URL).
+// Projects have no scheduler URLs (the emulated server answers at the master URL). A
+// file of more than limits.DocumentBytes is refused (*limits.TooLargeError).
 func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
+	return readScenario(fsys, dir, limits.DocumentBytes)
+}
+
+func readScenario(fsys fs.FS, dir string, limit int64) (*Scenario, error) {
 	name := func(f string) string {
 		if dir == "" {
 			return f
@@ -143,14 +153,14 @@ func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %w", name("client_state.xml"), unwrapPath(err))
 	}
 	cr := newReader(name("client_state.xml"), sc)
-	err = cr.readAll(f)
+	err = cr.readAll(limits.NewReader(f, name("client_state.xml"), limit))
 	f.Close()
 	if err != nil {
 		return nil, err
 	}
 	sc.Doc = cr.doc
 	if f, err := fsys.Open("global_prefs.xml"); err == nil {
-		sc.Prefs, err = ReadGlobalPrefs(f, name("global_prefs.xml"))
+		sc.Prefs, err = ReadGlobalPrefs(limits.NewReader(f, name("global_prefs.xml"), limit), name("global_prefs.xml"))
 		f.Close()
 		if err != nil {
 			return nil, err
@@ -159,8 +169,11 @@ func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %w", name("global_prefs.xml"), unwrapPath(err))
 	}
 	if f, err := fsys.Open("cc_config.xml"); err == nil {
-		root, err := readTree(f)
+		root, err := readTree(limits.NewReader(f, name("cc_config.xml"), limit))
 		f.Close()
+		if limits.IsTooLarge(err) {
+			return nil, err
+		}
 		if err == nil && root.name != "cc_config" {
 			err = fmt.Errorf("the root element is <%s>, not <cc_config>", root.name)
 		}
@@ -197,7 +210,10 @@ func unwrapPath(err error) error {
 // cpu_usage_limit means the default.
 func ReadGlobalPrefs(r io.Reader, file string) (GlobalPrefs, error) {
 	g := DefaultGlobalPrefs
-	root, err := readTree(r)
+	root, err := readTree(limits.Wrap(r, file, limits.DocumentBytes))
+	if limits.IsTooLarge(err) {
+		return g, err
+	}
 	if err != nil {
 		return g, fmt.Errorf("%s: %w", file, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/bkit/bkit/lib/limits"
 )
 
 // SchedulerReply is the body of the scheduler's answer: <scheduler_reply>.
@@ -147,9 +149,13 @@ const SchedulerVersion = 1
 // ParseSchedulerReply reads a <scheduler_reply> document (what a client receives).
 func ParseSchedulerReply(r io.Reader) (*SchedulerReply, error) {
 	var rep SchedulerReply
-	d := xml.NewDecoder(r)
+	lr := limits.Wrap(r, "scheduler reply", limits.SchedulerReplyBytes)
+	d := xml.NewDecoder(lr)
 	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
 	if err := d.Decode(&rep); err != nil {
+		if limits.IsTooLarge(err) {
+			return nil, err
+		}
 		var se *xml.SyntaxError
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("malformed XML at line %d: %s", se.Line, se.Msg)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/bkit/bkit/lib/limits"
 )
 
 // ResourceCPU is the name of the CPU processing resource; coprocessors are named by
@@ -220,18 +222,21 @@ func (r *SchedulerRequest) ResourceRequests() []ResourceRequest {
 // MaxRequestBytes is the largest scheduler request body bserver accepts. A client
 // reporting a thousand results writes about 300 KB; 4 MiB leaves room and still stops
 // a runaway or hostile body before it costs memory.
-const MaxRequestBytes = 4 << 20
+const MaxRequestBytes = limits.SchedulerRequestBytes
 
 // ParseSchedulerRequest reads a <scheduler_request> document. Unknown tags are
 // skipped; a malformed document, a wrong root element, or a field bkit needs that does
 // not parse or is out of range (negative, NaN, infinite) is an error.
 func ParseSchedulerRequest(r io.Reader) (*SchedulerRequest, error) {
 	var req SchedulerRequest
-	d := xml.NewDecoder(r)
+	d := xml.NewDecoder(limits.Wrap(r, "scheduler request", MaxRequestBytes))
 	// BOINC clients declare ISO-8859-1 in the prolog; the ASCII subset bkit reads is
 	// the same in every such charset, so read them as-is rather than fail.
 	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
 	if err := d.Decode(&req); err != nil {
+		if limits.IsTooLarge(err) {
+			return nil, err
+		}
 		var se *xml.SyntaxError
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("malformed XML at line %d: %s", se.Line, se.Msg)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/urfave/cli/v3"
@@ -67,7 +68,7 @@ func ExitStatus(err error) int {
 		return se.Code
 	}
 	var ue *UsageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || limits.IsTooLarge(err) {
 		return ExitUsage
 	}
 	return ExitFailure

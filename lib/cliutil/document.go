@@ -39,7 +39,11 @@ func ReadState(cmd *cli.Command) (*Input, error) {
 		defer f.Close()
 		r, file = f, path
 	}
-	doc, format, err := state.Read(r, file)
+	lr, err := LimitReader(cmd, r, file)
+	if err != nil {
+		return nil, err
+	}
+	doc, format, err := state.Read(lr, file)
 	if err != nil {
 		return nil, BadInput(err)
 	}

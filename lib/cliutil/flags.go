@@ -2,22 +2,25 @@ package cliutil
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/urfave/cli/v3"
 )
 
 // Flag names shared by every program.
 const (
-	FlagNow     = "now"
-	FlagState   = "state"
-	FlagInPlace = "in-place"
-	FlagOutput  = "output"
-	FlagSeed    = "seed"
-	FlagVerbose = "verbose"
+	FlagNow      = "now"
+	FlagState    = "state"
+	FlagInPlace  = "in-place"
+	FlagOutput   = "output"
+	FlagSeed     = "seed"
+	FlagVerbose  = "verbose"
+	FlagMaxInput = "max-input"
 )
 
 // NowFlag is --now: the time a decision is made, Unix seconds or RFC 3339.
@@ -28,7 +31,43 @@ func NowFlag() cli.Flag {
 	}
 }
 
-// StateFlags are --state FILE and --in-place.
+// MaxInputFlag is --max-input: the most bytes the program reads of any one input (a
+// document, a scenario file, a client_state.xml) before it refuses it.
+func MaxInputFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:  FlagMaxInput,
+		Usage: "refuse an input file or standard input larger than `SIZE` (bytes, or with a unit k, M, G; default " + limits.FormatBytes(limits.DocumentBytes) + ")",
+		Validator: func(s string) error {
+			_, err := limits.ParseBytes(s)
+			return err
+		},
+	}
+}
+
+// MaxInput returns --max-input in bytes, or limits.DocumentBytes when it is not given
+// (or the command has no such flag).
+func MaxInput(cmd *cli.Command) (int64, error) {
+	s := cmd.String(FlagMaxInput)
+	if s == "" {
+		return limits.DocumentBytes, nil
+	}
+	n, err := limits.ParseBytes(s)
+	if err != nil {
+		return 0, Usagef("--%s: %v", FlagMaxInput, err)
+	}
+	return n, nil
+}
+
+// LimitReader is r limited by --max-input; name is how messages call r.
+func LimitReader(cmd *cli.Command, r io.Reader, name string) (*limits.Reader, error) {
+	n, err := MaxInput(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return limits.NewReader(r, name, n), nil
+}
+
+// StateFlags are --state FILE, --in-place and --max-input.
 func StateFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{
@@ -39,6 +78,7 @@ func StateFlags() []cli.Flag {
 			Name:  FlagInPlace,
 			Usage: "with --state, replace FILE with the result atomically (temporary file, fsync, rename) instead of writing to standard output; FILE is untouched on any error",
 		},
+		MaxInputFlag(),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -92,19 +93,26 @@ var defaultLambdas = boincxml.Lambdas{On: boincxml.DefaultLambda, Active: boincx
 // (boincxml.LoadScenario), anything else a bkit scenario file (Decode). Invalid input,
 // including a path that does not exist, is marked with cliutil.BadInput (exit status
 // 2); other I/O errors are returned as they are (status 1).
-func Load(path string) (*File, error) {
+func Load(path string) (*File, error) { return LoadLimit(path, limits.DocumentBytes) }
+
+// LoadLimit is Load refusing a file of more than limit bytes (a *limits.TooLargeError,
+// exit status 2).
+func LoadLimit(path string, limit int64) (*File, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, ioError(path, err)
 	}
 	if fi.IsDir() {
-		sc, err := boincxml.LoadScenario(path)
+		sc, err := boincxml.LoadScenarioLimit(path, limit)
 		if err != nil {
 			return nil, classify(err)
 		}
 		return &File{Scenario: sc}, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, limit)
+	if limits.IsTooLarge(err) {
+		return nil, cliutil.BadInput(err)
+	}
 	if err != nil {
 		return nil, ioError(path, err)
 	}
@@ -113,6 +121,15 @@ func Load(path string) (*File, error) {
 		return nil, cliutil.BadInput(err)
 	}
 	return f, nil
+}
+
+func readFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return limits.ReadAll(limits.NewReader(f, path, limit), path, limit)
 }
 
 // ioError names path in an I/O error; a path that does not exist is bad input.
@@ -396,7 +413,12 @@ func Encode(f *File, format state.Format) ([]byte, error) {
 // made) are left out; a YAML file starts with a comment naming its source. Errors are
 // Load's.
 func Export(path string, format state.Format) ([]byte, error) {
-	f, err := Load(path)
+	return ExportLimit(path, format, limits.DocumentBytes)
+}
+
+// ExportLimit is Export reading files of at most limit bytes.
+func ExportLimit(path string, format state.Format, limit int64) ([]byte, error) {
+	f, err := LoadLimit(path, limit)
 	if err != nil {
 		return nil, err
 	}

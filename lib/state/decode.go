@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bkit/bkit/lib/limits"
+
 	// goccy/go-json: encoding/json's API at twice its speed, which keeps a 10,000-task
 	// document within bsched's 50 ms budget (encoding/json/v2 is still an experiment).
 	json "github.com/goccy/go-json"
@@ -73,9 +75,13 @@ func Decode(data []byte, file string) (*Document, Format, error) {
 	return &doc, format, nil
 }
 
-// Read is Decode of everything r holds.
+// Read is Decode of everything r holds, at most limits.DocumentBytes (or r's own limit
+// when r is a *limits.Reader): a larger input is a *limits.TooLargeError.
 func Read(r io.Reader, file string) (*Document, Format, error) {
-	data, err := io.ReadAll(r)
+	data, err := limits.ReadAll(r, file, limits.DocumentBytes)
+	if limits.IsTooLarge(err) {
+		return nil, "", err
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", file, err)
 	}

@@ -107,6 +107,7 @@ scenario, policy and --seed give byte-identical output.`,
 			cliutil.SeedFlag(),
 			cliutil.FormatFlag("table", "json"),
 			&cli.StringFlag{Name: flagPlot, Usage: "also draw the run: a timeline and each project's share over time, SVG and PNG, with an index.html, in `DIR`"},
+			cliutil.MaxInputFlag(),
 			cliutil.VerboseFlag(),
 		},
 		Action: run,
@@ -124,7 +125,7 @@ func run(_ context.Context, cmd *cli.Command) error {
 		return err // bad flags are told before the scenario is read
 	}
 	path := cmd.Args().First()
-	sc, defaults, err := loadScenario(path)
+	sc, defaults, err := loadScenario(cmd, path)
 	if err != nil {
 		return err
 	}
@@ -174,8 +175,12 @@ func run(_ context.Context, cmd *cli.Command) error {
 type runDefaults struct{ Duration, Delta float64 }
 
 // loadScenario reads SCENARIO: a BOINC emulator directory or a bkit scenario file.
-func loadScenario(path string) (*boincxml.Scenario, runDefaults, error) {
-	f, err := scenario.Load(path)
+func loadScenario(cmd *cli.Command, path string) (*boincxml.Scenario, runDefaults, error) {
+	limit, err := cliutil.MaxInput(cmd)
+	if err != nil {
+		return nil, runDefaults{}, err
+	}
+	f, err := scenario.LoadLimit(path, limit)
 	if err != nil {
 		return nil, runDefaults{}, err // Load's errors carry their exit status
 	}

@@ -42,6 +42,7 @@ BOINC's own parser skips them; what is wrong names the file and the element.
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagPrefs, Usage: "apply the preferences of `global_prefs.xml`"},
 			cliutil.FormatFlag("yaml", "json"),
+			cliutil.MaxInputFlag(),
 		},
 		Action: runImport,
 	}
@@ -65,7 +66,11 @@ func runImport(_ context.Context, cmd *cli.Command) error {
 		defer f.Close()
 		r, name = f, path
 	}
-	doc, err := boincxml.ImportClientState(r, name)
+	lr, err := cliutil.LimitReader(cmd, r, name)
+	if err != nil {
+		return err
+	}
+	doc, err := boincxml.ImportClientState(lr, name)
 	if err != nil {
 		return cliutil.BadInput(err)
 	}
@@ -75,7 +80,11 @@ func runImport(_ context.Context, cmd *cli.Command) error {
 			return cliutil.Usagef("--prefs: %v", err)
 		}
 		defer f.Close()
-		prefs, err := boincxml.ReadGlobalPrefs(f, p)
+		lp, err := cliutil.LimitReader(cmd, f, p)
+		if err != nil {
+			return err
+		}
+		prefs, err := boincxml.ReadGlobalPrefs(lp, p)
 		if err != nil {
 			return cliutil.BadInput(err)
 		}
@@ -106,7 +115,7 @@ docs/scenario-file.md and `+scenario.SchemaPath+`.`, []string{
 			"bsim export ../shared/scenarios/example-2cpu-2to1 > example.yaml",
 			"bsim run example.yaml --duration 10d",
 		}, ""),
-		Flags:  []cli.Flag{cliutil.FormatFlag("yaml", "json")},
+		Flags:  []cli.Flag{cliutil.FormatFlag("yaml", "json"), cliutil.MaxInputFlag()},
 		Action: runExport,
 	}
 }
@@ -115,7 +124,11 @@ func runExport(_ context.Context, cmd *cli.Command) error {
 	if cmd.Args().Len() != 1 {
 		return cliutil.Usagef("want one SCENARIO, got %d arguments", cmd.Args().Len())
 	}
-	data, err := scenario.Export(cmd.Args().First(), outputFormat(cmd, state.YAML))
+	limit, err := cliutil.MaxInput(cmd)
+	if err != nil {
+		return err
+	}
+	data, err := scenario.ExportLimit(cmd.Args().First(), outputFormat(cmd, state.YAML), limit)
 	if err != nil {
 		return err // Load's errors carry their exit status
 	}

@@ -71,6 +71,7 @@ client programs are the seeds'). See 'bsim run --help' for the scenario and the 
 				&cli.StringFlag{Name: flagDelta, Value: "60", Usage: "step length, `S` seconds (or with a unit)"},
 				cliutil.SeedFlag(),
 				cliutil.FormatFlag("json", "yaml"),
+				cliutil.MaxInputFlag(),
 				cliutil.VerboseFlag(),
 			},
 			Action: runInit,
@@ -85,7 +86,7 @@ availability as 1 or 0: the host on, active (allowed to compute), GPUs active,
 connected. Prints nothing once the run is over.
 
 `+loopNote, []string{`read -r now on active gpu connected <<<"$(bsim clock --world w.json)"`}, ""),
-			Flags:  []cli.Flag{worldFlag()},
+			Flags:  []cli.Flag{worldFlag(), cliutil.MaxInputFlag()},
 			Action: runClock,
 		},
 		{
@@ -158,7 +159,7 @@ brought up to date; the clock moves to the next step, whose availability is samp
 Prints what 'bsim run' prints, for the run so far.
 
 `+loopNote, []string{"bsim figures --world w.json --state state.json -o json"}, ""),
-			Flags:  []cli.Flag{worldFlag(), &cli.StringFlag{Name: cliutil.FlagState, Usage: "the run's state document, `FILE`", Required: true}, cliutil.FormatFlag("table", "json")},
+			Flags:  []cli.Flag{worldFlag(), &cli.StringFlag{Name: cliutil.FlagState, Usage: "the run's state document, `FILE`", Required: true}, cliutil.FormatFlag("table", "json"), cliutil.MaxInputFlag()},
 			Action: runFigures,
 		},
 	}
@@ -174,7 +175,7 @@ func runInit(_ context.Context, cmd *cli.Command) error {
 	}
 	cfg.Policy = "seed"
 	path := cmd.Args().First()
-	sc, _, err := loadScenario(path)
+	sc, _, err := loadScenario(cmd, path)
 	if err != nil {
 		return err
 	}
@@ -397,7 +398,14 @@ func readWorld(cmd *cli.Command) (*sim.World, error) {
 		return nil, cliutil.Usagef("%v", err)
 	}
 	defer f.Close()
-	w, err := sim.DecodeWorld(f, path)
+	lr, err := cliutil.LimitReader(cmd, f, path)
+	if err != nil {
+		return nil, err
+	}
+	w, err := sim.DecodeWorld(lr, path)
+	if lr.Err() != nil {
+		return nil, cliutil.BadInput(lr.Err()) // DecodeWorld's message would hide it
+	}
 	if err != nil {
 		return nil, cliutil.BadInput(err)
 	}
