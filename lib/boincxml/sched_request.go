@@ -1,11 +1,13 @@
 package boincxml
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/bkit/bkit/lib/limits"
@@ -246,52 +248,138 @@ func ParseSchedulerRequest(r io.Reader) (*SchedulerRequest, error) {
 		}
 		return nil, fmt.Errorf("scheduler_request: %w", err)
 	}
+	// Only white space, comments and processing instructions may follow the root
+	// element: anything else is a request spliced onto another.
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if limits.IsTooLarge(err) {
+			return nil, err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("after </scheduler_request>: %v", err)
+		}
+		switch t := tok.(type) {
+		case xml.Comment, xml.ProcInst:
+			continue
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) == 0 {
+				continue
+			}
+		}
+		return nil, errors.New("data after </scheduler_request>")
+	}
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
 	return &req, nil
 }
 
+// validate checks every field bkit reads against lib/limits, so that what is stored is
+// the same on both engines and in BOINC's ranges: finite numbers in range, names that
+// fit their columns.
 func (r *SchedulerRequest) validate() error {
-	check := func(field string, v float64) error {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Errorf("scheduler_request: %s: must be a number >= 0, got %v", field, v)
-		}
-		return nil
-	}
-	type fv struct {
+	c := limits.Checker{Prefix: "scheduler_request: "}
+	c.Name("authenticator", r.Authenticator)
+	c.Int("hostid", r.HostID, 0, math.MaxInt64)
+	c.Int("rpc_seqno", r.RPCSeqno, 0, math.MaxInt64)
+	c.Name("platform_name", r.PlatformName)
+	for _, v := range []struct {
 		name string
-		v    float64
+		v    int
+	}{{"core_client_major_version", r.CoreClientMajorVersion}, {"core_client_minor_version", r.CoreClientMinorVersion},
+		{"core_client_release", r.CoreClientRelease}} {
+		c.Int(v.name, int64(v.v), 0, math.MaxInt32)
 	}
-	fields := []fv{
-		{"work_req_seconds", r.WorkReqSeconds}, {"cpu_req_secs", r.CPUReqSecs},
-		{"cpu_req_instances", r.CPUReqInstances}, {"estimated_delay", r.EstimatedDelay},
-		{"resource_share_fraction", r.ResourceShareFraction},
-		{"host_info.p_ncpus", float64(r.HostInfo.PNCPUs)}, {"host_info.p_fpops", r.HostInfo.PFpops},
-		{"host_info.m_nbytes", r.HostInfo.MNBytes}, {"hostid", float64(r.HostID)},
+	c.Number("work_req_seconds", r.WorkReqSeconds, 0, limits.Seconds)
+	c.Number("cpu_req_secs", r.CPUReqSecs, 0, limits.Seconds)
+	c.Number("cpu_req_instances", r.CPUReqInstances, 0, limits.CPUs)
+	c.Number("estimated_delay", r.EstimatedDelay, 0, limits.Seconds)
+	c.Number("resource_share_fraction", r.ResourceShareFraction, 0, 1)
+	checkCoprocs(&c, "coprocs", r.Coprocs)
+	if ts := r.TimeStats; ts != nil {
+		c.Number("time_stats.on_frac", ts.OnFrac, 0, 1)
+		// BOINC clients send -1 while they do not know yet.
+		c.Number("time_stats.connected_frac", ts.ConnectedFrac, -1, 1)
+		c.Number("time_stats.active_frac", ts.ActiveFrac, 0, 1)
+		c.Number("time_stats.gpu_active_frac", ts.GPUActiveFrac, 0, 1)
 	}
-	for i, cp := range r.Coprocs {
-		p := fmt.Sprintf("coprocs[%d](%s).", i, cp.Type)
-		fields = append(fields, fv{p + "req_secs", cp.ReqSecs}, fv{p + "req_instances", cp.ReqInstances},
-			fv{p + "count", float64(cp.Count)}, fv{p + "peak_flops", cp.PeakFlops})
-	}
-	for i, cp := range r.HostInfo.Coprocs {
-		p := fmt.Sprintf("host_info.coprocs[%d](%s).", i, cp.Type)
-		fields = append(fields, fv{p + "count", float64(cp.Count)}, fv{p + "peak_flops", cp.PeakFlops})
+	c.Int("host_info.p_ncpus", int64(r.HostInfo.PNCPUs), 0, limits.CPUs)
+	c.Number("host_info.p_fpops", r.HostInfo.PFpops, 0, limits.Flops)
+	c.Number("host_info.m_nbytes", r.HostInfo.MNBytes, 0, limits.Bytes)
+	checkCoprocs(&c, "host_info.coprocs", r.HostInfo.Coprocs)
+	if c.Err() == nil {
+		if col := r.HostCoprocs().Column(); len(col) > limits.NameBytes {
+			c.String("coprocs", col, limits.NameBytes) // "longer than 254 bytes", as the host stores it
+		}
 	}
 	for i, res := range r.Results {
 		p := fmt.Sprintf("result[%d].", i)
 		if strings.TrimSpace(res.Name) == "" {
 			return fmt.Errorf("scheduler_request: %sname: missing", p)
 		}
-		fields = append(fields, fv{p + "final_cpu_time", res.FinalCPUTime}, fv{p + "final_elapsed_time", res.FinalElapsedTime})
+		c.Name(p+"name", res.Name)
+		c.Number(p+"final_cpu_time", res.FinalCPUTime, 0, limits.Seconds)
+		c.Number(p+"final_elapsed_time", res.FinalElapsedTime, 0, limits.Seconds)
+		c.Int(p+"exit_status", int64(res.ExitStatus), math.MinInt32, math.MaxInt32)
+		c.Int(p+"state", int64(res.State), 0, limits.ClientStateMax)
+		c.Int(p+"app_version_num", int64(res.AppVersionNum), 0, math.MaxInt32)
+		c.Name(p+"plan_class", res.PlanClass)
 	}
-	for _, f := range fields {
-		if err := check(f.name, f.v); err != nil {
-			return err
+	for i, o := range r.OtherResults {
+		c.Name(fmt.Sprintf("other_results[%d].name", i), o.Name)
+	}
+	for i, f := range r.FileInfos {
+		c.Name(fmt.Sprintf("file_info[%d].name", i), f.Name)
+	}
+	return c.Err()
+}
+
+func checkCoprocs(c *limits.Checker, path string, cps Coprocs) {
+	for i, cp := range cps {
+		p := fmt.Sprintf("%s[%d].", path, i)
+		if len(cp.Type) <= limits.CoprocTypeBytes {
+			p = fmt.Sprintf("%s[%d](%s).", path, i, cp.Type)
 		}
+		c.String(p+"type", cp.Type, limits.CoprocTypeBytes)
+		c.Int(p+"count", int64(cp.Count), 0, limits.CoprocInstances)
+		c.Number(p+"peak_flops", cp.PeakFlops, 0, limits.Flops)
+		c.Number(p+"req_secs", cp.ReqSecs, 0, limits.Seconds)
+		c.Number(p+"req_instances", cp.ReqInstances, 0, limits.CoprocInstances)
+		c.Number(p+"estimated_delay", cp.EstimatedDelay, 0, limits.Seconds)
 	}
-	return nil
+}
+
+// HostCoprocs is what coprocessors the host has: <host_info><coprocs>, completed by the
+// request's top-level <coprocs> (where BOINC clients put them with their requests).
+func (r *SchedulerRequest) HostCoprocs() Coprocs {
+	out := append(Coprocs(nil), r.HostInfo.Coprocs...)
+	for _, cp := range r.Coprocs {
+		if cp.Count <= 0 {
+			continue // a request for a type the host does not have
+		}
+		if have := out.Find(cp.Type); have != nil {
+			have.Count = max(have.Count, cp.Count)
+			have.PeakFlops = max(have.PeakFlops, cp.PeakFlops)
+			continue
+		}
+		out = append(out, Coproc{Type: cp.Type, Count: cp.Count, PeakFlops: cp.PeakFlops})
+	}
+	return out
+}
+
+// Column writes the coprocessors as the host.coprocs column holds them:
+// TYPE:COUNT:PEAK_FLOPS, comma-separated. The parser refuses a request whose host's
+// coprocessors would not fit the column (limits.NameBytes), so nothing is cut.
+func (c Coprocs) Column() string {
+	var parts []string
+	for _, cp := range c {
+		t := strings.NewReplacer(",", "_", ":", "_").Replace(cp.Type)
+		parts = append(parts, t+":"+strconv.Itoa(cp.Count)+":"+strconv.FormatFloat(cp.PeakFlops, 'g', -1, 64))
+	}
+	return strings.Join(parts, ",")
 }
 
 // Marshal writes the request as XML (what a client posts).

@@ -5,8 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/store"
@@ -75,42 +73,10 @@ func (s *Server) authenticate(tx *store.Tx, req *boincxml.SchedulerRequest, repl
 func fillHost(h *store.Host, req *boincxml.SchedulerRequest, now float64) {
 	h.RPCSeqno, h.RPCTime, h.PlatformName = req.RPCSeqno, now, req.PlatformName
 	h.PNCPUs, h.PFpops, h.MNBytes = req.HostInfo.PNCPUs, req.HostInfo.PFpops, req.HostInfo.MNBytes
-	h.Coprocs = formatCoprocs(hostCoprocs(req))
+	h.Coprocs = req.HostCoprocs().Column()
 	if ts := req.TimeStats; ts != nil {
 		h.OnFrac, h.ConnectedFrac, h.ActiveFrac = ts.OnFrac, ts.ConnectedFrac, ts.ActiveFrac
 	}
-}
-
-// hostCoprocs is what coprocessors the host has: <host_info><coprocs>, completed by the
-// request's top-level <coprocs> (where BOINC clients put them with their requests).
-func hostCoprocs(req *boincxml.SchedulerRequest) boincxml.Coprocs {
-	out := append(boincxml.Coprocs(nil), req.HostInfo.Coprocs...)
-	for _, cp := range req.Coprocs {
-		if cp.Count <= 0 {
-			continue // a request for a type the host does not have
-		}
-		if have := out.Find(cp.Type); have != nil {
-			have.Count = max(have.Count, cp.Count)
-			have.PeakFlops = max(have.PeakFlops, cp.PeakFlops)
-			continue
-		}
-		out = append(out, boincxml.Coproc{Type: cp.Type, Count: cp.Count, PeakFlops: cp.PeakFlops})
-	}
-	return out
-}
-
-// formatCoprocs writes the host.coprocs column: TYPE:COUNT:PEAK_FLOPS, comma-separated.
-func formatCoprocs(cps boincxml.Coprocs) string {
-	var parts []string
-	for _, cp := range cps {
-		t := strings.NewReplacer(",", "_", ":", "_").Replace(cp.Type)
-		parts = append(parts, t+":"+strconv.Itoa(cp.Count)+":"+strconv.FormatFloat(cp.PeakFlops, 'g', -1, 64))
-	}
-	s := strings.Join(parts, ",")
-	if len(s) > 254 {
-		s = s[:254] // the column's width; only a bizarre host has that many types
-	}
-	return s
 }
 
 // recordReports records each reported result exactly once and acknowledges every

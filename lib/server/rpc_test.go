@@ -201,7 +201,7 @@ func TestBadInput(t *testing.T) {
 		{"not a number", "<scheduler_request><cpu_req_secs>x</cpu_req_secs></scheduler_request>", 400,
 			`bad scheduler request: scheduler_request: strconv.ParseFloat: parsing "x": invalid syntax`},
 		{"negative", "<scheduler_request><cpu_req_instances>-2</cpu_req_instances></scheduler_request>", 400,
-			"bad scheduler request: scheduler_request: cpu_req_instances: must be a number >= 0, got -2"},
+			"bad scheduler request: scheduler_request: cpu_req_instances: must be a number in [0, 65536], got -2"},
 		{"oversized", "<scheduler_request>" + strings.Repeat("<x/>", 500) + "</scheduler_request>", 413,
 			"request body larger than 1000 bytes"},
 	} {

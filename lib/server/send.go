@@ -140,7 +140,7 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 	if len(requests) == 0 {
 		return nil
 	}
-	caps := hostCaps{ncpus: req.HostInfo.PNCPUs, cpuFpop: req.HostInfo.PFpops, coprocs: hostCoprocs(req)}
+	caps := hostCaps{ncpus: req.HostInfo.PNCPUs, cpuFpop: req.HostInfo.PFpops, coprocs: req.HostCoprocs()}
 	versions, err := tx.AppVersions()
 	if err != nil {
 		return err

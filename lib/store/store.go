@@ -20,6 +20,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"sync"
@@ -245,7 +246,26 @@ func (t *Tx) ForUpdateSkipLocked() string { return t.s.dialect.skipLocked }
 // transaction ends (seed 004's cursor lock): FOR UPDATE on MySQL, nothing on SQLite.
 func (t *Tx) ForUpdate() string { return t.s.dialect.forUpdate }
 
+// ErrNonFinite is a NaN or an infinity among a statement's arguments. The MySQL driver
+// interpolates placeholders client-side and would write them into the SQL as bare words
+// ("Unknown column 'NaN'"), SQLite stores NaN as NULL: neither engine can hold them, so
+// the statement is refused before it reaches either. Parsers refuse such input first
+// (lib/limits); this is the store's own guarantee.
+var ErrNonFinite = errors.New("store: a NaN or infinite number among the statement's arguments")
+
+func finiteArgs(args []any) bool {
+	for _, a := range args {
+		if f, ok := a.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return false
+		}
+	}
+	return true
+}
+
 func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
+	if !finiteArgs(args) {
+		return nil, ErrNonFinite
+	}
 	if st := t.stmt(query); st != nil {
 		return st.ExecContext(t.ctx, args...)
 	}
@@ -253,6 +273,9 @@ func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 }
 
 func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
+	if !finiteArgs(args) {
+		return nil, ErrNonFinite
+	}
 	if st := t.stmt(query); st != nil {
 		return st.QueryContext(t.ctx, args...)
 	}
@@ -260,6 +283,16 @@ func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
 }
 
 func (t *Tx) queryRow(query string, args ...any) *sql.Row {
+	if !finiteArgs(args) {
+		// A *sql.Row cannot carry an error of ours: compare with NULL instead, which
+		// matches no row on either engine (sql.ErrNoRows), and no NaN reaches the SQL.
+		args = append([]any(nil), args...)
+		for i, a := range args {
+			if f, ok := a.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+				args[i] = nil
+			}
+		}
+	}
 	if st := t.stmt(query); st != nil {
 		return st.QueryRowContext(t.ctx, args...)
 	}

@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 
@@ -273,6 +275,64 @@ func TestConcurrentReports(t *testing.T) {
 			if recorded[name] != 1 {
 				t.Errorf("%s recorded %d times", name, recorded[name])
 			}
+		}
+	})
+}
+
+// TestNonFiniteArguments: a NaN or infinity never reaches the SQL, on either engine (on
+// MariaDB the driver would interpolate it bare: "Unknown column 'NaN'"), and the row
+// keeps its value (issue 18).
+func TestNonFiniteArguments(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		var id int64
+		err := s.InTx(ctx, func(tx *store.Tx) error {
+			h := &store.Host{Authenticator: "a", OnFrac: 0.5}
+			if err := tx.CreateHost(h, 1); err != nil {
+				return err
+			}
+			id = h.ID
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+			err := s.InTx(ctx, func(tx *store.Tx) error {
+				h, err := tx.HostByID(id)
+				if err != nil {
+					return err
+				}
+				h.OnFrac = v
+				return tx.UpdateHostRPC(h)
+			})
+			if !errors.Is(err, store.ErrNonFinite) {
+				t.Errorf("on_frac %v: err = %v, want ErrNonFinite", v, err)
+			}
+			err = s.InTx(ctx, func(tx *store.Tx) error {
+				_, err := tx.Exec(`SELECT id FROM host WHERE on_frac=?`, v)
+				return err
+			})
+			if !errors.Is(err, store.ErrNonFinite) {
+				t.Errorf("query with %v: err = %v, want ErrNonFinite", v, err)
+			}
+			err = s.InTx(ctx, func(tx *store.Tx) error {
+				var n int64
+				return tx.QueryRow(`SELECT id FROM host WHERE on_frac=?`, v).Scan(&n)
+			})
+			if !errors.Is(err, sql.ErrNoRows) {
+				t.Errorf("QueryRow with %v: err = %v, want no rows", v, err)
+			}
+		}
+		err = s.InTx(ctx, func(tx *store.Tx) error {
+			h, err := tx.HostByID(id)
+			if err == nil && h.OnFrac != 0.5 {
+				t.Errorf("on_frac %v, want 0.5 kept", h.OnFrac)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 	})
 }

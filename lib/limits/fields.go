@@ -1,0 +1,86 @@
+package limits
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Field limits of what the scheduler endpoint stores. Both engines must refuse and accept
+// the same values: MariaDB refuses a string longer than its column (a 500 that a client
+// can never get past) where SQLite stores anything, and the MySQL driver writes NaN and
+// Inf into SQL as bare words. So every value is checked in the parser, against the
+// ranges below, before any SQL runs; endpoints added later check their fields here too.
+const (
+	// NameBytes is the width of the database's VARCHAR(254) columns: names of results,
+	// files and platforms, authenticators, plan classes.
+	NameBytes = 254
+	// CoprocTypeBytes bounds one coprocessor type name (BOINC's are "NVIDIA", "ATI",
+	// "intel_gpu", "apple_gpu").
+	CoprocTypeBytes = 64
+	// CoprocInstances is BOINC's MAX_COPROC_INSTANCES.
+	CoprocInstances = 64
+	// CPUs bounds p_ncpus and a request's instances.
+	CPUs = 1 << 16
+	// Seconds bounds durations a client reports or asks for (about 317 years).
+	Seconds = 1e10
+	// Flops bounds a processor's peak FLOPS (a hundred times today's largest GPU).
+	Flops = 1e17
+	// Bytes bounds a host's memory or disk figure.
+	Bytes = 1e18
+	// ClientStateMax is BOINC's largest client result state (RESULT_UPLOAD_FAILED).
+	ClientStateMax = 7
+)
+
+// Checker collects the first problem among the fields it is shown, each named by its
+// path ("time_stats.on_frac"). Use it in a parser: check every field, then Err.
+type Checker struct {
+	Prefix string // put before every path: "scheduler_request: "
+	err    error
+}
+
+// FieldError is a field outside its limits.
+type FieldError struct {
+	Path, Problem string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Problem }
+
+func (c *Checker) fail(path, format string, args ...any) {
+	if c.err == nil {
+		c.err = &FieldError{Path: c.Prefix + path, Problem: fmt.Sprintf(format, args...)}
+	}
+}
+
+// Err returns the first problem found, or nil.
+func (c *Checker) Err() error { return c.err }
+
+// Number checks that v is finite and in [min, max].
+func (c *Checker) Number(path string, v, min, max float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < min || v > max {
+		c.fail(path, "must be a number in [%s, %s], got %s", num(min), num(max), num(v))
+	}
+}
+
+// Int checks that v is in [min, max].
+func (c *Checker) Int(path string, v, min, max int64) {
+	if v < min || v > max {
+		c.fail(path, "must be a whole number in [%d, %d], got %d", min, max, v)
+	}
+}
+
+// String checks that s is valid UTF-8 of at most max bytes.
+func (c *Checker) String(path, s string, max int) {
+	switch {
+	case len(s) > max:
+		c.fail(path, "longer than %d bytes (%d)", max, len(s))
+	case !utf8.ValidString(s):
+		c.fail(path, "not valid UTF-8")
+	}
+}
+
+// Name checks a name stored in a VARCHAR(254) column: String with NameBytes.
+func (c *Checker) Name(path, s string) { c.String(path, s, NameBytes) }
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
