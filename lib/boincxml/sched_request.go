@@ -24,13 +24,18 @@ type SchedulerRequest struct {
 	XMLName xml.Name `xml:"scheduler_request"`
 
 	// Identity. Authenticator is empty and HostID 0 on a host's first contact.
-	Authenticator          string `xml:"authenticator"`
-	HostID                 int64  `xml:"hostid"`
-	RPCSeqno               int64  `xml:"rpc_seqno"`
-	PlatformName           string `xml:"platform_name,omitempty"`
-	CoreClientMajorVersion int    `xml:"core_client_major_version,omitempty"`
-	CoreClientMinorVersion int    `xml:"core_client_minor_version,omitempty"`
-	CoreClientRelease      int    `xml:"core_client_release,omitempty"`
+	Authenticator string `xml:"authenticator"`
+	HostID        int64  `xml:"hostid"`
+	RPCSeqno      int64  `xml:"rpc_seqno"`
+	PlatformName  string `xml:"platform_name,omitempty"`
+	// CodeSignKey is the project's code-signing key the client holds, if any: the
+	// scheduler sends its key only to a client that lacks it.
+	CodeSignKey string `xml:"code_sign_key,omitempty"`
+	// AltPlatforms are the other platforms the host runs (BOINC's <alt_platform>).
+	AltPlatforms           []NameRef `xml:"alt_platform,omitempty"`
+	CoreClientMajorVersion int       `xml:"core_client_major_version,omitempty"`
+	CoreClientMinorVersion int       `xml:"core_client_minor_version,omitempty"`
+	CoreClientRelease      int       `xml:"core_client_release,omitempty"`
 
 	// Work request (seed 002). WorkReqSeconds is the largest per-resource request, kept
 	// for old servers; a request with only WorkReqSeconds comes from an old client.
@@ -191,6 +196,20 @@ func (c Coprocs) Find(typ string) *Coproc {
 		}
 	}
 	return nil
+}
+
+// Platforms returns the platforms the host runs, its own first.
+func (r *SchedulerRequest) Platforms() []string {
+	var out []string
+	if r.PlatformName != "" {
+		out = append(out, r.PlatformName)
+	}
+	for _, p := range r.AltPlatforms {
+		if p.Name != "" {
+			out = append(out, p.Name)
+		}
+	}
+	return out
 }
 
 // ResourceRequest is what a request asks of one processing resource.

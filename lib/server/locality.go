@@ -105,7 +105,9 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 					return err
 				}
 				n.fill(av, c.FpopsEst, caps)
-				st.addJob(reply, c.Candidate, av, now+c.DelayBound, files)
+				if err := st.addJob(reply, c.Candidate, av, now+c.DelayBound, files); err != nil {
+					return err
+				}
 			}
 			if !progress {
 				break // the cursor has no more jobs this host may take

@@ -91,7 +91,7 @@ func TestLocalityScheduling(t *testing.T) {
 		}
 		var files []string
 		for _, f := range rep.FileInfos {
-			if f.Sticky == nil || f.URL != "http://files/"+f.Name {
+			if !f.Sticky || f.URL != "http://files/"+f.Name {
 				t.Errorf("file_info %+v", f)
 			}
 			files = append(files, f.Name)
@@ -99,7 +99,7 @@ func TestLocalityScheduling(t *testing.T) {
 		if d := cmp.Diff([]string{"b1_f0", "b1_f1", "b1_f2"}, files); d != "" {
 			t.Errorf("host A's files (-want +got)\n%s", d)
 		}
-		if d := cmp.Diff([]boincxml.NameRef{{Name: "b1_f1"}, {Name: "b1_f2"}}, rep.Workunits[1].FileRefs); d != "" {
+		if d := cmp.Diff([]boincxml.ReplyFileRef{{FileName: "b1_f1"}, {FileName: "b1_f2"}}, rep.Workunits[1].FileRefs); d != "" {
 			t.Errorf("job 1's file refs (-want +got)\n%s", d)
 		}
 		// Host B joins cursor 2, whose team has no credit (infinite time left).

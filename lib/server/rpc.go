@@ -12,7 +12,8 @@ import (
 
 // handle runs one scheduler request in one transaction and returns the reply. A
 // *refusal error means the request was turned down and nothing changed.
-func (s *Server) handle(ctx context.Context, req *boincxml.SchedulerRequest, now float64) (*boincxml.SchedulerReply, error) {
+// base is the project's URL as the client reached it (for file URLs).
+func (s *Server) handle(ctx context.Context, req *boincxml.SchedulerRequest, now float64, base string) (*boincxml.SchedulerReply, error) {
 	var reply *boincxml.SchedulerReply
 	err := s.Store.InTx(ctx, func(tx *store.Tx) error {
 		// InTx may run this again after a contention abort: start from nothing.
@@ -24,13 +25,21 @@ func (s *Server) handle(ctx context.Context, req *boincxml.SchedulerRequest, now
 		if err := s.recordReports(tx, host, req, reply, now); err != nil {
 			return err
 		}
-		return s.sendWork(tx, host, req, reply, now)
+		if s.Config.CodeSignKey != "" && strings.Join(strings.Fields(req.CodeSignKey), "") != strings.Join(strings.Fields(s.Config.CodeSignKey), "") {
+			// A client takes a key it lacks; a different one it would take only with a
+			// signature by the old key (BOINC's key change), which bkit does not make.
+			reply.CodeSignKey = &boincxml.RawText{Text: "\n" + s.Config.CodeSignKey}
+		}
+		return s.sendWork(tx, host, req, reply, now, base)
 	})
 	return reply, err
 }
 
 // authenticate finds the requesting host, or creates it on its first request, and
-// saves what the request says about it.
+// saves what the request says about it. Two kinds of hosts: bkit's own clients get a
+// host authenticator on their first request (no authenticator, no host id) and present
+// it; a BOINC client presents its user's account key, with host id 0 until the reply
+// gives it one, and the new host belongs to that user.
 func (s *Server) authenticate(tx *store.Tx, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) (*store.Host, error) {
 	var host *store.Host
 	var err error
@@ -48,15 +57,29 @@ func (s *Server) authenticate(tx *store.Tx, req *boincxml.SchedulerRequest, repl
 	case req.HostID != 0:
 		host, err = tx.HostByID(req.HostID)
 		if errors.Is(err, store.ErrNotFound) {
+			// A client whose host the project no longer has: with a known account
+			// key it becomes a new host of that user, as in BOINC.
+			if u, uerr := tx.UserByAuthenticator(req.Authenticator); uerr == nil {
+				return s.newUserHost(tx, u, req, reply, now)
+			} else if !errors.Is(uerr, store.ErrNotFound) {
+				return nil, uerr
+			}
 			return nil, refuse("unknown host %d", req.HostID)
 		}
-		if err == nil && subtle.ConstantTimeCompare([]byte(host.Authenticator), []byte(req.Authenticator)) != 1 {
+		if err == nil && !s.hostKeyMatches(tx, host, req.Authenticator, reply) {
 			return nil, refuse("wrong authenticator for host %d", req.HostID)
 		}
 	default:
 		host, err = tx.HostByAuthenticator(req.Authenticator)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, refuse("unknown authenticator")
+			u, uerr := tx.UserByAuthenticator(req.Authenticator)
+			if errors.Is(uerr, store.ErrNotFound) {
+				return nil, refuse("unknown authenticator")
+			}
+			if uerr != nil {
+				return nil, uerr
+			}
+			return s.newUserHost(tx, u, req, reply, now)
 		}
 		if err == nil {
 			reply.HostID = host.ID // the client lost its host id; tell it again
@@ -67,6 +90,42 @@ func (s *Server) authenticate(tx *store.Tx, req *boincxml.SchedulerRequest, repl
 	}
 	fillHost(host, req, now)
 	return host, tx.UpdateHostRPC(host)
+}
+
+// hostKeyMatches reports whether auth is the host's own authenticator or its user's
+// account key (constant-time compares), and for a user's host fills in the user.
+func (s *Server) hostKeyMatches(tx *store.Tx, host *store.Host, auth string, reply *boincxml.SchedulerReply) bool {
+	if subtle.ConstantTimeCompare([]byte(host.Authenticator), []byte(auth)) == 1 {
+		return true
+	}
+	if host.UserID == 0 {
+		return false
+	}
+	u, err := tx.UserByID(host.UserID)
+	if err != nil || subtle.ConstantTimeCompare([]byte(u.Authenticator), []byte(auth)) != 1 {
+		return false
+	}
+	fillUser(reply, u)
+	return true
+}
+
+// newUserHost creates a host of user u and tells the client its host id.
+func (s *Server) newUserHost(tx *store.Tx, u *store.User, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) (*store.Host, error) {
+	host := &store.Host{UserID: u.ID, Authenticator: store.NewAuthenticator()}
+	fillHost(host, req, now)
+	if err := tx.CreateHost(host, now); err != nil {
+		return nil, err
+	}
+	reply.HostID = host.ID
+	fillUser(reply, u)
+	s.log().Info("new host of a user", "host", host.ID, "user", u.ID, "platform", req.PlatformName)
+	return host, nil
+}
+
+// fillUser puts what BOINC's scheduler tells a client about its account in the reply.
+func fillUser(reply *boincxml.SchedulerReply, u *store.User) {
+	venue := ""
+	reply.UserID, reply.UserName, reply.HostVenue = u.ID, u.Name, &venue
 }
 
 // fillHost copies the request's description of the host into h.

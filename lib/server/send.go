@@ -114,12 +114,19 @@ func (n *need) fill(av store.AppVersion, fpopsEst float64, caps hostCaps) {
 	n.instances -= inst
 }
 
-// sendState is what one reply has sent so far.
+// sendState is what one reply has sent so far, and what adding a job needs: the
+// transaction (for the jobs' files), the host, and the URL clients reach the project by.
 type sendState struct {
 	maxJobs  int
 	apps     map[int64]bool
 	versions map[int64]bool
 	files    map[string]bool
+	tx       *store.Tx
+	host     *store.Host
+	base     string // the project's URL, ending in "/"
+	// uploadKey signs upload permissions (uploadToken); nil: the project takes no
+	// uploads and sends no jobs with output files.
+	uploadKey []byte
 }
 
 func (st *sendState) full(reply *boincxml.SchedulerReply) bool {
@@ -132,7 +139,7 @@ func (st *sendState) full(reply *boincxml.SchedulerReply) bool {
 // the requested instances are filled, or the project runs out of jobs, or the reply
 // reaches MaxJobsPerRPC. Jobs of locality-scheduled apps (seed 004) come first, from
 // the host's cursors; then the other apps' jobs, oldest first.
-func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) error {
+func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
 	if err := deleteStickyFiles(tx, host, req, reply); err != nil {
 		return err
 	}
@@ -145,8 +152,10 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 	if err != nil {
 		return err
 	}
+	versions = forPlatforms(versions, req.Platforms())
 	st := &sendState{maxJobs: orDefault(s.Config.MaxJobsPerRPC, DefaultMaxJobsPerRPC),
-		apps: map[int64]bool{}, versions: map[int64]bool{}, files: map[string]bool{}}
+		apps: map[int64]bool{}, versions: map[int64]bool{}, files: map[string]bool{},
+		tx: tx, host: host, base: base, uploadKey: s.Config.UploadKey}
 	for _, rr := range requests {
 		// The best version of each app for this resource on this host.
 		best := map[int64]store.AppVersion{}
@@ -215,7 +224,9 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 					continue // another scheduler sent it first
 				}
 				n.fill(av, c.FpopsEst, caps)
-				st.addJob(reply, c, av, deadline, nil)
+				if err := st.addJob(reply, c, av, deadline, nil); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -238,31 +249,87 @@ func batchSize(n need, best map[int64]store.AppVersion) int {
 	return int(math.Ceil(jobs))
 }
 
+// forPlatforms keeps the app versions a host of these platforms can run: those of
+// one of its platforms, and platform-free ones (which carry no files: for bkit's own
+// and emulated clients). A platform listed earlier wins among otherwise equal versions,
+// since versions are compared by speed, then number, then this order.
+func forPlatforms(versions []store.AppVersion, platforms []string) []store.AppVersion {
+	var out []store.AppVersion
+	for _, av := range versions {
+		if av.Platform == "" || slices.Contains(platforms, av.Platform) {
+			out = append(out, av)
+		}
+	}
+	rank := func(av store.AppVersion) int {
+		if i := slices.Index(platforms, av.Platform); i >= 0 {
+			return i
+		}
+		return len(platforms)
+	}
+	slices.SortStableFunc(out, func(a, b store.AppVersion) int { return rank(a) - rank(b) })
+	return out
+}
+
 // addJob puts a claimed result into the reply with its workunit, app, app version and
-// input files (each app, version and file once per reply).
-func (st *sendState) addJob(reply *boincxml.SchedulerReply, c store.Candidate, av store.AppVersion, deadline float64, files []store.BatchFile) {
+// files (each app, version and file once per reply): the version's files (signed),
+// the workunit's input files and batch files, and the result's output files with
+// their upload permissions.
+func (st *sendState) addJob(reply *boincxml.SchedulerReply, c store.Candidate, av store.AppVersion, deadline float64, files []store.BatchFile) error {
 	if !st.apps[av.AppID] {
 		st.apps[av.AppID] = true
 		reply.Apps = append(reply.Apps, boincxml.ReplyApp{Name: av.AppName})
 	}
 	if !st.versions[av.ID] {
 		st.versions[av.ID] = true
-		rv := boincxml.ReplyAppVersion{AppName: av.AppName, VersionNum: av.VersionNum, PlanClass: av.PlanClass,
+		rv := boincxml.ReplyAppVersion{AppName: av.AppName, VersionNum: av.VersionNum, Platform: av.Platform, PlanClass: av.PlanClass,
 			AvgNCPUs: av.AvgNCPUs, Flops: av.Flops}
 		if av.CoprocType != "" {
 			rv.Coproc = &boincxml.ReplyCoproc{Type: boincxml.CanonicalType(av.CoprocType), Count: av.CoprocCount}
+		}
+		avFiles, err := st.tx.AppVersionFiles(av.ID)
+		if err != nil {
+			return err
+		}
+		for _, f := range avFiles {
+			ref := boincxml.ReplyFileRef{FileName: f.Name, OpenName: f.OpenName}
+			if f.MainProgram {
+				ref.MainProgram = true
+			}
+			rv.FileRefs = append(rv.FileRefs, ref)
+			st.addFile(reply, boincxml.ReplyFileInfo{Name: f.Name, URL: st.base + "download/" + f.Name, MD5: f.MD5,
+				NBytes: f.NBytes, Executable: true, FileSignature: f.Signature})
 		}
 		reply.AppVersions = append(reply.AppVersions, rv)
 	}
 	wu := boincxml.ReplyWorkunit{Name: c.WUName, AppName: av.AppName, RscFpopsEst: c.FpopsEst, RscFpopsBound: c.FpopsBound}
 	for _, f := range files {
-		wu.FileRefs = append(wu.FileRefs, boincxml.NameRef{Name: f.Name})
-		if !st.files[f.Name] {
-			st.files[f.Name] = true
-			reply.FileInfos = append(reply.FileInfos, boincxml.ReplyFileInfo{Name: f.Name, URL: f.URL, NBytes: f.NBytes, Sticky: &struct{}{}})
-		}
+		wu.FileRefs = append(wu.FileRefs, boincxml.ReplyFileRef{FileName: f.Name})
+		st.addFile(reply, boincxml.ReplyFileInfo{Name: f.Name, URL: f.URL, NBytes: f.NBytes, Sticky: true})
+	}
+	inputs, outputs, err := st.tx.WUFiles(c.WUID)
+	if err != nil {
+		return err
+	}
+	for _, f := range inputs {
+		wu.FileRefs = append(wu.FileRefs, boincxml.ReplyFileRef{FileName: f.Name, OpenName: f.OpenName})
+		st.addFile(reply, boincxml.ReplyFileInfo{Name: f.Name, URL: st.base + "download/" + f.Name, MD5: f.MD5, NBytes: f.NBytes})
+	}
+	res := boincxml.ReplyResult{Name: c.ResultName, WUName: c.WUName, ReportDeadline: boincxml.UnixTime(deadline),
+		VersionNum: av.VersionNum, Platform: av.Platform, PlanClass: av.PlanClass}
+	for k, o := range outputs {
+		name := OutputFileName(c.ResultName, k)
+		res.FileRefs = append(res.FileRefs, boincxml.ReplyFileRef{FileName: name, OpenName: o.OpenName})
+		st.addFile(reply, boincxml.ReplyFileInfo{Name: name, URL: st.base + UploadPath, MaxNBytes: o.MaxNBytes,
+			XMLSignature: uploadToken(st.uploadKey, name, st.host.ID), GeneratedLocally: true, UploadWhenPresent: true})
 	}
 	reply.Workunits = append(reply.Workunits, wu)
-	reply.ResultsSent = append(reply.ResultsSent, boincxml.ReplyResult{Name: c.ResultName, WUName: c.WUName,
-		ReportDeadline: boincxml.UnixTime(deadline), VersionNum: av.VersionNum, PlanClass: av.PlanClass})
+	reply.ResultsSent = append(reply.ResultsSent, res)
+	return nil
+}
+
+func (st *sendState) addFile(reply *boincxml.SchedulerReply, fi boincxml.ReplyFileInfo) {
+	if !st.files[fi.Name] {
+		st.files[fi.Name] = true
+		reply.FileInfos = append(reply.FileInfos, fi)
+	}
 }

@@ -48,6 +48,19 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// DrainTimeout bounds how long shutdown waits for requests in flight.
 	DrainTimeout time.Duration
+
+	// Files (for real BOINC clients). DownloadDir holds app version and input files,
+	// served on GET /download/NAME; UploadDir receives output files on POST
+	// /file_upload_handler. Empty: no downloads, no uploads.
+	DownloadDir, UploadDir string
+	// CodeSignKey is the public code-signing key in BOINC's text form, sent in every
+	// reply so that clients can check app files' signatures ("" sends none).
+	CodeSignKey string
+	// UploadKey signs upload permissions; nil: uploads are refused.
+	UploadKey []byte
+	// MaxUploadBytes bounds one uploaded file whatever its result template says; 0
+	// means DefaultMaxUploadBytes.
+	MaxUploadBytes int64
 }
 
 // Defaults. A scheduler request is small and answered in milliseconds, so a client
@@ -94,11 +107,14 @@ func orDefault[T comparable](v, def T) T {
 }
 
 // Handler returns the endpoint's routes: GET / is the master file; POST / and POST
-// /scheduler are the scheduler.
+// /scheduler are the scheduler; GET /download/NAME serves files, POST
+// /file_upload_handler takes output files.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveRoot)
 	mux.HandleFunc("/scheduler", s.serveScheduler)
+	mux.HandleFunc("/download/", s.serveDownload)
+	mux.HandleFunc("/"+UploadPath, s.serveUpload)
 	return mux
 }
 
@@ -170,7 +186,7 @@ func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log = log.With("hostid", req.HostID, "seqno", req.RPCSeqno)
-	reply, err := s.handle(r.Context(), req, s.now())
+	reply, err := s.handle(r.Context(), req, s.now(), s.masterURL(r))
 	var ref *refusal
 	switch {
 	case errors.As(err, &ref):

@@ -82,18 +82,22 @@ func (s *Store) AddApp(ctx context.Context, name string, locality bool, now floa
 	return id, err
 }
 
-// AppVersion is a platform-free version of an app: the resources it uses and its speed.
+// AppVersion is a version of an app: the resources it uses and its speed, and for a
+// version a real client downloads, its platform and files. A version with no platform
+// is platform-free (any host can run it; emulated and bkit clients need no files).
 type AppVersion struct {
 	ID          int64
 	AppID       int64
 	AppName     string
 	VersionNum  int
+	Platform    string // e.g. x86_64-pc-linux-gnu; "" for a platform-free version
 	PlanClass   string
 	AvgNCPUs    float64
 	CoprocType  string  // "" for a CPU version
 	CoprocCount float64 // instances of CoprocType, possibly fractional
 	Flops       float64 // FLOPS a job of this version gets; 0: use the host's figures
 	Locality    bool    // the app uses locality scheduling (read only)
+	Files       []AppVersionFile
 }
 
 // appID returns the id of the app named name.
@@ -115,20 +119,35 @@ func (s *Store) AddAppVersion(ctx context.Context, av AppVersion, now float64) (
 			return err
 		}
 		var n int
-		if err := tx.queryRow(`SELECT COUNT(*) FROM app_version WHERE appid=? AND version_num=? AND plan_class=?`,
-			appid, av.VersionNum, av.PlanClass).Scan(&n); err != nil {
+		if err := tx.queryRow(`SELECT COUNT(*) FROM app_version WHERE appid=? AND version_num=? AND platform=? AND plan_class=?`,
+			appid, av.VersionNum, av.Platform, av.PlanClass).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
+			if av.Platform != "" {
+				return fmt.Errorf("app version %s %d %s %q: %w", av.AppName, av.VersionNum, av.Platform, av.PlanClass, ErrExists)
+			}
 			return fmt.Errorf("app version %s %d %q: %w", av.AppName, av.VersionNum, av.PlanClass, ErrExists)
 		}
-		r, err := tx.exec(`INSERT INTO app_version (create_time, appid, version_num, plan_class, avg_ncpus, coproc_type, coproc_count, flops)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, now, appid, av.VersionNum, av.PlanClass, av.AvgNCPUs, av.CoprocType, av.CoprocCount, av.Flops)
+		r, err := tx.exec(`INSERT INTO app_version (create_time, appid, version_num, platform, plan_class, avg_ncpus, coproc_type, coproc_count, flops)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, now, appid, av.VersionNum, av.Platform, av.PlanClass, av.AvgNCPUs, av.CoprocType, av.CoprocCount, av.Flops)
 		if err != nil {
 			return err
 		}
-		id, err = r.LastInsertId()
-		return err
+		if id, err = r.LastInsertId(); err != nil {
+			return err
+		}
+		for i, f := range av.Files {
+			main := 0
+			if f.MainProgram {
+				main = 1
+			}
+			if _, err := tx.exec(`INSERT INTO app_version_file (app_version_id, file_num, name, open_name, main_program, nbytes, md5_cksum, file_signature)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, i, f.Name, f.OpenName, main, f.NBytes, f.MD5, f.Signature); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return id, err
 }
@@ -150,6 +169,10 @@ type WorkSpec struct {
 	// RetryDelay (seed 003's DWU) sets the first retry check time: now + RetryDelay.
 	RetryDelay float64
 	BatchID    int64
+	// Inputs are the input files every workunit of the spec reads (already in the
+	// download directory); Outputs the output files each of their results writes.
+	Inputs  []WUFile
+	Outputs []WUOutput
 }
 
 // CreateWork creates spec.Count workunits, each with TargetNResults unsent results, in
@@ -193,6 +216,18 @@ func (s *Store) CreateWork(ctx context.Context, spec WorkSpec, now float64) ([]s
 				}
 				return err
 			}
+			for i, f := range spec.Inputs {
+				if _, err := tx.exec(`INSERT INTO wu_file (workunitid, file_num, name, open_name, nbytes, md5_cksum) VALUES (?, ?, ?, ?, ?, ?)`,
+					wuid, i, f.Name, f.OpenName, f.NBytes, f.MD5); err != nil {
+					return err
+				}
+			}
+			for i, o := range spec.Outputs {
+				if _, err := tx.exec(`INSERT INTO wu_output (workunitid, file_num, open_name, max_nbytes) VALUES (?, ?, ?, ?)`,
+					wuid, i, o.OpenName, o.MaxNBytes); err != nil {
+					return err
+				}
+			}
 			for k := 0; k < spec.TargetNResults; k++ {
 				if _, err := tx.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state) VALUES (?, ?, ?, ?, ?)`,
 					now, wuid, appid, fmt.Sprintf("%s_%d", name, k), ServerStateUnsent); err != nil {
@@ -223,6 +258,7 @@ type StateCount struct {
 type Status struct {
 	Apps        int64        `json:"apps"`
 	AppVersions int64        `json:"app_versions"`
+	Users       int64        `json:"users,omitempty"`
 	Hosts       int64        `json:"hosts"`
 	Workunits   int64        `json:"workunits"`
 	Results     []StateCount `json:"results"`
@@ -237,7 +273,7 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 		n *int64
 	}{
 		{`SELECT COUNT(*) FROM app`, &st.Apps}, {`SELECT COUNT(*) FROM app_version`, &st.AppVersions},
-		{`SELECT COUNT(*) FROM host`, &st.Hosts}, {`SELECT COUNT(*) FROM workunit`, &st.Workunits},
+		{`SELECT COUNT(*) FROM host`, &st.Hosts}, {`SELECT COUNT(*) FROM user`, &st.Users}, {`SELECT COUNT(*) FROM workunit`, &st.Workunits},
 	} {
 		if err := s.DB.QueryRowContext(ctx, c.q).Scan(c.n); err != nil {
 			return nil, err

@@ -168,6 +168,92 @@ var migrations = [][]string{
 			message TEXT NOT NULL
 		){TABLE}`,
 	},
+	// 2: accounts, platforms and files, so that a real BOINC client can join: users
+	// (whose account key makes a client's new host theirs), app versions per platform
+	// with their files, workunits' input files and output templates, and the output
+	// files hosts uploaded.
+	{
+		// BOINC's name for an account. authenticator is the account key a volunteer
+		// gives their client.
+		`CREATE TABLE user (
+			id {ID},
+			create_time DOUBLE NOT NULL DEFAULT 0,
+			name VARCHAR(254) NOT NULL,
+			email_addr VARCHAR(254) NOT NULL DEFAULT '',
+			authenticator VARCHAR(254) NOT NULL,
+			total_credit DOUBLE NOT NULL DEFAULT 0,
+			expavg_credit DOUBLE NOT NULL DEFAULT 0,
+			expavg_time DOUBLE NOT NULL DEFAULT 0,
+			CONSTRAINT user_authenticator UNIQUE (authenticator)
+		){TABLE}`,
+		`CREATE INDEX host_userid ON host (userid)`,
+		// app_version gains a platform, which joins the unique key (version 1 exists
+		// once per platform); '' is a platform-free version without files, as before.
+		// Neither engine changes a unique key in place the same way: rebuild.
+		`CREATE TABLE app_version_p (
+			id {ID},
+			create_time DOUBLE NOT NULL DEFAULT 0,
+			appid BIGINT NOT NULL REFERENCES app(id),
+			version_num BIGINT NOT NULL,
+			platform VARCHAR(254) NOT NULL DEFAULT '',
+			plan_class VARCHAR(254) NOT NULL DEFAULT '',
+			avg_ncpus DOUBLE NOT NULL DEFAULT 1,
+			coproc_type VARCHAR(254) NOT NULL DEFAULT '',
+			coproc_count DOUBLE NOT NULL DEFAULT 0,
+			flops DOUBLE NOT NULL DEFAULT 0,
+			deprecated BIGINT NOT NULL DEFAULT 0,
+			CONSTRAINT app_version_platform_key UNIQUE (appid, version_num, platform, plan_class)
+		){TABLE}`,
+		`INSERT INTO app_version_p (id, create_time, appid, version_num, plan_class, avg_ncpus, coproc_type, coproc_count, flops, deprecated)
+			SELECT id, create_time, appid, version_num, plan_class, avg_ncpus, coproc_type, coproc_count, flops, deprecated FROM app_version`,
+		`DROP TABLE app_version`,
+		`ALTER TABLE app_version_p RENAME TO app_version`,
+		// The files of an app version, stored in the download directory; file 0 is the
+		// main program. file_signature is BOINC's: the project's code-signing key over
+		// the file's MD5.
+		`CREATE TABLE app_version_file (
+			app_version_id BIGINT NOT NULL REFERENCES app_version(id),
+			file_num BIGINT NOT NULL,
+			name VARCHAR(254) NOT NULL,
+			open_name VARCHAR(254) NOT NULL,
+			main_program BIGINT NOT NULL DEFAULT 0,
+			nbytes DOUBLE NOT NULL,
+			md5_cksum VARCHAR(254) NOT NULL,
+			file_signature TEXT NOT NULL,
+			PRIMARY KEY (app_version_id, file_num)
+		){TABLE}`,
+		// A workunit's input files (in the download directory) and the output files
+		// each of its results makes (the result template): output file_num k of result
+		// R is named R_k.
+		`CREATE TABLE wu_file (
+			workunitid BIGINT NOT NULL REFERENCES workunit(id),
+			file_num BIGINT NOT NULL,
+			name VARCHAR(254) NOT NULL,
+			open_name VARCHAR(254) NOT NULL,
+			nbytes DOUBLE NOT NULL,
+			md5_cksum VARCHAR(254) NOT NULL,
+			PRIMARY KEY (workunitid, file_num)
+		){TABLE}`,
+		`CREATE TABLE wu_output (
+			workunitid BIGINT NOT NULL REFERENCES workunit(id),
+			file_num BIGINT NOT NULL,
+			open_name VARCHAR(254) NOT NULL,
+			max_nbytes DOUBLE NOT NULL,
+			PRIMARY KEY (workunitid, file_num)
+		){TABLE}`,
+		// One row per output file a host uploaded in full (the file is in the upload
+		// directory under name); digests for validation.
+		`CREATE TABLE result_file (
+			resultid BIGINT NOT NULL REFERENCES result(id),
+			file_num BIGINT NOT NULL,
+			name VARCHAR(254) NOT NULL,
+			nbytes DOUBLE NOT NULL,
+			md5_cksum VARCHAR(254) NOT NULL,
+			sha256 VARCHAR(254) NOT NULL,
+			upload_time DOUBLE NOT NULL,
+			PRIMARY KEY (resultid, file_num)
+		){TABLE}`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -89,7 +89,7 @@ func (t *Tx) UpdateHostRPC(h *Host) error {
 
 // AppVersions returns every app version not deprecated, of apps not deprecated.
 func (t *Tx) AppVersions() ([]AppVersion, error) {
-	rows, err := t.query(`SELECT v.id, v.appid, a.name, v.version_num, v.plan_class, v.avg_ncpus, v.coproc_type, v.coproc_count, v.flops,
+	rows, err := t.query(`SELECT v.id, v.appid, a.name, v.version_num, v.platform, v.plan_class, v.avg_ncpus, v.coproc_type, v.coproc_count, v.flops,
 		a.locality_scheduling FROM app_version v JOIN app a ON a.id=v.appid WHERE v.deprecated=0 AND a.deprecated=0 ORDER BY v.id`)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (t *Tx) AppVersions() ([]AppVersion, error) {
 	for rows.Next() {
 		var v AppVersion
 		var loc int
-		if err := rows.Scan(&v.ID, &v.AppID, &v.AppName, &v.VersionNum, &v.PlanClass, &v.AvgNCPUs, &v.CoprocType, &v.CoprocCount, &v.Flops, &loc); err != nil {
+		if err := rows.Scan(&v.ID, &v.AppID, &v.AppName, &v.VersionNum, &v.Platform, &v.PlanClass, &v.AvgNCPUs, &v.CoprocType, &v.CoprocCount, &v.Flops, &loc); err != nil {
 			return nil, err
 		}
 		v.Locality = loc != 0

@@ -99,6 +99,8 @@ versions) or the GPU's peak FLOPS × coproc-count (GPU versions).`,
 				&cli.StringFlag{Name: "coproc", Usage: "coprocessor `TYPE` the version uses (NVIDIA, ATI, intel_gpu or any name); empty for a CPU version"},
 				&cli.FloatFlag{Name: "coproc-count", Usage: "instances of --coproc a job uses, possibly fractional (`X` > 0)"},
 				&cli.FloatFlag{Name: "flops", Usage: "FLOPS a job of this version runs at (`F`); 0: from the host's figures"},
+				&cli.StringFlag{Name: "platform", Usage: "BOINC `PLATFORM` the files run on (e.g. x86_64-pc-linux-gnu); needed with --file"},
+				&cli.StringSliceFlag{Name: "file", Usage: "a file of the version (`PATH`; repeat; the first is the main program), copied to download/ and signed"},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				if err := cliutil.NoArgs(cmd); err != nil {
@@ -129,11 +131,26 @@ versions) or the GPU's peak FLOPS × coproc-count (GPU versions).`,
 				if !(av.Flops >= 0) || math.IsInf(av.Flops, 0) {
 					return cliutil.Usagef("--flops: must be >= 0, got %v", av.Flops)
 				}
+				av.Platform = cmd.String("platform")
+				files := cmd.StringSlice("file")
+				switch {
+				case av.Platform != "" && !validName.MatchString(av.Platform):
+					return cliutil.Usagef("--platform: want a BOINC platform name like x86_64-pc-linux-gnu, got %q", av.Platform)
+				case av.Platform != "" && len(files) == 0:
+					return cliutil.Usagef("--platform needs the version's files (--file PATH, the main program first)")
+				case av.Platform == "" && len(files) > 0:
+					return cliutil.Usagef("--file needs --platform (the platform the files run on)")
+				}
 				s, now, err := openStoreAt(ctx, cmd)
 				if err != nil {
 					return err
 				}
 				defer s.Close()
+				if len(files) > 0 {
+					if av.Files, err = stageAppFiles(cmd, av, files); err != nil {
+						return err
+					}
+				}
 				id, err := s.AddAppVersion(ctx, av, now)
 				if err != nil {
 					return userError(err)
@@ -142,8 +159,14 @@ versions) or the GPU's peak FLOPS × coproc-count (GPU versions).`,
 				if av.CoprocType != "" {
 					res = av.CoprocType + " x" + cliutil.Num(av.CoprocCount)
 				}
+				if av.Platform != "" {
+					res = av.Platform + ", " + res
+				}
 				fmt.Fprintf(cmd.Root().Writer, "app version %s %d%s (%s, %s CPUs): id %d\n", av.AppName, av.VersionNum,
 					map[bool]string{true: " " + av.PlanClass, false: ""}[av.PlanClass != ""], res, cliutil.Num(av.AvgNCPUs), id)
+				for _, f := range av.Files {
+					fmt.Fprintf(cmd.Root().Writer, "  %s: %.0f bytes, md5 %s, signed\n", f.Name, f.NBytes, f.MD5)
+				}
 				return nil
 			},
 		}},
@@ -189,6 +212,9 @@ now + --retry-delay (seed 003's DWU). Durations are seconds or take a unit: 90s,
 				&cli.IntFlag{Name: "max-error-results", Usage: "give up after `N` error results", Value: 3},
 				&cli.IntFlag{Name: "max-total-results", Usage: "give up after `N` results in all", Value: 10},
 				&cli.IntFlag{Name: "max-success-results", Usage: "give up after `N` successes without a canonical result", Value: 6},
+				&cli.StringSliceFlag{Name: "input", Usage: "an input file of every workunit: `[OPEN_NAME=]PATH` (repeat), copied to download/ under its base name"},
+				&cli.StringSliceFlag{Name: "output", Usage: "an output file each result writes: `OPEN_NAME[:MAX_BYTES]` (repeat; default limit 10 MB), uploaded to upload/ as RESULT_k"},
+				&cli.StringFlag{Name: "result-template", Usage: "the outputs as a BOINC result template `FILE` (<file_info> with <max_nbytes>, <result><file_ref> with <open_name>), instead of --output"},
 			},
 			Action: workCreate,
 		}},
@@ -246,11 +272,17 @@ func workCreate(ctx context.Context, cmd *cli.Command) error {
 			return cliutil.Usagef("%s", c.msg)
 		}
 	}
+	if spec.Outputs, err = outputSpecs(cmd); err != nil {
+		return err
+	}
 	s, now, err := openStoreAt(ctx, cmd)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if spec.Inputs, err = stageInputs(cmd); err != nil {
+		return err
+	}
 	names, err := s.CreateWork(ctx, spec, now)
 	if err != nil {
 		return userError(err)

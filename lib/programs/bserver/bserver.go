@@ -29,13 +29,15 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "bserver",
 		Usage:     "a project's database and scheduler endpoint (BOINC-style scheduler RPCs over HTTP)",
-		UsageText: "bserver init | app add | app-version add | work create | status | serve [flags]",
+		UsageText: "bserver init | user add | user list | keys | app add | app-version add | work create | status | serve [flags]",
 		Description: cliutil.Help(`
 The server side of bkit: one database (SQLite file or MySQL/MariaDB) that the
 scheduler endpoint and the cron jobs (bretry, blocality) share.
 
 Set up a project:
   bserver init                  create or upgrade the schema (safe to repeat)
+  bserver user add              create a volunteer's account; prints its account key
+  bserver keys                  make the code-signing key pair (BOINC's format) and upload key
   bserver app add NAME          register an application
   bserver app-version add       register a version: the CPUs and coprocessor it uses, its speed
   bserver work create           create workunits and their results (like BOINC's create_work)
@@ -43,7 +45,9 @@ Set up a project:
   bserver serve                 answer scheduler requests on HTTP
 
 --db (or $BSERVER_DB) names the database: sqlite:PATH or a bare PATH for SQLite,
-mysql://user:pass@host:port/db for MySQL/MariaDB. Each subcommand has its own --help.`,
+mysql://user:pass@host:port/db for MySQL/MariaDB. --project-dir (or
+$BSERVER_PROJECT_DIR; default the SQLite file's directory) holds download/ (app and
+input files), upload/ (output files) and keys/. Each subcommand has its own --help.`,
 			[]string{
 				"bserver init --db project.db",
 				"bserver app add --db project.db uppercase",
@@ -57,10 +61,11 @@ mysql://user:pass@host:port/db for MySQL/MariaDB. Each subcommand has its own --
 				Usage:   "the project database `DSN`: sqlite:PATH, PATH, or mysql://user:pass@host:port/db",
 				Sources: cli.EnvVars(EnvDB),
 			},
+			projectDirFlag(),
 			cliutil.NowFlag(),
 			cliutil.VerboseFlag(),
 		},
-		Commands: []*cli.Command{initCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand()},
+		Commands: []*cli.Command{initCommand(), userCommand(), keysCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand()},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return cliutil.Usagef("unknown command %q (see 'bserver --help')", cmd.Args().First())

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -24,11 +26,20 @@ func serveCommand() *cli.Command {
 Serves the project on --addr:
   POST /scheduler (and POST /)  scheduler requests: <scheduler_request> in, <scheduler_reply> out
   GET /                         the master file naming the scheduler URL(s)
+  GET /download/NAME            app and input files from the project directory's download/
+                                (Range requests; 404 for anything else)
+  POST /file_upload_handler     output files into upload/ (BOINC's upload protocol)
 and prints "listening on URL" on standard output once it accepts connections.
 
 Each request is one database transaction. A host's first request (no authenticator)
 creates it and the reply carries its hostid and authenticator; later requests must
-present them, else the reply is a notice and nothing changes. Reported results are
+present them, else the reply is a notice and nothing changes. A BOINC client presents
+an account key (bserver user add) instead: its first request makes a new host of that
+user. Replies carry the public code-signing key (keys/code_sign_public, made by
+'bserver keys'); app versions with a --platform go only to hosts that report it.
+An upload is accepted only for an output file of a result in progress on the host it
+was sent to (the file's <xml_signature> says which), no larger than its limit,
+complete and matching its MD5; it is written under a temporary name and renamed. Reported results are
 recorded once (a repeated report is acknowledged and changes nothing). Jobs are sent
 per seed 002: only for resources with a nonzero request, enough to fill both the
 requested seconds and instances, with app versions the host can run; a request with
@@ -54,6 +65,7 @@ share one database. --now freezes the server's clock (for tests and emulation).`
 			&cli.BoolFlag{Name: "no-rsc-apps", Usage: "tell clients which requested resources the project has no app version for (<no_rsc_apps>; seed 002's proposed three-state reply)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest request body in `BYTES`", Value: boincxml.MaxRequestBytes},
 			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
+			&cli.Int64Flag{Name: "max-upload", Usage: "largest output file in `BYTES` whatever a result template allows", Value: server.DefaultMaxUploadBytes},
 			&cli.DurationFlag{Name: "drain-timeout", Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight", Value: server.DefaultDrainTimeout},
 			&cli.DurationFlag{Name: "read-timeout", Usage: "drop a client that takes longer than `DURATION` to send its request", Value: server.DefaultReadTimeout},
 			&cli.DurationFlag{Name: "write-timeout", Usage: "drop a client that takes longer than `DURATION` from request to reply read", Value: server.DefaultWriteTimeout},
@@ -95,6 +107,23 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	defer s.Close()
+	pdir, err := projectDir(cmd)
+	if err != nil {
+		return err
+	}
+	codeSignKey, uploadKey, err := projectKeys(pdir)
+	if err != nil {
+		return err
+	}
+	dirs := [2]string{filepath.Join(pdir, downloadSubdir), filepath.Join(pdir, uploadSubdir)}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if cmd.Int64("max-upload") < 1 {
+		return cliutil.Usagef("--max-upload: must be >= 1, got %d", cmd.Int64("max-upload"))
+	}
 	ln, err := net.Listen("tcp", cmd.String("addr"))
 	if err != nil {
 		return err
@@ -105,16 +134,24 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		Now:   clock,
 		Log:   log,
 		Config: server.Config{
-			ProjectName:   cmd.String("project-name"),
-			SchedulerURLs: cmd.StringSlice("url"),
-			RequestDelay:  delay,
-			NoRscApps:     cmd.Bool("no-rsc-apps"),
-			MaxBodyBytes:  cmd.Int64("max-body"),
-			MaxJobsPerRPC: cmd.Int("max-jobs"),
-			DrainTimeout:  cmd.Duration("drain-timeout"),
-			ReadTimeout:   cmd.Duration("read-timeout"),
-			WriteTimeout:  cmd.Duration("write-timeout"),
+			ProjectName:    cmd.String("project-name"),
+			SchedulerURLs:  cmd.StringSlice("url"),
+			RequestDelay:   delay,
+			NoRscApps:      cmd.Bool("no-rsc-apps"),
+			MaxBodyBytes:   cmd.Int64("max-body"),
+			MaxJobsPerRPC:  cmd.Int("max-jobs"),
+			DrainTimeout:   cmd.Duration("drain-timeout"),
+			ReadTimeout:    cmd.Duration("read-timeout"),
+			WriteTimeout:   cmd.Duration("write-timeout"),
+			DownloadDir:    dirs[0],
+			UploadDir:      dirs[1],
+			CodeSignKey:    codeSignKey,
+			UploadKey:      uploadKey,
+			MaxUploadBytes: cmd.Int64("max-upload"),
 		},
+	}
+	if codeSignKey == "" || uploadKey == nil {
+		log.Warn("no project keys: app files cannot be checked by BOINC clients and uploads are refused; run 'bserver keys'", "dir", filepath.Join(pdir, keysSubdir))
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -1,0 +1,346 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bkit/bkit/lib/store"
+)
+
+// UploadPath is where clients upload output files (BOINC's CGI name, which clients
+// also use to tell upload URLs from download URLs).
+const UploadPath = "file_upload_handler"
+
+// DefaultMaxUploadBytes bounds one uploaded file when the project sets no bound.
+const DefaultMaxUploadBytes = 1 << 30
+
+// maxUploadHeader bounds the XML header before an upload's data.
+const maxUploadHeader = 64 << 10
+
+// uploadTimeout is how long one upload may take: more than the scheduler's read
+// time-out, since output files can be large.
+const uploadTimeout = 30 * time.Minute
+
+// OutputFileName is the name of output file k of the result named result (BOINC's
+// <OUTFILE_k/> in a result template).
+func OutputFileName(result string, k int) string { return result + "_" + strconv.Itoa(k) }
+
+// splitOutputName undoes OutputFileName.
+func splitOutputName(name string) (string, int, bool) {
+	i := strings.LastIndexByte(name, '_')
+	if i <= 0 {
+		return "", 0, false
+	}
+	k, err := strconv.Atoi(name[i+1:])
+	if err != nil || k < 0 || strconv.Itoa(k) != name[i+1:] {
+		return "", 0, false
+	}
+	return name[:i], k, true
+}
+
+// uploadToken is the permission to upload output file name from host hostID: an HMAC
+// of both under the project's upload key. It goes to the client as the file's
+// <xml_signature>, which the client sends back with the file; a token made for one
+// host does not let another upload the file (BOINC signs the file_info with a key
+// pair for the same purpose; one server needs no key pair).
+func uploadToken(key []byte, name string, hostID int64) string {
+	if key == nil {
+		return ""
+	}
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "upload\x00%s\x00%d", name, hostID)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// serveDownload serves GET /download/NAME from the download directory, with Range
+// requests (clients resume). A missing file, a directory and any name that would
+// leave the directory (.., symbolic links out) are 404.
+func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	name := strings.TrimPrefix(r.URL.Path, "/download/")
+	if s.Config.DownloadDir == "" || name == "" || strings.Contains(name, "\\") {
+		http.NotFound(w, r)
+		return
+	}
+	root, err := os.OpenRoot(s.Config.DownloadDir)
+	if err != nil {
+		s.log().Error("download directory", "err", err)
+		http.Error(w, "server error", http.StatusInternalServerError)
+		return
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		s.log().Warn("download refused", "remote", r.RemoteAddr, "name", name, "err", err)
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+// uploadRequest is the XML header of an upload (<data_server_request>).
+type uploadRequest struct {
+	XMLName     xml.Name `xml:"data_server_request"`
+	GetFileSize string   `xml:"get_file_size"`
+	FileUpload  *struct {
+		FileInfo struct {
+			Name         string  `xml:"name"`
+			XMLSignature string  `xml:"xml_signature"`
+			MaxNBytes    float64 `xml:"max_nbytes"`
+		} `xml:"file_info"`
+		NBytes float64 `xml:"nbytes"`
+		MD5    string  `xml:"md5_cksum"`
+		Offset float64 `xml:"offset"`
+	} `xml:"file_upload"`
+}
+
+// uploadError is a refusal: permanent ones make the client give up the file (and so
+// the result), transient ones make it retry later.
+type uploadError struct {
+	permanent bool
+	msg       string
+}
+
+func (e *uploadError) Error() string { return e.msg }
+
+func permanent(format string, args ...any) error {
+	return &uploadError{true, fmt.Sprintf(format, args...)}
+}
+func transient(format string, args ...any) error {
+	return &uploadError{false, fmt.Sprintf(format, args...)}
+}
+
+// validFileName is what a file name in the project's directories may be.
+var validFileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,250}$`)
+
+// serveUpload speaks BOINC's upload protocol on POST /file_upload_handler: a
+// <get_file_size> query, or a <file_upload> header followed by the file's bytes. A
+// file is accepted only if it is an output file of a result in progress on the host
+// the upload permission was made for, no bigger than its limit, complete and with
+// the MD5 the client announced; it is written to a temporary file and renamed into
+// the upload directory, so the directory never holds a partial or refused file.
+func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
+	log := s.log().With("remote", r.RemoteAddr)
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadTimeout))
+	br := bufio.NewReader(r.Body)
+	extra, err := s.upload(r.Context(), br)
+	var ue *uploadError
+	switch {
+	case err == nil:
+		writeUploadReply(w, 0, extra)
+	case errors.As(err, &ue):
+		log.Warn("upload refused", "reason", ue.msg, "permanent", ue.permanent)
+		status := 1
+		if ue.permanent {
+			status = -1
+		}
+		writeUploadReply(w, status, "<message>"+xmlEscape(ue.msg)+"</message>")
+	default:
+		log.Error("upload failed", "err", err)
+		writeUploadReply(w, 1, "<message>server error; try again later</message>")
+	}
+}
+
+func xmlEscape(s string) string {
+	var b bytes.Buffer
+	xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+func writeUploadReply(w http.ResponseWriter, status int, extra string) {
+	body := fmt.Sprintf("<data_server_reply>\n    <status>%d</status>\n", status)
+	if extra != "" {
+		body += "    " + extra + "\n"
+	}
+	body += "</data_server_reply>\n"
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write([]byte(body))
+}
+
+// readUploadHeader reads up to and including the line "<data>" (or to the end of a
+// body without one) and parses it.
+func readUploadHeader(br *bufio.Reader) (*uploadRequest, error) {
+	var head bytes.Buffer
+	data := false
+	for head.Len() <= maxUploadHeader {
+		line, err := br.ReadString('\n')
+		if strings.TrimSpace(line) == "<data>" {
+			data = true
+			break
+		}
+		head.WriteString(line)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, transient("reading the request: %v", err)
+		}
+	}
+	if head.Len() > maxUploadHeader {
+		return nil, permanent("request header longer than %d bytes", maxUploadHeader)
+	}
+	doc := head.String()
+	if data {
+		doc += "</file_upload></data_server_request>"
+	}
+	var req uploadRequest
+	d := xml.NewDecoder(strings.NewReader(doc))
+	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
+	if err := d.Decode(&req); err != nil {
+		return nil, permanent("bad request: %v", err)
+	}
+	if req.FileUpload != nil && !data {
+		return nil, permanent("missing <data> tag")
+	}
+	return &req, nil
+}
+
+// upload handles one upload request and returns the reply's extra element.
+func (s *Server) upload(ctx context.Context, br *bufio.Reader) (string, error) {
+	req, err := readUploadHeader(br)
+	if err != nil {
+		return "", err
+	}
+	if s.Config.UploadDir == "" || s.Config.UploadKey == nil {
+		return "", permanent("this project takes no uploads")
+	}
+	if req.GetFileSize != "" {
+		// Partial files are never kept (see upload), so a client resumes from 0
+		// unless the whole file is here already.
+		name := strings.TrimSpace(req.GetFileSize)
+		size := int64(0)
+		if validFileName.MatchString(name) {
+			if fi, err := os.Stat(filepath.Join(s.Config.UploadDir, name)); err == nil && fi.Mode().IsRegular() {
+				size = fi.Size()
+			}
+		}
+		return fmt.Sprintf("<file_size>%d</file_size>", size), nil
+	}
+	fu := req.FileUpload
+	if fu == nil {
+		return "", permanent("bad request: want <get_file_size> or <file_upload>")
+	}
+	name := strings.TrimSpace(fu.FileInfo.Name)
+	if name == "" {
+		return "", permanent("missing name")
+	}
+	result, k, ok := splitOutputName(name)
+	if !validFileName.MatchString(name) || !ok {
+		return "", permanent("%s: not an output file name", name)
+	}
+	var target *store.UploadTarget
+	err = s.Store.InTx(ctx, func(tx *store.Tx) error {
+		target, err = tx.OutputFile(result, k)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return "", permanent("%s: no result has this output file", name)
+	}
+	if err != nil {
+		return "", err
+	}
+	want := uploadToken(s.Config.UploadKey, name, target.HostID)
+	if target.HostID == 0 || !hmac.Equal([]byte(strings.TrimSpace(fu.FileInfo.XMLSignature)), []byte(want)) {
+		return "", permanent("%s: invalid signature (not a file of a result sent to this host)", name)
+	}
+	if !(target.ServerState == store.ServerStateInProgress ||
+		target.ServerState == store.ServerStateOver && target.Outcome == store.OutcomeNoReply) {
+		return "", permanent("%s: result %s is not in progress", name, result)
+	}
+	limit := min(target.MaxNBytes, float64(orDefault(s.Config.MaxUploadBytes, DefaultMaxUploadBytes)))
+	switch {
+	case !(fu.NBytes >= 0):
+		return "", permanent("%s: nbytes missing or negative", name)
+	case fu.NBytes > limit:
+		return "", permanent("%s: file size (%.0f bytes) exceeds limit (%.0f bytes)", name, fu.NBytes, limit)
+	case fu.Offset != 0:
+		return "", permanent("%s: offset %.0f: this server takes whole files only (its get_file_size says 0)", name, fu.Offset)
+	}
+	f, err := s.receive(br, name, int64(fu.NBytes), strings.ToLower(strings.TrimSpace(fu.MD5)))
+	if err != nil {
+		return "", err
+	}
+	f.ResultID, f.FileNum = target.ResultID, k
+	return "", s.Store.RecordUpload(ctx, *f)
+}
+
+// receive copies n bytes of the body to a temporary file, checks them and renames the
+// file into the upload directory.
+func (s *Server) receive(body io.Reader, name string, n int64, wantMD5 string) (*store.UploadedFile, error) {
+	dir := s.Config.UploadDir
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(dir, ".tmp-"+hex.EncodeToString(rnd[:])+"-"+name)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	m5, s256 := md5.New(), sha256.New()
+	got, err := io.Copy(io.MultiWriter(f, m5, s256), io.LimitReader(body, n))
+	if err != nil || got < n {
+		return nil, transient("%s: upload cut off after %d of %d bytes", name, got, n)
+	}
+	sum := hexSum(m5)
+	if wantMD5 != "" && wantMD5 != sum {
+		return nil, transient("%s: MD5 %s of the data received differs from the client's %s", name, sum, wantMD5)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return nil, err
+	}
+	keep = true
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return &store.UploadedFile{Name: name, NBytes: float64(n), MD5: sum, SHA256: hexSum(s256), UploadTime: s.now()}, nil
+}
+
+func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }

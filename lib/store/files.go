@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// User is a volunteer's account. Authenticator is the account key their client
+// presents; every host a client attaches with it belongs to the user.
+type User struct {
+	ID            int64   `json:"id"`
+	Name          string  `json:"name"`
+	EmailAddr     string  `json:"email_addr"`
+	Authenticator string  `json:"authenticator"`
+	CreateTime    float64 `json:"create_time"`
+	Hosts         int64   `json:"hosts"`
+}
+
+// AddUser creates an account with a fresh account key.
+func (s *Store) AddUser(ctx context.Context, name, email string, now float64) (*User, error) {
+	u := &User{Name: name, EmailAddr: email, Authenticator: NewAuthenticator(), CreateTime: now}
+	err := s.InTx(ctx, func(tx *Tx) error {
+		r, err := tx.exec(`INSERT INTO user (create_time, name, email_addr, authenticator) VALUES (?, ?, ?, ?)`,
+			now, name, email, u.Authenticator)
+		if err != nil {
+			return err
+		}
+		u.ID, err = r.LastInsertId()
+		return err
+	})
+	return u, err
+}
+
+// Users returns every account with its number of hosts, by id.
+func (s *Store) Users(ctx context.Context) ([]User, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT u.id, u.name, u.email_addr, u.authenticator, u.create_time,
+		(SELECT COUNT(*) FROM host h WHERE h.userid=u.id) FROM user u ORDER BY u.id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []User{}
+	for rows.Next() {
+		var u User
+		if err := rows.Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime, &u.Hosts); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// UserByAuthenticator returns the account whose key is auth, or ErrNotFound.
+func (t *Tx) UserByAuthenticator(auth string) (*User, error) {
+	var u User
+	err := t.queryRow(`SELECT id, name, email_addr, authenticator, create_time FROM user WHERE authenticator=?`, auth).
+		Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return &u, err
+}
+
+// UserByID returns the account id, or ErrNotFound.
+func (t *Tx) UserByID(id int64) (*User, error) {
+	var u User
+	err := t.queryRow(`SELECT id, name, email_addr, authenticator, create_time FROM user WHERE id=?`, id).
+		Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return &u, err
+}
+
+// AppVersionFile is one file of an app version, stored in the project's download
+// directory under Name.
+type AppVersionFile struct {
+	Name        string
+	OpenName    string // the name the app opens it by in its slot
+	MainProgram bool
+	NBytes      float64
+	MD5         string
+	Signature   string // BOINC's file_signature: hex, ending ".\n"
+}
+
+// AppVersionFiles returns the files of app version id, in order.
+func (t *Tx) AppVersionFiles(id int64) ([]AppVersionFile, error) {
+	rows, err := t.query(`SELECT name, open_name, main_program, nbytes, md5_cksum, file_signature FROM app_version_file
+		WHERE app_version_id=? ORDER BY file_num`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []AppVersionFile
+	for rows.Next() {
+		var f AppVersionFile
+		var main int
+		if err := rows.Scan(&f.Name, &f.OpenName, &main, &f.NBytes, &f.MD5, &f.Signature); err != nil {
+			return nil, err
+		}
+		f.MainProgram = main != 0
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// WUFile is an input file of a workunit, in the download directory under Name.
+type WUFile struct {
+	Name     string
+	OpenName string
+	NBytes   float64
+	MD5      string
+}
+
+// WUOutput is an output file each result of a workunit writes: BOINC's result
+// template. Output k of result R is named R_k.
+type WUOutput struct {
+	OpenName  string
+	MaxNBytes float64
+}
+
+// WUFiles returns workunit wuid's input files and outputs, in order.
+func (t *Tx) WUFiles(wuid int64) ([]WUFile, []WUOutput, error) {
+	rows, err := t.query(`SELECT name, open_name, nbytes, md5_cksum FROM wu_file WHERE workunitid=? ORDER BY file_num`, wuid)
+	if err != nil {
+		return nil, nil, err
+	}
+	var in []WUFile
+	for rows.Next() {
+		var f WUFile
+		if err := rows.Scan(&f.Name, &f.OpenName, &f.NBytes, &f.MD5); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		in = append(in, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	rows, err = t.query(`SELECT open_name, max_nbytes FROM wu_output WHERE workunitid=? ORDER BY file_num`, wuid)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var out []WUOutput
+	for rows.Next() {
+		var o WUOutput
+		if err := rows.Scan(&o.OpenName, &o.MaxNBytes); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, o)
+	}
+	return in, out, rows.Err()
+}
+
+// UploadTarget is what the upload handler needs to know about an output file a
+// host wants to upload.
+type UploadTarget struct {
+	ResultID    int64
+	HostID      int64
+	ServerState int
+	Outcome     int
+	MaxNBytes   float64
+}
+
+// OutputFile finds output file fileNum of the result named result, or ErrNotFound.
+func (t *Tx) OutputFile(result string, fileNum int) (*UploadTarget, error) {
+	var u UploadTarget
+	err := t.queryRow(`SELECT r.id, r.hostid, r.server_state, r.outcome, o.max_nbytes FROM result r
+		JOIN wu_output o ON o.workunitid=r.workunitid AND o.file_num=? WHERE r.name=?`, fileNum, result).
+		Scan(&u.ResultID, &u.HostID, &u.ServerState, &u.Outcome, &u.MaxNBytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return &u, err
+}
+
+// UploadedFile is an output file a host uploaded in full.
+type UploadedFile struct {
+	ResultID   int64   `json:"resultid"`
+	ResultName string  `json:"result"`
+	FileNum    int     `json:"file_num"`
+	Name       string  `json:"name"`
+	NBytes     float64 `json:"nbytes"`
+	MD5        string  `json:"md5_cksum"`
+	SHA256     string  `json:"sha256"`
+	UploadTime float64 `json:"upload_time"`
+}
+
+// RecordUpload notes that an output file is in the upload directory; a repeated
+// upload of the same file replaces the row.
+func (s *Store) RecordUpload(ctx context.Context, f UploadedFile) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		if _, err := tx.exec(`DELETE FROM result_file WHERE resultid=? AND file_num=?`, f.ResultID, f.FileNum); err != nil {
+			return err
+		}
+		_, err := tx.exec(`INSERT INTO result_file (resultid, file_num, name, nbytes, md5_cksum, sha256, upload_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			f.ResultID, f.FileNum, f.Name, f.NBytes, f.MD5, f.SHA256, f.UploadTime)
+		return err
+	})
+}
+
+// UploadedFiles returns every uploaded output file, by result and file number.
+func (s *Store) UploadedFiles(ctx context.Context) ([]UploadedFile, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT f.resultid, r.name, f.file_num, f.name, f.nbytes, f.md5_cksum, f.sha256, f.upload_time
+		FROM result_file f JOIN result r ON r.id=f.resultid ORDER BY f.resultid, f.file_num`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []UploadedFile
+	for rows.Next() {
+		var f UploadedFile
+		if err := rows.Scan(&f.ResultID, &f.ResultName, &f.FileNum, &f.Name, &f.NBytes, &f.MD5, &f.SHA256, &f.UploadTime); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
