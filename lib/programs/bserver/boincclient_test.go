@@ -1,0 +1,204 @@
+package bserver_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bkit/bkit/lib/programs/bsched"
+	"github.com/bkit/bkit/lib/programs/bserver"
+	"github.com/bkit/bkit/lib/programs/bsim"
+	"github.com/bkit/bkit/lib/store"
+)
+
+// runOut runs bserver in-process, fails t unless it exits 0, and returns its stdout.
+func runOut(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := bserver.Main(append([]string{"bserver"}, args...), nil, &out, &errb); code != 0 {
+		t.Fatalf("bserver %v: status %d: %s", args, code, errb.String())
+	}
+	return out.String()
+}
+
+// clientPrefs make the client run jobs whatever else the machine does (the tests
+// share it) and keep a small work buffer.
+const clientPrefs = `<global_preferences>
+<run_if_user_active>1</run_if_user_active>
+<suspend_cpu_usage>0</suspend_cpu_usage>
+<idle_time_to_run>0</idle_time_to_run>
+<cpu_usage_limit>100</cpu_usage_limit>
+<max_ncpus_pct>100</max_ncpus_pct>
+<work_buf_min_days>0.01</work_buf_min_days>
+<work_buf_additional_days>0.01</work_buf_additional_days>
+</global_preferences>
+`
+
+// TestRealBOINCClient runs Debian's boinc-client against `bserver serve` on loopback:
+// the client attaches with an account key, downloads the signed example app
+// (examples/boinc-app) and the jobs' input, runs the jobs, uploads their outputs and
+// reports them. Skipped, loudly, when the boinc and boinccmd commands are missing
+// (.ci/run installs them).
+func TestRealBOINCClient(t *testing.T) {
+	t.Parallel()
+	boinc, err1 := exec.LookPath("boinc")
+	boinccmd, err2 := exec.LookPath("boinccmd")
+	if err1 != nil || err2 != nil {
+		t.Skip("SKIP: no real BOINC client (boinc, boinccmd) on PATH: install Debian's boinc-client (apt-get install -y boinc-client) to run the end-to-end test; .ci/run does")
+	}
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("SKIP: the test's app is built for x86_64-pc-linux-gnu, not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	const njobs = 6
+	dir := t.TempDir()
+	proj, cdir := filepath.Join(dir, "project"), filepath.Join(dir, "client")
+	os.MkdirAll(proj, 0o755)
+	os.MkdirAll(cdir, 0o755)
+	appBin := filepath.Join(dir, "boinc-app")
+	build := exec.Command("go", "build", "-o", appBin, "../../../examples/boinc-app")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the example app: %v\n%s", err, out)
+	}
+	input := filepath.Join(dir, "input.txt")
+	os.WriteFile(input, []byte("hello from bkit"), 0o644)
+
+	db := filepath.Join(proj, "project.db")
+	runOut(t, "init", "--db", db)
+	runOut(t, "keys", "--db", db)
+	key := strings.TrimSpace(runOut(t, "user", "add", "--db", db, "--name", "alice"))
+	runOut(t, "app", "add", "--db", db, "upper")
+	runOut(t, "app-version", "add", "--db", db, "--app", "upper", "--version", "1", "--platform", "x86_64-pc-linux-gnu", "--file", appBin)
+	runOut(t, "work", "create", "--db", db, "--app", "upper", "--count", strconv.Itoa(njobs), "--fpops-est", "1e11",
+		"--delay-bound", "1d", "--input", "in="+input, "--output", "out:100000")
+	url := startServe(t, db)
+
+	os.WriteFile(filepath.Join(cdir, "global_prefs_override.xml"), []byte(clientPrefs), 0o644)
+	os.WriteFile(filepath.Join(cdir, "gui_rpc_auth.cfg"), []byte("bkit-test\n"), 0o600)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	var clientLog bytes.Buffer
+	client := exec.Command(boinc, "--dir", cdir, "--gui_rpc_port", strconv.Itoa(port), "--allow_multiple_clients", "--skip_cpu_benchmarks")
+	client.Stdout, client.Stderr = &clientLog, &clientLog
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := func(args ...string) (string, error) {
+		out, err := exec.Command(boinccmd, append([]string{"--host", "127.0.0.1:" + strconv.Itoa(port), "--passwd", "bkit-test"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		cmd("--quit")
+		done := make(chan error, 1)
+		go func() { done <- client.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			client.Process.Kill()
+			<-done
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := cmd("--get_cc_status"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's GUI RPC did not answer:\n%s", clientLog.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	attach := time.Now()
+	if out, err := cmd("--project_attach", url, key); err != nil {
+		t.Fatalf("attach: %v: %s", err, out)
+	}
+
+	st, err := store.Open("sqlite:" + db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	deadline = time.Now().Add(3 * time.Minute)
+	var firstReport float64
+	for {
+		rs, err := st.Results(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := 0
+		for _, r := range rs {
+			if r.ServerState == store.ServerStateOver {
+				over++
+				if firstReport == 0 || r.ReceivedTime < firstReport {
+					firstReport = r.ReceivedTime
+				}
+			}
+		}
+		if over == njobs {
+			break
+		}
+		if time.Now().After(deadline) {
+			msgs, _ := cmd("--get_messages")
+			t.Fatalf("%d of %d results reported after 3 minutes; client messages:\n%s", over, njobs, msgs)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("FIGURE: attach to first report %.1f s, to all %d reports %.1f s (real BOINC client %s on loopback)",
+		firstReport-float64(attach.UnixNano())/1e9, njobs, time.Since(attach).Seconds(), "7.20")
+
+	rs, _ := st.Results(ctx)
+	for _, r := range rs {
+		if r.Outcome != store.OutcomeSuccess {
+			t.Errorf("result %s: outcome %s, want success", r.Name, store.OutcomeName[r.Outcome])
+		}
+		b, err := os.ReadFile(filepath.Join(proj, "upload", r.Name+"_0"))
+		if err != nil || string(b) != "HELLO FROM BKIT\n15 bytes\n" {
+			t.Errorf("output of %s: %q, %v", r.Name, b, err)
+		}
+	}
+	up, err := st.UploadedFiles(ctx)
+	if err != nil || len(up) != njobs {
+		t.Errorf("uploaded files recorded: %d, %v; want %d", len(up), err, njobs)
+	}
+	status := runOut(t, "status", "--db", db)
+	if !strings.Contains(status, "│ upper │ over         │ success │ "+strconv.Itoa(njobs)) {
+		t.Errorf("bserver status does not count %d successes:\n%s", njobs, status)
+	}
+	users := runOut(t, "user", "list", "--db", db, "-o", "json")
+	if !strings.Contains(users, `"hosts": 1`) {
+		t.Errorf("the client's host is not alice's:\n%s", users)
+	}
+	msgs, err := cmd("--get_messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(msgs, "\n") {
+		if strings.Contains(strings.ToLower(line), "error") {
+			t.Errorf("client message: %s", line)
+		}
+	}
+
+	// The client's state imports into a state document bsched reads.
+	var state, errb bytes.Buffer
+	if code := bsim.Main([]string{"bsim", "import", filepath.Join(cdir, "client_state.xml")}, nil, &state, &errb); code != 0 {
+		t.Fatalf("bsim import: status %d: %s", code, errb.String())
+	}
+	var table bytes.Buffer
+	errb.Reset()
+	if code := bsched.Main([]string{"bsched", "-o", "table"}, &state, &table, &errb); code != 0 || !strings.Contains(table.String(), "Scheduling pass") {
+		t.Fatalf("bsched -o table: status %d: %s%s", code, table.String(), errb.String())
+	}
+}
