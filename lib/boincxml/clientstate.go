@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bkit/bkit/lib/limits"
+	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -51,6 +52,9 @@ func ImportClientState(r io.Reader, file string) (*state.Document, error) {
 	if err := cr.readAll(r); err != nil {
 		return nil, err
 	}
+	// A client has an app version for a resource only because the project sent it a
+	// job for it: seed 002's D(P,R), which no client_state.xml records.
+	prsc.SetDFromAppVersions(cr.doc, false)
 	return cr.doc, nil
 }
 

@@ -38,12 +38,13 @@ func TestImportClientState(t *testing.T) {
 				SchedulerURLs: []string{"http://alpha.example.org/cgi-bin/cgi", "http://alpha2.example.org/cgi-bin/cgi"},
 				ResourceShare: 150, Debt: -120.5,
 				MinRPCTime: 1700003600, NRPCFailures: 3, MasterFetchPending: true,
-				Resources: []state.ProjectResource{ // host order; ati_debt dropped (no ATI GPU)
-					{Type: "cpu", LongTermDebt: 3600, BackoffInterval: 600, BackoffUntil: 1700000600},
-					{Type: "NVIDIA", LongTermDebt: -50, SchedDebt: 7, BackoffUntil: 1700001200},
+				// host order; ati_debt dropped (no ATI GPU); D(P,R) from the app versions
+				Resources: []state.ProjectResource{
+					{Type: "cpu", LongTermDebt: 3600, BackoffInterval: 600, BackoffUntil: 1700000600, AccumulateDebt: true},
+					{Type: "NVIDIA", LongTermDebt: -50, SchedDebt: 7, BackoffUntil: 1700001200, AccumulateDebt: true},
 				},
 			},
-			{Name: beta, MasterURL: beta, ResourceShare: 50},
+			{Name: beta, MasterURL: beta, ResourceShare: 50, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},
 		},
 		Apps: []state.App{{Name: "alpha_app", Project: "Alpha"}, {Name: "beta_app", Project: beta}},
 		AppVersions: []state.AppVersion{

@@ -13,7 +13,8 @@ type Candidate struct {
 	OverallDebt  float64 // CPU seconds
 	Shortfall    float64 // the project's shortfall on the resource, instance-seconds
 	Score        float64 // OverallDebt + Shortfall
-	Eligible     bool    // not backed off for the resource, nor for RPCs (min_rpc_time)
+	MayHaveJobs  bool    // D(P,R): P would likely supply a job for the resource
+	Eligible     bool    // D(P,R) set; not backed off for the resource, nor for RPCs (min_rpc_time)
 	BackoffUntil float64 // the resource backoff's expiry, Unix seconds (0: none)
 }
 
@@ -32,9 +33,12 @@ type Decision struct {
 }
 
 // SelectProject is the seed's select_project for resource r of sim: among the projects
-// not backed off for the resource (and whose seed 000 RPC backoff, min_rpc_time, has
-// passed), the one whose overall debt plus shortfall on the resource is largest; ties go
-// to the project listed first. The seed's "overworked projects etc." has no counterpart
+// that may have that type of job (D(P,R) set: seed 002, "when we need work for a
+// resource, we ask the project that may have that type of job"), not backed off for the
+// resource and whose seed 000 RPC backoff, min_rpc_time, has passed, the one whose
+// overall debt plus shortfall on the resource is largest; ties go to the project listed
+// first. Without the D(P,R) test a GPU-only project with the larger debt was asked for
+// CPU work. The seed's "overworked projects etc." has no counterpart
 // here: the overall debt already ranks them last.
 func SelectProject(doc *state.Document, rs *ResourceSim, now float64) Selection {
 	sel := Selection{Type: rs.Type, Candidates: make([]Candidate, len(doc.Projects))}
@@ -49,10 +53,10 @@ func SelectProject(doc *state.Document, rs *ResourceSim, now float64) Selection 
 		c.Score = c.OverallDebt + c.Shortfall
 		for _, pr := range p.Resources {
 			if pr.Type == rs.Type {
-				c.BackoffUntil = pr.BackoffUntil
+				c.BackoffUntil, c.MayHaveJobs = pr.BackoffUntil, pr.AccumulateDebt
 			}
 		}
-		c.Eligible = c.BackoffUntil <= now && p.MinRPCTime <= now
+		c.Eligible = c.MayHaveJobs && c.BackoffUntil <= now && p.MinRPCTime <= now
 		if c.Eligible && c.Score > best {
 			best, sel.Project = c.Score, p.Name
 		}
@@ -117,11 +121,11 @@ func Decide(doc *state.Document, now float64) *Decision {
 			why = "idle"
 		}
 		c := sel.Candidates[projectIndex(doc, sel.Project)]
-		d.Request.Reason = fmt.Sprintf("%s %s (%.6g idle instances, shortfall %.6g instance-s): %s has the largest debt+shortfall %.6g (overall debt %.6g + shortfall %.6g) among projects not backed off for %s",
+		d.Request.Reason = fmt.Sprintf("%s %s (%.6g idle instances, shortfall %.6g instance-s): %s has the largest debt+shortfall %.6g (overall debt %.6g + shortfall %.6g) among projects that may have its jobs (D(P,R)) and are not backed off for %s",
 			rs.Type, why, rs.NIdle, rs.Shortfall, sel.Project, c.Score, c.OverallDebt, c.Shortfall, rs.Type)
 		return d
 	}
-	d.Request.Reason = "no request: no idle instances and no shortfall, or no project that is not backed off"
+	d.Request.Reason = "no request: no idle instances and no shortfall, or no project that may have the jobs (D(P,R)) and is not backed off"
 	return d
 }
 

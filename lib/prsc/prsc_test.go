@@ -183,9 +183,15 @@ func TestDFlagTransitions(t *testing.T) {
 		{"GPU job, GPU only asked", map[string]bool{"NVIDIA": true},
 			Reply{Project: "A", Jobs: map[string]int{"NVIDIA": 1}}, false,
 			map[string][2]float64{"NVIDIA": {1, 0}, "cpu": {1, 0}}},
+		{"no job, GPU asked by req_instances only: its D stays, CPU's is cleared", both,
+			Reply{Project: "A", InstancesOnly: []string{"NVIDIA"}}, false,
+			map[string][2]float64{"NVIDIA": {1, 600}, "cpu": {0, 600}}},
+		{"GPU job: D set again", map[string]bool{"NVIDIA": true},
+			Reply{Project: "A", Jobs: map[string]int{"NVIDIA": 1}}, false,
+			map[string][2]float64{"NVIDIA": {1, 0}, "cpu": {0, 600}}},
 		{"three-state: no work but supported keeps D", both,
 			Reply{Project: "A", Unsupported: []string{"cpu"}}, true,
-			map[string][2]float64{"NVIDIA": {1, 600}, "cpu": {0, 600}}},
+			map[string][2]float64{"NVIDIA": {1, 600}, "cpu": {0, 1200}}},
 	}
 	for _, s := range steps {
 		if err := ApplyReply(doc, s.requested, s.rep, s.threeState, 1000, rng); err != nil {

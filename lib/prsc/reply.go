@@ -3,6 +3,7 @@ package prsc
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/bkit/bkit/lib/state"
 )
@@ -14,6 +15,24 @@ type Reply struct {
 	Project     string
 	Jobs        map[string]int // resource type -> jobs received; absent means 0
 	Unsupported []string       // three-state only: "this resource is not supported"
+	// InstancesOnly are requested types asked for by req_instances alone (req_secs 0):
+	// a reply without jobs does not clear their D(P,R), which the seed clears only "for
+	// each resource R for which req_seconds(R)>0" (see InstancesOnly).
+	InstancesOnly []string
+}
+
+// InstancesOnly returns the resource types req asks for by req_instances alone.
+func InstancesOnly(req *state.WorkRequest) []string {
+	var out []string
+	if req.CPUReqSecs <= 0 && req.CPUReqInstances > 0 {
+		out = append(out, state.ResourceCPU)
+	}
+	for _, c := range req.Coprocs {
+		if c.ReqSecs <= 0 && c.ReqInstances > 0 {
+			out = append(out, c.Type)
+		}
+	}
+	return out
 }
 
 // Requested returns the resource types req asked for: those with req_secs or
@@ -41,7 +60,9 @@ func Requested(req *state.WorkRequest) map[string]bool {
 //     interval doubles "whenever we ask for work of that type and don't get any"; the
 //     text is followed, so a project that sends CPU jobs but never GPU jobs does not get
 //     asked for GPU work at every contact.
-//   - A reply with no job at all clears D(P,R) of every requested type (seed 002).
+//   - A reply with no job at all clears D(P,R) of every type requested with req_secs
+//     > 0 (seed 002: "for each resource R for which req_seconds(R)>0"); a type asked for
+//     by req_instances alone (rep.InstancesOnly) keeps it.
 //     With threeState (DESIGN.md: the seed's proposed change, off by default) only the
 //     types the reply calls unsupported lose D(P,R), whether or not jobs came, and "no
 //     work but supported" keeps it: a temporary outage does not stop debt accumulating.
@@ -87,7 +108,7 @@ func ApplyReply(doc *state.Document, requested map[string]bool, rep Reply, three
 			if unsupported[r.Type] {
 				p.ResourceState(r.Type).AccumulateDebt = false
 			}
-		case total == 0 && requested[r.Type]:
+		case total == 0 && requested[r.Type] && !slices.Contains(rep.InstancesOnly, r.Type):
 			p.ResourceState(r.Type).AccumulateDebt = false
 		}
 	}
@@ -103,4 +124,26 @@ func typeList(h *state.Host) string {
 		s += r.Type
 	}
 	return s
+}
+
+// SetDFromAppVersions sets D(P,R) for every resource R project P has an app version
+// for; with keep, not where the document already has an entry for P and R (a document
+// bkit wrote records D there). Seed 002 sets D(P,R)
+// when P supplies a job for R, and a client has an app version for R only because P
+// sent it such a job; a document that never recorded D (a BOINC client's
+// client_state.xml, a scenario) would otherwise leave every project unselectable.
+func SetDFromAppVersions(doc *state.Document, keep bool) {
+	for i := range doc.Projects {
+		p := &doc.Projects[i]
+		for _, r := range doc.Host.Resources {
+			if keep && slices.ContainsFunc(p.Resources, func(pr state.ProjectResource) bool { return pr.Type == r.Type }) {
+				continue
+			}
+			if slices.ContainsFunc(doc.AppVersions, func(av state.AppVersion) bool {
+				return av.Project == p.Name && av.ResourceType() == r.Type
+			}) {
+				p.ResourceState(r.Type).AccumulateDebt = true
+			}
+		}
+	}
 }

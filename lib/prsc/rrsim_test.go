@@ -95,9 +95,14 @@ func TestSimulateSharing(t *testing.T) {
 
 // TestDecideOrder: the seed's order. With a CPU shortfall and an idle GPU, the GPU goes
 // first and the CPU's shortfall is left out of the request (its idle instances stay).
+// Only projects that may have a resource's jobs (D(P,R)) are asked for it: A, with CPU
+// jobs only, is never asked for the GPU, whatever its debt.
 func TestDecideOrder(t *testing.T) {
 	doc := cpuDoc()
 	doc.Tasks = []state.Task{task("a1", "A", "a", state.TaskRunning, 3e12)}
+	doc.Projects[0].ResourceState("cpu").AccumulateDebt = true
+	doc.Projects[1].ResourceState("cpu").AccumulateDebt = true
+	doc.Projects[1].ResourceState("NVIDIA").AccumulateDebt = true
 	doc.Projects[1].ResourceState("cpu").LongTermDebt = 1e6 // B is owed much
 	d := Decide(doc, 0)
 	r := d.Request
@@ -105,14 +110,15 @@ func TestDecideOrder(t *testing.T) {
 		!approx(r.Coprocs[0].ReqSecs, 10000) || r.Coprocs[0].ReqInstances != 1 || !approx(r.WorkReqSeconds, 10000) {
 		t.Errorf("request %+v", r)
 	}
-	// B backed off for the GPU: A is asked for the GPU, and B not at all.
-	doc.Projects[1].ResourceState("NVIDIA").BackoffUntil = 10
-	d = Decide(doc, 0)
-	if d.Request.Project != "A" {
-		t.Errorf("with B backed off for the GPU: %+v", d.Request)
+	// A owed more than B: still not asked for the GPU, which it has no jobs for.
+	doc.Projects[0].ResourceState("cpu").LongTermDebt = 2e6
+	if d = Decide(doc, 0); d.Request.Project != "B" || d.Selections[1].Candidates[0].Eligible {
+		t.Errorf("A owed more: %+v", d.Request)
 	}
-	// Everyone backed off for the GPU: the idle CPU's turn; no GPU seconds asked of B.
-	doc.Projects[0].ResourceState("NVIDIA").BackoffUntil = 10
+	doc.Projects[0].ResourceState("cpu").LongTermDebt = 0
+	// B backed off for the GPU: nobody to ask for it, so the idle CPU's turn: B (the
+	// larger debt), and no GPU seconds asked of it.
+	doc.Projects[1].ResourceState("NVIDIA").BackoffUntil = 10
 	d = Decide(doc, 0)
 	r = d.Request
 	if r.Project != "B" || r.CPUReqInstances != 1 || !approx(r.CPUReqSecs, 17000) || r.Coprocs[0].ReqSecs != 0 || r.Coprocs[0].ReqInstances != 0 {

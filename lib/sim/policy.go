@@ -35,6 +35,12 @@ type Policy interface {
 	Account(doc *state.Document, u *StepUsage)
 }
 
+// beginner is a policy that sets up the document once, before a run's first step (New;
+// a run carried from program to program starts from the document bsim init wrote).
+type beginner interface {
+	Begin(doc *state.Document)
+}
+
 // RPC is a scheduler RPC a policy asks for: to Project (index in doc.Projects), with the
 // per-resource work request (zero: report only). Every RPC reports all of the project's
 // done tasks, as BOINC's client does.

@@ -74,24 +74,12 @@ func fingerprintOf(doc *state.Document) fingerprint {
 }
 
 // Begin sets D(P,R) for every resource a project has app versions for, unless the
-// document already says anything about it. Seed 002 defines D(P,R) as "P would likely
-// supply a job for R if we asked it", which an app version of P for R shows (a real
-// client has one only because P sent such a job). Starting from false, as the seed's
-// text does for a project never heard from, a project would never take part in the
-// debt accounting, so never be ranked above one that did, and never be asked: on the
-// public example the smaller-share project got no work at all.
-func (sp *seedPolicy) Begin(doc *state.Document) {
-	for i := range doc.Projects {
-		p := &doc.Projects[i]
-		for _, r := range doc.Host.Resources {
-			if len(p.Resources) == 0 || !slices.ContainsFunc(p.Resources, func(pr state.ProjectResource) bool { return pr.Type == r.Type }) {
-				if hasVersionFor(doc, p.Name, r.Type) {
-					p.ResourceState(r.Type).AccumulateDebt = true
-				}
-			}
-		}
-	}
-}
+// document already says anything about it (prsc.SetDFromAppVersions). Seed 002 defines
+// D(P,R) as "P would likely supply a job for R if we asked it", which an app version of
+// P for R shows. Starting from false, as the seed's text does for a project never heard
+// from, select_project (which asks only projects that may have the resource's jobs)
+// would never ask anybody.
+func (sp *seedPolicy) Begin(doc *state.Document) { prsc.SetDFromAppVersions(doc, true) }
 
 func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 	fp := fingerprintOf(doc)
@@ -233,7 +221,7 @@ func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
 		return
 	}
 	// The only error is an unknown project or resource, which the loop cannot produce.
-	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs}, false, now, prsc.NewRand(rep.Seed))
+	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(&r.Request)}, false, now, prsc.NewRand(rep.Seed))
 }
 
 // poll is rpc.Poll, which bsim asks only for report sessions: those need an overdue

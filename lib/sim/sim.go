@@ -99,6 +99,9 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 	if err := state.Validate(doc); err != nil {
 		return nil, err
 	}
+	if b, ok := pol.(beginner); ok {
+		b.Begin(doc)
+	}
 	s := &Sim{Doc: doc, cfg: cfg, policy: pol, start: DefaultStart, avIndex: map[string]int{}}
 	// Start at the latest moment a scenario's explicit task was received, so that its
 	// deadlines keep their meaning.

@@ -103,7 +103,7 @@ func piecewise(t *testing.T, dir string, cfg Config) *Result {
 					stage(true, func(doc *state.Document, s *Sim) { rep = s.Serve(RPC{Project: r.Project, Request: *doc.Request}, now) })
 					if !rep.Failed {
 						stage(false, func(doc *state.Document, _ *Sim) {
-							err := prsc.ApplyReply(doc, prsc.Requested(doc.Request), prsc.Reply{Project: doc.Request.Project, Jobs: rep.Jobs}, false, now, prsc.NewRand(rep.Seed))
+							err := prsc.ApplyReply(doc, prsc.Requested(doc.Request), prsc.Reply{Project: doc.Request.Project, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(doc.Request)}, false, now, prsc.NewRand(rep.Seed))
 							if err != nil {
 								t.Fatal(err)
 							}

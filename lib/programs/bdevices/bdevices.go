@@ -169,7 +169,8 @@ work_buf_additional_days): per resource, the shortfall (idle instance-seconds) a
 instances idle now; per project and resource, its shortfall against its share of the
 resource. Then the first of these that finds a project decides: an idle coprocessor,
 an idle CPU, a coprocessor shortfall, a CPU shortfall. For a resource, select_project
-takes the project not backed off for it (nor for RPCs: min_rpc_time) with the largest
+takes, among the projects that may have its jobs (D(P,R), resources[].accumulate_debt)
+and are not backed off for it (nor for RPCs: min_rpc_time), the one with the largest
 overall debt + its shortfall there.
 
 The request (the document's request) asks that project for each resource's shortfall
@@ -218,7 +219,7 @@ func requestTable(w io.Writer, doc *state.Document, d *prsc.Decision, now float6
 	for r, rs := range d.Sim.Resources {
 		chosen := d.Selections[r].Project
 		if chosen == "" {
-			chosen = "(none: all backed off)"
+			chosen = "(none: no D(P,R) or all backed off)"
 		}
 		if err := t.Append([]string{rs.Type, strconv.Itoa(rs.Instances), cliutil.Num(doc.Host.Resources[r].Flops),
 			cliutil.Num(rs.Shortfall), cliutil.Num(rs.NIdle), chosen}); err != nil {

@@ -40,7 +40,9 @@ For the project, per resource type R:
   R asked for, no job of it    R's backoff interval grows: 600 s, then doubling, at
                                most 86,400 s; not asked again before --now + interval
                                × a jitter in [0.5, 1) drawn from --seed
-  no job at all in the reply   D(P,R) false for every R asked for
+  no job at all in the reply   D(P,R) false for every R asked for with req_secs > 0
+                               (a type asked for by req_instances alone keeps it;
+                               --requested types count as asked with req_secs)
 With --three-state (the seed's proposed change; off by default) the reply can say
 "not supported" (--unsupported TYPE,...): only those types lose D(P,R), and "no work
 but supported" keeps it. A project's overall contact backoff is the earliest of its
@@ -96,6 +98,7 @@ func runReply(_ context.Context, cmd *cli.Command) error {
 		project = doc.Request.Project
 	}
 	var requested map[string]bool
+	var instancesOnly []string
 	if s := cmd.String(flagRequested); s != "" {
 		requested = map[string]bool{}
 		for _, t := range splitList(s) {
@@ -111,6 +114,7 @@ func runReply(_ context.Context, cmd *cli.Command) error {
 			return cliutil.Usagef("%s: the document's request is not for %q: give --requested", in.File, project)
 		}
 		requested = prsc.Requested(doc.Request)
+		instancesOnly = prsc.InstancesOnly(doc.Request)
 	}
 	var before []state.ProjectResource
 	for i := range doc.Projects {
@@ -120,7 +124,7 @@ func runReply(_ context.Context, cmd *cli.Command) error {
 			}
 		}
 	}
-	rep := prsc.Reply{Project: project, Jobs: jobs, Unsupported: splitList(cmd.String(flagUnsupported))}
+	rep := prsc.Reply{Project: project, Jobs: jobs, Unsupported: splitList(cmd.String(flagUnsupported)), InstancesOnly: instancesOnly}
 	if err := prsc.ApplyReply(doc, requested, rep, cmd.Bool(flagThreeState), now, rng(cmd)); err != nil {
 		return cliutil.Usagef("%v", err)
 	}
