@@ -1,5 +1,6 @@
 #!/bin/sh
-# bench-bserver.sh: scheduler RPCs per second of bserver on loopback, each RPC reporting
+# bench-bserver.sh: scheduler RPCs per second of bserver on loopback (and uploads per
+# second of 1 MB output files), each RPC reporting
 # one result and receiving one job (16 hosts at once), with p50 and p99 latency. Runs
 # lib/server's BenchmarkSchedulerRPC (SQLite) and, when BKIT_TEST_MYSQL_DSN is set,
 # BenchmarkSchedulerRPCMySQL; prints one table row per run.
@@ -26,3 +27,19 @@ BEGIN { printf "%-40s %8s %10s %10s %10s\n", "figure (loopback, 16 hosts)", "RPC
 	n++
 }
 END { if (n == 0) { print "benchmark did not run" > "/dev/stderr"; exit 1 } }'
+
+# Output uploads of 1 MB files (BOINC's upload protocol, 4 uploaders at once, each file
+# checked, synced, renamed and recorded), SQLite.
+UPLOADS=${UPLOADS:-200}
+out=$(go test -run '^$' -bench '^BenchmarkUpload1MB$' -benchtime "${UPLOADS}x" -count "$RUNS" ./lib/server/)
+echo "$out" | awk -v n="$UPLOADS" '
+BEGIN { printf "%-40s %8s %10s %10s\n", "figure (loopback, 4 uploaders)", "files", "uploads/s", "MB/s" }
+/^BenchmarkUpload1MB/ {
+	for (i = 3; i < NF; i++) {
+		if ($(i+1) == "uploads/s") u = $i
+		if ($(i+1) == "MB/s") m = $i
+	}
+	printf "%-40s %8d %10.1f %10.1f\n", "bserver upload of 1 MB files, SQLite", n, u, m
+	k++
+}
+END { if (k == 0) { print "upload benchmark did not run" > "/dev/stderr"; exit 1 } }'

@@ -205,3 +205,52 @@ func FuzzParseSchedulerRequest(f *testing.F) {
 		_ = again
 	})
 }
+
+// TestBOINCClientIdentity: what a BOINC client says about its platforms and the
+// project's code-signing key it holds (its own tags: <alt_platform>, <code_sign_key>).
+func TestBOINCClientIdentity(t *testing.T) {
+	req, err := ParseSchedulerRequest(strings.NewReader(`<scheduler_request>
+    <authenticator>0123</authenticator>
+    <hostid>0</hostid>
+    <platform_name>x86_64-pc-linux-gnu</platform_name>
+    <alt_platform>
+        <name>i686-pc-linux-gnu</name>
+    </alt_platform>
+    <code_sign_key>
+1024
+abcd
+.
+</code_sign_key>
+</scheduler_request>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"x86_64-pc-linux-gnu", "i686-pc-linux-gnu"}, req.Platforms()); d != "" {
+		t.Error(d)
+	}
+	if strings.Join(strings.Fields(req.CodeSignKey), " ") != "1024 abcd ." {
+		t.Errorf("code_sign_key %q", req.CodeSignKey)
+	}
+}
+
+// TestReplyFlags: boolean elements are written <tag>1</tag>, which BOINC clients
+// read (they reject the <tag></tag> an empty struct would make), and read back.
+func TestReplyFlags(t *testing.T) {
+	rep := &SchedulerReply{FileInfos: []ReplyFileInfo{{Name: "f", Executable: true}}, CodeSignKey: &RawText{Text: "\n1024\nab\n.\n"}}
+	b, err := rep.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<executable>1</executable>", "<code_sign_key>\n1024\nab\n.\n</code_sign_key>"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("reply lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "sticky") || strings.Contains(string(b), "project_is_down") {
+		t.Errorf("false flags written:\n%s", b)
+	}
+	back, err := ParseSchedulerReply(strings.NewReader(string(b) + ""))
+	if err != nil || !back.FileInfos[0].Executable || back.FileInfos[0].Sticky {
+		t.Fatalf("read back: %+v, %v", back, err)
+	}
+}

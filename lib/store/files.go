@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"strings"
 )
 
 // User is a volunteer's account. Authenticator is the account key their client
@@ -219,4 +223,39 @@ func (s *Store) UploadedFiles(ctx context.Context) ([]UploadedFile, error) {
 		out = append(out, f)
 	}
 	return out, rows.Err()
+}
+
+// OutputDigest is the digest of the output files uploaded for the result named
+// result, for validation: "sha256:HEX" of the file when it has one output, or of the
+// lines "k:HEX\n" (file number and file SHA-256) when it has several; "" when none was
+// uploaded. Results whose outputs agree byte for byte get equal digests.
+func (t *Tx) OutputDigest(result string) (string, error) {
+	rows, err := t.query(`SELECT f.file_num, f.sha256 FROM result_file f JOIN result r ON r.id=f.resultid
+		WHERE r.name=? ORDER BY f.file_num`, result)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	var only string
+	for rows.Next() {
+		var k int
+		var h string
+		if err := rows.Scan(&k, &h); err != nil {
+			return "", err
+		}
+		only = h
+		lines = append(lines, fmt.Sprintf("%d:%s\n", k, h))
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	switch len(lines) {
+	case 0:
+		return "", nil
+	case 1:
+		return "sha256:" + only, nil
+	}
+	sum := sha256.Sum256([]byte(strings.Join(lines, "")))
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
