@@ -107,18 +107,20 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	defer s.Close()
-	pdir, err := projectDir(cmd)
-	if err != nil {
-		return err
-	}
-	codeSignKey, uploadKey, err := projectKeys(pdir)
-	if err != nil {
-		return err
-	}
-	dirs := [2]string{filepath.Join(pdir, downloadSubdir), filepath.Join(pdir, uploadSubdir)}
-	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	// Without a project directory (MySQL and no --project-dir) the server has no
+	// files: it serves bkit's own clients, which need none.
+	var dirs [2]string
+	var codeSignKey string
+	var uploadKey []byte
+	if pdir, err := projectDir(cmd); err == nil {
+		if codeSignKey, uploadKey, err = projectKeys(pdir); err != nil {
 			return err
+		}
+		dirs = [2]string{filepath.Join(pdir, downloadSubdir), filepath.Join(pdir, uploadSubdir)}
+		for _, d := range dirs {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
 		}
 	}
 	if cmd.Int64("max-upload") < 1 {
@@ -151,7 +153,7 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		},
 	}
 	if codeSignKey == "" || uploadKey == nil {
-		log.Warn("no project keys: app files cannot be checked by BOINC clients and uploads are refused; run 'bserver keys'", "dir", filepath.Join(pdir, keysSubdir))
+		log.Warn("no project keys (or no --project-dir): BOINC clients cannot check app files and uploads are refused; run 'bserver keys'")
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
