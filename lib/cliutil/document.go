@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 
 	"github.com/bkit/bkit/lib/state"
@@ -86,47 +85,6 @@ func WriteState(cmd *cli.Command, in *Input, table func(io.Writer) error) error 
 	}
 	_, err = stdout.Write(data)
 	return err
-}
-
-// WriteFileAtomic replaces path with data so that a reader sees either the old file or
-// the new one, never a part: a temporary file in the same directory is written, synced
-// and renamed over path, keeping path's permissions.
-func WriteFileAtomic(path string, data []byte) (err error) {
-	perm := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		perm = fi.Mode().Perm()
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // DocumentFlags are the flags of a program that reads a state document and writes it
