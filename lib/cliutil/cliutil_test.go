@@ -21,6 +21,9 @@ func TestParseTime(t *testing.T) {
 		{"-1", 0, false},
 		{"NaN", 0, false},
 		{"yesterday", 0, false},
+		// Issue 18: times outside a sane range are refused.
+		{"1e300", 0, false}, {"4102444800", 4102444800, true}, {"4102444801", 0, false},
+		{"9999-12-31T23:59:59Z", 0, false}, {"1969-12-31T23:59:59Z", 0, false}, {"Inf", 0, false},
 	} {
 		got, err := ParseTime(c.in)
 		if (err == nil) != c.ok || got != c.want {

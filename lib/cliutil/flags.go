@@ -137,19 +137,39 @@ func Now(cmd *cli.Command) (float64, error) {
 	return t, nil
 }
 
-// ParseTime reads a time as Unix seconds (possibly fractional) or RFC 3339.
+// MaxTime is the latest time a program accepts, Unix seconds (2100-01-01T00:00:00Z):
+// later than any real or emulated run, and far inside what a float64 holds to the
+// microsecond and time.Time's UnixNano to the nanosecond.
+const MaxTime = 4102444800
+
+// ParseTime reads a time as Unix seconds (possibly fractional) or RFC 3339, between the
+// epoch and MaxTime.
 func ParseTime(s string) (float64, error) {
-	if v, err := strconv.ParseFloat(s, 64); err == nil {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return 0, fmt.Errorf("want Unix seconds >= 0 or RFC 3339, got %q", s)
-		}
-		return v, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, fmt.Errorf("want Unix seconds or RFC 3339 (2026-11-22T10:00:00Z), got %q", s)
+		t, terr := time.Parse(time.RFC3339Nano, s)
+		if terr != nil {
+			return 0, fmt.Errorf("want Unix seconds or RFC 3339 (2026-11-22T10:00:00Z), got %q", s)
+		}
+		if t.Before(time.Unix(0, 0)) || t.After(time.Unix(MaxTime, 0)) {
+			v = -1 // refused below; UnixNano would overflow
+		} else {
+			v = float64(t.UnixNano()) / 1e9
+		}
 	}
-	return float64(t.UnixNano()) / 1e9, nil
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > MaxTime {
+		return 0, fmt.Errorf("want a time from 1970-01-01 to 2100-01-01 (Unix seconds 0 to %d), got %q", MaxTime, s)
+	}
+	return v, nil
+}
+
+// ParsePositiveDuration is ParseDuration for a duration that must be more than 0.
+func ParsePositiveDuration(s string) (float64, error) {
+	v, err := ParseDuration(s)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("want a duration > 0: seconds, or a number with a unit s, m, h, d or w (e.g. 60, 36h), got %q", s)
+	}
+	return v, nil
 }
 
 // ParseDuration reads a duration as seconds ("3600", "90.5") or with a unit

@@ -184,13 +184,17 @@ func loadScenario(cmd *cli.Command, path string) (*boincxml.Scenario, runDefault
 	if err != nil {
 		return nil, runDefaults{}, err // Load's errors carry their exit status
 	}
+	if len(f.Doc.Projects) == 0 {
+		// A run would print figures of nothing ("projects": null).
+		return nil, runDefaults{}, cliutil.BadInput(fmt.Errorf("%s: the scenario has no projects: nothing to emulate", path))
+	}
 	return f.Scenario, runDefaults{Duration: f.Run.Duration, Delta: f.Run.Delta}, nil
 }
 
 // runConfig reads --duration, --delta and --seed; a flag not given takes the
 // scenario's default, then the flag's own.
 func runConfig(cmd *cli.Command, d runDefaults) (sim.Config, error) {
-	dur, err := cliutil.ParseDuration(cmd.String(flagDuration))
+	dur, err := cliutil.ParsePositiveDuration(cmd.String(flagDuration))
 	if err != nil {
 		return sim.Config{}, cliutil.Usagef("--duration: %v", err)
 	}
@@ -200,7 +204,7 @@ func runConfig(cmd *cli.Command, d runDefaults) (sim.Config, error) {
 	if dur <= 0 {
 		return sim.Config{}, cliutil.Usagef("--duration: must be > 0, got %g", dur)
 	}
-	delta, err := cliutil.ParseDuration(cmd.String(flagDelta))
+	delta, err := cliutil.ParsePositiveDuration(cmd.String(flagDelta))
 	if err != nil {
 		return sim.Config{}, cliutil.Usagef("--delta: %v", err)
 	}
