@@ -88,6 +88,9 @@ func TestTwoServers(t *testing.T) {
 
 func testTwoServers(t *testing.T, db string) {
 	const hosts, rounds = 30, 6 // 30 + 30×6×2 = 390 requests
+	// One project directory for both servers (a MySQL project names it; SQLite's is the
+	// database's directory).
+	t.Setenv(bserver.EnvProjectDir, t.TempDir())
 	run(t, "init", "--db", db)
 	run(t, "app", "add", "--db", db, "sim")
 	run(t, "app-version", "add", "--db", db, "--app", "sim", "--version", "1")
