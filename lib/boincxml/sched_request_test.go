@@ -254,3 +254,30 @@ func TestReplyFlags(t *testing.T) {
 		t.Fatalf("read back: %+v, %v", back, err)
 	}
 }
+
+// FuzzParseSchedulerReply: a client (brpc) parses replies from any server; no reply may
+// crash the parser, and what it accepts marshals and parses again.
+func FuzzParseSchedulerReply(f *testing.F) {
+	rep := &SchedulerReply{SchedulerVersion: SchedulerVersion, ProjectName: "p", HostID: 3, Authenticator: "k",
+		Messages: []Message{{PriorityLow, "hi"}}, RequestDelay: 60, ResultAcks: []NameRef{{"r1"}},
+		Workunits: []ReplyWorkunit{{Name: "w", AppName: "a", RscFpopsEst: 1e12}}, ResultsSent: []ReplyResult{{Name: "w_0", WUName: "w"}}}
+	if b, err := rep.Marshal(); err == nil {
+		f.Add(string(b))
+	}
+	for _, s := range []string{"", "<scheduler_reply/>", "<scheduler_reply><request_delay>NaN</request_delay></scheduler_reply>", "<scheduler_reply><result_ack><name>x</name></result_ack>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rep, err := ParseSchedulerReply(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		b, err := rep.Marshal()
+		if err != nil {
+			return // characters XML cannot carry, accepted leniently on input
+		}
+		if _, err := ParseSchedulerReply(strings.NewReader(string(b))); err != nil {
+			t.Fatalf("re-parse of a marshalled reply failed: %v\n%s", err, b)
+		}
+	})
+}

@@ -20,18 +20,37 @@ import (
 // benchClients is how many hosts talk to the server at once in the benchmark.
 const benchClients = 16
 
-// BenchmarkSchedulerRPC measures scheduler RPCs per second on loopback with SQLite:
+// BenchmarkSchedulerRPC measures scheduler RPCs per second on loopback with SQLite as
+// bserver opens it (synchronous=FULL: every acknowledged report on disk):
 // benchClients hosts each loop "report my finished job, get one new job", the steady
 // state of a busy project. It reports rpc/s and the p50 and p99 latency in ms
 // (scripts/bench-bserver.sh prints them).
 func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b)) }
 
-// BenchmarkSchedulerRPCMySQL is the same on MySQL/MariaDB (BKIT_TEST_MYSQL_DSN).
+// BenchmarkSchedulerRPCSQLiteNormal is the same with synchronous=NORMAL, which may lose
+// the last commits in a power cut: the price of durability, side by side.
+func BenchmarkSchedulerRPCSQLiteNormal(b *testing.B) {
+	benchRPC(b, storetest.SQLiteDSN(b)+"?synchronous=normal")
+}
+
+// BenchmarkSchedulerRPCMySQL is the same on MySQL/MariaDB (BKIT_TEST_MYSQL_DSN); it
+// reports the server's innodb_flush_log_at_trx_commit as trx-flush (1: durable).
 func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b)) }
 
 func benchRPC(b *testing.B, dsn string) {
 	ctx := context.Background()
 	st := storetest.Open(b, dsn)
+	durable, setting, err := st.Durability(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%s: %s (durable: %v)", st.Engine(), setting, durable)
+	var flush float64
+	if st.Engine() == store.MySQL {
+		if err := st.DB.QueryRowContext(ctx, `SELECT @@innodb_flush_log_at_trx_commit`).Scan(&flush); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if _, err := st.AddApp(ctx, "bench", false, 1); err != nil {
 		b.Fatal(err)
 	}
@@ -115,4 +134,7 @@ func benchRPC(b *testing.B, dsn string) {
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "rpc/s")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+	if st.Engine() == store.MySQL {
+		b.ReportMetric(flush, "trx-flush")
+	}
 }

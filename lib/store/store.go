@@ -86,12 +86,14 @@ func ParseDSN(dsn string) (engine, driverDSN string, err error) {
 	case strings.Contains(dsn, "://"):
 		return "", "", fmt.Errorf("%s: unknown database scheme: want sqlite:PATH, PATH or mysql://user:pass@host:port/db", dsn)
 	}
-	path := strings.TrimPrefix(dsn, "sqlite:")
-	if path == "" {
-		return "", "", fmt.Errorf("%s: missing file name", dsn)
+	path, sync, err := sqliteOptions(dsn)
+	if err != nil {
+		return "", "", err
 	}
-	// WAL lets readers run beside the writer; synchronous=NORMAL is durable against
-	// process crashes (a power cut may lose the last commits, not corrupt the file);
+	// WAL lets readers run beside the writer. synchronous=FULL syncs the WAL at every
+	// commit, so a transaction the scheduler has answered for (a report acknowledged to
+	// a client, which then forgets it) survives a power cut, not just a process crash,
+	// as it does on MariaDB with innodb_flush_log_at_trx_commit=1 (docs/bserver.md).
 	// _txlock=immediate takes the write lock at BEGIN, so two processes never both read
 	// then deadlock trying to upgrade to write.
 	q := url.Values{}
@@ -99,8 +101,35 @@ func ParseDSN(dsn string) (engine, driverDSN string, err error) {
 	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
 	q.Set("_txlock", "immediate")
 	q.Set("_foreign_keys", "on")
-	q.Set("_synchronous", "NORMAL")
+	q.Set("_synchronous", sync)
 	return SQLite, "file:" + path + "?" + q.Encode(), nil
+}
+
+// sqliteOptions splits "sqlite:PATH[?synchronous=full|normal|extra]" into the path and
+// the synchronous setting (FULL unless the DSN says otherwise: NORMAL trades the last
+// commits before a power cut for speed).
+func sqliteOptions(dsn string) (path, sync string, err error) {
+	path, query, _ := strings.Cut(strings.TrimPrefix(dsn, "sqlite:"), "?")
+	if path == "" {
+		return "", "", fmt.Errorf("%s: missing file name", dsn)
+	}
+	sync = "FULL"
+	opts, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %v", dsn, err)
+	}
+	for k, v := range opts {
+		if k != "synchronous" {
+			return "", "", fmt.Errorf("%s: unknown option %q: the only one is synchronous=full|normal|extra", dsn, k)
+		}
+		switch s := strings.ToUpper(v[len(v)-1]); s {
+		case "FULL", "NORMAL", "EXTRA":
+			sync = s
+		default:
+			return "", "", fmt.Errorf("%s: synchronous must be full, normal or extra, got %q", dsn, v[len(v)-1])
+		}
+	}
+	return path, sync, nil
 }
 
 // SQLitePath returns the file of a SQLite DSN, and false for other engines.
@@ -109,7 +138,8 @@ func SQLitePath(dsn string) (string, bool) {
 	if err != nil || engine != SQLite {
 		return "", false
 	}
-	return strings.TrimPrefix(dsn, "sqlite:"), true
+	path, _, _ := sqliteOptions(dsn)
+	return path, true
 }
 
 // Open opens the database named by dsn. It does not create or migrate the schema
@@ -143,6 +173,31 @@ func Open(dsn string) (*Store, error) {
 		return nil, fmt.Errorf("%s: %w", redact(dsn), err)
 	}
 	return s, nil
+}
+
+// Durability tells whether a committed transaction survives a power cut, as the
+// scheduler needs (a report it acknowledges is deleted by the client), and how the
+// engine is set: SQLite's synchronous (FULL or EXTRA is durable in WAL mode), MariaDB's
+// innodb_flush_log_at_trx_commit (1 is durable) and, when the binary log is on,
+// sync_binlog (1). bserver serve warns when it is not.
+func (s *Store) Durability(ctx context.Context) (durable bool, setting string, err error) {
+	if s.dialect.name == SQLite {
+		var sync int
+		if err := s.DB.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+			return false, "", err
+		}
+		name := map[int]string{0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[sync]
+		return sync >= 2, "synchronous=" + name, nil
+	}
+	var flush, syncBinlog, logBin int
+	if err := s.DB.QueryRowContext(ctx, `SELECT @@innodb_flush_log_at_trx_commit, @@sync_binlog, @@log_bin`).Scan(&flush, &syncBinlog, &logBin); err != nil {
+		return false, "", err
+	}
+	setting = fmt.Sprintf("innodb_flush_log_at_trx_commit=%d", flush)
+	if logBin != 0 {
+		setting += fmt.Sprintf(", sync_binlog=%d", syncBinlog)
+	}
+	return flush == 1 && (logBin == 0 || syncBinlog == 1), setting, nil
 }
 
 // Engine is SQLite or MySQL.

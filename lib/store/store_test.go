@@ -15,8 +15,11 @@ import (
 
 func TestParseDSN(t *testing.T) {
 	for _, tc := range []struct{ in, engine, driver, err string }{
-		{"sqlite:/tmp/p.db", "sqlite", "file:/tmp/p.db?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate", ""},
-		{"p.db", "sqlite", "file:p.db?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate", ""},
+		{"sqlite:/tmp/p.db", "sqlite", "file:/tmp/p.db?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate", ""},
+		{"p.db", "sqlite", "file:p.db?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate", ""},
+		{"sqlite:p.db?synchronous=normal", "sqlite", "file:p.db?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate", ""},
+		{"sqlite:p.db?synchronous=off", "", "", `sqlite:p.db?synchronous=off: synchronous must be full, normal or extra, got "off"`},
+		{"sqlite:p.db?cache=shared", "", "", `sqlite:p.db?cache=shared: unknown option "cache": the only one is synchronous=full|normal|extra`},
 		{"mysql://root@127.0.0.1/test", "mysql", "root@tcp(127.0.0.1:3306)/test?interpolateParams=true", ""},
 		{"mysql://u:p@db:3307/proj", "mysql", "u:p@tcp(db:3307)/proj?interpolateParams=true", ""},
 		{"mysql://u@db", "", "", "mysql://u@db: want mysql://user:pass@host:port/db"},
@@ -335,4 +338,24 @@ func TestNonFiniteArguments(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestDurability: a SQLite database is opened with synchronous=FULL unless its DSN asks
+// for less, so an acknowledged report survives a power cut (issue 18, item 7); MariaDB's
+// setting is read and told.
+func TestDurability(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		durable, setting, err := s.Durability(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s, durable %v", s.Engine(), setting, durable)
+		if s.Engine() == store.SQLite && (!durable || setting != "synchronous=FULL") {
+			t.Errorf("SQLite opened with %s; want synchronous=FULL", setting)
+		}
+	})
+	s := storetest.Open(t, storetest.SQLiteDSN(t)+"?synchronous=normal")
+	if durable, setting, err := s.Durability(context.Background()); err != nil || durable || setting != "synchronous=NORMAL" {
+		t.Errorf("?synchronous=normal: %v %q %v", durable, setting, err)
+	}
 }

@@ -164,6 +164,10 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		}
 	}
 	fmt.Fprintf(cmd.Root().Writer, "listening on %s\n", server.URLFor(ln))
+	if durable, setting, err := s.Durability(ctx); err == nil && !durable {
+		// A report acknowledged here and lost in a power cut is never sent again.
+		log.Warn("the database may lose the last commits in a power cut, reports already acknowledged among them; see docs/bserver.md, Durability", "db", s.Engine(), "setting", setting)
+	}
 	log.Info("serving", "db", s.Engine(), "addr", ln.Addr().String())
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
