@@ -305,6 +305,11 @@ func (r *SchedulerRequest) validate() error {
 	c.Int("hostid", r.HostID, 0, math.MaxInt64)
 	c.Int("rpc_seqno", r.RPCSeqno, 0, math.MaxInt64)
 	c.Name("platform_name", r.PlatformName)
+	c.Count("alt_platform", len(r.AltPlatforms), limits.AltPlatforms)
+	for i, p := range r.AltPlatforms {
+		c.Name(fmt.Sprintf("alt_platform[%d].name", i), p.Name)
+	}
+	c.String("code_sign_key", r.CodeSignKey, limits.KeyBytes)
 	for _, v := range []struct {
 		name string
 		v    int

@@ -123,6 +123,8 @@ func TestParseSchedulerRequestErrors(t *testing.T) {
 		{"<scheduler_request><rpc_seqno>-3</rpc_seqno></scheduler_request>", "scheduler_request: rpc_seqno: must be a whole number in [0, 9223372036854775807], got -3"},
 		{"<scheduler_request></scheduler_request><scheduler_request></scheduler_request>", "data after </scheduler_request>"},
 		{"<scheduler_request></scheduler_request>trailing", "data after </scheduler_request>"},
+		{"<scheduler_request>" + strings.Repeat("<alt_platform><name>p</name></alt_platform>", 17) + "</scheduler_request>", "scheduler_request: alt_platform: more than 16 (17)"},
+		{"<scheduler_request><alt_platform><name>" + strings.Repeat("p", 255) + "</name></alt_platform></scheduler_request>", "scheduler_request: alt_platform[0].name: longer than 254 bytes (255)"},
 	} {
 		_, err := ParseSchedulerRequest(strings.NewReader(tc.in))
 		if err == nil || err.Error() != tc.want {

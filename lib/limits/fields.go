@@ -31,6 +31,10 @@ const (
 	Bytes = 1e18
 	// ClientStateMax is BOINC's largest client result state (RESULT_UPLOAD_FAILED).
 	ClientStateMax = 7
+	// AltPlatforms bounds the other platforms a host names (each a term of a query).
+	AltPlatforms = 16
+	// KeyBytes bounds a key in BOINC's text format (a 1024-bit RSA key is about 1 KB).
+	KeyBytes = 16 << 10
 )
 
 // Checker collects the first problem among the fields it is shown, each named by its
@@ -77,6 +81,13 @@ func (c *Checker) String(path, s string, max int) {
 		c.fail(path, "longer than %d bytes (%d)", max, len(s))
 	case !utf8.ValidString(s):
 		c.fail(path, "not valid UTF-8")
+	}
+}
+
+// Count checks that a list has at most max elements.
+func (c *Checker) Count(path string, n, max int) {
+	if n > max {
+		c.fail(path, "more than %d (%d)", max, n)
 	}
 }
 

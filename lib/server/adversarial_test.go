@@ -121,6 +121,16 @@ func TestAdversarial(t *testing.T) {
 				status: 200, want: "was not sent to this host", unchanged: resultTables},
 			{name: "SQL in a result name", body: authed("<result><name>x'; DROP TABLE result; --</name></result>"),
 				status: 200, want: "no result named", unchanged: resultTables},
+			{name: "upload header without end", send: func(t *testing.T) (int, string) {
+				body := "<data_server_request>\n<file_upload>" + strings.Repeat("x", 4<<20)
+				resp, err := http.Post(e.url+server.UploadPath, "text/plain", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(b)
+			}, status: 200, want: "request header longer than", unchanged: allTables},
 			{name: "GET", send: func(t *testing.T) (int, string) {
 				resp, err := http.Get(e.url + "scheduler")
 				if err != nil {

@@ -198,12 +198,18 @@ func readUploadHeader(br *bufio.Reader) (*uploadRequest, error) {
 	var head bytes.Buffer
 	data := false
 	for head.Len() <= maxUploadHeader {
-		line, err := br.ReadString('\n')
-		if strings.TrimSpace(line) == "<data>" {
+		// ReadSlice, not ReadString: a line without end must not be read whole into
+		// memory before its length is checked.
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			head.Write(line)
+			continue
+		}
+		if strings.TrimSpace(string(line)) == "<data>" {
 			data = true
 			break
 		}
-		head.WriteString(line)
+		head.Write(line)
 		if err == io.EOF {
 			break
 		}
