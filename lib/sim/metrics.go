@@ -27,6 +27,20 @@ type Result struct {
 	TotalFlops    float64 `json:"-"` // peak FLOPs the host could have given
 	UsedFlops     float64 `json:"-"`
 	SimulatedSec  float64 `json:"-"`
+	WallFlops     float64 `json:"-"` // peak FLOPS of every resource × the simulated time
+	WastedFlops   float64 `json:"-"`
+}
+
+// OnWallTime returns the wasted and idle fractions with BOINC's emulator's total: the
+// peak FLOPs of the whole simulated time, on or off (client/sim.cpp adds every step to
+// active_time whatever the host's state, and its running tasks go on computing while
+// the host is off or inactive). bsim's own total counts only the time the host could
+// compute; the two agree on a host that is always on.
+func (r *Result) OnWallTime() (wasted, idle float64) {
+	if r.WallFlops <= 0 {
+		return 0, 0
+	}
+	return r.WastedFlops / r.WallFlops, math.Max(0, (r.WallFlops-r.UsedFlops)/r.WallFlops)
 }
 
 // ProjectResult is one project's part: Share is its resource share as a fraction of all
@@ -162,7 +176,8 @@ func (m *metrics) report(p int, late bool, peak float64) {
 // Result computes the figures of merit as the run stands.
 func (s *Sim) Result() *Result {
 	doc, m := s.Doc, &s.m
-	res := &Result{RPCs: m.rpcs, MasterFetches: m.masterFetches, Jobs: m.jobs, TotalFlops: m.total, SimulatedSec: s.now - s.start}
+	res := &Result{RPCs: m.rpcs, MasterFetches: m.masterFetches, Jobs: m.jobs, TotalFlops: m.total, SimulatedSec: s.now - s.start,
+		WallFlops: (m.cpuPeak + m.coPeak) * (s.now - s.start), WastedFlops: m.wasted}
 	var usedSum, shareSum float64
 	for p := range doc.Projects {
 		usedSum += m.used[p]

@@ -39,8 +39,9 @@ See 'bsim run --help'.`,
 			[]string{
 				"bsim run scenarios/share-75-25 --duration 10d",
 				"bsim run scenarios/seed002-gpu --policy rr -o json",
+				"bsim compare scenarios/* --duration 10d",
 			}, ""),
-		Commands: append([]*cli.Command{runCommand(), importCommand(), exportCommand()}, loopCommands()...),
+		Commands: append([]*cli.Command{runCommand(), compareCommand(), importCommand(), exportCommand()}, loopCommands()...),
 		// --asked takes a project name, which may hold a comma.
 		DisableSliceFlagSeparator: true,
 	}
@@ -86,6 +87,11 @@ Policies:
         resource debts, backoffs and coprocessor work fetch, seed 000's reporting,
         RPC backoff and exponential average of CPU time (default)
   rr    plain round-robin among the projects with work: the baseline
+  goals seed 001's goals where the seeds' algorithms fall short (lib/goals): debts that
+        keep accruing while a project's server is down, a deadline mode for the tasks
+        the round-robin simulation sees late, per-project buffers in wall-clock time
+        (on and active fractions counted) within half the jobs' latency, and late
+        unstartable tasks abandoned
 
 Figures (BOINC's emulator's definitions): wasted fraction (peak FLOPs of results
 reported after their deadline ÷ the peak FLOPs available), idle fraction, share

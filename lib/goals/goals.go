@@ -1,0 +1,431 @@
+// Package goals owns the "goals" client policy: the goals seed 001 states (use the
+// processors, enforce resource shares over a day or two, meet deadlines) pursued where
+// the seeds' own algorithms fall short of them on an ordinary volunteer's host — a
+// project whose server is down half the time, a host that is off at night, a project
+// with deadlines of hours (issue 15; docs/decisions.md, "The goals policy", gives each
+// rule and the figure it moves).
+//
+// Like lib/cpusched, lib/workfetch and lib/prsc it is pure: functions of the state
+// document and the time, no clock, no randomness, no I/O. bsim's policy "goals" calls
+// them, and bsched, bfetch and bdevices request call them with --policy goals, so a
+// shell loop of the programs runs the same policy.
+//
+// The rules, in short:
+//
+//   - Debt: seed 002's long-term debts (prsc.AccumulateDebt), which keep accruing to a
+//     project that may have jobs (D(P,R)) while it has none, clamped to a day of the
+//     resource either way (Account). A project whose server is down is owed the time it
+//     missed and gets it back when its work arrives; seed 001 resets the debt of a
+//     project without runnable work to 0, so that time is lost for good.
+//   - Scheduling (Schedule): per resource, first the tasks the round-robin simulation
+//     sees missing their deadline, earliest deadline first (BOINC's deadline mode, which
+//     seed 001 lacks), then by overall debt as seed 001 does, its anticipated debt
+//     falling by the scheduling period per instance given. A ready task that can no
+//     longer meet its deadline even if started now is abandoned (done, unstarted, as a
+//     BOINC client aborts a late unstarted job): running it would only waste the host.
+//   - Work fetch (Request): each project keeps a buffer of its own, in wall-clock time:
+//     enough of its work to last the work buffer at the rate its share gives it, with
+//     the host's on and active fractions counted (seed 001 counts only the active
+//     fraction), but never more than it can finish in half its jobs' latency; it asks
+//     when below the low-water mark or when an instance is idle. So a project with
+//     2-hour deadlines holds an hour of work, a reliable project with long deadlines a
+//     day, and an unreliable server's project keeps enough to ride out its outages.
+package goals
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/bkit/bkit/lib/prsc"
+	"github.com/bkit/bkit/lib/rpc"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Name is the policy's name for --policy.
+const Name = "goals"
+
+// LatencyFraction is the part of a job's latency its project's buffer may hold: the
+// work a project holds must be done in half its jobs' latency at its share's rate, the
+// other half being the margin for estimates that are low and time the host is off.
+const LatencyFraction = 0.3
+
+// DebtLimit is how far a debt may go either way, in days of the whole resource: the
+// shares are enforced "in a typical period of a day or two" (seed 001).
+const DebtLimit = 1.0
+
+const fitSlack = 1e-9
+
+// taskInfo is a runnable task as the policy sees it.
+type taskInfo struct {
+	i       int     // index in doc.Tasks
+	p       int     // project index
+	r       int     // resource index
+	inst    float64 // instances of its resource
+	cpus    float64 // CPUs a coprocessor task takes beside
+	runtime float64 // remaining estimated run time, seconds (at the version's speed)
+}
+
+func tasks(doc *state.Document) []taskInfo {
+	ix := state.NewIndex(doc)
+	rIdx := map[string]int{}
+	for r, res := range doc.Host.Resources {
+		rIdx[res.Type] = r
+	}
+	var out []taskInfo
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if !t.State.Runnable() {
+			continue
+		}
+		av := &doc.AppVersions[ix.AppVersion[t.AppVersion]]
+		ti := taskInfo{i: i, p: ix.Project[t.Project], r: rIdx[av.ResourceType()], inst: av.Instances()}
+		if av.Coproc != nil {
+			ti.cpus = av.AvgNCPUs
+		}
+		if sp := av.Speed(&doc.Host); sp > 0 {
+			ti.runtime = t.RemainingFlops() / sp
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+// availability is the fraction of wall-clock time resource r computes.
+func availability(h *state.Host, r int) float64 {
+	ts := h.TimeStats
+	a := ts.OnFrac * ts.ActiveFrac
+	if h.Resources[r].Type != state.ResourceCPU {
+		a *= ts.GPUActiveFrac
+	}
+	return a
+}
+
+// Account brings the debts up to date over dt seconds during which each project used
+// used[p][r] instances of each resource (prsc.Usage's rule): seed 002's accounting,
+// then every debt clamped to ±DebtLimit days of its resource (instance-seconds).
+func Account(doc *state.Document, used [][]float64, dt float64) {
+	prsc.AccumulateDebt(doc, used, dt)
+	for p := range doc.Projects {
+		for k := range doc.Projects[p].Resources {
+			pr := &doc.Projects[p].Resources[k]
+			if res, ok := doc.Host.Resource(pr.Type); ok {
+				lim := DebtLimit * 86400 * float64(res.Instances)
+				pr.LongTermDebt = math.Max(-lim, math.Min(lim, pr.LongTermDebt))
+			}
+		}
+	}
+}
+
+// Schedule runs one scheduling pass at now (see the package comment) and reports the
+// tasks it abandoned. It sets doc.CPUSched as bsched does.
+func Schedule(doc *state.Document, now float64) (abandoned []int) {
+	h := &doc.Host
+	ts := tasks(doc)
+	// Abandon ready tasks that cannot meet their deadline even if started now.
+	keep := ts[:0]
+	for _, t := range ts {
+		task := &doc.Tasks[t.i]
+		a := availability(h, t.r)
+		unstarted := task.State == state.TaskReady && task.FlopsDone == 0
+		if (unstarted && a > 0 && now+t.runtime/a > task.ReportDeadline) || now+t.runtime > task.ReportDeadline {
+			task.State = state.TaskDone
+			abandoned = append(abandoned, t.i)
+			continue
+		}
+		keep = append(keep, t)
+	}
+	ts = keep
+	finish := prsc.Completions(doc, now)
+	// A task is late when the simulation ends it less than a scheduling period before
+	// its deadline: the next pass may come only then, and estimates may be low.
+	margin := doc.Preferences.CPUSchedulingPeriod
+	overall := make([]float64, len(doc.Projects))
+	for p := range doc.Projects {
+		overall[p] = prsc.OverallDebt(h, &doc.Projects[p])
+	}
+	chosen := make([]bool, len(doc.Tasks))
+	cpu := -1
+	for r, res := range h.Resources {
+		if res.Type == state.ResourceCPU {
+			cpu = r
+		}
+	}
+	cpuFree := float64(h.Resources[cpu].Instances)
+	order := []int{}
+	for r := range h.Resources {
+		if r != cpu {
+			order = append(order, r)
+		}
+	}
+	order = append(order, cpu)
+	rank := func(s state.TaskState) int {
+		switch s {
+		case state.TaskRunning:
+			return 0
+		case state.TaskPreempted:
+			return 1
+		}
+		return 2
+	}
+	for _, r := range order {
+		free := float64(h.Resources[r].Instances)
+		if r == cpu {
+			free = cpuFree
+		}
+		fits := func(t taskInfo) bool {
+			if chosen[t.i] || t.inst > free+fitSlack {
+				return false
+			}
+			return r == cpu || t.cpus <= cpuFree+fitSlack
+		}
+		take := func(t taskInfo) {
+			chosen[t.i] = true
+			free -= t.inst
+			if r == cpu {
+				cpuFree -= t.inst
+			} else {
+				cpuFree -= t.cpus
+			}
+		}
+		var mine []taskInfo
+		for _, t := range ts {
+			if t.r == r {
+				mine = append(mine, t)
+			}
+		}
+		shareOf := shares(doc, h.Resources[r].Type)
+		// Deadline mode: the tasks the round-robin simulation sees late, earliest
+		// deadline first.
+		var late []taskInfo
+		for _, t := range mine {
+			if now+finish[t.i]+margin > doc.Tasks[t.i].ReportDeadline {
+				late = append(late, t)
+			}
+		}
+		slices.SortStableFunc(late, func(a, b taskInfo) int {
+			return cmp.Compare(doc.Tasks[a.i].ReportDeadline, doc.Tasks[b.i].ReportDeadline)
+		})
+		// A project's late tasks take at most the instances its share gives it, rounded
+		// up: deadline mode must not hand a project with short deadlines the whole host.
+		lateUsed := make([]float64, len(doc.Projects))
+		for _, t := range late {
+			if fits(t) && lateUsed[t.p]+t.inst <= math.Ceil(shareOf[t.p]*float64(h.Resources[r].Instances)-fitSlack)+fitSlack {
+				take(t)
+				lateUsed[t.p] += t.inst
+			}
+		}
+		// Then by anticipated overall debt; within a project running, preempted, then
+		// ready by earliest deadline.
+		slices.SortStableFunc(mine, func(a, b taskInfo) int {
+			if c := cmp.Compare(rank(doc.Tasks[a.i].State), rank(doc.Tasks[b.i].State)); c != 0 {
+				return c
+			}
+			return cmp.Compare(doc.Tasks[a.i].ReportDeadline, doc.Tasks[b.i].ReportDeadline)
+		})
+		anticipated := slices.Clone(overall)
+		payoff := doc.Preferences.CPUSchedulingPeriod * prsc.RelativeSpeed(h, h.Resources[r])
+		for _, t := range late {
+			if chosen[t.i] {
+				anticipated[t.p] -= payoff * t.inst
+			}
+		}
+		for {
+			best := -1
+			for k, t := range mine {
+				if !fits(t) {
+					continue
+				}
+				if best < 0 || anticipated[t.p] > anticipated[mine[best].p] {
+					best = k
+				}
+			}
+			if best < 0 {
+				break
+			}
+			take(mine[best])
+			anticipated[mine[best].p] -= payoff * mine[best].inst
+		}
+	}
+	next := now + doc.Preferences.CPUSchedulingPeriod
+	for _, t := range ts {
+		task := &doc.Tasks[t.i]
+		switch {
+		case chosen[t.i]:
+			task.State = state.TaskRunning
+			if t.runtime > 0 {
+				next = math.Min(next, now+t.runtime)
+			}
+		case task.State == state.TaskRunning:
+			task.State = state.TaskPreempted
+		}
+		task.CPUTimeAtLastSched, task.ElapsedTimeAtLastSched = task.CPUTime, task.ElapsedTime
+	}
+	doc.CPUSched = &state.CPUSched{LastPass: now, NextPass: next, NextPassReason: "goals: scheduling period or a task's expected end"}
+	return abandoned
+}
+
+// Need is one project's work-fetch position on one resource.
+type Need struct {
+	Project  int
+	Resource int
+	Queued   float64 // instance-seconds of estimated run time it holds
+	Low      float64 // ask when Queued is below this
+	Want     float64 // ask for up to this
+	Latency  float64 // its jobs' latency as the client saw it (0: no job seen)
+}
+
+// Needs returns every (project, resource) position: projects with an app version for
+// the resource.
+func Needs(doc *state.Document) []Need {
+	h := &doc.Host
+	ts := tasks(doc)
+	low, high := rpc.WaterMarks(&doc.Preferences)
+	var out []Need
+	for r, res := range h.Resources {
+		var total float64
+		n := 0
+		has := make([]bool, len(doc.Projects))
+		for p := range doc.Projects {
+			has[p] = hasVersionFor(doc, doc.Projects[p].Name, res.Type)
+			if has[p] {
+				total += doc.Projects[p].ResourceShare
+				n++
+			}
+		}
+		a := availability(h, r)
+		for p := range doc.Projects {
+			if !has[p] {
+				continue
+			}
+			nd := Need{Project: p, Resource: r}
+			for _, t := range ts {
+				if t.p == p && t.r == r {
+					nd.Queued += t.runtime * t.inst
+				}
+			}
+			for i := range doc.Tasks {
+				t := &doc.Tasks[i]
+				if t.Project == doc.Projects[p].Name && t.ReceivedTime > 0 {
+					nd.Latency = math.Max(nd.Latency, t.ReportDeadline-t.ReceivedTime)
+				}
+			}
+			frac := 1 / float64(n)
+			if total > 0 {
+				frac = doc.Projects[p].ResourceShare / total
+			}
+			rate := float64(res.Instances) * frac * a // instances of the resource per wall second
+			lo, hi := low*86400, high*86400
+			if nd.Latency > 0 {
+				hi = math.Min(hi, LatencyFraction*nd.Latency)
+				lo = math.Min(lo, hi/2)
+			}
+			nd.Low, nd.Want = rate*lo, rate*hi
+			out = append(out, nd)
+		}
+	}
+	return out
+}
+
+// Request is the policy's next work request at now, not to the projects in asked
+// (indices in doc.Projects): among the projects that may be contacted (seed 000's RPC
+// backoff) and are not backed off for the resource, first one with an app version for
+// a resource that has an idle instance (the largest overall debt), else the one below
+// its low-water mark on some resource with the largest overall debt. The request asks
+// that project, on every resource where it holds less than it wants, for the
+// difference (req_secs) and the idle instances (req_instances). ok is false when no
+// project needs asking.
+func Request(doc *state.Document, now float64, asked []int) (req state.WorkRequest, ok bool) {
+	h := &doc.Host
+	needs := Needs(doc)
+	ts := tasks(doc)
+	idle := make([]float64, len(h.Resources))
+	for r, res := range h.Resources {
+		idle[r] = float64(res.Instances)
+	}
+	for _, t := range ts {
+		idle[t.r] -= t.inst
+	}
+	eligible := func(nd Need) bool {
+		p := &doc.Projects[nd.Project]
+		return !slices.Contains(asked, nd.Project) && rpc.CanContact(p, now) && !prsc.BackedOff(p, h.Resources[nd.Resource].Type, now)
+	}
+	best, why := -1, ""
+	debt := func(p int) float64 { return prsc.OverallDebt(h, &doc.Projects[p]) }
+	for _, idleStep := range []bool{true, false} {
+		for _, nd := range needs {
+			if !eligible(nd) {
+				continue
+			}
+			if idleStep && idle[nd.Resource] <= fitSlack {
+				continue
+			}
+			if !idleStep && nd.Queued >= nd.Low {
+				continue
+			}
+			if best < 0 || debt(nd.Project) > debt(best) {
+				best = nd.Project
+				why = "goals: " + h.Resources[nd.Resource].Type
+				if idleStep {
+					why += " instance idle"
+				} else {
+					why += " below the project's low-water mark"
+				}
+			}
+		}
+		if best >= 0 {
+			break
+		}
+	}
+	if best < 0 {
+		return state.WorkRequest{}, false
+	}
+	req = state.WorkRequest{Time: now, Project: doc.Projects[best].Name, Reason: why}
+	for _, nd := range needs {
+		secs := math.Max(0, nd.Want-nd.Queued)
+		inst := math.Max(0, idle[nd.Resource])
+		if nd.Project != best || !eligible(nd) || (secs <= 0 && inst <= fitSlack) {
+			continue
+		}
+		if h.Resources[nd.Resource].Type == state.ResourceCPU {
+			req.CPUReqSecs, req.CPUReqInstances = secs, inst
+		} else {
+			req.Coprocs = append(req.Coprocs, state.CoprocRequest{Type: h.Resources[nd.Resource].Type, ReqSecs: secs, ReqInstances: inst})
+		}
+		req.WorkReqSeconds = math.Max(req.WorkReqSeconds, secs)
+	}
+	if len(prsc.Requested(&req)) == 0 {
+		return state.WorkRequest{}, false
+	}
+	return req, true
+}
+
+// shares returns each project's fraction of the resource shares among the projects
+// with an app version for resource type t (0 for the others).
+func shares(doc *state.Document, t string) []float64 {
+	out := make([]float64, len(doc.Projects))
+	var total float64
+	n := 0
+	for p := range doc.Projects {
+		if hasVersionFor(doc, doc.Projects[p].Name, t) {
+			total += doc.Projects[p].ResourceShare
+			n++
+		}
+	}
+	for p := range doc.Projects {
+		if hasVersionFor(doc, doc.Projects[p].Name, t) {
+			out[p] = 1 / float64(n)
+			if total > 0 {
+				out[p] = doc.Projects[p].ResourceShare / total
+			}
+		}
+	}
+	return out
+}
+
+// hasVersionFor reports whether project has an app version for resource type t.
+func hasVersionFor(doc *state.Document, project, t string) bool {
+	return slices.ContainsFunc(doc.AppVersions, func(av state.AppVersion) bool {
+		return av.Project == project && av.ResourceType() == t
+	})
+}

@@ -1,0 +1,88 @@
+package goals
+
+import (
+	"math"
+	"testing"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// doc: 2 CPUs at 1 GFLOPS; A (share 3) and B (share 1), one-CPU app versions.
+func doc() *state.Document {
+	return &state.Document{
+		Version: 1,
+		Host: state.Host{
+			Resources: []state.Resource{{Type: "cpu", Instances: 2, Flops: 1e9}},
+			TimeStats: state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1},
+		},
+		Preferences: state.Preferences{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.5, CPUSchedulingPeriod: 3600},
+		Projects: []state.Project{
+			{Name: "A", ResourceShare: 3, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},
+			{Name: "B", ResourceShare: 1, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},
+		},
+		AppVersions: []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1}, {Name: "b", Project: "B", AvgNCPUs: 1}},
+	}
+}
+
+func task(name, project, av string, flops, received, deadline float64) state.Task {
+	return state.Task{Name: name, Project: project, AppVersion: av, State: state.TaskReady, EstimatedFlops: flops,
+		ReceivedTime: received, ReportDeadline: deadline}
+}
+
+// TestScheduleDeadlineMode: B is owed nothing, A much, yet B's task that would miss its
+// deadline under round-robin runs first; a task that cannot be done in time at all is
+// abandoned (done, never run).
+func TestScheduleDeadlineMode(t *testing.T) {
+	d := doc()
+	d.Projects[0].Resources[0].LongTermDebt = 1e5
+	d.Tasks = []state.Task{
+		task("a1", "A", "a", 3600e9, 0, 1e6),
+		task("a2", "A", "a", 3600e9, 0, 1e6),
+		task("b1", "B", "b", 3600e9, 0, 3600+1000), // needs a CPU now
+		task("b2", "B", "b", 7200e9, 0, 3600),      // cannot be done in time
+	}
+	abandoned := Schedule(d, 0)
+	got := []state.TaskState{d.Tasks[0].State, d.Tasks[1].State, d.Tasks[2].State, d.Tasks[3].State}
+	want := []state.TaskState{state.TaskRunning, state.TaskReady, state.TaskRunning, state.TaskDone}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: %s, want %s", d.Tasks[i].Name, got[i], want[i])
+		}
+	}
+	if len(abandoned) != 1 || abandoned[0] != 3 {
+		t.Errorf("abandoned %v, want [3]", abandoned)
+	}
+}
+
+// TestRequestLatencyCap: A's jobs have a 2-hour latency, so A holds at most 0.3 × 7200
+// s at its rate (1.5 CPUs): 3240 CPU-seconds; with one 1,000-second task running it asks
+// for 2240 s and the one idle CPU.
+func TestRequestLatencyCap(t *testing.T) {
+	d := doc()
+	d.Tasks = []state.Task{task("a1", "A", "a", 1000e9, 1, 7201)}
+	d.Tasks[0].State = state.TaskRunning
+	req, ok := Request(d, 1, nil)
+	if !ok || req.Project != "B" && req.Project != "A" {
+		t.Fatalf("no request: %+v", req)
+	}
+	for _, n := range Needs(d) {
+		if n.Project == 0 && math.Abs(n.Want-0.3*7200*1.5) > 1e-6 {
+			t.Errorf("A wants %g, want %g", n.Want, 0.3*7200*1.5)
+		}
+	}
+	// A asked alone: its shortfall against the cap, and the idle CPU.
+	req, ok = Request(d, 1, []int{1})
+	if !ok || req.Project != "A" || math.Abs(req.CPUReqSecs-(3240-1000)) > 1e-6 || req.CPUReqInstances != 1 {
+		t.Errorf("request to A %+v", req)
+	}
+}
+
+// TestAccountClamp: a project owed more than a day of the resource is owed a day.
+func TestAccountClamp(t *testing.T) {
+	d := doc()
+	used := [][]float64{{0}, {2}}
+	Account(d, used, 1e6)
+	if a := d.Projects[0].Resources[0].LongTermDebt; a != 2*86400 {
+		t.Errorf("A's debt %g, want the clamp %d", a, 2*86400)
+	}
+}

@@ -1,0 +1,99 @@
+package simplot
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// Comparison is what bsim compare measured: Values[f][s][p] is figure Figures[f] of
+// policy Series[p] on scenario Scenarios[s], and Known[f][s][p] whether there is one
+// (BOINC's emulator's figures are there only for the scenarios that carry them).
+type Comparison struct {
+	Title     string
+	Figures   []string // "wasted fraction", ...
+	Scenarios []string
+	Series    []string // the policies, then "BOINC" when any scenario has its figures
+	Values    [][][]float64
+	Known     [][][]bool
+}
+
+// WriteComparison draws one grouped bar chart per figure of c into dir (made if need
+// be): compare-<n>.svg and .png for the n-th figure, one group of bars per scenario,
+// one bar per series, and an index.html that shows them. It returns the files written.
+func WriteComparison(dir string, c *Comparison) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("simplot: %w", err)
+	}
+	var figs []*figure
+	for f, name := range c.Figures {
+		p := plot.New()
+		p.Title.Text = c.Title + ": " + name
+		p.Y.Label.Text = name
+		p.Y.Min = 0
+		width := vg.Points(min(18, 300/float64(max(1, len(c.Series)*len(c.Scenarios)))*2))
+		fig := &figure{name: fmt.Sprintf("compare-%d", f+1), alt: name + " per scenario and policy",
+			caption: name + ": one group of bars per scenario, one bar per policy (and BOINC's emulator's figure where the scenario carries it; a missing bar is a figure not known).",
+			p:       p, w: 11 * vg.Inch, h: 5 * vg.Inch}
+		for k := range c.Series {
+			vals := make(plotter.Values, len(c.Scenarios))
+			for s := range c.Scenarios {
+				if c.Known[f][s][k] {
+					vals[s] = c.Values[f][s][k]
+				}
+			}
+			bars, err := plotter.NewBarChart(vals, width)
+			if err != nil {
+				return nil, fmt.Errorf("simplot: %s: %w", name, err)
+			}
+			bars.Color = projectColor(k)
+			bars.LineStyle.Width = 0
+			bars.Offset = width * vg.Length(float64(k)-float64(len(c.Series)-1)/2)
+			p.Add(bars)
+		}
+		p.NominalX(c.Scenarios...)
+		fig.legend = plot.NewLegend()
+		for k, series := range c.Series {
+			fig.legend.Add(series, &plotter.BarChart{Color: projectColor(k)})
+		}
+		fig.fitLegend()
+		figs = append(figs, fig)
+	}
+	var names []string
+	for _, f := range figs {
+		svg, png, err := f.render()
+		if err != nil {
+			return names, fmt.Errorf("simplot: %s: %w", f.name, err)
+		}
+		for _, out := range []struct {
+			ext  string
+			data []byte
+		}{{".svg", svg}, {".png", png}} {
+			if err := os.WriteFile(filepath.Join(dir, f.name+out.ext), out.data, 0o644); err != nil {
+				return names, fmt.Errorf("simplot: %w", err)
+			}
+			names = append(names, f.name+out.ext)
+		}
+	}
+	type fg struct{ Name, Alt, Caption string }
+	data := struct {
+		Title, Summary string
+		Figures        []fg
+	}{Title: c.Title, Summary: fmt.Sprintf("%d policies on %d scenarios.", len(c.Series), len(c.Scenarios))}
+	for _, f := range figs {
+		data.Figures = append(data.Figures, fg{f.name, f.alt, f.caption})
+	}
+	var b bytes.Buffer
+	if err := page.Execute(&b, data); err != nil {
+		return names, fmt.Errorf("simplot: index.html: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), b.Bytes(), 0o644); err != nil {
+		return names, fmt.Errorf("simplot: %w", err)
+	}
+	return append(names, "index.html"), nil
+}
