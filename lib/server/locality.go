@@ -1,50 +1,20 @@
 package server
 
 import (
-	"math"
-
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/locality"
 	"github.com/bkit/bkit/lib/store"
 )
 
-// estTimeLeft is seed 004's est_time_left(cursor) = remaining_credit / expavg_credit:
-// 0 for a cursor whose jobs are all finished, and infinite for a team with no credit
-// yet (DESIGN.md section 5).
-func estTimeLeft(c store.Cursor) float64 {
-	switch {
-	case c.RemainingCredit <= 0:
-		return 0
-	case c.ExpavgCredit <= 0:
-		return math.Inf(1)
+// chooseCursor is seed 004's host assignment with the team rules (lib/locality) for a
+// host of the given user and credit rate on cursor current (0: new to the batch).
+func chooseCursor(cursors []store.Cursor, userCursors map[int64]bool, current int64, rate float64) int64 {
+	cs := make([]locality.Cursor, len(cursors))
+	for i, c := range cursors {
+		cs[i] = locality.Cursor{ID: c.ID, RemainingCredit: c.RemainingCredit, ExpavgCredit: c.ExpavgCredit,
+			NHosts: c.NHosts, MaxHostCredit: c.MaxHostCredit, HasUser: userCursors[c.ID]}
 	}
-	return c.RemainingCredit / c.ExpavgCredit
-}
-
-// chooseCursor is seed 004's host assignment for one batch. A host new to the batch
-// (current 0) joins the cursor with the greatest est_time_left (DESIGN.md section 5
-// reads "least greatest" so). A host already on cursor C moves to that cursor D when
-// est_time_left(C) < 0.5 × est_time_left(D). Ties go to the lowest cursor id; a batch
-// whose cursors are all finished gets no new hosts (0).
-func chooseCursor(cursors []store.Cursor, current int64) int64 {
-	var d *store.Cursor
-	for i := range cursors {
-		c := &cursors[i]
-		if estTimeLeft(*c) > 0 && (d == nil || estTimeLeft(*c) > estTimeLeft(*d)) {
-			d = c
-		}
-	}
-	if d == nil {
-		return current
-	}
-	if current == 0 {
-		return d.ID
-	}
-	for _, c := range cursors {
-		if c.ID == current && estTimeLeft(c) < 0.5*estTimeLeft(*d) {
-			return d.ID
-		}
-	}
-	return current
+	return locality.ChooseCursor(cs, current, rate)
 }
 
 // sendLocality sends jobs of locality-scheduled apps for one resource: for each batch
@@ -69,12 +39,17 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 		if err != nil {
 			return err
 		}
-		to := chooseCursor(cursors, current)
+		users, err := tx.UserCursors(batch, host.UserID, host.ID)
+		if err != nil {
+			return err
+		}
+		rate := locality.HostRate(host.ExpavgCredit, host.PFpops, host.PNCPUs, host.OnFrac, host.ActiveFrac)
+		to := chooseCursor(cursors, users, current, rate)
 		if to == 0 {
 			continue
 		}
 		if to != current {
-			if err := tx.MoveHost(batch, host.ID, current, to, host.ExpavgCredit); err != nil {
+			if err := tx.MoveHost(batch, host.ID, host.UserID, current, to, rate); err != nil {
 				return err
 			}
 		}
@@ -89,8 +64,8 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 					break
 				}
 				av, ok := best[c.AppID]
-				if !ok {
-					continue
+				if !ok || st.wus[c.WUID] {
+					continue // a second replica of a job this reply already carries
 				}
 				ok, err := tx.ClaimResult(c.ResultID, host.ID, av.ID, now, now+c.DelayBound)
 				if err != nil {

@@ -121,27 +121,3 @@ func TestLocalityScheduling(t *testing.T) {
 		}
 	})
 }
-
-func TestChooseCursor(t *testing.T) {
-	c := func(id int64, remaining, credit float64) store.Cursor {
-		return store.Cursor{ID: id, RemainingCredit: remaining, ExpavgCredit: credit}
-	}
-	for _, tc := range []struct {
-		name    string
-		cursors []store.Cursor
-		current int64
-		want    int64
-	}{
-		{"new host: greatest time left", []store.Cursor{c(1, 100, 10), c(2, 100, 5)}, 0, 2},
-		{"new host: no team credit is infinite time left", []store.Cursor{c(1, 100, 10), c(2, 1, 0)}, 0, 2},
-		{"new host: ties to the lowest id", []store.Cursor{c(1, 100, 0), c(2, 100, 0)}, 0, 1},
-		{"new host: finished cursors take no one", []store.Cursor{c(1, 0, 10)}, 0, 0},
-		{"stay: not less than half", []store.Cursor{c(1, 50, 10), c(2, 100, 10)}, 1, 1},
-		{"move: less than half", []store.Cursor{c(1, 49, 10), c(2, 100, 10)}, 1, 2},
-		{"move off a finished cursor", []store.Cursor{c(1, 0, 10), c(2, 100, 10)}, 1, 2},
-	} {
-		if got := server.ChooseCursor(tc.cursors, tc.current); got != tc.want {
-			t.Errorf("%s: cursor %d, want %d", tc.name, got, tc.want)
-		}
-	}
-}

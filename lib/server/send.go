@@ -127,6 +127,7 @@ type sendState struct {
 	// uploadKey signs upload permissions (uploadToken); nil: the project takes no
 	// uploads and sends no jobs with output files.
 	uploadKey []byte
+	wus       map[int64]bool // workunits this reply carries a result of
 }
 
 func (st *sendState) full(reply *boincxml.SchedulerReply) bool {
@@ -155,7 +156,7 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 	versions = forPlatforms(versions, req.Platforms())
 	st := &sendState{maxJobs: orDefault(s.Config.MaxJobsPerRPC, DefaultMaxJobsPerRPC),
 		apps: map[int64]bool{}, versions: map[int64]bool{}, files: map[string]bool{},
-		tx: tx, host: host, base: base, uploadKey: s.Config.UploadKey}
+		wus: map[int64]bool{}, tx: tx, host: host, base: base, uploadKey: s.Config.UploadKey}
 	for _, rr := range requests {
 		// The best version of each app for this resource on this host.
 		best := map[int64]store.AppVersion{}
@@ -213,6 +214,9 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 				after = c.ResultID
 				if !n.more() || st.full(reply) {
 					break
+				}
+				if st.wus[c.WUID] {
+					continue // a second replica of a job this reply already carries
 				}
 				av := best[c.AppID]
 				deadline := now + c.DelayBound
@@ -322,6 +326,7 @@ func (st *sendState) addJob(reply *boincxml.SchedulerReply, c store.Candidate, a
 		st.addFile(reply, boincxml.ReplyFileInfo{Name: name, URL: st.base + UploadPath, MaxNBytes: o.MaxNBytes,
 			XMLSignature: uploadToken(st.uploadKey, name, st.host.ID), GeneratedLocally: true, UploadWhenPresent: true})
 	}
+	st.wus[c.WUID] = true
 	reply.Workunits = append(reply.Workunits, wu)
 	reply.ResultsSent = append(reply.ResultsSent, res)
 	return nil

@@ -26,6 +26,8 @@ type Cursor struct {
 	RemainingCredit        float64
 	FirstUnfinishedJobNum  int64
 	FirstUngeneratedJobNum int64
+	NHosts                 int     // team size
+	MaxHostCredit          float64 // the fastest member's credit rate
 }
 
 // BatchFile is one file of a batch's file sequence.
@@ -68,7 +70,7 @@ func (t *Tx) SendableBatches(appIDs []int64) ([]int64, error) {
 // section 5: a transaction that locks the cursor rows synchronises host assignment).
 func (t *Tx) LockCursors(batchID int64) ([]Cursor, error) {
 	rows, err := t.query(`SELECT id, batch_id, first_job_num, last_job_num, expavg_credit, remaining_credit,
-		first_unfinished_job_num, first_ungenerated_job_num FROM locality_cursor WHERE batch_id=? ORDER BY id`+t.s.dialect.forUpdate, batchID)
+		first_unfinished_job_num, first_ungenerated_job_num, nhosts, max_host_credit FROM locality_cursor WHERE batch_id=? ORDER BY id`+t.s.dialect.forUpdate, batchID)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func (t *Tx) LockCursors(batchID int64) ([]Cursor, error) {
 	for rows.Next() {
 		var c Cursor
 		if err := rows.Scan(&c.ID, &c.BatchID, &c.FirstJobNum, &c.LastJobNum, &c.ExpavgCredit, &c.RemainingCredit,
-			&c.FirstUnfinishedJobNum, &c.FirstUngeneratedJobNum); err != nil {
+			&c.FirstUnfinishedJobNum, &c.FirstUngeneratedJobNum, &c.NHosts, &c.MaxHostCredit); err != nil {
 			return nil, err
 		}
 		out = append(out, c)
@@ -96,22 +98,53 @@ func (t *Tx) HostCursor(batchID, hostID int64) (int64, error) {
 	return id, err
 }
 
-// MoveHost puts hostID on cursor to (from 0: a host new to the batch) and moves the
-// host's expavg_credit from the old cursor's team credit to the new one's.
-func (t *Tx) MoveHost(batchID, hostID, from, to int64, credit float64) error {
+// UserCursors returns the cursors of batchID whose teams have a host of userID other
+// than hostID (none for user 0, which stands for "no account").
+func (t *Tx) UserCursors(batchID, userID, hostID int64) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	if userID == 0 {
+		return out, nil
+	}
+	rows, err := t.query(`SELECT cursor_id FROM batch_host WHERE batch_id=? AND userid=? AND host_id<>?`, batchID, userID, hostID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// MoveHost puts hostID (of userID, with credit rate credit) on cursor to (from 0: a
+// host new to the batch), taking off the old team what the host added to it when it
+// joined, and adding the host to the new team's credit, size and fastest member.
+func (t *Tx) MoveHost(batchID, hostID, userID, from, to int64, credit float64) error {
 	if from == 0 {
-		if _, err := t.exec(`INSERT INTO batch_host (batch_id, host_id, cursor_id) VALUES (?, ?, ?)`, batchID, hostID, to); err != nil {
+		if _, err := t.exec(`INSERT INTO batch_host (batch_id, host_id, cursor_id, userid, credit) VALUES (?, ?, ?, ?, ?)`,
+			batchID, hostID, to, userID, credit); err != nil {
 			return err
 		}
 	} else {
-		if _, err := t.exec(`UPDATE batch_host SET cursor_id=? WHERE batch_id=? AND host_id=?`, to, batchID, hostID); err != nil {
+		var old float64
+		if err := t.queryRow(`SELECT credit FROM batch_host WHERE batch_id=? AND host_id=?`, batchID, hostID).Scan(&old); err != nil {
 			return err
 		}
-		if _, err := t.exec(`UPDATE locality_cursor SET expavg_credit=expavg_credit-? WHERE id=?`, credit, from); err != nil {
+		if _, err := t.exec(`UPDATE batch_host SET cursor_id=?, userid=?, credit=? WHERE batch_id=? AND host_id=?`,
+			to, userID, credit, batchID, hostID); err != nil {
+			return err
+		}
+		// The fastest member is not recomputed here: the locality daemon does.
+		if _, err := t.exec(`UPDATE locality_cursor SET expavg_credit=expavg_credit-?, nhosts=nhosts-1 WHERE id=?`, old, from); err != nil {
 			return err
 		}
 	}
-	_, err := t.exec(`UPDATE locality_cursor SET expavg_credit=expavg_credit+? WHERE id=?`, credit, to)
+	_, err := t.exec(`UPDATE locality_cursor SET expavg_credit=expavg_credit+?, nhosts=nhosts+1,
+		max_host_credit=CASE WHEN max_host_credit<? THEN ? ELSE max_host_credit END WHERE id=?`, credit, credit, credit, to)
 	return err
 }
 

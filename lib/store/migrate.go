@@ -254,6 +254,35 @@ var migrations = [][]string{
 			PRIMARY KEY (resultid, file_num)
 		){TABLE}`,
 	},
+	// 3: what blocality needs beyond seed 004's tables (issue 12): a batch's job list,
+	// from which the work generator makes workunits, and the batch's redundancy; what
+	// the team rules read of a team without scanning its hosts.
+	{
+		`CREATE TABLE batch_job (
+			batch_id BIGINT NOT NULL REFERENCES batch(id),
+			job_num BIGINT NOT NULL,
+			first_file_num BIGINT NOT NULL,
+			last_file_num BIGINT NOT NULL,
+			rsc_fpops_est DOUBLE NOT NULL,
+			PRIMARY KEY (batch_id, job_num)
+		){TABLE}`,
+		`ALTER TABLE batch ADD COLUMN delay_bound DOUBLE NOT NULL DEFAULT 0`,
+		`ALTER TABLE batch ADD COLUMN min_quorum BIGINT NOT NULL DEFAULT 1`,
+		`ALTER TABLE batch ADD COLUMN target_nresults BIGINT NOT NULL DEFAULT 1`,
+		`ALTER TABLE batch ADD COLUMN max_error_results BIGINT NOT NULL DEFAULT 3`,
+		`ALTER TABLE batch ADD COLUMN max_total_results BIGINT NOT NULL DEFAULT 10`,
+		`ALTER TABLE batch ADD COLUMN max_success_results BIGINT NOT NULL DEFAULT 6`,
+		// The team's size and fastest member's rate, kept with expavg_credit.
+		`ALTER TABLE locality_cursor ADD COLUMN nhosts BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE locality_cursor ADD COLUMN max_host_credit DOUBLE NOT NULL DEFAULT 0`,
+		// The member's user and the rate it added to its team's expavg_credit, so that
+		// leaving takes off exactly what joining put on.
+		`ALTER TABLE batch_host ADD COLUMN userid BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE batch_host ADD COLUMN credit DOUBLE NOT NULL DEFAULT 0`,
+		`CREATE INDEX batch_host_cursor ON batch_host (cursor_id)`,
+		`CREATE INDEX batch_host_user ON batch_host (batch_id, userid)`,
+		`CREATE INDEX locality_cursor_batch ON locality_cursor (batch_id)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

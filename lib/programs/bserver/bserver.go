@@ -149,3 +149,23 @@ program's, and says to run init.`,
 		},
 	}
 }
+
+// OpenStore opens the database --db names (or $BSERVER_DB) as every bserver
+// subcommand does, with the same messages and exit statuses; with check it also
+// requires an up-to-date schema. Other server programs (blocality) share it so a
+// project's cron jobs read one --db the same way.
+func OpenStore(ctx context.Context, cmd *cli.Command, check bool) (*store.Store, error) {
+	return openStore(ctx, cmd, check)
+}
+
+// UserError makes the store's "already exists" and "not found" exit 2.
+func UserError(err error) error { return userError(err) }
+
+// DBFlag is the --db flag every server program takes.
+func DBFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:    flagDB,
+		Usage:   "the project database `DSN`: sqlite:PATH, PATH, or mysql://user:pass@host:port/db",
+		Sources: cli.EnvVars(EnvDB),
+	}
+}

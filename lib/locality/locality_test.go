@@ -1,0 +1,187 @@
+package locality
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPlanCursors(t *testing.T) {
+	ones := func(n int) []float64 {
+		c := make([]float64, n)
+		for i := range c {
+			c[i] = 1
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name     string
+		credit   []float64
+		hosts    int
+		teamSize int
+		want     []Range
+	}{
+		{"one team per team size", ones(100), 40, 10, []Range{{0, 24}, {25, 49}, {50, 74}, {75, 99}}},
+		{"no hosts: one cursor", ones(10), 0, 10, []Range{{0, 9}}},
+		{"more cursors than jobs: one per job", ones(3), 100, 10, []Range{{0, 0}, {1, 1}, {2, 2}}},
+		// Density: the first half of the jobs are heavy, so the first cursors are short.
+		{"equal credit, not equal jobs", []float64{3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 20, 10,
+			[]Range{{0, 3}, {4, 15}}},
+		{"default team size", ones(20), 20, 0, []Range{{0, 9}, {10, 19}}},
+		{"no jobs", nil, 10, 10, nil},
+	} {
+		if d := cmp.Diff(tc.want, PlanCursors(tc.credit, tc.hosts, tc.teamSize)); d != "" {
+			t.Errorf("%s (-want +got)\n%s", tc.name, d)
+		}
+	}
+}
+
+// TestPlanCursorsCovers checks that the ranges always cover every job once, in order.
+func TestPlanCursorsCovers(t *testing.T) {
+	for n := 1; n < 60; n++ {
+		for hosts := 0; hosts < 80; hosts += 7 {
+			credit := make([]float64, n)
+			for i := range credit {
+				credit[i] = float64(1 + (i*7)%5)
+			}
+			rs := PlanCursors(credit, hosts, 10)
+			next := int64(0)
+			for _, r := range rs {
+				if r.First != next || r.Last < r.First {
+					t.Fatalf("n=%d hosts=%d: %v", n, hosts, rs)
+				}
+				next = r.Last + 1
+			}
+			if next != int64(n) {
+				t.Fatalf("n=%d hosts=%d: %v does not reach the last job", n, hosts, rs)
+			}
+		}
+	}
+}
+
+func TestHostRate(t *testing.T) {
+	if got := HostRate(50, 1e9, 4, 1, 1); got != 50 {
+		t.Errorf("earned credit: %g, want 50", got)
+	}
+	// 1 GFLOPS for a day is 200 credits; 4 CPUs on half the time: 400.
+	if got := HostRate(0, 1e9, 4, 0.5, 1); math.Abs(got-400) > 1e-9 {
+		t.Errorf("estimate: %g, want 400", got)
+	}
+	if got := HostRate(0, 0, 0, 0, 0); math.Abs(got-200) > 1e-9 {
+		t.Errorf("nothing known: %g, want 200 (1 GFLOPS, 1 CPU)", got)
+	}
+}
+
+func TestEstTimeLeft(t *testing.T) {
+	if got := EstTimeLeft(Cursor{RemainingCredit: 100, ExpavgCredit: 10}); got != 10 {
+		t.Errorf("got %g, want 10", got)
+	}
+	if got := EstTimeLeft(Cursor{RemainingCredit: 100}); !math.IsInf(got, 1) {
+		t.Errorf("no team credit: got %g, want +Inf", got)
+	}
+	if got := EstTimeLeft(Cursor{ExpavgCredit: 10}); got != 0 {
+		t.Errorf("finished: got %g, want 0", got)
+	}
+}
+
+func TestAdmits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Cursor
+		rate float64
+		want bool
+	}{
+		{"empty team", Cursor{}, 100, true},
+		{"team of one: the rule starts at two", Cursor{NHosts: 1, ExpavgCredit: 1, MaxHostCredit: 1}, 100, true},
+		{"fastest no faster than the rest", Cursor{NHosts: 2, ExpavgCredit: 20, MaxHostCredit: 10}, 20, true},
+		{"joining host faster than the rest", Cursor{NHosts: 2, ExpavgCredit: 20, MaxHostCredit: 10}, 21, false},
+		{"a slower host helps an unbalanced team", Cursor{NHosts: 2, ExpavgCredit: 40, MaxHostCredit: 35}, 1, true},
+		{"same user", Cursor{HasUser: true}, 1, false},
+	} {
+		if got := Admits(tc.c, tc.rate); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestChooseCursor(t *testing.T) {
+	c := func(id int64, remaining, credit float64) Cursor {
+		return Cursor{ID: id, RemainingCredit: remaining, ExpavgCredit: credit}
+	}
+	user := func(c Cursor) Cursor { c.HasUser = true; return c }
+	team := func(c Cursor, n int, fastest float64) Cursor { c.NHosts, c.MaxHostCredit = n, fastest; return c }
+	for _, tc := range []struct {
+		name    string
+		cursors []Cursor
+		current int64
+		rate    float64
+		want    int64
+	}{
+		{"new host: greatest time left", []Cursor{c(1, 100, 10), c(2, 100, 5)}, 0, 1, 2},
+		{"new host: no team credit is infinite time left", []Cursor{c(1, 100, 10), c(2, 1, 0)}, 0, 1, 2},
+		{"new host: ties to the lowest id", []Cursor{c(1, 100, 0), c(2, 100, 0)}, 0, 1, 1},
+		{"new host: finished cursors take no one", []Cursor{c(1, 0, 10)}, 0, 1, 0},
+		{"new host: not a team with its user", []Cursor{c(1, 100, 10), user(c(2, 100, 5))}, 0, 1, 1},
+		{"new host: not a team it would outrun", []Cursor{c(1, 100, 10), team(c(2, 100, 5), 2, 3)}, 0, 6, 1},
+		{"new host: rules give way when no team admits it", []Cursor{user(c(1, 100, 10)), user(c(2, 100, 5))}, 0, 1, 2},
+		{"stay: not less than half", []Cursor{c(1, 50, 10), c(2, 100, 10)}, 1, 1, 1},
+		{"move: less than half", []Cursor{c(1, 49, 10), c(2, 100, 10)}, 1, 1, 2},
+		{"move off a finished cursor", []Cursor{c(1, 0, 10), c(2, 100, 10)}, 1, 1, 2},
+		{"stay when every other cursor is finished", []Cursor{c(1, 10, 10), c(2, 0, 10)}, 1, 1, 1},
+		{"move: only to a team that admits it", []Cursor{c(1, 10, 10), user(c(2, 100, 10)), c(3, 30, 10)}, 1, 1, 3},
+	} {
+		if got := ChooseCursor(tc.cursors, tc.current, tc.rate); got != tc.want {
+			t.Errorf("%s: cursor %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestGenerateCount(t *testing.T) {
+	for _, tc := range []struct {
+		unsent, cushion int
+		first, last     int64
+		want            int
+	}{
+		{0, 10, 0, 99, 10},
+		{4, 10, 20, 99, 6},
+		{12, 10, 20, 99, 0},
+		{0, 10, 95, 99, 5},
+		{0, 10, 100, 99, 0},
+	} {
+		if got := GenerateCount(tc.unsent, tc.cushion, tc.first, tc.last); got != tc.want {
+			t.Errorf("GenerateCount(%d, %d, %d, %d) = %d, want %d", tc.unsent, tc.cushion, tc.first, tc.last, got, tc.want)
+		}
+	}
+}
+
+func TestTransitionStep(t *testing.T) {
+	j := func(num int64, finished bool) Job { return Job{Num: num, Credit: 10, Finished: finished} }
+	for _, tc := range []struct {
+		name          string
+		first, last   int64
+		rangeCredit   float64
+		jobs          []Job
+		wantNext      int64
+		wantRemaining float64
+	}{
+		{"advance past finished jobs", 0, 9, 100, []Job{j(0, true), j(1, true), j(2, false), j(3, true)}, 2, 70},
+		{"out of order: first unfinished stays", 0, 9, 100, []Job{j(2, true), j(0, false), j(1, true)}, 0, 80},
+		{"ungenerated job stops it", 0, 9, 100, []Job{j(0, true), j(2, true)}, 1, 80},
+		{"all finished", 5, 6, 20, []Job{j(6, true), j(5, true)}, 7, 0},
+		{"nothing generated", 0, 9, 100, nil, 0, 100},
+		{"jobs of other ranges ignored", 3, 4, 20, []Job{j(2, true), j(5, true), j(3, true)}, 4, 10},
+	} {
+		next, rem := TransitionStep(tc.first, tc.last, tc.rangeCredit, tc.jobs)
+		if next != tc.wantNext || math.Abs(rem-tc.wantRemaining) > 1e-9 {
+			t.Errorf("%s: next %d remaining %g, want %d %g", tc.name, next, rem, tc.wantNext, tc.wantRemaining)
+		}
+	}
+}
+
+func TestTeamCredit(t *testing.T) {
+	sum, fastest := TeamCredit([]float64{1, 5, 2})
+	if sum != 8 || fastest != 5 {
+		t.Errorf("got %g %g, want 8 5", sum, fastest)
+	}
+}

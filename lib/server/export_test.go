@@ -1,4 +1,0 @@
-package server
-
-// ChooseCursor exposes chooseCursor to the external tests.
-var ChooseCursor = chooseCursor

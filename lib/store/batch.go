@@ -1,0 +1,530 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/bkit/bkit/lib/locality"
+)
+
+// BatchSpec is a locality batch as blocality batch create makes it (seed 004): the
+// file sequence, the jobs (each a contiguous run of files), the cursors (contiguous
+// job ranges covering every job once) and the redundancy of every job's workunit.
+// The caller has validated it; CreateBatch checks only what the database knows.
+type BatchSpec struct {
+	Name              string
+	App               string
+	Files             []BatchFile // FileNum is the index; BatchID is ignored
+	Jobs              []BatchJob  // JobNum is the index
+	Cursors           []locality.Range
+	DelayBound        float64
+	MinQuorum         int
+	TargetNResults    int
+	MaxErrorResults   int
+	MaxTotalResults   int
+	MaxSuccessResults int
+}
+
+// BatchJob is one job of a batch: the files it uses and its estimated FLOPs.
+type BatchJob struct {
+	JobNum                    int64
+	FirstFileNum, LastFileNum int64
+	FpopsEst                  float64
+}
+
+// insertRows inserts rows in statements of up to 200 rows: a batch of a million jobs
+// is written in seconds, not minutes.
+func (t *Tx) insertRows(head string, ncols int, n int, row func(i int) []any) error {
+	const chunk = 200
+	one := "(" + strings.TrimSuffix(strings.Repeat("?,", ncols), ",") + ")"
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		args := make([]any, 0, (hi-lo)*ncols)
+		for i := lo; i < hi; i++ {
+			args = append(args, row(i)...)
+		}
+		q := head + " VALUES " + strings.TrimSuffix(strings.Repeat(one+",", hi-lo), ",")
+		if _, err := t.tx.Exec(q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateBatch writes a batch, its files, jobs and cursors in one transaction, so a
+// failure writes nothing. No workunit is made: the work generator makes them.
+func (s *Store) CreateBatch(ctx context.Context, spec BatchSpec, now float64) (int64, error) {
+	var id int64
+	err := s.InTx(ctx, func(tx *Tx) error {
+		appid, err := tx.appID(spec.App)
+		if err != nil {
+			return err
+		}
+		var loc int
+		if err := tx.queryRow(`SELECT locality_scheduling FROM app WHERE id=?`, appid).Scan(&loc); err != nil {
+			return err
+		}
+		if loc == 0 {
+			return fmt.Errorf("app %q does not use locality scheduling (bserver app add --locality): %w", spec.App, ErrNotFound)
+		}
+		var n int
+		if err := tx.queryRow(`SELECT COUNT(*) FROM batch WHERE name=?`, spec.Name).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("batch %q: %w", spec.Name, ErrExists)
+		}
+		r, err := tx.exec(`INSERT INTO batch (create_time, appid, name, state, njobs, nfiles, delay_bound, min_quorum, target_nresults,
+			max_error_results, max_total_results, max_success_results) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			now, appid, spec.Name, BatchInProgress, len(spec.Jobs), len(spec.Files), spec.DelayBound, spec.MinQuorum, spec.TargetNResults,
+			spec.MaxErrorResults, spec.MaxTotalResults, spec.MaxSuccessResults)
+		if err != nil {
+			return err
+		}
+		if id, err = r.LastInsertId(); err != nil {
+			return err
+		}
+		err = tx.insertRows(`INSERT INTO batch_file (batch_id, file_num, name, url, nbytes)`, 5, len(spec.Files), func(i int) []any {
+			f := spec.Files[i]
+			return []any{id, i, f.Name, f.URL, f.NBytes}
+		})
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("a file name of batch %q is another batch's: %w", spec.Name, ErrExists)
+			}
+			return err
+		}
+		err = tx.insertRows(`INSERT INTO batch_job (batch_id, job_num, first_file_num, last_file_num, rsc_fpops_est)`, 5, len(spec.Jobs), func(i int) []any {
+			j := spec.Jobs[i]
+			return []any{id, i, j.FirstFileNum, j.LastFileNum, j.FpopsEst}
+		})
+		if err != nil {
+			return err
+		}
+		return tx.insertRows(`INSERT INTO locality_cursor (batch_id, first_job_num, last_job_num, remaining_credit,
+			first_unfinished_job_num, first_ungenerated_job_num)`, 6, len(spec.Cursors), func(i int) []any {
+			c := spec.Cursors[i]
+			credit := 0.0
+			for j := c.First; j <= c.Last; j++ {
+				credit += spec.Jobs[j].FpopsEst * locality.CreditPerFlop
+			}
+			return []any{id, c.First, c.Last, credit, c.First, c.First}
+		})
+	})
+	return id, err
+}
+
+// ActiveHosts counts the hosts that contacted the scheduler at or after since.
+func (s *Store) ActiveHosts(ctx context.Context, since float64) (int, error) {
+	var n int
+	err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM host WHERE rpc_time>=?`, since).Scan(&n)
+	return n, err
+}
+
+// CursorStatus is one cursor as blocality batch status shows it.
+type CursorStatus struct {
+	ID                     int64   `json:"id"`
+	NHosts                 int64   `json:"team_size"`
+	FirstJobNum            int64   `json:"first_job_num"`
+	LastJobNum             int64   `json:"last_job_num"`
+	FirstUnfinishedJobNum  int64   `json:"first_unfinished_job_num"`
+	FirstUngeneratedJobNum int64   `json:"first_ungenerated_job_num"`
+	RemainingCredit        float64 `json:"remaining_credit"`
+	ExpavgCredit           float64 `json:"expavg_credit"`
+	MaxHostCredit          float64 `json:"max_host_credit"`
+	// EstTimeLeft is in days; -1 stands for infinite (a team with no credit), which
+	// JSON cannot hold.
+	EstTimeLeft float64 `json:"est_time_left_days"`
+}
+
+// BatchStatus is a batch and its cursors.
+type BatchStatus struct {
+	ID             int64          `json:"id"`
+	Name           string         `json:"name"`
+	App            string         `json:"app"`
+	State          string         `json:"state"`
+	NJobs          int64          `json:"njobs"`
+	NFiles         int64          `json:"nfiles"`
+	CompletionTime float64        `json:"completion_time,omitempty"`
+	Cursors        []CursorStatus `json:"cursors"`
+}
+
+// BatchStateName names batch states for people.
+var BatchStateName = map[int]string{BatchInit: "init", BatchInProgress: "in_progress", BatchCompleted: "completed", BatchAborted: "aborted"}
+
+// BatchStatuses returns the batches named (all when names is empty), with their
+// cursors; ErrNotFound names a batch that does not exist.
+func (s *Store) BatchStatuses(ctx context.Context, names []string) ([]BatchStatus, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT b.id, b.name, a.name, b.state, b.njobs, b.nfiles, b.completion_time
+		FROM batch b JOIN app a ON a.id=b.appid ORDER BY b.id`)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []BatchStatus
+	for rows.Next() {
+		var b BatchStatus
+		var state int
+		if err := rows.Scan(&b.ID, &b.Name, &b.App, &state, &b.NJobs, &b.NFiles, &b.CompletionTime); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		b.State = nameOr(BatchStateName, state)
+		if len(want) == 0 || want[b.Name] {
+			delete(want, b.Name)
+			out = append(out, b)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if want[n] {
+			return nil, fmt.Errorf("batch %q: %w", n, ErrNotFound)
+		}
+	}
+	for i := range out {
+		b := &out[i]
+		b.Cursors = []CursorStatus{}
+		rows, err := s.DB.QueryContext(ctx, `SELECT id, nhosts, first_job_num, last_job_num, first_unfinished_job_num,
+			first_ungenerated_job_num, remaining_credit, expavg_credit, max_host_credit FROM locality_cursor WHERE batch_id=? ORDER BY id`, b.ID)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var c CursorStatus
+			if err := rows.Scan(&c.ID, &c.NHosts, &c.FirstJobNum, &c.LastJobNum, &c.FirstUnfinishedJobNum, &c.FirstUngeneratedJobNum,
+				&c.RemainingCredit, &c.ExpavgCredit, &c.MaxHostCredit); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			c.EstTimeLeft = locality.EstTimeLeft(locality.Cursor{RemainingCredit: c.RemainingCredit, ExpavgCredit: c.ExpavgCredit})
+			if c.EstTimeLeft > 1e300 {
+				c.EstTimeLeft = -1
+			}
+			b.Cursors = append(b.Cursors, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// cursorRef is a cursor of a batch the daemons work on.
+type cursorRef struct {
+	id, batchID int64
+	batchName   string
+}
+
+// openCursors lists the cursors of batches jobs may still be sent from, with
+// unfinished jobs (remaining_credit > 0) when unfinished is set.
+func (s *Store) openCursors(ctx context.Context, unfinished bool) ([]cursorRef, error) {
+	q := `SELECT c.id, b.id, b.name FROM locality_cursor c JOIN batch b ON b.id=c.batch_id WHERE b.state<=?`
+	if unfinished {
+		q += ` AND c.remaining_credit>0`
+	}
+	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY c.id`, BatchInProgress)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []cursorRef
+	for rows.Next() {
+		var c cursorRef
+		if err := rows.Scan(&c.id, &c.batchID, &c.batchName); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// lockCursor reads a cursor and locks it until the transaction ends.
+func (t *Tx) lockCursor(id int64) (Cursor, error) {
+	var c Cursor
+	err := t.queryRow(`SELECT id, batch_id, first_job_num, last_job_num, expavg_credit, remaining_credit,
+		first_unfinished_job_num, first_ungenerated_job_num, nhosts, max_host_credit FROM locality_cursor WHERE id=?`+t.s.dialect.forUpdate, id).
+		Scan(&c.ID, &c.BatchID, &c.FirstJobNum, &c.LastJobNum, &c.ExpavgCredit, &c.RemainingCredit,
+			&c.FirstUnfinishedJobNum, &c.FirstUngeneratedJobNum, &c.NHosts, &c.MaxHostCredit)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("cursor %d: %w", id, ErrNotFound)
+	}
+	return c, err
+}
+
+// Generate is one pass of seed 004's work generator: for each cursor of each open
+// batch, in its own transaction with the cursor row locked, it counts the cursor's
+// unsent jobs and creates workunits (and their results) for the next jobs from
+// first_ungenerated_job_num until cushion jobs are unsent, then advances
+// first_ungenerated_job_num. Workunit names are BATCH_jJOBNUM, unique, so even a lost
+// lock could not make a job twice. It returns how many workunits it made.
+func (s *Store) Generate(ctx context.Context, cushion int, now float64) (int, error) {
+	cursors, err := s.openCursors(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, ref := range cursors {
+		made := 0
+		err := s.InTx(ctx, func(tx *Tx) error {
+			made = 0
+			c, err := tx.lockCursor(ref.id)
+			if err != nil {
+				return err
+			}
+			var unsent int
+			if err := tx.queryRow(`SELECT COUNT(DISTINCT w.id) FROM workunit w JOIN result r ON r.workunitid=w.id
+				WHERE w.cursor_id=? AND w.job_num>=? AND r.server_state=?`, c.ID, c.FirstUnfinishedJobNum, ServerStateUnsent).Scan(&unsent); err != nil {
+				return err
+			}
+			n := locality.GenerateCount(unsent, cushion, c.FirstUngeneratedJobNum, c.LastJobNum)
+			if n == 0 {
+				return nil
+			}
+			var b struct {
+				appid                                        int64
+				delay                                        float64
+				quorum, target, maxErr, maxTotal, maxSuccess int
+			}
+			if err := tx.queryRow(`SELECT appid, delay_bound, min_quorum, target_nresults, max_error_results, max_total_results,
+				max_success_results FROM batch WHERE id=?`, c.BatchID).Scan(&b.appid, &b.delay, &b.quorum, &b.target, &b.maxErr, &b.maxTotal, &b.maxSuccess); err != nil {
+				return err
+			}
+			rows, err := tx.query(`SELECT job_num, first_file_num, last_file_num, rsc_fpops_est FROM batch_job
+				WHERE batch_id=? AND job_num>=? AND job_num<? ORDER BY job_num`, c.BatchID, c.FirstUngeneratedJobNum, c.FirstUngeneratedJobNum+int64(n))
+			if err != nil {
+				return err
+			}
+			var jobs []BatchJob
+			for rows.Next() {
+				var j BatchJob
+				if err := rows.Scan(&j.JobNum, &j.FirstFileNum, &j.LastFileNum, &j.FpopsEst); err != nil {
+					rows.Close()
+					return err
+				}
+				jobs = append(jobs, j)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, j := range jobs {
+				name := fmt.Sprintf("%s_j%d", ref.batchName, j.JobNum)
+				r, err := tx.exec(`INSERT INTO workunit (create_time, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound,
+					min_quorum, target_nresults, max_error_results, max_total_results, max_success_results, transition_time,
+					retry_check_time, batch_id, cursor_id, job_num, first_file_num, last_file_num)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					now, b.appid, name, j.FpopsEst, 10*j.FpopsEst, b.delay, b.quorum, b.target, b.maxErr, b.maxTotal, b.maxSuccess,
+					now, now+b.delay, c.BatchID, c.ID, j.JobNum, j.FirstFileNum, j.LastFileNum)
+				if err != nil {
+					if isUniqueViolation(err) {
+						return fmt.Errorf("workunit %s generated twice: %w", name, ErrExists)
+					}
+					return err
+				}
+				wuid, err := r.LastInsertId()
+				if err != nil {
+					return err
+				}
+				for k := 0; k < b.target; k++ {
+					if _, err := tx.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state) VALUES (?, ?, ?, ?, ?)`,
+						now, wuid, b.appid, fmt.Sprintf("%s_%d", name, k), ServerStateUnsent); err != nil {
+						return err
+					}
+				}
+				made++
+			}
+			_, err = tx.exec(`UPDATE locality_cursor SET first_ungenerated_job_num=? WHERE id=?`, c.FirstUngeneratedJobNum+int64(len(jobs)), c.ID)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += made
+	}
+	return total, nil
+}
+
+// jobFinished is the SQL condition for a workunit whose job is completed, successfully
+// or not: it has a canonical result or an error (set by validation and the retry job),
+// or, where no validator runs, min_quorum of its results succeeded and none is still
+// unsent or in progress.
+const jobFinished = `(w.canonical_resultid<>0 OR w.error_mask<>0 OR
+	((SELECT COUNT(*) FROM result r WHERE r.workunitid=w.id AND r.server_state=5 AND r.outcome=1)>=w.min_quorum
+	AND NOT EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state IN (2, 4))))`
+
+// Transition is one pass of seed 004's transitioner over every unfinished cursor of
+// the open batches: first_unfinished_job_num moves past finished jobs and
+// remaining_credit becomes the estimated credit of the cursor's unfinished jobs
+// (locality.TransitionStep), each cursor in its own transaction with its row locked.
+// A batch whose cursors are all finished is marked completed. The pass is idempotent,
+// so a cron job may run it at any time, twice at once, or be killed mid-way. It
+// returns how many cursors changed and how many batches completed.
+func (s *Store) Transition(ctx context.Context, now float64) (changed, completed int, err error) {
+	cursors, err := s.openCursors(ctx, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	batches := map[int64]bool{}
+	for _, ref := range cursors {
+		batches[ref.batchID] = true
+		err := s.InTx(ctx, func(tx *Tx) error {
+			c, err := tx.lockCursor(ref.id)
+			if err != nil {
+				return err
+			}
+			var rangeFpops sql.NullFloat64
+			if err := tx.queryRow(`SELECT SUM(rsc_fpops_est) FROM batch_job WHERE batch_id=? AND job_num>=? AND job_num<=?`,
+				c.BatchID, c.FirstUnfinishedJobNum, c.LastJobNum).Scan(&rangeFpops); err != nil {
+				return err
+			}
+			rows, err := tx.query(`SELECT w.job_num, w.rsc_fpops_est, `+jobFinished+` FROM workunit w
+				WHERE w.cursor_id=? AND w.job_num>=?`, c.ID, c.FirstUnfinishedJobNum)
+			if err != nil {
+				return err
+			}
+			var jobs []locality.Job
+			for rows.Next() {
+				var j locality.Job
+				var fin int
+				if err := rows.Scan(&j.Num, &j.Credit, &fin); err != nil {
+					rows.Close()
+					return err
+				}
+				j.Credit *= locality.CreditPerFlop
+				j.Finished = fin != 0
+				jobs = append(jobs, j)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			next, remaining := locality.TransitionStep(c.FirstUnfinishedJobNum, c.LastJobNum, rangeFpops.Float64*locality.CreditPerFlop, jobs)
+			if next == c.FirstUnfinishedJobNum && math.Abs(remaining-c.RemainingCredit) <= 1e-9*c.RemainingCredit {
+				return nil
+			}
+			changed++
+			_, err = tx.exec(`UPDATE locality_cursor SET first_unfinished_job_num=?, remaining_credit=? WHERE id=?`, next, remaining, c.ID)
+			return err
+		})
+		if err != nil {
+			return changed, completed, err
+		}
+	}
+	for id := range batches {
+		err := s.InTx(ctx, func(tx *Tx) error {
+			r, err := tx.exec(`UPDATE batch SET state=?, completion_time=? WHERE id=? AND state<=? AND NOT EXISTS
+				(SELECT 1 FROM locality_cursor c WHERE c.batch_id=? AND c.remaining_credit>0)`, BatchCompleted, now, id, BatchInProgress, id)
+			if err != nil {
+				return err
+			}
+			n, err := r.RowsAffected()
+			completed += int(n)
+			return err
+		})
+		if err != nil {
+			return changed, completed, err
+		}
+	}
+	return changed, completed, nil
+}
+
+// Credit is one pass of seed 004's locality daemon over the open batches, each batch
+// in one transaction with its cursor rows locked: hosts silent since before
+// now−timeout leave their teams (an empty team's cursor waits, with infinite
+// est_time_left, for the next host), and each cursor's expavg_credit, team size and
+// fastest member are recomputed from its members' current rates (locality.HostRate).
+// It returns how many hosts left teams.
+func (s *Store) Credit(ctx context.Context, timeout, now float64) (left int, err error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id FROM batch WHERE state<=? ORDER BY id`, BatchInProgress)
+	if err != nil {
+		return 0, err
+	}
+	var batches []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		batches = append(batches, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, batch := range batches {
+		n := 0
+		err := s.InTx(ctx, func(tx *Tx) error {
+			cursors, err := tx.LockCursors(batch)
+			if err != nil {
+				return err
+			}
+			r, err := tx.exec(`DELETE FROM batch_host WHERE batch_id=? AND host_id IN (SELECT id FROM host WHERE rpc_time<?)`, batch, now-timeout)
+			if err != nil {
+				return err
+			}
+			gone, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			n = int(gone)
+			type member struct {
+				host   int64
+				cursor int64
+				rate   float64
+			}
+			rows, err := tx.query(`SELECT bh.host_id, bh.cursor_id, h.expavg_credit, h.p_fpops, h.p_ncpus, h.on_frac, h.active_frac
+				FROM batch_host bh JOIN host h ON h.id=bh.host_id WHERE bh.batch_id=?`, batch)
+			if err != nil {
+				return err
+			}
+			var members []member
+			for rows.Next() {
+				var m member
+				var expavg, fpops, on, active float64
+				var ncpus int
+				if err := rows.Scan(&m.host, &m.cursor, &expavg, &fpops, &ncpus, &on, &active); err != nil {
+					rows.Close()
+					return err
+				}
+				m.rate = locality.HostRate(expavg, fpops, ncpus, on, active)
+				members = append(members, m)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			rates := map[int64][]float64{}
+			for _, m := range members {
+				rates[m.cursor] = append(rates[m.cursor], m.rate)
+				if _, err := tx.exec(`UPDATE batch_host SET credit=? WHERE batch_id=? AND host_id=?`, m.rate, batch, m.host); err != nil {
+					return err
+				}
+			}
+			for _, c := range cursors {
+				sum, fastest := locality.TeamCredit(rates[c.ID])
+				if _, err := tx.exec(`UPDATE locality_cursor SET expavg_credit=?, nhosts=?, max_host_credit=? WHERE id=?`,
+					sum, len(rates[c.ID]), fastest, c.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return left, err
+		}
+		left += n
+	}
+	return left, nil
+}
