@@ -37,7 +37,8 @@ func startServe(t *testing.T, db string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0")
+	// --project-dir: required with MySQL (where a SQLite file has no directory to imply).
+	cmd := exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0", "--project-dir", t.TempDir())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
