@@ -54,7 +54,7 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 			}
 		}
 		for n.more() && !st.full(reply) {
-			cands, err := tx.UnsentCursorCandidates(to, host.ID, min(batchSize(*n, best), st.maxJobs-len(reply.ResultsSent)))
+			cands, err := tx.UnsentCursorCandidates(to, firstUnfinished(cursors, to), host.ID, min(batchSize(*n, best), st.maxJobs-len(reply.ResultsSent)))
 			if err != nil {
 				return err
 			}
@@ -104,4 +104,14 @@ func deleteStickyFiles(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRe
 		}
 	}
 	return nil
+}
+
+// firstUnfinished is cursor id's first_unfinished_job_num.
+func firstUnfinished(cursors []store.Cursor, id int64) int64 {
+	for _, c := range cursors {
+		if c.ID == id {
+			return c.FirstUnfinishedJobNum
+		}
+	}
+	return 0
 }

@@ -11,6 +11,13 @@ import (
 	"github.com/bkit/bkit/lib/store"
 )
 
+// Handle answers one scheduler request without HTTP, as serve does for each POST:
+// base is the project's URL as the client reached it. A request the scheduler turns
+// down is an error; nothing changed then. The emulators (blocality simulate) call it.
+func (s *Server) Handle(ctx context.Context, req *boincxml.SchedulerRequest, now float64, base string) (*boincxml.SchedulerReply, error) {
+	return s.handle(ctx, req, now, base)
+}
+
 // handle runs one scheduler request in one transaction and returns the reply. A
 // *refusal error means the request was turned down and nothing changed.
 // base is the project's URL as the client reached it (for file URLs).

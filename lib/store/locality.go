@@ -158,13 +158,15 @@ type LocalityCandidate struct {
 // UnsentCursorCandidates returns up to limit unsent results of a cursor's jobs in
 // increasing job number (seed 004: finish old jobs before starting new ones), skipping
 // workunits that already have a result on hostID.
-func (t *Tx) UnsentCursorCandidates(cursorID, hostID int64, limit int) ([]LocalityCandidate, error) {
+// Jobs before fromJob (the cursor's first_unfinished_job_num) are finished and are not
+// scanned: without the bound, every request would walk the cursor's whole history.
+func (t *Tx) UnsentCursorCandidates(cursorID, fromJob, hostID int64, limit int) ([]LocalityCandidate, error) {
 	rows, err := t.query(`SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound,
 		w.first_file_num, w.last_file_num, w.batch_id
 		FROM result r JOIN workunit w ON w.id=r.workunitid
-		WHERE w.cursor_id=? AND r.server_state=?
+		WHERE w.cursor_id=? AND w.job_num>=? AND r.server_state=?
 		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?)
-		ORDER BY w.job_num, r.id LIMIT ?`+t.s.dialect.skipLocked, cursorID, ServerStateUnsent, hostID, limit)
+		ORDER BY w.job_num, r.id LIMIT ?`+t.s.dialect.skipLocked, cursorID, fromJob, ServerStateUnsent, hostID, limit)
 	if err != nil {
 		return nil, err
 	}

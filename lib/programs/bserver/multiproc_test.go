@@ -37,8 +37,12 @@ func startServe(t *testing.T, db string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// --project-dir: required with MySQL (where a SQLite file has no directory to imply).
-	cmd := exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0", "--project-dir", t.TempDir())
+	args := []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}
+	if strings.HasPrefix(db, "mysql://") {
+		// Required with MySQL, where no database file's directory implies it.
+		args = append(args, "--project-dir", t.TempDir())
+	}
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
