@@ -2,10 +2,9 @@
 # client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [-o table|json] [--keep DIR]
 #
 # The BOINC client loop made of bkit's real programs, over simulated time: the state
-# document goes through bfetch, bdevices and bsched at every step, all with --now, and
-# bsim's subcommands stand in for what has no program of its own yet: the poll
-# decision (bsim poll), the emulated project servers (bsim serve) and the passing of
-# time (bsim settle, bsim advance). It prints the figures of merit exactly as
+# document goes through bfetch, bdevices, brpc poll and bsched at every step, all with
+# --now, and bsim's subcommands stand in for the world around the client: the emulated
+# project servers (bsim serve) and the passing of time (bsim settle, bsim advance). It prints the figures of merit exactly as
 # 'bsim run SCENARIO --policy seed' prints them for the same flags, to the last digit.
 #
 # The programs are taken from PATH (go install ./cmd/... puts them there); with
@@ -35,7 +34,7 @@ done
 [ -n "$scenario" ] || usage
 
 bin() { if [ -n "${BKIT_BIN:-}" ]; then echo "$BKIT_BIN/$1"; else echo "$1"; fi; }
-bsim=$(bin bsim) bfetch=$(bin bfetch) bdevices=$(bin bdevices) bsched=$(bin bsched)
+bsim=$(bin bsim) bfetch=$(bin bfetch) bdevices=$(bin bdevices) bsched=$(bin bsched) brpc=$(bin brpc)
 
 if [ -n "$keep" ]; then
 	mkdir -p "$keep"
@@ -60,7 +59,7 @@ while :; do
 			while :; do
 				"$bfetch" --now "$now" "${st[@]}"
 				"$bdevices" request --now "$now" "${st[@]}"
-				project=$("$bsim" poll --now "$now" "${st[@]}" ${asked[@]+"${asked[@]}"})
+				project=$("$brpc" poll --now "$now" "${st[@]}" -o project ${asked[@]+"${asked[@]}"})
 				[ -n "$project" ] || break
 				asked+=(--asked "$project")
 				read -r status jobs replyseed <<<"$("$bsim" serve --world "$world" --now "$now" "${st[@]}")"

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
@@ -24,7 +23,7 @@ func init() { Register("seed", func() Policy { return &seedPolicy{} }) }
 //     request for that project;
 //   - CPU work fetch: seed 001 (lib/workfetch, bfetch) at every poll: when a project
 //     will starve within the connection period, the projects with a work request are
-//     asked for it, the largest request first, each at most once per step (SeedPoll);
+//     asked for it, the largest request first, each at most once per step (rpc.Next);
 //   - coprocessor work fetch: seed 002 (lib/prsc, bdevices request): the round-robin
 //     simulation and select_project by overall long-term debt + shortfall, sending the
 //     coprocessor part of its request (seed 001 knows only CPUs);
@@ -95,12 +94,13 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 	return true
 }
 
-// NextRPC is, in a shell loop, bfetch, then bdevices request, then 'bsim poll': seed
+// NextRPC is, in a shell loop, bfetch, then bdevices request, then 'brpc poll': seed
 // 001's work-fetch decision recorded in the document, seed 002's request for the
-// coprocessors, and SeedPoll's choice among them.
+// coprocessors, and rpc.Next's choice among them.
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	sp.decideFetch(doc, now)
-	return SeedPoll(doc, now, asked, func() state.WorkRequest { return prsc.Decide(doc, now).Request })
+	r, ok := rpc.Next(doc, now, asked, func() state.WorkRequest { return prsc.Decide(doc, now).Request })
+	return RPC(r), ok
 }
 
 // decideFetch is bfetch: seed 001's compute_work_request at now, recorded in doc. It
@@ -115,101 +115,6 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 	sp.fetchCheck, sp.seenFinished = sp.nextFetchCheck(doc, now), sp.finished
 }
 
-// SeedPoll is the seed policy's choice of the next scheduler RPC at now ('bsim poll'),
-// given the projects already contacted at this step (asked, indices in doc.Projects),
-// from what the document records:
-//
-//   - reporting, at a step's first poll: seed 000's poll (lib/rpc): a report-result
-//     session for a project with overdue results, asking for work too when rpc.Poll says
-//     so and seed 001 has a work request for that project;
-//   - CPU work: seed 001's decision as bfetch recorded it (projects[].work_request,
-//     zero unless a project will starve within the connection period): the project
-//     with the largest request among those not asked yet, not in RPC backoff nor in
-//     seed 002's CPU backoff and with a CPU app version (ties: document order). Seed 001
-//     keeps every project supplied, which is what lets its debts enforce the shares;
-//     seed 000's get-work session, which fills the whole buffer from the one project of
-//     greatest resource debt, left the other projects dry for hours;
-//   - coprocessor work: seed 002's request (coproc: bdevices request, lib/prsc), of
-//     which only the coprocessor part is sent (the CPU is seed 001's), so only when a
-//     coprocessor has an idle instance or a shortfall. A host without coprocessors
-//     does not ask.
-//
-// The chosen RPC's request is recorded in doc.Request, for the server and for
-// bdevices reply.
-func SeedPoll(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (RPC, bool) {
-	r, ok := seedPoll(doc, now, asked, coproc)
-	if ok {
-		r.Request.Time, r.Request.Project = now, doc.Projects[r.Project].Name
-		req := r.Request
-		doc.Request = &req
-	}
-	return r, ok
-}
-
-func seedPoll(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (RPC, bool) {
-	if len(asked) == 0 {
-		if d := poll(doc, now); d.Action == rpc.Report {
-			p := projectIndex(doc, d.Project)
-			r := RPC{Project: p, Why: "report: " + d.Reason}
-			if d.AskWork {
-				r.Request, _ = cpuRequest(doc, now, nil, p)
-			}
-			r.Request.Reason = r.Why
-			return r, true
-		}
-	}
-	if req, ok := cpuRequest(doc, now, asked, -1); ok {
-		return RPC{Project: projectIndex(doc, req.Project), Request: req, Why: req.Reason}, true
-	}
-	if len(doc.Host.Resources) < 2 {
-		return RPC{}, false
-	}
-	return coprocRequest(doc, coproc(), asked)
-}
-
-// cpuRequest is seed 001's CPU request, as bfetch recorded it: see SeedPoll. With only
-// >= 0, just that project's request is returned.
-func cpuRequest(doc *state.Document, now float64, asked []int, only int) (state.WorkRequest, bool) {
-	if doc.WorkFetch == nil {
-		return state.WorkRequest{}, false
-	}
-	best := -1
-	for i := range doc.Projects {
-		p := &doc.Projects[i]
-		if p.WorkRequest <= 0 || (only >= 0 && i != only) || slices.Contains(asked, i) || !rpc.CanContact(p, now) ||
-			prsc.BackedOff(p, state.ResourceCPU, now) || !hasVersionFor(doc, p.Name, state.ResourceCPU) {
-			continue
-		}
-		if best < 0 || p.WorkRequest > doc.Projects[best].WorkRequest {
-			best = i
-		}
-	}
-	if best < 0 {
-		return state.WorkRequest{}, false
-	}
-	p := &doc.Projects[best]
-	return state.WorkRequest{Time: now, Project: p.Name,
-		Reason:         fmt.Sprintf("seed 001 (%s): work request %s", doc.WorkFetch.Urgency, workfetch.Seconds(p.WorkRequest)),
-		WorkReqSeconds: p.WorkRequest, CPUReqSecs: p.WorkRequest}, true
-}
-
-// coprocRequest sends the coprocessor part of seed 002's request req (see SeedPoll).
-func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int) (RPC, bool) {
-	p := projectIndex(doc, req.Project)
-	if p < 0 || slices.Contains(asked, p) {
-		return RPC{}, false
-	}
-	req.CPUReqSecs, req.CPUReqInstances, req.WorkReqSeconds = 0, 0, 0
-	for _, c := range req.Coprocs {
-		req.WorkReqSeconds = max(req.WorkReqSeconds, c.ReqSecs)
-	}
-	if len(prsc.Requested(&req)) == 0 {
-		return RPC{}, false
-	}
-	req.Reason = "seed 002: " + req.Reason
-	return RPC{Project: p, Request: req, Why: req.Reason}, true
-}
-
 // Replied is bdevices reply: the per-resource backoffs and D flags, jitter drawn from
 // the reply's seed as bdevices draws it from --seed.
 func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
@@ -222,17 +127,6 @@ func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
 	}
 	// The only error is an unknown project or resource, which the loop cannot produce.
 	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(&r.Request)}, false, now, prsc.NewRand(rep.Seed))
-}
-
-// poll is rpc.Poll, which bsim asks only for report sessions: those need an overdue
-// result (rpc.Overdue), so without one the poll is not run.
-func poll(doc *state.Document, now float64) rpc.Decision {
-	for i := range doc.Tasks {
-		if rpc.Overdue(&doc.Tasks[i], now) {
-			return rpc.Poll(doc, now)
-		}
-	}
-	return rpc.Decision{Action: rpc.None}
 }
 
 // nextFetchCheck is the earliest time seed 001's urgency can rise above dont_need_work

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bkit/bkit/lib/cpusched"
 	"github.com/bkit/bkit/lib/prsc"
+	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/bkit/bkit/lib/workfetch"
 )
@@ -93,7 +94,9 @@ func piecewise(t *testing.T, dir string, cfg Config) *Result {
 					var r RPC
 					var ok bool
 					stage(false, func(doc *state.Document, _ *Sim) {
-						r, ok = SeedPoll(doc, now, asked, func() state.WorkRequest { return *doc.Request })
+						var p rpc.Plan
+						p, ok = rpc.Next(doc, now, asked, func() state.WorkRequest { return *doc.Request })
+						r = RPC(p)
 					})
 					if !ok {
 						break

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/sim"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/urfave/cli/v3"
@@ -20,7 +21,6 @@ import (
 
 const (
 	flagWorld = "world"
-	flagAsked = "asked"
 )
 
 const loopNote = `A run carried from program to program is a state document plus a world file (the
@@ -28,10 +28,10 @@ emulated world around the client: clock, availability, project servers, the real
 of each task, the tallies of the figures). One step, as scripts/client-loop.sh makes it:
 
   bsim clock                       the step's time and availability
-  if on and connected, until bsim poll names no project:
+  if on and connected, until brpc poll names no project:
     bfetch --now T                 seed 001's work-fetch decision
     bdevices request --now T       seed 002's request for the coprocessors
-    bsim poll --now T [--asked P]  the next scheduler RPC (prints the project)
+    brpc poll --now T -o project [--asked P]   the next scheduler RPC (prints the project)
     bsim serve --now T             the emulated server's reply (prints ok JOBS SEED or failed)
     bdevices reply --now T --jobs JOBS --seed SEED   (after ok)
   if on:
@@ -90,31 +90,12 @@ connected. Prints nothing once the run is over.
 			Action: runClock,
 		},
 		{
-			Name:      "poll",
-			Usage:     "choose the next scheduler RPC of this step and record its request (prints the project, or nothing)",
-			UsageText: "bsim poll --now T --state FILE --in-place [--asked PROJECT]...",
-			Description: cliutil.Help(`
-The seed policy's poll (what brpc will decide): at a step's first poll (no --asked),
-seed 000's report-result session for a project with an overdue result; else seed
-001's CPU request as bfetch recorded it (projects[].work_request: the largest first,
-among projects not in RPC or CPU backoff); else the coprocessor part of seed 002's
-request as bdevices request recorded it. Projects already asked this step (--asked,
-once per project) are not asked again. The chosen request is written to the
-document's request; the project's name is printed. Needs bfetch's decision at --now,
-and on a host with coprocessors bdevices request's. Reads no world file.
-
-`+loopNote, []string{"bsim poll --now 1700000000 --state state.json --in-place --asked A"}, ""),
-			Flags: append([]cli.Flag{cliutil.NowFlag(),
-				&cli.StringSliceFlag{Name: flagAsked, Usage: "a project already asked at this step, `PROJECT` (repeat the flag)"},
-			}, append(cliutil.StateFlags(), cliutil.VerboseFlag())...),
-			Action: runPoll,
-		},
-		{
 			Name:      "serve",
 			Usage:     "the emulated project server answers the request in the document (prints ok JOBS SEED, or failed)",
 			UsageText: "bsim serve --world FILE --now T --state FILE --in-place",
 			Description: cliutil.Help(`
-The project of the document's request (bsim poll) answers it. A server that is down
+The project of the document's request (brpc poll) answers it, which ends the RPC
+session brpc poll recorded. A server that is down
 fails the RPC: seed 000's backoff is applied and 'failed' printed. Otherwise the
 project's done tasks are reported, jobs are made to fill the request and added to the
 document, and 'ok JOBS SEED' is printed: JOBS the jobs per resource type as bdevices
@@ -211,53 +192,6 @@ func runClock(_ context.Context, cmd *cli.Command) error {
 	return err
 }
 
-func runPoll(_ context.Context, cmd *cli.Command) error {
-	if err := cliutil.NoArgs(cmd); err != nil {
-		return err
-	}
-	now, err := requiredNow(cmd)
-	if err != nil {
-		return err
-	}
-	in, err := readInPlace(cmd)
-	if err != nil {
-		return err
-	}
-	doc := in.Doc
-	if doc.WorkFetch == nil || doc.WorkFetch.Time != now {
-		return cliutil.Usagef("%s: no work-fetch decision at --now %s: run 'bfetch --now %s' on the document first", in.File, exact(now), exact(now))
-	}
-	var asked []int
-	for _, name := range cmd.StringSlice(flagAsked) {
-		i := slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == name })
-		if i < 0 {
-			return cliutil.Usagef("--asked: %s has no project %q", in.File, name)
-		}
-		asked = append(asked, i)
-	}
-	var stale bool
-	r, ok := sim.SeedPoll(doc, now, asked, func() state.WorkRequest {
-		if doc.Request == nil || doc.Request.Time != now {
-			stale = true
-			return state.WorkRequest{}
-		}
-		return *doc.Request
-	})
-	if stale {
-		return cliutil.Usagef("%s: no coprocessor request at --now %s: run 'bdevices request --now %s' on the document first", in.File, exact(now), exact(now))
-	}
-	if !ok {
-		cliutil.Logger(cmd).Debug("no RPC", "now", now)
-		return nil
-	}
-	cliutil.Logger(cmd).Debug("RPC", "project", doc.Projects[r.Project].Name, "why", r.Why)
-	if err := cliutil.WriteState(cmd, in, nil); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(cmd.Root().Writer, doc.Projects[r.Project].Name)
-	return err
-}
-
 func runServe(_ context.Context, cmd *cli.Command) error {
 	st, err := restore(cmd)
 	if err != nil {
@@ -267,13 +201,14 @@ func runServe(_ context.Context, cmd *cli.Command) error {
 	doc, now := in.Doc, s.Now()
 	req := doc.Request
 	if req == nil || req.Time != now || req.Project == "" {
-		return cliutil.Usagef("%s: no scheduler request at --now %s: run 'bsim poll' first", in.File, exact(now))
+		return cliutil.Usagef("%s: no scheduler request at --now %s: run 'brpc poll' first", in.File, exact(now))
 	}
 	p := slices.IndexFunc(doc.Projects, func(pr state.Project) bool { return pr.Name == req.Project })
 	if p < 0 {
 		return cliutil.Usagef("%s: request.project %q is not a project of the document", in.File, req.Project)
 	}
 	rep := s.Serve(sim.RPC{Project: p, Request: *req}, now)
+	rpc.EndSession(doc)
 	if err := st.save(cmd); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bkit/bkit/lib/programs/bdevices"
 	"github.com/bkit/bkit/lib/programs/bfetch"
+	"github.com/bkit/bkit/lib/programs/brpc"
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bsim"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) {
 		"bfetch":   func() { os.Exit(bfetch.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"bdevices": func() { os.Exit(bdevices.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"bsched":   func() { os.Exit(bsched.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"brpc":     func() { os.Exit(brpc.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 

@@ -1,0 +1,187 @@
+package rpc
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bkit/bkit/lib/prsc"
+	"github.com/bkit/bkit/lib/state"
+	"github.com/bkit/bkit/lib/workfetch"
+)
+
+// Plan is the next scheduler RPC the client is to make: to Project (index in
+// doc.Projects) with the per-resource work Request (zero: report only). Every RPC
+// reports all of the project's done tasks, as BOINC's client does.
+type Plan struct {
+	Project int
+	Request state.WorkRequest
+	Why     string
+}
+
+// Next is the client's choice of the next scheduler RPC at now (brpc poll, and bsim's
+// loop), given the projects already contacted at this step (asked, indices in
+// doc.Projects), from what the document records:
+//
+//   - reporting, at a step's first poll: seed 000's poll (Poll): a report-result
+//     session for a project with overdue results, asking for work too when Poll says
+//     so and seed 001 has a work request for that project;
+//   - CPU work: seed 001's decision as bfetch recorded it (projects[].work_request,
+//     zero unless a project will starve within the connection period): the project
+//     with the largest request among those not asked yet, not in RPC backoff nor in
+//     seed 002's CPU backoff and with a CPU app version (ties: document order). Seed 001
+//     keeps every project supplied, which is what lets its debts enforce the shares;
+//     seed 000's get-work session, which fills the whole buffer from the one project of
+//     greatest resource debt, left the other projects dry for hours;
+//   - coprocessor work: seed 002's request (coproc: bdevices request, lib/prsc), of
+//     which only the coprocessor part is sent (the CPU is seed 001's), so only when a
+//     coprocessor has an idle instance or a shortfall. A host without coprocessors
+//     does not ask.
+//
+// The chosen RPC's request is recorded in doc.Request, for the server and for
+// bdevices reply. Without seed 001's decision in the document, see NextSeed000.
+func Next(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (Plan, bool) {
+	r, ok := next(doc, now, asked, coproc)
+	if ok {
+		record(doc, &r, now)
+	}
+	return r, ok
+}
+
+func record(doc *state.Document, r *Plan, now float64) {
+	r.Request.Time, r.Request.Project = now, doc.Projects[r.Project].Name
+	req := r.Request
+	doc.Request = &req
+}
+
+func next(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (Plan, bool) {
+	if len(asked) == 0 {
+		if d := pollIfOverdue(doc, now); d.Action == Report {
+			p := projectIndex(doc, d.Project)
+			r := Plan{Project: p, Why: "report: " + d.Reason}
+			if d.AskWork {
+				r.Request, _ = cpuRequest(doc, now, nil, p)
+			}
+			r.Request.Reason = r.Why
+			return r, true
+		}
+	}
+	if req, ok := cpuRequest(doc, now, asked, -1); ok {
+		return Plan{Project: projectIndex(doc, req.Project), Request: req, Why: req.Reason}, true
+	}
+	if len(doc.Host.Resources) < 2 {
+		return Plan{}, false
+	}
+	return coprocRequest(doc, coproc(), asked)
+}
+
+// NextSeed000 is the choice of the next RPC from seed 000 alone, for a document without
+// seed 001's decision at now: Poll's session (at a step's first poll, asked empty), or
+// within a get-work session the project of greatest debt not asked yet, while
+// estimated work is below the high-water mark. A get-work RPC, and a report RPC that
+// Poll lets ask for work, ask for WorkRequestSeconds (the high-water mark's shortfall)
+// of CPU time. The request is recorded in doc.Request.
+func NextSeed000(doc *state.Document, now float64, asked []int) (Plan, bool) {
+	var r Plan
+	if len(asked) == 0 {
+		d := Poll(doc, now)
+		switch d.Action {
+		case None:
+			return Plan{}, false
+		case Report:
+			r = Plan{Project: projectIndex(doc, d.Project), Why: "report: " + d.Reason}
+			if d.AskWork {
+				r.Request = seed000Request(doc)
+			}
+			r.Request.Reason = r.Why
+			record(doc, &r, now)
+			return r, true
+		}
+		r.Why = "get work: " + d.Reason
+	} else {
+		if _, high := WaterMarks(&doc.Preferences); EstimatedWorkDays(doc) >= high {
+			return Plan{}, false
+		}
+		r.Why = "get work: estimated work is below the high-water mark"
+	}
+	skip := func(p *state.Project) bool { return slices.Contains(asked, projectIndex(doc, p.Name)) }
+	if r.Project = GreatestDebt(doc, now, skip); r.Project < 0 {
+		return Plan{}, false
+	}
+	r.Why += fmt.Sprintf("; %q has the greatest resource debt", doc.Projects[r.Project].Name)
+	r.Request = seed000Request(doc)
+	r.Request.Reason = r.Why
+	record(doc, &r, now)
+	return r, true
+}
+
+// seed000Request asks for enough CPU time to bring the buffer up to the high-water mark.
+func seed000Request(doc *state.Document) state.WorkRequest {
+	s := WorkRequestSeconds(doc)
+	return state.WorkRequest{WorkReqSeconds: s, CPUReqSecs: s}
+}
+
+// cpuRequest is seed 001's CPU request, as bfetch recorded it: see Next. With only
+// >= 0, just that project's request is returned.
+func cpuRequest(doc *state.Document, now float64, asked []int, only int) (state.WorkRequest, bool) {
+	if doc.WorkFetch == nil {
+		return state.WorkRequest{}, false
+	}
+	best := -1
+	for i := range doc.Projects {
+		p := &doc.Projects[i]
+		if p.WorkRequest <= 0 || (only >= 0 && i != only) || slices.Contains(asked, i) || !CanContact(p, now) ||
+			prsc.BackedOff(p, state.ResourceCPU, now) || !hasVersionFor(doc, p.Name, state.ResourceCPU) {
+			continue
+		}
+		if best < 0 || p.WorkRequest > doc.Projects[best].WorkRequest {
+			best = i
+		}
+	}
+	if best < 0 {
+		return state.WorkRequest{}, false
+	}
+	p := &doc.Projects[best]
+	return state.WorkRequest{Time: now, Project: p.Name,
+		Reason:         fmt.Sprintf("seed 001 (%s): work request %s", doc.WorkFetch.Urgency, workfetch.Seconds(p.WorkRequest)),
+		WorkReqSeconds: p.WorkRequest, CPUReqSecs: p.WorkRequest}, true
+}
+
+// coprocRequest sends the coprocessor part of seed 002's request req (see Next).
+func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int) (Plan, bool) {
+	p := projectIndex(doc, req.Project)
+	if p < 0 || slices.Contains(asked, p) {
+		return Plan{}, false
+	}
+	req.CPUReqSecs, req.CPUReqInstances, req.WorkReqSeconds = 0, 0, 0
+	for _, c := range req.Coprocs {
+		req.WorkReqSeconds = max(req.WorkReqSeconds, c.ReqSecs)
+	}
+	if len(prsc.Requested(&req)) == 0 {
+		return Plan{}, false
+	}
+	req.Reason = "seed 002: " + req.Reason
+	return Plan{Project: p, Request: req, Why: req.Reason}, true
+}
+
+// pollIfOverdue is Poll, asked only for report sessions: those need an overdue result
+// (Overdue), so without one Poll is not run (the emulator polls ~1,500 times a day).
+func pollIfOverdue(doc *state.Document, now float64) Decision {
+	for i := range doc.Tasks {
+		if Overdue(&doc.Tasks[i], now) {
+			return Poll(doc, now)
+		}
+	}
+	return Decision{Action: None}
+}
+
+// hasVersionFor reports whether project has an app version for resource type t.
+func hasVersionFor(doc *state.Document, project, t string) bool {
+	return slices.ContainsFunc(doc.AppVersions, func(av state.AppVersion) bool {
+		return av.Project == project && av.ResourceType() == t
+	})
+}
+
+// projectIndex is the index of the project named name, or -1.
+func projectIndex(doc *state.Document, name string) int {
+	return slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == name })
+}

@@ -1,0 +1,60 @@
+package rpc
+
+import (
+	"testing"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// NextSeed000: seed 000 alone. 2 CPUs, low 0.5 days, high 1.5 days.
+func TestNextSeed000(t *testing.T) {
+	// No work at all: a get-work session with the project of greatest debt (C has no
+	// CPU time yet), asking for 1.5 days × 86,400 × 2 CPUs = 259,200 s; then, asked C,
+	// the next by debt: B (share 50 / 100 s) before A (100 / 1000 s).
+	d := doc(t, 2, []state.Project{proj("A", 100, 1000), proj("B", 50, 100), proj("C", 10, 0)})
+	r, ok := NextSeed000(d, t0, nil)
+	if !ok || r.Project != 2 || d.Request == nil || d.Request.Project != "C" || d.Request.CPUReqSecs != 259200 || d.Request.Time != t0 {
+		t.Fatalf("first: %+v %v, request %+v", r, ok, d.Request)
+	}
+	if r, ok = NextSeed000(d, t0, []int{2}); !ok || r.Project != 1 {
+		t.Fatalf("after C: %+v %v", r, ok)
+	}
+	if r, ok = NextSeed000(d, t0, []int{2, 1, 0}); ok {
+		t.Fatalf("everyone asked: %+v", r)
+	}
+
+	// One CPU-day of work each (1 day ≥ low): A's done result is overdue (deadline in
+	// an hour): a report session; A is not the greatest debt (B has no CPU time), so no
+	// work is asked.
+	d = doc(t, 2, []state.Project{proj("A", 100, 1000), proj("B", 50, 0)},
+		task("a1", "A", state.TaskReady, 2*cpuDay, 0, t0+10*86400, 0),
+		task("a2", "A", state.TaskDone, cpuDay, cpuDay, t0+3600, 0))
+	if r, ok = NextSeed000(d, t0, nil); !ok || r.Project != 0 || r.Request.CPUReqSecs != 0 {
+		t.Fatalf("report: %+v %v", r, ok)
+	}
+	// Only A can be contacted now: it has the greatest debt, so it asks up to the
+	// high-water mark: (1.5 − 1) × 86,400 × 2 = 86,400 s.
+	d.Projects[1].MinRPCTime = t0 + 60
+	if r, ok = NextSeed000(d, t0, nil); !ok || r.Project != 0 || r.Request.CPUReqSecs != 86400 {
+		t.Fatalf("report with work: %+v %v", r, ok)
+	}
+	// A day before, nothing is overdue and work is above the low-water mark: nothing.
+	if r, ok = NextSeed000(d, t0-86400, nil); ok {
+		t.Fatalf("nothing to do: %+v", r)
+	}
+}
+
+// Next without seed 001's decision and without coprocessors asks nobody for work, but
+// still reports.
+func TestNextWithoutFetchDecision(t *testing.T) {
+	d := doc(t, 2, []state.Project{proj("A", 100, 1000)},
+		task("a1", "A", state.TaskReady, 2*cpuDay, 0, t0+10*86400, 0),
+		task("a2", "A", state.TaskDone, cpuDay, cpuDay, t0+3600, 0))
+	r, ok := Next(d, t0, nil, func() state.WorkRequest { t.Fatal("coproc asked on a CPU-only host"); return state.WorkRequest{} })
+	if !ok || r.Project != 0 || d.Request.Project != "A" || d.Request.CPUReqSecs != 0 {
+		t.Fatalf("%+v %v", r, ok)
+	}
+	if _, ok := Next(d, t0, []int{0}, nil); ok {
+		t.Fatal("asked again")
+	}
+}
