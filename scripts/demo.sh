@@ -50,7 +50,7 @@ step "bsched then bfetch, piped: the document flows through the stages"
 go run ./cmd/bsched --now "$now" < examples/two-projects.yaml | go run ./cmd/bfetch --now "$now" -o table
 
 step "scripts/client-loop.sh: the client loop of the real programs over 2 simulated hours, then bsim run: the same figures"
-go build -o "$work/bin/" ./cmd/bsim ./cmd/bfetch ./cmd/bdevices ./cmd/bsched
+go build -o "$work/bin/" ./cmd/bsim ./cmd/bfetch ./cmd/bdevices ./cmd/bsched ./cmd/brpc
 BKIT_BIN=$work/bin bash scripts/client-loop.sh scenarios/share-75-25 --duration 2h -o json > "$work/loop.json"
 "$work/bin/bsim" run scenarios/share-75-25 --duration 2h -o json > "$work/run.json"
 cmp "$work/loop.json" "$work/run.json" && echo "client-loop.sh and bsim run agree to the last digit:" && grep -E '"(share_violation|monotony|rpcs_per_job)"' "$work/run.json"
