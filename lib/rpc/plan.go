@@ -55,7 +55,7 @@ func record(doc *state.Document, r *Plan, now float64) {
 
 func next(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (Plan, bool) {
 	if len(asked) == 0 {
-		if d := pollIfOverdue(doc, now); d.Action == Report {
+		if d := PollIfOverdue(doc, now); d.Action == Report {
 			p := projectIndex(doc, d.Project)
 			r := Plan{Project: p, Why: "report: " + d.Reason}
 			if d.AskWork {
@@ -163,9 +163,9 @@ func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int) (Pla
 	return Plan{Project: p, Request: req, Why: req.Reason}, true
 }
 
-// pollIfOverdue is Poll, asked only for report sessions: those need an overdue result
+// PollIfOverdue is Poll, asked only for report sessions: those need an overdue result
 // (Overdue), so without one Poll is not run (the emulator polls ~1,500 times a day).
-func pollIfOverdue(doc *state.Document, now float64) Decision {
+func PollIfOverdue(doc *state.Document, now float64) Decision {
 	for i := range doc.Tasks {
 		if Overdue(&doc.Tasks[i], now) {
 			return Poll(doc, now)

@@ -27,7 +27,7 @@ func (*goalsPolicy) Schedule(doc *state.Document, now float64) bool {
 
 func (*goalsPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	if len(asked) == 0 {
-		if d := poll(doc, now); d.Action == rpc.Report {
+		if d := rpc.PollIfOverdue(doc, now); d.Action == rpc.Report {
 			p := projectIndex(doc, d.Project)
 			req, _ := goals.Request(doc, now, othersThan(len(doc.Projects), p))
 			req.Project, req.Time = d.Project, now

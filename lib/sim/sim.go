@@ -248,7 +248,7 @@ func (s *Sim) sample() {
 // the figures are tallied and the policy accounts for the step's use.
 //
 // scripts/client-loop.sh makes the same step of programs: bfetch, bdevices request and
-// 'bsim poll' for each RPC (NextRPC), 'bsim serve' (Serve) and bdevices reply (Replied);
+// 'brpc poll' for each RPC (NextRPC), 'bsim serve' (Serve) and bdevices reply (Replied);
 // bsched --if-due (Schedule), 'bsim settle' (Settle), bsched --if-due again; 'bsim
 // advance' (Advance).
 func (s *Sim) Step() bool {

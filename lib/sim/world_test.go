@@ -15,7 +15,7 @@ import (
 
 // piecewise runs a scenario as scripts/client-loop.sh does, but in one process: every
 // stage starts from the document and the World as written to bytes by the one before,
-// and calls what its program calls (bfetch, bdevices request, bsim poll, bsim serve,
+// and calls what its program calls (bfetch, bdevices request, brpc poll, bsim serve,
 // bdevices reply, bsched --if-due, bsim settle, bsim advance).
 func piecewise(t *testing.T, dir string, cfg Config) *Result {
 	t.Helper()
