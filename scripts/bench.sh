@@ -29,3 +29,10 @@ go build -o "$tmp/" ./cmd/bfetch ./cmd/bdevices
 s=$(date +%s%N); BKIT_BIN=$tmp bash scripts/client-loop.sh scenarios/share-75-25 --duration 1h > /dev/null; e=$(date +%s%N)
 awk -v us=$(( (e - s) / 1000 )) 'BEGIN { printf "%-62s %.1f ms\n", "client-loop.sh, share-75-25, per 60 s step, wall", us/1000/60 }'
 if [ -x scripts/bench-bserver.sh ] || [ -f scripts/bench-bserver.sh ]; then bash scripts/bench-bserver.sh; fi
+# Locality scheduling (issue 12): the assignment decision with 10,000 hosts and 1,000,000
+# jobs on SQLite, and a blocality simulate run of the issue's case (both policies).
+go test -run '^$' -bench BenchmarkLocalityAssignment -benchtime 2000x ./lib/server/ | tee "$tmp/loc.txt" >&2
+awk '/^BenchmarkLocalityAssignment/ { for (i = 1; i <= NF; i++) if ($i == "p99-ms") printf "%-62s %s ms\n", "locality assignment decision p99, 10k hosts/1M jobs, SQLite", $(i-1) }' "$tmp/loc.txt"
+go build -o "$tmp/blocality" ./cmd/blocality
+s=$(date +%s%N); "$tmp/blocality" simulate > /dev/null; e=$(date +%s%N)
+awk -v us=$(( (e - s) / 1000 )) 'BEGIN { printf "%-62s %.1f s\n", "blocality simulate, 200 hosts/5,000 files/50,000 jobs, wall", us/1e6 }'

@@ -32,7 +32,7 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "blocality",
 		Usage:     "locality scheduling (seed 004): batches, cursors and teams, work generator, transitioner, locality daemon",
-		UsageText: "blocality batch create | batch status | generate | transition | credit [flags]",
+		UsageText: "blocality batch create | batch status | generate | transition | credit | simulate [flags]",
 		Description: cliutil.Help(`
 Jobs that share large input files are sent so that each file travels to as few hosts
 as possible. A batch is a sequence of files and jobs over contiguous runs of them; its
@@ -44,6 +44,7 @@ host on a team and sends it its cursor's jobs in order; the commands here do the
   blocality generate            work generator: keep a cushion of unsent jobs per cursor
   blocality transition          transitioner: move cursors past finished jobs
   blocality credit              locality daemon: recompute team credit; silent hosts leave
+  blocality simulate            emulate hosts on one batch: this policy against in-order
 
 The daemons are fit for cron (one pass by default) or run with --interval; any of
 them may run twice at once, beside bserver serve, and be killed at any moment.
@@ -53,9 +54,10 @@ them may run twice at once, beside bserver serve, and be killed at any moment.
 				"blocality batch create --db project.db --app einstein batch.yaml",
 				"blocality generate --db project.db --cushion 40 --interval 1m",
 				"blocality batch status --db project.db",
+				"blocality simulate --hosts 200 --files 5000 --jobs 50000 --redundancy 2",
 			}, ""),
 		Flags:    []cli.Flag{bserver.DBFlag(), cliutil.NowFlag(), cliutil.VerboseFlag()},
-		Commands: []*cli.Command{batchCommand(), generateCommand(), transitionCommand(), creditCommand()},
+		Commands: []*cli.Command{batchCommand(), generateCommand(), transitionCommand(), creditCommand(), simulateCommand()},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return cliutil.Usagef("unknown command %q (see 'blocality --help')", cmd.Args().First())

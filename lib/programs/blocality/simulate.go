@@ -1,0 +1,116 @@
+package blocality
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/locality"
+	"github.com/bkit/bkit/lib/localitysim"
+	"github.com/urfave/cli/v3"
+)
+
+func simulateCommand() *cli.Command {
+	d := localitysim.Default()
+	return &cli.Command{
+		Name:      "simulate",
+		Usage:     "emulate hosts drawing one batch's jobs: this policy against in-order dispatch",
+		UsageText: "blocality simulate [--hosts N] [--files N] [--jobs N] [--redundancy N] [--team-size N] [flags]",
+		Description: cliutil.Help(`
+Emulates --hosts hosts (speeds log-uniform over --spread×, 1 CPU each; --churn of them
+leave per day, finishing and reporting their work first, and are replaced by new
+hosts; some volunteers own two hosts) drawing the jobs of one batch (--files files,
+--jobs jobs over runs of 1 to 3 files with varying density, --redundancy results
+each) through the scheduler bserver serve runs, in-process on a temporary SQLite
+database, with the work generator and transitioner every --daemon-interval and the
+locality daemon likewise. Clients keep BOINC's default work buffer (ask below 0.1
+day of work, for up to 0.6 day). Hosts keep every file they receive.
+
+The same run is made twice: with cursors for teams of --team-size (this policy) and
+with one cursor (naive in-order dispatch), and the figures printed side by side:
+bytes sent, copies of each file sent to hosts (mean, p95, mean ÷ redundancy), batch
+completion time and the hosts' idle fraction. --plot DIR draws, per policy, a point
+for each job sent at (day, first file of the job), coloured by host.`,
+			[]string{
+				"blocality simulate",
+				"blocality simulate --hosts 20 --files 500 --jobs 5000 --team-size 3 -o json",
+				"blocality simulate --team-size 2 --plot sim-plots",
+			}, ""),
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "hosts", Value: d.Hosts, Usage: "hosts present at any time (`N`)"},
+			&cli.IntFlag{Name: "files", Value: d.Files, Usage: "files in the batch (`N`)"},
+			&cli.IntFlag{Name: "jobs", Value: d.Jobs, Usage: "jobs in the batch (`N`)"},
+			&cli.IntFlag{Name: "redundancy", Value: d.Redundancy, Usage: "results per job (`N`)"},
+			&cli.IntFlag{Name: "team-size", Value: locality.DefaultTeamSize, Usage: "hosts per team (`N`) for this policy"},
+			&cli.Float64Flag{Name: "spread", Value: d.Spread, Usage: "fastest ÷ slowest host speed (`X`)"},
+			&cli.Float64Flag{Name: "churn", Value: d.Churn, Usage: "fraction of hosts replaced per day (`X`)"},
+			&cli.Float64Flag{Name: "job-hours", Value: d.JobHours, Usage: "run time of a two-file job on the median host, `HOURS`"},
+			&cli.IntFlag{Name: "cushion", Value: d.Cushion, Usage: "unsent jobs the generator keeps per cursor (`N`)"},
+			&cli.StringFlag{Name: "daemon-interval", Value: "1h", Usage: "simulated `DURATION` between daemon passes"},
+			&cli.StringFlag{Name: "plot", Usage: "draw where each host worked in the file sequence over time into `DIR`"},
+			cliutil.SeedFlag(),
+			cliutil.FormatFlag("table", "json"),
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := cliutil.NoArgs(cmd); err != nil {
+				return err
+			}
+			c := d
+			c.Hosts, c.Files, c.Jobs, c.Redundancy = cmd.Int("hosts"), cmd.Int("files"), cmd.Int("jobs"), cmd.Int("redundancy")
+			c.TeamSize, c.Spread, c.Churn, c.JobHours, c.Cushion = cmd.Int("team-size"), cmd.Float64("spread"), cmd.Float64("churn"), cmd.Float64("job-hours"), cmd.Int("cushion")
+			if cmd.IsSet(cliutil.FlagSeed) {
+				c.Seed = cmd.Uint64(cliutil.FlagSeed)
+			}
+			iv, err := cliutil.ParseDuration(cmd.String("daemon-interval"))
+			if err != nil || iv <= 0 {
+				return cliutil.Usagef("--daemon-interval: want a duration > 0 (e.g. 1h), got %q", cmd.String("daemon-interval"))
+			}
+			c.Daemon = iv
+			if c.TeamSize < 1 {
+				return cliutil.Usagef("--team-size: must be >= 1, got %d", c.TeamSize)
+			}
+			if err := c.Check(); err != nil {
+				return cliutil.Usagef("%v", err)
+			}
+			c.Trace = cmd.String("plot") != ""
+			inOrder := c
+			inOrder.TeamSize = 0
+			var runs []*localitysim.Figures
+			for _, rc := range []localitysim.Config{c, inOrder} {
+				f, err := localitysim.TempRun(ctx, rc)
+				if err != nil {
+					return err
+				}
+				runs = append(runs, f)
+			}
+			if dir := cmd.String("plot"); dir != "" {
+				if _, err := localitysim.Plot(dir, runs); err != nil {
+					return err
+				}
+			}
+			w := cmd.Root().Writer
+			if cmd.String(cliutil.FlagOutput) == "json" {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(runs)
+			}
+			fmt.Fprintf(w, "%d hosts (speeds ×%g, churn %g/day), %d files, %d jobs, redundancy %d, seed %d\n",
+				c.Hosts, c.Spread, c.Churn, c.Files, c.Jobs, c.Redundancy, c.Seed)
+			t := cliutil.NewTable(w, "figure", runs[0].Policy, runs[1].Policy)
+			row := func(name string, v func(f *localitysim.Figures) string) { t.Append(name, v(runs[0]), v(runs[1])) }
+			t.Append("team size", strconv.Itoa(c.TeamSize), "all hosts")
+			row("cursors", func(f *localitysim.Figures) string { return strconv.Itoa(f.Cursors) })
+			row("bytes sent", func(f *localitysim.Figures) string { return cliutil.Num(f.BytesSent) })
+			row("copies per file, mean", func(f *localitysim.Figures) string { return fmt.Sprintf("%.3f", f.CopiesMean) })
+			row("copies per file, p95", func(f *localitysim.Figures) string { return cliutil.Num(f.CopiesP95) })
+			row("copies per file ÷ redundancy", func(f *localitysim.Figures) string { return fmt.Sprintf("%.3f", f.CopiesPerRed) })
+			row("batch completion, days", func(f *localitysim.Figures) string { return fmt.Sprintf("%.2f", f.CompletionDays) })
+			row("host idle fraction", func(f *localitysim.Figures) string { return fmt.Sprintf("%.4f", f.IdleFraction) })
+			row("scheduler RPCs", func(f *localitysim.Figures) string { return strconv.Itoa(f.RPCs) })
+			row("hosts seen (churn)", func(f *localitysim.Figures) string { return strconv.Itoa(f.HostsSeen) })
+			return t.Render()
+		},
+	}
+}
