@@ -104,15 +104,15 @@ const start = 1.7e9 // the simulated clock's origin, Unix seconds
 
 // host is an emulated client.
 type host struct {
-	lane      int
-	id        int64
-	auth      string
-	user      int64
-	flops     float64
-	queue     []job // queue[0] runs
-	runEnd    float64
-	done      []string // results finished, to report
-	files     map[string]bool
+	lane    int
+	id      int64
+	auth    string
+	user    int64
+	flops   float64
+	queue   []job // queue[0] runs
+	runEnd  float64
+	done    []string // results finished, to report
+	files   map[string]bool
 	leaveAt float64 // stops fetching from then on
 	nextRPC float64
 	gone    bool
