@@ -2,6 +2,7 @@ package boincxml
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -32,7 +33,11 @@ const maxTreeDepth = 64
 // Unknown entities (BOINC writes HTML ones now and then) are read as HTML would, and
 // ISO-8859-1 documents are accepted.
 func readTree(r io.Reader) (*elem, error) {
-	d := xml.NewDecoder(r)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	d := xml.NewDecoder(bytes.NewReader(laxComments(b)))
 	d.Entity = xml.HTMLEntity
 	d.CharsetReader = charsetReader
 	var stack []*elem
@@ -71,6 +76,37 @@ func readTree(r io.Reader) (*elem, error) {
 			}
 		}
 	}
+}
+
+// laxComments blanks the text of every XML comment (keeping its line breaks, so lines
+// in messages stay right): BOINC's parsers skip comments without looking inside, so
+// "--" in one (cc_config.xml files carry "<!-- -1 disables -->" and the like) is
+// accepted there, where Go's strict decoder refuses it.
+func laxComments(b []byte) []byte {
+	open, end := []byte("<!--"), []byte("-->")
+	i := bytes.Index(b, open)
+	if i < 0 {
+		return b
+	}
+	out := bytes.Clone(b)
+	for i >= 0 {
+		start := i + len(open)
+		j := bytes.Index(out[start:], end)
+		if j < 0 {
+			return out // the decoder will report the unclosed comment
+		}
+		for k := start; k < start+j; k++ {
+			if out[k] != '\n' {
+				out[k] = ' '
+			}
+		}
+		next := bytes.Index(out[start+j+len(end):], open)
+		if next < 0 {
+			break
+		}
+		i = start + j + len(end) + next
+	}
+	return out
 }
 
 // charsetReader accepts the encodings BOINC's files declare.

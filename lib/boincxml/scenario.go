@@ -117,8 +117,9 @@ func LoadScenarioLimit(dir string, limit int64) (*Scenario, error) {
 //
 //   - client_state.xml (required), read as ImportClientState reads a client's state,
 //     with the emulator's additions and stricter rules: an <app> carries latency_bound
-//     and fpops_est (both required, > 0), <fpops><mean><std_dev> (default: fpops_est,
-//     0), weight (default 1) and max_concurrent; an <app_version> needs avg_ncpus and
+//     and fpops_est (> 0; when absent, from its first explicit result and workunit, else
+//     BOINC's emulator's defaults: fillAppParams), <fpops><mean><std_dev> (default:
+//     fpops_est, 0), weight (default 1) and max_concurrent; an <app_version> needs avg_ncpus and
 //     flops (> 0) and an <app> of its project declared before it; a GPU app version
 //     needs <host_info> and its coprocessor before it; a <project> may hold
 //     <available><frac><lambda>; <time_stats> may hold on_, active_, gpu_active_ and
@@ -159,6 +160,7 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*Scenario, error) {
 		return nil, err
 	}
 	sc.Doc = cr.doc
+	fillAppParams(sc)
 	if f, err := fsys.Open("global_prefs.xml"); err == nil {
 		sc.Prefs, err = ReadGlobalPrefs(limits.NewReader(f, name("global_prefs.xml"), limit), name("global_prefs.xml"))
 		f.Close()
@@ -281,7 +283,7 @@ func readScenarioApp(e *elem, a state.App) (ScenarioApp, error) {
 	positive := func(name string) (float64, error) {
 		k := e.child(name)
 		if k == nil {
-			return 0, fmt.Errorf("missing <%s>", name)
+			return 0, nil // filled in by fillAppParams, as BOINC's emulator does
 		}
 		x, err := k.number()
 		if err == nil && x <= 0 {
@@ -296,7 +298,6 @@ func readScenarioApp(e *elem, a state.App) (ScenarioApp, error) {
 	if sa.FpopsEst, err = positive("fpops_est"); err != nil {
 		return sa, err
 	}
-	sa.Fpops = NormalDist{Mean: sa.FpopsEst}
 	if f := e.child("fpops"); f != nil {
 		for _, k := range f.kids {
 			switch k.name {
@@ -321,6 +322,54 @@ func readScenarioApp(e *elem, a state.App) (ScenarioApp, error) {
 		}
 	}
 	return sa, nil
+}
+
+// Defaults of BOINC's emulator (client/sim.cpp, get_app_params) for an app whose job
+// parameters neither its <app> nor an explicit job gives.
+const (
+	DefaultFpopsEst     = 3600e11
+	DefaultLatencyBound = 864000
+)
+
+// fillAppParams gives each app without <latency_bound> or <fpops_est> what BOINC's
+// emulator gives it (get_app_params): the latency of its first explicit result
+// (report_deadline − received_time) and the rsc_fpops_est of its first explicit
+// workunit, else DefaultLatencyBound and DefaultFpopsEst; an app without <fpops> has
+// its estimates' mean at fpops_est.
+func fillAppParams(sc *Scenario) {
+	doc := sc.Doc
+	appOf := func(t *state.Task) (project, app string) {
+		for _, av := range doc.AppVersions {
+			if av.Name == t.AppVersion {
+				return av.Project, av.App
+			}
+		}
+		return "", ""
+	}
+	for i := range sc.Apps {
+		a := &sc.Apps[i]
+		for k := range doc.Tasks {
+			t := &doc.Tasks[k]
+			if p, app := appOf(t); p != a.Project || app != a.Name {
+				continue
+			}
+			if a.LatencyBound == 0 && t.ReportDeadline > t.ReceivedTime {
+				a.LatencyBound = t.ReportDeadline - t.ReceivedTime
+			}
+			if a.FpopsEst == 0 && t.EstimatedFlops > 0 {
+				a.FpopsEst = t.EstimatedFlops
+			}
+		}
+		if a.LatencyBound == 0 {
+			a.LatencyBound = DefaultLatencyBound
+		}
+		if a.FpopsEst == 0 {
+			a.FpopsEst = DefaultFpopsEst
+		}
+		if a.Fpops.Mean == 0 {
+			a.Fpops.Mean = a.FpopsEst
+		}
+	}
 }
 
 // readAvailability reads a project's <available><frac><lambda>.

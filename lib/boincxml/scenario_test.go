@@ -172,9 +172,9 @@ func TestReadScenarioErrors(t *testing.T) {
 		{"misspelt app field", map[string]string{"client_state.xml": cs(host + projX +
 			`<app><name>a</name><latency_bond>100</latency_bond><fpops_est>1e9</fpops_est></app>`)},
 			`sc/client_state.xml: project "X": app "a": unknown element <latency_bond>`},
-		{"app without latency_bound", map[string]string{"client_state.xml": cs(host + projX +
-			`<app><name>a</name><fpops_est>1e9</fpops_est></app>`)},
-			`sc/client_state.xml: project "X": app "a": missing <latency_bound>`},
+		{"app with latency_bound 0", map[string]string{"client_state.xml": cs(host + projX +
+			`<app><name>a</name><latency_bound>0</latency_bound><fpops_est>1e9</fpops_est></app>`)},
+			`sc/client_state.xml: project "X": app "a": <latency_bound>: must be > 0, got 0`},
 		{"bad fpops", map[string]string{"client_state.xml": cs(host + projX +
 			`<app><name>a</name><latency_bound>100</latency_bound><fpops_est>1e9</fpops_est><fpops><mean>1</mean><sd>2</sd></fpops></app>`)},
 			`sc/client_state.xml: project "X": app "a": <fpops>: unknown element <sd>`},
@@ -215,6 +215,42 @@ func TestReadScenarioErrors(t *testing.T) {
 				t.Errorf("error\n got %q\nwant %q", err.Error(), tt.want)
 			}
 		})
+	}
+}
+
+// TestScenarioAsBOINCReadsIt: scenarios BOINC's emulator runs and Go's strict XML
+// would refuse or bsim's stricter rules did: "--" inside a comment of cc_config.xml
+// (or any file), and an app without <latency_bound> and <fpops_est> whose explicit jobs
+// give them (the first result's deadline − received time, the first workunit's
+// estimate), else BOINC's defaults.
+func TestScenarioAsBOINCReadsIt(t *testing.T) {
+	cs := `<client_state><!-- a -- comment --><host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<project><master_url>http://x/</master_url><project_name>X</project_name></project>
+<app><name>a</name></app><app><name>b</name></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<app_version><app_name>b</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<workunit><name>w1</name><app_name>a</app_name><rsc_fpops_est>5e12</rsc_fpops_est></workunit>
+<result><name>r1</name><wu_name>w1</wu_name><received_time>1000</received_time><report_deadline>8200</report_deadline></result>
+</client_state>`
+	fsys := fstest.MapFS{
+		"client_state.xml": {Data: []byte(cs)},
+		"cc_config.xml":    {Data: []byte("<cc_config>\n<!-- <max_file_xfers>-1</max_file_xfers> -- off -->\n</cc_config>")},
+	}
+	sc, err := ReadScenario(fsys, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ScenarioApp{
+		{Project: "X", Name: "a", LatencyBound: 7200, FpopsEst: 5e12, Fpops: NormalDist{Mean: 5e12}, Weight: 1},
+		{Project: "X", Name: "b", LatencyBound: DefaultLatencyBound, FpopsEst: DefaultFpopsEst, Fpops: NormalDist{Mean: DefaultFpopsEst}, Weight: 1},
+	}
+	if diff := cmp.Diff(want, sc.Apps); diff != "" {
+		t.Errorf("apps (-want +got):\n%s", diff)
+	}
+	// An unclosed comment is still an error.
+	fsys["cc_config.xml"] = &fstest.MapFile{Data: []byte("<cc_config><!-- open </cc_config>")}
+	if _, err := ReadScenario(fsys, ""); err == nil {
+		t.Error("unclosed comment: no error")
 	}
 }
 

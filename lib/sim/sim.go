@@ -26,6 +26,9 @@ type Config struct {
 	Policy   string  // a registered policy name (Policies)
 	Seed     uint64  // the seed of every random stream
 	Trace    bool    // record a Trace (Sim.Trace) for pictures
+	// ExistingJobsOnly: the servers send no jobs, so only the scenario's explicit jobs
+	// run (BOINC's emulator's --existing_jobs_only).
+	ExistingJobsOnly bool
 }
 
 // Random streams: each process draws from its own PCG stream of the seed, so that (for
@@ -344,7 +347,10 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	if reported {
 		s.dropReported()
 	}
-	jobs := srv.fill(doc, s.avIndex, &r.Request, now, &s.jobs)
+	var jobs map[string]int
+	if !s.cfg.ExistingJobsOnly {
+		jobs = srv.fill(doc, s.avIndex, &r.Request, now, &s.jobs)
+	}
 	for _, n := range jobs {
 		s.m.jobs += n
 	}

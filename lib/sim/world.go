@@ -38,6 +38,8 @@ type World struct {
 	Now      float64 `json:"now"` // the current step's start
 	End      float64 `json:"end"`
 	Avail    Avail   `json:"avail"` // the current step's availability
+	// ExistingJobsOnly: the servers send no jobs (Config.ExistingJobsOnly).
+	ExistingJobsOnly bool `json:"existing_jobs_only,omitempty"`
 
 	On        Process        `json:"on"`
 	Active    Process        `json:"active"`
@@ -104,7 +106,7 @@ type WorldTallies struct {
 func (s *Sim) World(scenario string) (*World, error) {
 	w := &World{Version: WorldVersion, Scenario: scenario, Policy: s.cfg.Policy, Seed: s.cfg.Seed,
 		Duration: s.cfg.Duration, Delta: s.cfg.Delta, Start: s.start, Now: s.now, End: s.end, Avail: s.avail,
-		Finishing: s.finishing, Finished: s.su.Finished}
+		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly}
 	var err error
 	proc := func(p *onOff) Process {
 		b, e := p.rng.pcg.MarshalBinary()
@@ -151,7 +153,7 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed}
+	cfg := Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed, ExistingJobsOnly: w.ExistingJobsOnly}
 	if !(cfg.Delta > 0) {
 		return nil, fmt.Errorf("delta must be > 0 seconds, got %g", cfg.Delta)
 	}

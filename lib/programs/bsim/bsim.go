@@ -52,7 +52,14 @@ const (
 	flagDelta    = "delta"
 	flagPolicy   = "policy"
 	flagPlot     = "plot"
+	flagExisting = "existing-jobs-only"
 )
+
+// existingFlag is BOINC's emulator's --existing_jobs_only (both spellings work).
+func existingFlag() cli.Flag {
+	return &cli.BoolFlag{Name: flagExisting, Aliases: []string{"existing_jobs_only"},
+		Usage: "the project servers send no jobs: only the scenario's explicit <workunit>/<result> jobs run (BOINC's emulator's --existing_jobs_only)"}
+}
 
 func runCommand() *cli.Command {
 	return &cli.Command{
@@ -113,6 +120,7 @@ scenario, policy and --seed give byte-identical output.`,
 			cliutil.SeedFlag(),
 			cliutil.FormatFlag("table", "json"),
 			&cli.StringFlag{Name: flagPlot, Usage: "also draw the run: a timeline and each project's share over time, SVG and PNG, with an index.html, in `DIR`"},
+			existingFlag(),
 			cliutil.MaxInputFlag(),
 			cliutil.VerboseFlag(),
 		},
@@ -220,7 +228,7 @@ func runConfig(cmd *cli.Command, d runDefaults) (sim.Config, error) {
 	if delta <= 0 {
 		return sim.Config{}, cliutil.Usagef("--delta: must be > 0 seconds, got %g", delta)
 	}
-	return sim.Config{Duration: dur, Delta: delta, Seed: cmd.Uint64(cliutil.FlagSeed)}, nil
+	return sim.Config{Duration: dur, Delta: delta, Seed: cmd.Uint64(cliutil.FlagSeed), ExistingJobsOnly: cmd.Bool(flagExisting)}, nil
 }
 
 // printResult writes a run's figures as -o says (table by default).

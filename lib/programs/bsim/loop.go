@@ -70,6 +70,7 @@ client programs are the seeds'). See 'bsim run --help' for the scenario and the 
 				&cli.StringFlag{Name: flagDuration, Value: "1d", Usage: "simulated time, `D`: seconds or with a unit (90m, 36h, 10d, 2w)"},
 				&cli.StringFlag{Name: flagDelta, Value: "60", Usage: "step length, `S` seconds (or with a unit)"},
 				cliutil.SeedFlag(),
+				existingFlag(),
 				cliutil.FormatFlag("json", "yaml"),
 				cliutil.MaxInputFlag(),
 				cliutil.VerboseFlag(),
