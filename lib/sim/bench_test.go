@@ -4,16 +4,53 @@ import "testing"
 
 // benchRun runs the public example for days simulated days at delta 60 s per iteration
 // (loading the scenario is part of the work, as it is for the program).
-func benchRun(b *testing.B, policy string, days float64) {
-	load(b, publicExample) // skips when the scenario is absent
+func benchRun(b *testing.B, dir, policy string, days float64) {
+	load(b, dir) // skips when the scenario is absent
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Run(load(b, publicExample), Config{Duration: days * 86400, Delta: 60, Policy: policy, Seed: 1}); err != nil {
+		if _, err := Run(load(b, dir), Config{Duration: days * 86400, Delta: 60, Policy: policy, Seed: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func BenchmarkPublicExample10Days(b *testing.B)   { benchRun(b, "seed", 10) }
-func BenchmarkPublicExample1000Days(b *testing.B) { benchRun(b, "seed", 1000) }
-func BenchmarkPublicExample10DaysRR(b *testing.B) { benchRun(b, "rr", 10) }
+func BenchmarkPublicExample10Days(b *testing.B)   { benchRun(b, publicExample, "seed", 10) }
+func BenchmarkPublicExample1000Days(b *testing.B) { benchRun(b, publicExample, "seed", 1000) }
+func BenchmarkPublicExample10DaysRR(b *testing.B) { benchRun(b, publicExample, "rr", 10) }
+func BenchmarkDeadlines10Days(b *testing.B)       { benchRun(b, "../../scenarios/deadlines-4cpu", "seed", 10) }
+func BenchmarkDown10Days(b *testing.B)            { benchRun(b, "../../scenarios/down-2cpu", "seed", 10) }
+func BenchmarkPartTime10Days(b *testing.B)        { benchRun(b, "../../scenarios/part-time-4cpu", "seed", 10) }
+func BenchmarkSeed002GPU10Days(b *testing.B)      { benchRun(b, seed002GPU, "seed", 10) }
+
+// benchStep is one step of a run already under way (two simulated days in, so that
+// the buffers have their steady-state size): its allocations per op are the step
+// loop's in steady state. A run that ends is started again, outside the timer.
+func benchStep(b *testing.B, dir, policy string) {
+	cfg := Config{Duration: 1000 * 86400, Delta: 60, Policy: policy, Seed: 1}
+	start := func() *Sim {
+		s, err := New(load(b, dir), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range 2 * 1440 {
+			s.Step()
+		}
+		return s
+	}
+	s := start()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if !s.Step() {
+			b.StopTimer()
+			s = start()
+			b.StartTimer()
+		}
+	}
+}
+
+func BenchmarkStepPublicExample(b *testing.B) { benchStep(b, publicExample, "seed") }
+func BenchmarkStepDeadlines(b *testing.B)     { benchStep(b, "../../scenarios/deadlines-4cpu", "seed") }
+func BenchmarkStepNoisy(b *testing.B)         { benchStep(b, "testdata/noisy", "seed") }
+func BenchmarkStepGPU(b *testing.B)           { benchStep(b, seed002GPU, "seed") }
+func BenchmarkStepRR(b *testing.B)            { benchStep(b, publicExample, "rr") }

@@ -9,8 +9,8 @@ import (
 	"github.com/bkit/bkit/lib/boincxml"
 )
 
-// publicExample is the shared example scenario, relative to this package.
-const publicExample = "../../../shared/scenarios/example-2cpu-2to1"
+// publicExample is the public example scenario (a copy of ../shared/scenarios/example-2cpu-2to1), relative to this package.
+const publicExample = "../../scenarios/example-2cpu-2to1"
 
 func load(t testing.TB, dir string) *boincxml.Scenario {
 	t.Helper()
