@@ -17,10 +17,12 @@ func benchRun(b *testing.B, dir, policy string, days float64) {
 func BenchmarkPublicExample10Days(b *testing.B)   { benchRun(b, publicExample, "seed", 10) }
 func BenchmarkPublicExample1000Days(b *testing.B) { benchRun(b, publicExample, "seed", 1000) }
 func BenchmarkPublicExample10DaysRR(b *testing.B) { benchRun(b, publicExample, "rr", 10) }
-func BenchmarkDeadlines10Days(b *testing.B)       { benchRun(b, "../../scenarios/deadlines-4cpu", "seed", 10) }
-func BenchmarkDown10Days(b *testing.B)            { benchRun(b, "../../scenarios/down-2cpu", "seed", 10) }
-func BenchmarkPartTime10Days(b *testing.B)        { benchRun(b, "../../scenarios/part-time-4cpu", "seed", 10) }
-func BenchmarkSeed002GPU10Days(b *testing.B)      { benchRun(b, seed002GPU, "seed", 10) }
+func BenchmarkDeadlines10Days(b *testing.B) {
+	benchRun(b, "../../scenarios/deadlines-4cpu", "seed", 10)
+}
+func BenchmarkDown10Days(b *testing.B)       { benchRun(b, "../../scenarios/down-2cpu", "seed", 10) }
+func BenchmarkPartTime10Days(b *testing.B)   { benchRun(b, "../../scenarios/part-time-4cpu", "seed", 10) }
+func BenchmarkSeed002GPU10Days(b *testing.B) { benchRun(b, seed002GPU, "seed", 10) }
 
 // benchStep is one step of a run already under way (two simulated days in, so that
 // the buffers have their steady-state size): its allocations per op are the step
