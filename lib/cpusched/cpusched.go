@@ -124,17 +124,104 @@ type candidate struct {
 // Schedule runs one pass at time now, changing the task states, debts and CPU times at
 // the last pass in doc, and returns its record. doc must be valid (state.Validate).
 func Schedule(doc *state.Document, now float64) *Pass {
-	ix := state.NewIndex(doc)
+	var w Workspace
+	return w.Schedule(doc, now)
+}
+
+// Workspace keeps what passes need from one call to the next: the document's name
+// index and the buffers of a pass. It is for a caller that runs many passes and asks
+// Due again and again on one document (the emulator does about 1,500 times a simulated
+// day). The zero value is ready. Its passes and answers are Schedule's and Due's, to
+// the last bit; the Pass it returns is valid until its next Schedule.
+type Workspace struct {
+	ix    *state.Index
+	avRes []int // host resource index of each app version
+
+	avOf        []int32
+	chosen      []bool
+	why         []TaskDecision
+	cands       [][][]candidate // [resource][project]
+	runnable    [][]int         // [resource][project]
+	rpProjects  [][]ProjectDebt // [resource]
+	order       []int
+	done, antic []float64
+	next        []int
+	used, small []float64 // Due: per resource
+	waiting     []bool
+	pass        Pass
+}
+
+// index is the document's name index, built again only when the names changed.
+func (w *Workspace) index(doc *state.Document) *state.Index {
+	if w.ix != nil && len(w.ix.Project) == len(doc.Projects) && len(w.ix.AppVersion) == len(doc.AppVersions) &&
+		len(w.avRes) == len(doc.AppVersions) {
+		same := true
+		for i := range doc.Projects {
+			if j, ok := w.ix.Project[doc.Projects[i].Name]; !ok || j != i {
+				same = false
+				break
+			}
+		}
+		for i := range doc.AppVersions {
+			if !same {
+				break
+			}
+			if j, ok := w.ix.AppVersion[doc.AppVersions[i].Name]; !ok || j != i {
+				same = false
+			}
+		}
+		if same {
+			w.fillAVRes(doc)
+			return w.ix
+		}
+	}
+	w.ix = state.NewIndex(doc)
+	w.fillAVRes(doc)
+	return w.ix
+}
+
+// fillAVRes finds each app version's host resource (-1: the host has none).
+func (w *Workspace) fillAVRes(doc *state.Document) {
+	w.avRes = grow(w.avRes, len(doc.AppVersions))
+	for v := range doc.AppVersions {
+		w.avRes[v] = -1
+		t := doc.AppVersions[v].ResourceType()
+		for r := range doc.Host.Resources {
+			if doc.Host.Resources[r].Type == t {
+				w.avRes[v] = r
+				break
+			}
+		}
+	}
+}
+
+// grow returns b with length n, every element zero, reusing its storage.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+// Schedule is Schedule with w's index and buffers.
+func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
+	ix := w.index(doc)
 	mv := doc.Preferences.CPUSchedulingPeriod
 	cpu := doc.Host.CPU()
-	pass := &Pass{Now: now}
+	nP, nR := len(doc.Projects), len(doc.Host.Resources)
+	w.pass = Pass{Now: now, Resources: w.pass.Resources[:0]}
+	pass := &w.pass
 
 	// Concurrency limits of apps, shared by all resources of a pass.
-	appLimit := []int{}
-	appRunning := []int{}
-	appOf := map[[2]string]int{}
+	var appLimit, appRunning []int
+	var appOf map[[2]string]int
 	for _, a := range doc.Apps {
 		if a.MaxConcurrent > 0 {
+			if appOf == nil {
+				appOf = map[[2]string]int{}
+			}
 			appOf[[2]string{a.Project, a.Name}] = len(appLimit)
 			appLimit = append(appLimit, a.MaxConcurrent)
 			appRunning = append(appRunning, 0)
@@ -142,22 +229,30 @@ func Schedule(doc *state.Document, now float64) *Pass {
 	}
 
 	// Group runnable tasks by resource and project.
-	type group struct {
-		byProject [][]candidate
-		runnable  []int
+	avOf := grow(w.avOf, len(doc.Tasks)) // app version index of each runnable task
+	w.avOf = avOf
+	if len(w.cands) < nR {
+		w.cands = append(w.cands, make([][][]candidate, nR-len(w.cands))...)
+		w.runnable = append(w.runnable, make([][]int, nR-len(w.runnable))...)
+		w.rpProjects = append(w.rpProjects, make([][]ProjectDebt, nR-len(w.rpProjects))...)
 	}
-	avOf := make([]int32, len(doc.Tasks)) // app version index of each runnable task
-	groups := map[string]*group{}
-	for _, r := range doc.Host.Resources {
-		groups[r.Type] = &group{byProject: make([][]candidate, len(doc.Projects)), runnable: make([]int, len(doc.Projects))}
+	for r := range nR {
+		if len(w.cands[r]) < nP {
+			w.cands[r] = append(w.cands[r], make([][]candidate, nP-len(w.cands[r]))...)
+		}
+		for p := range nP {
+			w.cands[r][p] = w.cands[r][p][:0]
+		}
+		w.runnable[r] = grow(w.runnable[r], nP)
 	}
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if !t.State.Runnable() {
 			continue
 		}
-		avOf[i] = int32(ix.AppVersion[t.AppVersion])
-		av := &doc.AppVersions[avOf[i]]
+		v := ix.AppVersion[t.AppVersion]
+		avOf[i] = int32(v)
+		av := &doc.AppVersions[v]
 		p := ix.Project[t.Project]
 		c := candidate{task: i, need: av.Instances(), app: -1}
 		if av.Coproc != nil {
@@ -172,28 +267,52 @@ func Schedule(doc *state.Document, now float64) *Pass {
 		if a, ok := appOf[[2]string{av.Project, av.App}]; ok && av.App != "" {
 			c.app = a
 		}
-		g := groups[av.ResourceType()]
-		g.byProject[p] = append(g.byProject[p], c)
-		g.runnable[p]++
+		r := w.avRes[v]
+		w.cands[r][p] = append(w.cands[r][p], c)
+		w.runnable[r][p]++
 	}
 
-	chosen := make([]bool, len(doc.Tasks))
-	why := make([]TaskDecision, len(doc.Tasks)) // compacted into pass.Tasks at the end
+	chosen := grow(w.chosen, len(doc.Tasks))
+	w.chosen = chosen
+	why := grow(w.why, len(doc.Tasks)) // compacted into pass.Tasks at the end
+	w.why = why
 	cpuFree := float64(cpu.Instances)
-	order := slices.Clone(doc.Host.Resources)
-	slices.SortStableFunc(order, func(a, b state.Resource) int { // coprocessors first
-		return cmp.Compare(boolInt(a.Type == state.ResourceCPU), boolInt(b.Type == state.ResourceCPU))
-	})
-	for _, r := range order {
-		g := groups[r.Type]
-		rp := ResourcePass{Type: r.Type, Instances: float64(r.Instances)}
+	// Coprocessors first, then the CPU, each in host order.
+	order := w.order[:0]
+	for r := range doc.Host.Resources {
+		if doc.Host.Resources[r].Type != state.ResourceCPU {
+			order = append(order, r)
+		}
+	}
+	for r := range doc.Host.Resources {
+		if doc.Host.Resources[r].Type == state.ResourceCPU {
+			order = append(order, r)
+		}
+	}
+	w.order = order
+	byDeadline := func(a, b candidate) int {
+		if c := cmp.Compare(a.rank, b.rank); c != 0 {
+			return c
+		}
+		if a.rank == 2 {
+			if c := cmp.Compare(doc.Tasks[a.task].ReportDeadline, doc.Tasks[b.task].ReportDeadline); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.task, b.task)
+	}
+	for _, ri := range order {
+		r := doc.Host.Resources[ri]
+		byProject, runnable := w.cands[ri][:nP], w.runnable[ri]
+		rp := ResourcePass{Type: r.Type, Instances: float64(r.Instances), Projects: w.rpProjects[ri][:0]}
 		if r.Type == state.ResourceCPU {
 			rp.Instances = cpuFree
 		}
 
 		// Work done since the last pass, and the debts it changes.
-		done := make([]float64, len(doc.Projects))
-		for p, cands := range g.byProject {
+		done := grow(w.done, nP)
+		w.done = done
+		for p, cands := range byProject {
 			for _, c := range cands {
 				t := &doc.Tasks[c.task]
 				if t.State != state.TaskRunning {
@@ -212,16 +331,17 @@ func Schedule(doc *state.Document, now float64) *Pass {
 		var shareTotal float64
 		nWithWork := 0
 		for p := range doc.Projects {
-			if g.runnable[p] > 0 {
+			if runnable[p] > 0 {
 				shareTotal += doc.Projects[p].ResourceShare
 				nWithWork++
 			}
 		}
-		anticipated := make([]float64, len(doc.Projects))
+		anticipated := grow(w.antic, nP)
+		w.antic = anticipated
 		for p := range doc.Projects {
 			debt := debtOf(&doc.Projects[p], r.Type)
-			pd := ProjectDebt{Project: doc.Projects[p].Name, Runnable: g.runnable[p], WorkDone: done[p], DebtBefore: *debt}
-			if g.runnable[p] == 0 {
+			pd := ProjectDebt{Project: doc.Projects[p].Name, Runnable: runnable[p], WorkDone: done[p], DebtBefore: *debt}
+			if runnable[p] == 0 {
 				*debt = 0
 			} else {
 				pd.ShareFraction = shareFraction(doc.Projects[p].ResourceShare, shareTotal, nWithWork)
@@ -229,7 +349,7 @@ func Schedule(doc *state.Document, now float64) *Pass {
 			}
 			pd.DebtAfter = *debt
 			anticipated[p] = *debt
-			if g.runnable[p] > 0 || pd.DebtBefore != 0 {
+			if runnable[p] > 0 || pd.DebtBefore != 0 {
 				rp.Projects = append(rp.Projects, pd)
 			}
 		}
@@ -240,37 +360,28 @@ func Schedule(doc *state.Document, now float64) *Pass {
 
 		// Preference order within each project: running, preempted, then ready by
 		// earliest deadline; document order breaks ties.
-		for p := range g.byProject {
-			slices.SortFunc(g.byProject[p], func(a, b candidate) int {
-				if c := cmp.Compare(a.rank, b.rank); c != 0 {
-					return c
-				}
-				if a.rank == 2 {
-					if c := cmp.Compare(doc.Tasks[a.task].ReportDeadline, doc.Tasks[b.task].ReportDeadline); c != 0 {
-						return c
-					}
-				}
-				return cmp.Compare(a.task, b.task)
-			})
+		for p := range byProject {
+			slices.SortFunc(byProject[p], byDeadline)
 		}
 
 		// Fill the instances by anticipated debt.
 		capacity := rp.Instances
-		next := make([]int, len(doc.Projects)) // first candidate not yet taken
+		next := grow(w.next, nP) // first candidate not yet taken
+		w.next = next
 		for {
 			best, bestTask := -1, -1
-			for p := range g.byProject {
+			for p := range byProject {
 				if best >= 0 && anticipated[p] <= anticipated[best] {
 					continue
 				}
-				if k := firstFit(g.byProject[p], next[p], chosen, capacity-rp.Used, cpuFree, appLimit, appRunning, r.Type); k >= 0 {
+				if k := firstFit(byProject[p], next[p], chosen, capacity-rp.Used, cpuFree, appLimit, appRunning, r.Type); k >= 0 {
 					best, bestTask = p, k
 				}
 			}
 			if best < 0 {
 				break
 			}
-			c := g.byProject[best][bestTask]
+			c := byProject[best][bestTask]
 			chosen[c.task] = true
 			why[c.task] = TaskDecision{Why: Why(c.rank), Anticipated: anticipated[best]}
 			rp.Used += c.need
@@ -283,7 +394,7 @@ func Schedule(doc *state.Document, now float64) *Pass {
 				appRunning[c.app]++
 			}
 			anticipated[best] -= rp.ExpectedPayOff * c.need
-			for next[best] < len(g.byProject[best]) && chosen[g.byProject[best][next[best]].task] {
+			for next[best] < len(byProject[best]) && chosen[byProject[best][next[best]].task] {
 				next[best]++
 			}
 		}
@@ -292,7 +403,7 @@ func Schedule(doc *state.Document, now float64) *Pass {
 		}
 
 		// Unchosen tasks: say why.
-		for p, cands := range g.byProject {
+		for p, cands := range byProject {
 			for _, c := range cands {
 				if chosen[c.task] {
 					continue
@@ -300,6 +411,7 @@ func Schedule(doc *state.Document, now float64) *Pass {
 				why[c.task] = waiting(c, anticipated[p], capacity-rp.Used, cpuFree, r.Type, appLimit, appRunning)
 			}
 		}
+		w.rpProjects[ri] = rp.Projects
 		pass.Resources = append(pass.Resources, rp)
 	}
 
@@ -418,38 +530,75 @@ func nextPass(doc *state.Document, ix *state.Index, now float64) (float64, strin
 // period is over, a result arrived since the last pass, or an instance is free while a
 // task waits for it.
 func Due(doc *state.Document, now float64) (bool, string) {
+	var w Workspace
+	cause, i := w.due(doc, now)
+	s := doc.CPUSched
+	switch cause {
+	case dueFirst:
+		return true, "no pass has run yet"
+	case duePeriod:
+		return true, "next pass was due at " + num(s.NextPass) + " (" + s.NextPassReason + ")"
+	case dueNewResult:
+		return true, "new result " + doc.Tasks[i].Name
+	case dueFree:
+		return true, "a " + doc.Host.Resources[i].Type + " instance is free"
+	}
+	return false, "next pass due at " + num(s.NextPass) + " (" + s.NextPassReason + ")"
+}
+
+// Due is Due's answer without its reason, with w's index and buffers.
+func (w *Workspace) Due(doc *state.Document, now float64) bool {
+	cause, _ := w.due(doc, now)
+	return cause != dueNot
+}
+
+// dueCause is why a pass is due.
+type dueCause int
+
+const (
+	dueNot       dueCause = iota
+	dueFirst              // no pass has run yet
+	duePeriod             // the next pass's time has come
+	dueNewResult          // a result arrived since the last pass (the task's index)
+	dueFree               // an instance is free while a task waits (the resource's index)
+)
+
+// due is Due's decision: its cause and the task or resource it names.
+func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 	s := doc.CPUSched
 	if s == nil {
-		return true, "no pass has run yet"
+		return dueFirst, -1
 	}
 	if now >= s.NextPass {
-		return true, "next pass was due at " + num(s.NextPass) + " (" + s.NextPassReason + ")"
+		return duePeriod, -1
 	}
-	ix := state.NewIndex(doc)
-	used := map[string]float64{}
-	smallestWaiting := map[string]float64{}
+	ix := w.index(doc)
+	nR := len(doc.Host.Resources)
+	used, small, waiting := grow(w.used, nR), grow(w.small, nR), grow(w.waiting, nR)
+	w.used, w.small, w.waiting = used, small, waiting
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if t.State == state.TaskReady && t.ReceivedTime > s.LastPass {
-			return true, "new result " + t.Name
+			return dueNewResult, i
 		}
-		av := &doc.AppVersions[ix.AppVersion[t.AppVersion]]
-		rt := av.ResourceType()
+		v := ix.AppVersion[t.AppVersion]
+		av := &doc.AppVersions[v]
+		r := w.avRes[v]
 		switch t.State {
 		case state.TaskRunning:
-			used[rt] += av.Instances()
+			used[r] += av.Instances()
 		case state.TaskReady, state.TaskPreempted:
-			if n, ok := smallestWaiting[rt]; !ok || av.Instances() < n {
-				smallestWaiting[rt] = av.Instances()
+			if n := av.Instances(); !waiting[r] || n < small[r] {
+				small[r], waiting[r] = n, true
 			}
 		}
 	}
-	for _, r := range doc.Host.Resources {
-		if need, ok := smallestWaiting[r.Type]; ok && need <= float64(r.Instances)-used[r.Type]+fitSlack {
-			return true, "a " + r.Type + " instance is free"
+	for r := range doc.Host.Resources {
+		if waiting[r] && small[r] <= float64(doc.Host.Resources[r].Instances)-used[r]+fitSlack {
+			return dueFree, r
 		}
 	}
-	return false, "next pass due at " + num(s.NextPass) + " (" + s.NextPassReason + ")"
+	return dueNot, -1
 }
 
 func num(x float64) string { return fmt.Sprintf("%.6g", x) }

@@ -91,19 +91,45 @@ func resourceIndex(h *state.Host) map[string]int {
 // centred and only their differences matter. Resource shares of zero count as equal
 // shares when every participant has zero. dt <= 0 does nothing.
 func AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
+	var w DebtWork
+	w.AccumulateDebt(doc, used, dt)
+}
+
+// DebtWork keeps AccumulateDebt's buffers from one call to the next, for a caller that
+// accounts every step (the emulator). The zero value is ready; w.AccumulateDebt and
+// AccumulateDebt compute alike, to the last bit.
+type DebtWork struct {
+	speed, useR, wR, groupU, groupW, delta []float64
+	part                                   []bool // [p*nr+r]: project p takes part on resource r
+	parent, nR, groupN                     []int
+}
+
+// grow returns b with length n, every element zero, reusing its storage.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+// AccumulateDebt is AccumulateDebt with w's buffers.
+func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
 	if dt <= 0 {
 		return
 	}
 	h := &doc.Host
 	np, nr := len(doc.Projects), len(h.Resources)
-	speed := make([]float64, nr)
+	speed := grow(w.speed, nr)
+	w.speed = speed
 	for r, res := range h.Resources {
 		speed[r] = RelativeSpeed(h, res)
 	}
-	// part[p][r]: project p takes part on resource r.
-	part := make([][]bool, np)
+	// part[p*nr+r]: project p takes part on resource r.
+	part := grow(w.part, np*nr)
+	w.part = part
 	for p := range doc.Projects {
-		part[p] = make([]bool, nr)
 		for r, res := range h.Resources {
 			var d bool
 			for k := range doc.Projects[p].Resources {
@@ -111,46 +137,44 @@ func AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
 					d = doc.Projects[p].Resources[k].AccumulateDebt
 				}
 			}
-			part[p][r] = d || used[p][r] > 0
+			part[p*nr+r] = d || used[p][r] > 0
 		}
 	}
 	// Union-find over projects 0..np-1 and resources np..np+nr-1.
-	parent := make([]int, np+nr)
+	parent := grow(w.parent, np+nr)
+	w.parent = parent
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]
 		}
 		return i
 	}
-	for p := range part {
-		for r := range part[p] {
-			if part[p][r] {
+	for p := range np {
+		for r := range nr {
+			if part[p*nr+r] {
 				parent[find(p)] = find(np + r)
 			}
 		}
 	}
 	// Per resource: use, and the share weights of its participants.
-	useR := make([]float64, nr)
-	wR := make([]float64, nr)
-	nR := make([]int, nr)
-	for p := range part {
-		for r := range part[p] {
+	useR, wR, nR := grow(w.useR, nr), grow(w.wR, nr), grow(w.nR, nr)
+	w.useR, w.wR, w.nR = useR, wR, nR
+	for p := range np {
+		for r := range nr {
 			useR[r] += used[p][r]
-			if part[p][r] {
+			if part[p*nr+r] {
 				wR[r] += doc.Projects[p].ResourceShare
 				nR[r]++
 			}
 		}
 	}
-	// Per group: processing done and share weights.
-	groupU := map[int]float64{}
-	groupW := map[int]float64{}
-	groupN := map[int]int{}
+	// Per group (indexed by its root): processing done and share weights.
+	groupU, groupW, groupN := grow(w.groupU, np+nr), grow(w.groupW, np+nr), grow(w.groupN, np+nr)
+	w.groupU, w.groupW, w.groupN = groupU, groupW, groupN
 	for r := range h.Resources {
 		groupU[find(np+r)] += useR[r] * dt * speed[r]
 	}
@@ -159,16 +183,19 @@ func AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
 		groupW[g] += doc.Projects[p].ResourceShare
 		groupN[g]++
 	}
+	delta := grow(w.delta, nr)
+	w.delta = delta
 	for p := range doc.Projects {
 		g := find(p)
-		if g == p && !anyTrue(part[p]) {
+		pp := part[p*nr : (p+1)*nr]
+		if g == p && !anyTrue(pp) {
 			continue // takes part nowhere
 		}
 		owed := groupU[g] * frac(doc.Projects[p].ResourceShare, groupW[g], groupN[g])
 		credited, capacity := 0.0, 0.0
-		delta := make([]float64, nr)
+		clear(delta)
 		for r := range h.Resources {
-			if !part[p][r] {
+			if !pp[r] {
 				continue
 			}
 			local := frac(doc.Projects[p].ResourceShare, wR[r], nR[r]) * useR[r] * dt
@@ -178,14 +205,14 @@ func AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
 		}
 		if rest := owed - credited; capacity > 0 {
 			for r := range h.Resources {
-				if part[p][r] {
+				if pp[r] {
 					// rest·(N_r·speed_r/capacity) CPU seconds, in instance-seconds of r.
 					delta[r] += rest * float64(h.Resources[r].Instances) / capacity
 				}
 			}
 		}
 		for r := range h.Resources {
-			if part[p][r] || used[p][r] > 0 {
+			if pp[r] || used[p][r] > 0 {
 				doc.Projects[p].ResourceState(h.Resources[r].Type).LongTermDebt += delta[r]
 			}
 		}

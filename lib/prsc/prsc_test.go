@@ -212,3 +212,33 @@ func TestDFlagTransitions(t *testing.T) {
 		}
 	}
 }
+
+// TestDebtWorkIsAccumulateDebt: one DebtWork used interval after interval, on documents
+// that grow a project and lose one, changes the debts exactly as AccumulateDebt does.
+func TestDebtWorkIsAccumulateDebt(t *testing.T) {
+	a, b := seedExample(), seedExample()
+	var w DebtWork
+	for i := range 3000 {
+		if i == 1000 {
+			for _, d := range []*state.Document{a, b} {
+				d.Projects = append(d.Projects, state.Project{Name: "C", ResourceShare: 50})
+			}
+		}
+		if i == 2000 {
+			for _, d := range []*state.Document{a, b} {
+				d.Projects = d.Projects[1:]
+			}
+		}
+		used := make([][]float64, len(a.Projects))
+		for p := range used {
+			used[p] = []float64{float64((i+p)%3) / 2, float64((i*7+p)%2) * 0.5}
+		}
+		AccumulateDebt(a, used, 60)
+		w.AccumulateDebt(b, used, 60)
+		for p := range a.Projects {
+			if d := cmp.Diff(a.Projects[p].Resources, b.Projects[p].Resources); d != "" {
+				t.Fatalf("interval %d, project %s (-fresh +DebtWork):\n%s", i, a.Projects[p].Name, d)
+			}
+		}
+	}
+}

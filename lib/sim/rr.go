@@ -30,6 +30,7 @@ type rrPolicy struct {
 	turn  []int // per host resource: the project the next pass deals to first
 	fetch []int // per host resource: the project asked next
 	av    map[string]int
+	sched cpusched.Workspace // Due's index and buffers
 }
 
 func (p *rrPolicy) init(doc *state.Document) {
@@ -53,8 +54,7 @@ type rrCand struct {
 
 func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 	p.init(doc)
-	due, _ := cpusched.Due(doc, now)
-	if !due {
+	if !p.sched.Due(doc, now) {
 		return false
 	}
 	if doc.CPUSched != nil && now >= doc.CPUSched.NextPass {

@@ -49,6 +49,9 @@ type seedPolicy struct {
 	finished     int     // the loop's count at the last Account
 	seenFinished int     // the count when seed 001 last decided
 	maxRate      float64 // FLOPS the host can give at most, all resources together
+
+	debts prsc.DebtWork      // AccumulateDebt's buffers
+	sched cpusched.Workspace // the passes' buffers and index
 }
 
 // fingerprint is what cpusched.Due's answer depends on besides the time.
@@ -85,12 +88,12 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 	if sp.dueQuiet && fp == sp.dueFP && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
 		return false // Due would say no again: none of its inputs changed
 	}
-	if due, _ := cpusched.Due(doc, now); !due {
+	if !sp.sched.Due(doc, now) {
 		sp.dueQuiet, sp.dueFP = true, fp
 		return false
 	}
 	sp.dueQuiet = false
-	cpusched.Schedule(doc, now)
+	sp.sched.Schedule(doc, now)
 	return true
 }
 
@@ -174,7 +177,7 @@ func (sp *seedPolicy) Account(doc *state.Document, u *StepUsage) {
 	for p := range doc.Projects {
 		rpc.UpdateExpAvgCPU(&doc.Projects[p], u.CPUTime[p], u.Now)
 	}
-	prsc.AccumulateDebt(doc, u.Used, u.DT)
+	sp.debts.AccumulateDebt(doc, u.Used, u.DT)
 	doc.DebtTime = u.Now
 }
 

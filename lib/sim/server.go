@@ -17,6 +17,7 @@ const maxJobsPerReply = 1000
 // it makes up jobs to fill each request.
 type server struct {
 	project string
+	index   int // the project's index in the document
 	up      *onOff
 	apps    []genApp
 	seq     int
@@ -48,6 +49,9 @@ type job struct {
 	real     float64
 	peak     float64
 	finished bool // its real work is done (it becomes done at the next settle)
+	// The task's project and app version (indices in the document), which never
+	// change: the step loop does not look them up by name.
+	project, av int
 }
 
 // need is what is still asked of one resource while a reply is filled.
@@ -169,7 +173,7 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 			ReportDeadline: deadline,
 			ReceivedTime:   now,
 		})
-		*jobs = append(*jobs, job{real: app.FpopsEst})
+		*jobs = append(*jobs, job{real: app.FpopsEst, project: s.index, av: best[a]})
 		sent[host.Resources[r].Type]++
 	}
 	return sent

@@ -142,7 +142,7 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 
 	s.indexAppVersions()
 	for p, proj := range doc.Projects {
-		srv := &server{project: proj.Name, rng: newStream(cfg.Seed, streamServers+2*p+1)}
+		srv := &server{project: proj.Name, index: p, rng: newStream(cfg.Seed, streamServers+2*p+1)}
 		avail := boincxml.Availability{Frac: 1, Lambda: boincxml.DefaultLambda}
 		for _, sp := range sc.Projects {
 			if sp.Name == proj.Name {
@@ -162,7 +162,7 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 	}
 	for _, t := range doc.Tasks {
 		// Explicit jobs: the estimate is all the emulator knows of their work.
-		s.jobs = append(s.jobs, job{real: t.EstimatedFlops})
+		s.jobs = append(s.jobs, s.newJob(&t, job{real: t.EstimatedFlops}))
 	}
 	s.m.init(doc)
 	if cfg.Trace {
@@ -187,6 +187,13 @@ func (s *Sim) indexAppVersions() {
 		s.avRes = append(s.avRes, r)
 		s.avSpeed = append(s.avSpeed, av.Speed(&doc.Host))
 	}
+}
+
+// newJob is j for task t, with t's project and app version found (a validated document
+// names known ones).
+func (s *Sim) newJob(t *state.Task, j job) job {
+	j.project, j.av = projectIndex(s.Doc, t.Project), s.avIndex[t.AppVersion]
+	return j
 }
 
 // Run runs scenario sc to the end and returns its figures.
@@ -417,13 +424,13 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		return
 	}
 	cpuFlops := doc.Host.CPU().Flops
-	var pIndex map[string]int
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if t.State != state.TaskRunning {
 			continue
 		}
-		v := s.avIndex[t.AppVersion]
+		j := &s.jobs[i]
+		v := j.av
 		av := &doc.AppVersions[v]
 		if av.Coproc != nil && !gpuActive {
 			continue
@@ -432,7 +439,6 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		if speed <= 0 {
 			continue
 		}
-		j := &s.jobs[i]
 		if j.finished {
 			continue
 		}
@@ -448,13 +454,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		}
 		t.CPUTime += av.AvgNCPUs * run
 		t.ElapsedTime += run
-		if pIndex == nil {
-			pIndex = make(map[string]int, len(doc.Projects))
-			for p := range doc.Projects {
-				pIndex[doc.Projects[p].Name] = p
-			}
-		}
-		p := pIndex[t.Project]
+		p := j.project
 		r := s.avRes[v]
 		// The figures' peak FLOPs: the CPUs the task takes at the CPU's peak, its
 		// coprocessor instances at theirs (boinc-emulator.md).

@@ -216,7 +216,7 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 		if err := src.UnmarshalBinary(ws.RNG); err != nil {
 			return nil, fmt.Errorf("servers[%s]: %v", ws.Project, err)
 		}
-		srv := &server{project: ws.Project, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}}
+		srv := &server{project: ws.Project, index: p, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}}
 		for _, a := range w.Apps[p].Apps {
 			if a.Project != ws.Project {
 				return nil, fmt.Errorf("servers[%s]: an app of project %q", ws.Project, a.Project)
@@ -232,7 +232,7 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 		if j.Task != doc.Tasks[i].Name {
 			return nil, fmt.Errorf("tasks[%d]: the world's task is %q, the document's %q", i, j.Task, doc.Tasks[i].Name)
 		}
-		s.jobs = append(s.jobs, job{real: j.Real, peak: j.Peak, finished: j.Finished})
+		s.jobs = append(s.jobs, s.newJob(&doc.Tasks[i], job{real: j.Real, peak: j.Peak, finished: j.Finished}))
 	}
 	s.m.init(doc)
 	t := w.Tallies
