@@ -50,8 +50,9 @@ type seedPolicy struct {
 	seenFinished int     // the count when seed 001 last decided
 	maxRate      float64 // FLOPS the host can give at most, all resources together
 
-	debts prsc.DebtWork      // AccumulateDebt's buffers
-	sched cpusched.Workspace // the passes' buffers and index
+	debts prsc.DebtWork       // AccumulateDebt's buffers
+	sched cpusched.Workspace  // the passes' buffers and index
+	wf    workfetch.Workspace // seed 001's decision's buffers
 }
 
 // fingerprint is what cpusched.Due's answer depends on besides the time.
@@ -113,7 +114,7 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 		return
 	}
 	sp.decided = true
-	sp.fetch = workfetch.Compute(doc)
+	sp.fetch = *sp.wf.Decide(doc) // Compute's decision, without the reasons no one reads here
 	workfetch.Apply(doc, sp.fetch, now)
 	sp.fetchCheck, sp.seenFinished = sp.nextFetchCheck(doc, now), sp.finished
 }

@@ -144,32 +144,79 @@ func byDeadline(a, b result) int {
 // Compute runs compute_work_request() over doc, which should be valid (state.Validate).
 // It does not change doc; Apply records the decision.
 func Compute(doc *state.Document) Decision {
+	var w Workspace
+	return *w.compute(doc, true)
+}
+
+// Workspace keeps Compute's buffers and the projects' name index from one call to the
+// next, for a caller that decides again and again on one document (the emulator). The
+// zero value is ready.
+type Workspace struct {
+	names        []string // the projects byName indexes, in order
+	byName       map[string]int
+	owner, start []int
+	next         []int
+	results      []result
+	cpuTimes     []float64
+	d            Decision
+}
+
+// Decide is Compute's decision without its reasons in words (Decision.Reason and
+// Row.Reason are empty), with w's buffers; every number and urgency is Compute's, to
+// the last bit. The decision is valid until w's next call.
+func (w *Workspace) Decide(doc *state.Document) *Decision {
+	return w.compute(doc, false)
+}
+
+// grow returns b with length n, every element zero, reusing its storage.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+// compute is Compute; explain puts the reasons into words.
+func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 	cpu := doc.Host.CPU()
-	d := Decision{
+	w.d = Decision{
 		T:          doc.Preferences.ConnectionPeriodDays * SecondsPerDay,
 		NCPUs:      cpu.Instances,
 		CPUFlops:   cpu.Flops,
 		ActiveFrac: doc.Host.TimeStats.ActiveFrac,
-		Rows:       make([]Row, len(doc.Projects)),
+		Rows:       grow(w.d.Rows, len(doc.Projects)),
 	}
+	d := &w.d
 	// A host without a usable CPU (only possible in an unvalidated document) processes
 	// nothing; treating it as 0 CPUs keeps every division below finite.
 	ncpus := cpu.Instances
 	if cpu.Flops <= 0 {
 		ncpus = 0
 	}
-	byName := make(map[string]int, len(doc.Projects))
+	same := w.byName != nil && len(w.names) == len(doc.Projects)
 	for i, p := range doc.Projects {
 		d.TotalShare += p.ResourceShare
-		byName[p.Name] = i
+		same = same && w.names[i] == p.Name
 	}
+	if !same {
+		w.byName = make(map[string]int, len(doc.Projects))
+		w.names = w.names[:0]
+		for i, p := range doc.Projects {
+			w.byName[p.Name] = i
+			w.names = append(w.names, p.Name)
+		}
+	}
+	byName := w.byName
 
 	// Bucket the runnable results by project with a counting sort, then order each
 	// bucket by increasing deadline. Equal deadlines keep document order: the CPU
 	// scheduler, choosing the earliest deadline, meets the earlier one in the document
 	// first, so the later one is the one ETTPRC treats as later and skips first.
-	owner := make([]int, len(doc.Tasks))
-	start := make([]int, len(doc.Projects)+1)
+	owner := grow(w.owner, len(doc.Tasks))
+	start := grow(w.start, len(doc.Projects)+1)
+	w.owner, w.start = owner, start
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		p, ok := byName[t.Project]
@@ -183,8 +230,9 @@ func Compute(doc *state.Document) Decision {
 	for i := 1; i < len(start); i++ {
 		start[i] += start[i-1]
 	}
-	results := make([]result, start[len(doc.Projects)])
-	next := slices.Clone(start[:len(doc.Projects)])
+	results := grow(w.results, start[len(doc.Projects)])
+	next := append(w.next[:0], start[:len(doc.Projects)]...)
+	w.results, w.next = results, next
 	for i, p := range owner {
 		if p < 0 {
 			continue
@@ -198,7 +246,8 @@ func Compute(doc *state.Document) Decision {
 		next[p]++
 	}
 
-	cpuTimes := make([]float64, len(results))
+	cpuTimes := grow(w.cpuTimes, len(results))
+	w.cpuTimes = cpuTimes
 	for i, p := range doc.Projects {
 		bucket := results[start[i]:start[i+1]]
 		slices.SortFunc(bucket, byDeadline)
@@ -206,7 +255,7 @@ func Compute(doc *state.Document) Decision {
 		for j, r := range bucket {
 			times[j] = r.cpuTime
 		}
-		d.Rows[i] = d.row(p, times, ncpus)
+		d.Rows[i] = d.row(&p, times, ncpus, explain)
 	}
 
 	decider := -1
@@ -222,12 +271,14 @@ func Compute(doc *state.Document) Decision {
 			d.Rows[i].WorkRequest = 0
 		}
 	}
-	d.Reason = d.reason(decider)
+	if explain {
+		d.Reason = d.reason(decider)
+	}
 	return d
 }
 
-// row decides one project.
-func (d *Decision) row(p state.Project, cpuTimes []float64, ncpus int) Row {
+// row decides one project; explain puts the reason into words.
+func (d *Decision) row(p *state.Project, cpuTimes []float64, ncpus int, explain bool) Row {
 	r := Row{
 		Project:     p.Name,
 		Share:       p.ResourceShare,
@@ -241,7 +292,9 @@ func (d *Decision) row(p state.Project, cpuTimes []float64, ncpus int) Row {
 	}
 	r.ETTPRC = ETTPRC(cpuTimes, r.MinResults-1, r.AvgProcRate)
 	if math.IsInf(r.ETTPRC, 1) {
-		r.Reason = "takes no CPU time (" + d.noRateCause(p) + "): never starves, asks for nothing"
+		if explain {
+			r.Reason = "takes no CPU time (" + d.noRateCause(*p) + "): never starves, asks for nothing"
+		}
 		return r
 	}
 	S := r.ETTPRC
@@ -251,7 +304,9 @@ func (d *Decision) row(p state.Project, cpuTimes []float64, ncpus int) Row {
 	switch {
 	case S < d.T && S == 0: // the seed tests S == 0 only inside S < T: with T = 0, never
 		r.Urgency = NeedWorkImmediately
-		r.Reason = fmt.Sprintf("starved now: %d runnable result(s), %d may be left (min_results−1)", r.Runnable, r.Skip)
+		if explain {
+			r.Reason = fmt.Sprintf("starved now: %d runnable result(s), %d may be left (min_results−1)", r.Runnable, r.Skip)
+		}
 	case S < d.T:
 		r.Urgency = NeedWork
 		r.Reason = "starves within T: ETTPRC < T"
@@ -259,6 +314,9 @@ func (d *Decision) row(p state.Project, cpuTimes []float64, ncpus int) Row {
 		r.Reason = "enough for T, less than 2T: topped up to 2T if work is fetched"
 	default:
 		r.Reason = "enough work for 2T or more"
+	}
+	if !explain {
+		r.Reason = ""
 	}
 	return r
 }

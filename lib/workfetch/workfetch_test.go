@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bkit/bkit/lib/state"
@@ -429,5 +430,40 @@ func BenchmarkCompute(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Compute(doc)
+	}
+}
+
+// TestWorkspaceDecideIsCompute: one Workspace deciding again and again, while tasks
+// progress, finish and arrive and a project joins, gives Compute's decision to the last
+// bit, without the reasons in words.
+func TestWorkspaceDecideIsCompute(t *testing.T) {
+	doc := state.Synthetic(7, 300, 4)
+	var w Workspace
+	noReasons := cmp.Transformer("noReasons", func(d Decision) Decision {
+		d.Reason = ""
+		d.Rows = slices.Clone(d.Rows)
+		for i := range d.Rows {
+			d.Rows[i].Reason = ""
+		}
+		return d
+	})
+	for i := range 60 {
+		if i == 30 {
+			doc.Projects = append(doc.Projects, state.Project{Name: "late", ResourceShare: 5})
+		}
+		want := Compute(doc)
+		got := *w.Decide(doc)
+		if d := cmp.Diff(want, got, noReasons); d != "" {
+			t.Fatalf("round %d (-Compute +Decide):\n%s", i, d)
+		}
+		for k := range doc.Tasks {
+			tk := &doc.Tasks[k]
+			tk.FlopsDone += float64(k%5) * 3e12
+			if (k+i)%41 == 0 {
+				tk.State = state.TaskDone
+			}
+		}
+		doc.Tasks = append(doc.Tasks, state.Task{Name: fmt.Sprint("new", i), Project: doc.Projects[i%7].Name,
+			AppVersion: doc.Projects[i%7].Name + "_cpu", State: state.TaskReady, EstimatedFlops: 1e13 * float64(i%3), ReportDeadline: 1.7e9 + float64(i)})
 	}
 }
