@@ -134,7 +134,7 @@ func Schedule(doc *state.Document, now float64) *Pass {
 // day). The zero value is ready. Its passes and answers are Schedule's and Due's, to
 // the last bit; the Pass it returns is valid until its next Schedule.
 type Workspace struct {
-	ix    *state.Index
+	names names
 	avRes []int // host resource index of each app version
 
 	avOf        []int32
@@ -151,33 +151,53 @@ type Workspace struct {
 	pass        Pass
 }
 
-// index is the document's name index, built again only when the names changed.
-func (w *Workspace) index(doc *state.Document) *state.Index {
-	if w.ix != nil && len(w.ix.Project) == len(doc.Projects) && len(w.ix.AppVersion) == len(doc.AppVersions) &&
-		len(w.avRes) == len(doc.AppVersions) {
-		same := true
+// names is the document's name index, built again only when the names changed.
+type names struct {
+	projects, appVersions []string
+	ix                    *state.Index
+}
+
+// linearMax is the count of names up to which a look-up compares names one by one:
+// the emulator's documents name their app versions with the very strings the tasks
+// hold, so each comparison is a pointer check, faster than hashing.
+const linearMax = 8
+
+func (n *names) project(name string) int {
+	if len(n.projects) <= linearMax {
+		return slices.Index(n.projects, name)
+	}
+	return n.ix.Project[name]
+}
+
+func (n *names) appVersion(name string) int {
+	if len(n.appVersions) <= linearMax {
+		return slices.Index(n.appVersions, name)
+	}
+	return n.ix.AppVersion[name]
+}
+
+// index brings w's name index up to date with doc.
+func (w *Workspace) index(doc *state.Document) *names {
+	n := &w.names
+	same := n.ix != nil && len(n.projects) == len(doc.Projects) && len(n.appVersions) == len(doc.AppVersions)
+	for i := 0; same && i < len(doc.Projects); i++ {
+		same = n.projects[i] == doc.Projects[i].Name
+	}
+	for i := 0; same && i < len(doc.AppVersions); i++ {
+		same = n.appVersions[i] == doc.AppVersions[i].Name
+	}
+	if !same {
+		n.ix = state.NewIndex(doc)
+		n.projects, n.appVersions = n.projects[:0], n.appVersions[:0]
 		for i := range doc.Projects {
-			if j, ok := w.ix.Project[doc.Projects[i].Name]; !ok || j != i {
-				same = false
-				break
-			}
+			n.projects = append(n.projects, doc.Projects[i].Name)
 		}
 		for i := range doc.AppVersions {
-			if !same {
-				break
-			}
-			if j, ok := w.ix.AppVersion[doc.AppVersions[i].Name]; !ok || j != i {
-				same = false
-			}
-		}
-		if same {
-			w.fillAVRes(doc)
-			return w.ix
+			n.appVersions = append(n.appVersions, doc.AppVersions[i].Name)
 		}
 	}
-	w.ix = state.NewIndex(doc)
 	w.fillAVRes(doc)
-	return w.ix
+	return n
 }
 
 // fillAVRes finds each app version's host resource (-1: the host has none).
@@ -250,10 +270,10 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		if !t.State.Runnable() {
 			continue
 		}
-		v := ix.AppVersion[t.AppVersion]
+		v := ix.appVersion(t.AppVersion)
 		avOf[i] = int32(v)
 		av := &doc.AppVersions[v]
-		p := ix.Project[t.Project]
+		p := ix.project(t.Project)
 		c := candidate{task: i, need: av.Instances(), app: -1}
 		if av.Coproc != nil {
 			c.ncpus = av.AvgNCPUs
@@ -399,7 +419,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 			}
 		}
 		for i := range rp.Projects {
-			rp.Projects[i].AnticipatedEnd = anticipated[ix.Project[rp.Projects[i].Project]]
+			rp.Projects[i].AnticipatedEnd = anticipated[ix.project(rp.Projects[i].Project)]
 		}
 
 		// Unchosen tasks: say why.
@@ -442,7 +462,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		pass.Tasks = append(pass.Tasks, d)
 	}
 
-	pass.NextPass, pass.NextPassReason = nextPass(doc, ix, now)
+	pass.NextPass, pass.NextPassReason = nextPass(doc, avOf, now)
 	doc.CPUSched = &state.CPUSched{LastPass: now, NextPass: pass.NextPass, NextPassReason: pass.NextPassReason}
 	return pass
 }
@@ -508,14 +528,14 @@ func unit(resource string) string {
 // nextPass is when the next pass is due at the latest: one scheduling period from now, or
 // earlier when a running task is expected to finish and free its processor. (A new
 // result is the caller's event: it should run a pass when one arrives.)
-func nextPass(doc *state.Document, ix *state.Index, now float64) (float64, string) {
+func nextPass(doc *state.Document, avOf []int32, now float64) (float64, string) {
 	at, why := now+doc.Preferences.CPUSchedulingPeriod, "scheduling period"
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if t.State != state.TaskRunning || t.EstimatedFlops <= 0 {
 			continue
 		}
-		speed := doc.AppVersions[ix.AppVersion[t.AppVersion]].Speed(&doc.Host)
+		speed := doc.AppVersions[avOf[i]].Speed(&doc.Host) // a running task is runnable: avOf knows it
 		if speed <= 0 {
 			continue
 		}
@@ -581,7 +601,7 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 		if t.State == state.TaskReady && t.ReceivedTime > s.LastPass {
 			return dueNewResult, i
 		}
-		v := ix.AppVersion[t.AppVersion]
+		v := ix.appVersion(t.AppVersion)
 		av := &doc.AppVersions[v]
 		r := w.avRes[v]
 		switch t.State {
