@@ -35,6 +35,7 @@ func fraction(t *testing.T, res *Result, resource, project string) float64 {
 // CPU, A with GPU jobs only, B with both, equal shares: the CPU 100 % to B, the GPU 75 %
 // to A and 25 % to B. The GPU's split converges over weeks (70/30 after 10 days).
 func TestSeed002Example(t *testing.T) {
+	t.Parallel()
 	res := run(t, seed002GPU, "seed", 30, 1)
 	t.Logf("%s; GPU A %.4f B %.4f", res.OneLine(), fraction(t, res, "NVIDIA", "A"), fraction(t, res, "NVIDIA", "B"))
 	if b := fraction(t, res, "cpu", "B"); b < 0.97 {
@@ -50,6 +51,7 @@ func TestSeed002Example(t *testing.T) {
 
 // TestShare7525 is seed 001's 75/25 debt example on 4 CPUs over 10 days.
 func TestShare7525(t *testing.T) {
+	t.Parallel()
 	for _, seed := range []uint64{1, 2, 3} {
 		res := run(t, share7525, "seed", 10, seed)
 		if res.ShareViolation > 0.01 {
@@ -66,6 +68,7 @@ func TestShare7525(t *testing.T) {
 // emulator on the public example (sv 0.022014 m 0.352439 r 0.183226, nothing wasted
 // or idle).
 func TestPublicExampleBeatsBOINC(t *testing.T) {
+	t.Parallel()
 	res := run(t, publicExample, "seed", 10, 1)
 	if res.WastedFraction != 0 || res.IdleFraction != 0 || res.ShareViolation > 0.022014 || res.Monotony > 0.352439 || res.RPCsPerJob > 0.183226 {
 		t.Errorf("%s, BOINC wf 0.000000 if 0.000000 sv 0.022014 m 0.352439 r 0.183226", res.OneLine())
@@ -75,6 +78,7 @@ func TestPublicExampleBeatsBOINC(t *testing.T) {
 // TestDeterministic: the same scenario and seed give byte-identical JSON, for every
 // policy, and the random processes are really used (another seed differs).
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	for _, policy := range Policies() {
 		enc := func(seed uint64) []byte {
 			b, err := json.Marshal(run(t, "testdata/noisy", policy, 3, seed))
@@ -99,6 +103,7 @@ func TestDeterministic(t *testing.T) {
 // long-deadline jobs too, so on deadlines-4cpu A (60 %, 2-hour latency) got about 1 %
 // under every policy. Now seed 001's debts give A its share.
 func TestServerDeadlineCheck(t *testing.T) {
+	t.Parallel()
 	res := run(t, "../../scenarios/deadlines-4cpu", "seed", 3, 1)
 	if a := res.Projects[0].UsedFraction; a < 0.5 {
 		t.Errorf("A got %.4f of the work, want about 0.6 (%s)", a, res.OneLine())

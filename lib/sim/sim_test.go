@@ -25,6 +25,7 @@ func load(t testing.TB, dir string) *boincxml.Scenario {
 }
 
 func TestPublicExample(t *testing.T) {
+	t.Parallel()
 	for _, pol := range []string{"seed", "rr"} {
 		res, err := Run(load(t, publicExample), Config{Duration: 10 * 86400, Delta: 60, Policy: pol, Seed: 1})
 		if err != nil {
@@ -38,6 +39,7 @@ func TestPublicExample(t *testing.T) {
 }
 
 func TestTraceChangesNothing(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Duration: 2 * 86400, Delta: 60, Policy: "seed", Seed: 3}
 	plain, err := Run(load(t, publicExample), cfg)
 	if err != nil {
