@@ -134,6 +134,10 @@ func Schedule(doc *state.Document, now float64) *Pass {
 // day). The zero value is ready. Its passes and answers are Schedule's and Due's, to
 // the last bit; the Pass it returns is valid until its next Schedule.
 type Workspace struct {
+	// Quiet leaves out of the Pass what only explains it (Tasks, and Projects of each
+	// resource): the decisions and the document are the same.
+	Quiet bool
+
 	names names
 	avRes []int // host resource index of each app version
 
@@ -294,8 +298,14 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 
 	chosen := grow(w.chosen, len(doc.Tasks))
 	w.chosen = chosen
-	why := grow(w.why, len(doc.Tasks)) // compacted into pass.Tasks at the end
-	w.why = why
+	var why []TaskDecision // compacted into pass.Tasks at the end
+	if !w.Quiet {
+		why = grow(w.why, len(doc.Tasks))
+		if why == nil {
+			why = []TaskDecision{} // a pass over no task still has its (empty) list
+		}
+		w.why = why
+	}
 	cpuFree := float64(cpu.Instances)
 	// Coprocessors first, then the CPU, each in host order.
 	order := w.order[:0]
@@ -369,7 +379,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 			}
 			pd.DebtAfter = *debt
 			anticipated[p] = *debt
-			if runnable[p] > 0 || pd.DebtBefore != 0 {
+			if (runnable[p] > 0 || pd.DebtBefore != 0) && !w.Quiet {
 				rp.Projects = append(rp.Projects, pd)
 			}
 		}
@@ -403,7 +413,9 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 			}
 			c := byProject[best][bestTask]
 			chosen[c.task] = true
-			why[c.task] = TaskDecision{Why: Why(c.rank), Anticipated: anticipated[best]}
+			if why != nil {
+				why[c.task] = TaskDecision{Why: Why(c.rank), Anticipated: anticipated[best]}
+			}
 			rp.Used += c.need
 			if r.Type == state.ResourceCPU {
 				cpuFree -= c.need
@@ -424,6 +436,9 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 
 		// Unchosen tasks: say why.
 		for p, cands := range byProject {
+			if why == nil {
+				break
+			}
 			for _, c := range cands {
 				if chosen[c.task] {
 					continue
@@ -436,7 +451,9 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 	}
 
 	// Carry the decisions out.
-	pass.Tasks = why[:0]
+	if why != nil {
+		pass.Tasks = why[:0]
+	}
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if !t.State.Runnable() {
@@ -451,6 +468,9 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		}
 		t.CPUTimeAtLastSched = t.CPUTime
 		t.ElapsedTimeAtLastSched = t.ElapsedTime
+		if why == nil {
+			continue
+		}
 		av := &doc.AppVersions[avOf[i]]
 		d := why[i]
 		d.Task, d.Name, d.Project, d.Resource = i, t.Name, t.Project, av.ResourceType()

@@ -21,6 +21,8 @@ func TestWorkspaceIsSchedule(t *testing.T) {
 	doc.Apps = append(doc.Apps, state.App{Project: "B", Name: "B_app", MaxConcurrent: 1})
 	mustValid(t, doc)
 	var w Workspace
+	quiet := Workspace{Quiet: true}
+	qdoc := cloneDoc(t, doc)
 	n := 0
 	for step := 0; step < 120; step++ {
 		now := float64(step * 600)
@@ -38,6 +40,7 @@ func TestWorkspaceIsSchedule(t *testing.T) {
 		if step == 60 { // a new app version: the index is built again
 			doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "C_two", Project: "C", AvgNCPUs: 1})
 		}
+		qdoc = cloneDoc(t, doc)
 		fresh := cloneDoc(t, doc)
 		gotDue := w.Due(doc, now)
 		wantDue, _ := Due(fresh, now)
@@ -52,6 +55,10 @@ func TestWorkspaceIsSchedule(t *testing.T) {
 			}
 			if d := cmp.Diff(fresh, doc); d != "" {
 				t.Fatalf("step %d: documents differ (-fresh +workspace):\n%s", step, d)
+			}
+			q := quiet.Schedule(qdoc, now)
+			if d := cmp.Diff(fresh, qdoc); d != "" || len(q.Tasks) != 0 || q.NextPass != want.NextPass {
+				t.Fatalf("step %d: a quiet pass decides otherwise (-fresh +quiet):\n%s", step, d)
 			}
 		}
 		// Running tasks compute; some finish and leave.

@@ -11,7 +11,9 @@ import (
 	"github.com/bkit/bkit/lib/workfetch"
 )
 
-func init() { Register("seed", func() Policy { return &seedPolicy{} }) }
+func init() {
+	Register("seed", func() Policy { return &seedPolicy{sched: cpusched.Workspace{Quiet: true}} })
+}
 
 // seedPolicy is the seeds together, each stage through the very functions its program
 // calls:
