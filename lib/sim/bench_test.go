@@ -56,3 +56,22 @@ func BenchmarkStepDeadlines(b *testing.B)     { benchStep(b, "../../scenarios/de
 func BenchmarkStepNoisy(b *testing.B)         { benchStep(b, "testdata/noisy", "seed") }
 func BenchmarkStepGPU(b *testing.B)           { benchStep(b, seed002GPU, "seed") }
 func BenchmarkStepRR(b *testing.B)            { benchStep(b, publicExample, "rr") }
+
+// benchShortJobs runs the public example for a day with every job's work (real and
+// estimated) set to secs seconds: a day of short jobs should cost in proportion to the
+// jobs done, not to the thousands held in the buffer.
+func benchShortJobs(b *testing.B, secs float64) {
+	b.ReportAllocs()
+	for b.Loop() {
+		sc := load(b, publicExample)
+		for i := range sc.Apps {
+			sc.Apps[i].FpopsEst, sc.Apps[i].Fpops.Mean = secs*2e9, secs*2e9
+		}
+		if _, err := Run(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkJobs10sOneDay(b *testing.B)  { benchShortJobs(b, 10) }
+func BenchmarkJobs100sOneDay(b *testing.B) { benchShortJobs(b, 100) }

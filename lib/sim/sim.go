@@ -160,6 +160,9 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 		}
 		s.servers = append(s.servers, srv)
 	}
+	if err := checkJobSizes(doc, s.servers, s.avSpeed, cfg); err != nil {
+		return nil, err
+	}
 	for _, t := range doc.Tasks {
 		// Explicit jobs: the estimate is all the emulator knows of their work.
 		s.jobs = append(s.jobs, s.newJob(&t, job{real: t.EstimatedFlops}))
@@ -176,6 +179,55 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 		s.sample()
 	}
 	return s, nil
+}
+
+// Bounds on the jobs a run's client holds. Every step looks at each task the client
+// holds, so a work buffer filled with jobs estimated at next to nothing (fpops mean
+// 1e-300) would make the document grow without end and every step slower; jobs of a
+// few seconds make steps slow in proportion to the thousands held.
+const (
+	maxHeldJobs  = 200_000 // at once: about 60 MB of tasks
+	maxTaskSteps = 1e11    // held jobs × steps: beyond, hours of wall time
+)
+
+// checkJobSizes refuses a run whose client would hold more than maxHeldJobs jobs to
+// fill its work buffer (the larger of seed 001's 2 × connection period and the
+// buffer's high-water mark), or more than maxTaskSteps held jobs × steps. A job's
+// estimated run time is its app's <fpops><mean> on the app's fastest version.
+func checkJobSizes(doc *state.Document, servers []*server, avSpeed []float64, cfg Config) error {
+	_, high := rpc.WaterMarks(&doc.Preferences)
+	bufferDays := max(high, 2*doc.Preferences.ConnectionPeriodDays)
+	steps := math.Ceil(cfg.Duration / cfg.Delta)
+	for _, srv := range servers {
+		for _, a := range srv.apps {
+			v := -1
+			for _, w := range a.versions {
+				if v < 0 || avSpeed[w] > avSpeed[v] {
+					v = w
+				}
+			}
+			if v < 0 || a.Weight <= 0 || avSpeed[v] <= 0 {
+				continue // never sent
+			}
+			av := &doc.AppVersions[v]
+			res, _ := doc.Host.Resource(av.ResourceType())
+			slots := float64(res.Instances) / av.Instances() // jobs that run at once
+			est := a.Fpops.Mean / avSpeed[v]
+			held := slots
+			if bufferDays > 0 {
+				held = max(held, bufferDays*86400*slots/est) // +Inf when est is 0
+			}
+			why := fmt.Sprintf("project %s app %s: jobs estimated at %g s each (fpops mean %g on its fastest version, %g FLOPS); its client would hold about %.3g of them to fill a work buffer of %g days on %d %s",
+				srv.project, a.Name, est, a.Fpops.Mean, avSpeed[v], held, bufferDays, res.Instances, res.Type)
+			if !(held <= maxHeldJobs) {
+				return fmt.Errorf("%s, more than the %d a run may hold (every step looks at each): make the jobs longer or the buffer smaller", why, maxHeldJobs)
+			}
+			if held*steps > maxTaskSteps {
+				return fmt.Errorf("%s for %g steps, more than %g task-steps (hours of wall time): make the run shorter, the steps longer or the jobs longer", why, steps, float64(maxTaskSteps))
+			}
+		}
+	}
+	return nil
 }
 
 // indexAppVersions finds each app version's index, host resource and speed.

@@ -254,3 +254,28 @@ func TestRunsThatWouldNeverEnd(t *testing.T) {
 		t.Errorf("tiny delta: %v", err)
 	}
 }
+
+// TestTinyJobsRefused: jobs estimated at next to nothing would fill the work buffer
+// with jobs without end (fpops mean 1e-300 ran past a minute for one simulated day):
+// refused up front, naming the app and the bound. Ten-second jobs run.
+func TestTinyJobsRefused(t *testing.T) {
+	t.Parallel()
+	sc := load(t, publicExample)
+	for i := range sc.Apps {
+		sc.Apps[i].FpopsEst, sc.Apps[i].Fpops.Mean = 1e-300, 1e-300
+	}
+	if _, err := New(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err == nil ||
+		!strings.Contains(err.Error(), "project X app x_app: jobs estimated at 5e-310 s") || !strings.Contains(err.Error(), "more than the 200000") {
+		t.Errorf("fpops 1e-300: %v", err)
+	}
+	sc = load(t, publicExample)
+	for i := range sc.Apps {
+		sc.Apps[i].FpopsEst, sc.Apps[i].Fpops.Mean = 2e10, 2e10 // 10 s at 2 GFLOPS
+	}
+	if _, err := New(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
+		t.Errorf("10-second jobs for a day: %v", err)
+	}
+	if _, err := New(sc, Config{Duration: 20000 * 86400, Delta: 60, Policy: "seed", Seed: 1}); err == nil || !strings.Contains(err.Error(), "task-steps") {
+		t.Errorf("10-second jobs for 20,000 days: %v", err)
+	}
+}
