@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/bkit/bkit/lib/state"
@@ -56,5 +58,33 @@ func TestNextWithoutFetchDecision(t *testing.T) {
 	}
 	if _, ok := Next(d, t0, []int{0}, nil); ok {
 		t.Fatal("asked again")
+	}
+}
+
+// The debt ordering a get-work session follows, by hand: at t0 + one week, A (share 100,
+// 200 s of CPU averaged at t0 + week) has debt 100/200 = 0.5; B (share 100, 100 s at
+// t0, so 100/e = 36.79 s a week later) has 100/36.79 = e = 2.718; C (share 10, no CPU
+// time yet) has +Inf; D (share 0) has 0. Order: C, B, A, then D.
+func TestGetWorkOrderByDebtAfterAWeek(t *testing.T) {
+	now := t0 + SecondsPerWeek
+	d := doc(t, 1, []state.Project{
+		{Name: "A", ResourceShare: 100, ExpAvgCPU: 200, ExpAvgTime: now},
+		{Name: "B", ResourceShare: 100, ExpAvgCPU: 100, ExpAvgTime: t0},
+		{Name: "C", ResourceShare: 10},
+		{Name: "D", ResourceShare: 0, ExpAvgCPU: 5, ExpAvgTime: t0},
+	})
+	if got := ResourceDebt(&d.Projects[1], now); math.Abs(got-math.E) > 1e-12 {
+		t.Fatalf("B's debt %g, want e", got)
+	}
+	var order []string
+	for {
+		i := NextGetWork(d, now)
+		if i < 0 {
+			break
+		}
+		order = append(order, d.Projects[i].Name)
+	}
+	if got := strings.Join(order, ","); got != "C,B,A,D" {
+		t.Fatalf("order %s, want C,B,A,D", got)
 	}
 }

@@ -79,6 +79,10 @@ type Project struct {
 	NRPCFailures       int     `json:"nrpc_failures" yaml:"nrpc_failures" doc:"seed 000: consecutive failed scheduler RPCs" min:"0"`
 	MasterFetchPending bool    `json:"master_fetch_pending" yaml:"master_fetch_pending" doc:"seed 000: the master file must be fetched again (fetch_master_flag)"`
 
+	Authenticator string `json:"authenticator,omitempty" yaml:"authenticator,omitempty" doc:"the host's authenticator at this project, from its first scheduler reply (brpc session); empty before the first contact"`
+	HostID        int    `json:"hostid,omitempty" yaml:"hostid,omitempty" doc:"the host's id at this project, from a scheduler reply" min:"0"`
+	RPCSeqno      int    `json:"rpc_seqno,omitempty" yaml:"rpc_seqno,omitempty" doc:"scheduler RPCs made to this project so far (sent as rpc_seqno)" min:"0"`
+
 	Resources []ProjectResource `json:"resources,omitempty" yaml:"resources,omitempty" doc:"seed 002: per-resource state of this project; a missing entry means all zero"`
 }
 

@@ -55,7 +55,7 @@ Each subcommand has its own --help.
 				"brpc poll --now 1700000000 -o table < client.yaml",
 				"brpc poll --state client.json --in-place --exit-action; case $? in 10|11) brpc session --state client.json --in-place;; esac",
 			}, ""),
-		Commands: []*cli.Command{pollCommand()},
+		Commands: []*cli.Command{pollCommand(), sessionCommand()},
 	}
 }
 
