@@ -1,0 +1,183 @@
+package retry
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var p = Params{DWU: 200, Dresult: 100, NError: 3, Ndet: 4, Nredundancy: 2}
+
+const now = 1000.0
+
+func unsent() Result     { return Result{ServerState: ServerStateUnsent} }
+func inProgress() Result { return Result{ServerState: ServerStateInProgress, ReportDeadline: now + 1} }
+func lostR() Result      { return Result{ServerState: ServerStateInProgress, ReportDeadline: now - 1} }
+func noReply() Result    { return Result{ServerState: ServerStateOver, Outcome: OutcomeNoReply} }
+func errR() Result       { return Result{ServerState: ServerStateOver, Outcome: OutcomeClientError} }
+func ok() Result         { return Result{ServerState: ServerStateOver, Outcome: OutcomeSuccess} }
+func invalid() Result {
+	return Result{ServerState: ServerStateOver, Outcome: OutcomeSuccess, ValidateState: ValidateInvalid}
+}
+
+func rs(groups ...[]Result) []Result {
+	var out []Result
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+func n(k int, f func() Result) []Result {
+	out := make([]Result, k)
+	for i := range out {
+		out[i] = f()
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	retry := func(newResults int) Decision {
+		return Decision{NewResults: newResults, NewDeadline: now + 100, RetryCheckTime: now + 200}
+	}
+	for _, c := range []struct {
+		name string
+		rs   []Result
+		want Decision
+	}{
+		{"no results at all: Nredundancy new", nil, retry(2)},
+		{"one result never sent: give up", n(1, unsent), Decision{GiveUp: NotSentYet, NotSent: 1}},
+		{"never-sent comes before errors", rs(n(1, unsent), n(3, errR)), Decision{GiveUp: NotSentYet, NotSent: 1, Errors: 3}},
+		{"exactly NError errors: give up", n(3, errR), Decision{GiveUp: TooManyErr, Errors: 3}},
+		{"NError-1 errors: retry", n(2, errR), func() Decision { d := retry(2); d.Errors = 2; return d }()},
+		{"errors come before Ndet", rs(n(3, errR), n(4, ok)), Decision{GiveUp: TooManyErr, Errors: 3, Done: 4}},
+		{"exactly Ndet done: give up", n(4, ok), Decision{GiveUp: TooManyDet, Done: 4}},
+		{"Ndet-1 done: retry, none needed", n(3, ok), func() Decision { d := retry(0); d.Done = 3; return d }()},
+		{"one done: Nredundancy-1 new", n(1, ok), func() Decision { d := retry(1); d.Done = 1; return d }()},
+		{"invalid results are done for Ndet but not for Nredundancy", n(2, invalid), func() Decision { d := retry(2); d.Done = 2; return d }()},
+		{"invalid results reach Ndet", n(4, invalid), Decision{GiveUp: TooManyDet, Done: 4}},
+		{"lost results are neither errors nor done", rs(n(2, lostR), n(5, noReply)), func() Decision { d := retry(2); d.Lost = 7; return d }()},
+		{"in progress, not past deadline: not counted", n(2, inProgress), retry(2)},
+		{"mixed", rs(n(2, errR), n(1, ok), n(1, noReply), n(1, inProgress)), func() Decision {
+			d := retry(1)
+			d.Errors, d.Done, d.Lost = 2, 1, 1
+			return d
+		}()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Decide(c.rs, p, now)
+			if (got.Message == "") != (c.want.GiveUp == None) {
+				t.Errorf("message %q for give-up %q", got.Message, got.GiveUp)
+			}
+			got.Message = ""
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecideMessages(t *testing.T) {
+	for _, c := range []struct {
+		rs   []Result
+		want string
+	}{
+		{n(1, unsent), "1 of 1 results never sent"},
+		{n(3, errR), "3 error results (NError 3)"},
+		{n(4, ok), "4 results done without a canonical result (Ndet 4)"},
+	} {
+		if got := Decide(c.rs, p, now).Message; !strings.Contains(got, c.want) {
+			t.Errorf("message %q, want it to contain %q", got, c.want)
+		}
+	}
+}
+
+func TestDue(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		w    Workunit
+		want bool
+	}{
+		{"past its check time", Workunit{RetryCheckTime: now - 1}, true},
+		{"check time exactly now: not yet", Workunit{RetryCheckTime: now}, false},
+		{"check time ahead", Workunit{RetryCheckTime: now + 1}, false},
+		{"check time 0 (given up or canonical): never", Workunit{RetryCheckTime: 0}, false},
+		{"waiting for validation", Workunit{RetryCheckTime: now - 1, NeedValidate: true}, false},
+		{"canonical result found", Workunit{RetryCheckTime: now - 1, CanonicalResultID: 7}, false},
+	} {
+		if got := Due(c.w, now); got != c.want {
+			t.Errorf("%s: Due = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLost(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    Result
+		want bool
+	}{
+		{"in progress past its deadline", Result{ServerState: ServerStateInProgress, ReportDeadline: now - 0.5}, true},
+		{"deadline exactly now: not yet", Result{ServerState: ServerStateInProgress, ReportDeadline: now}, false},
+		{"deadline ahead", Result{ServerState: ServerStateInProgress, ReportDeadline: now + 1}, false},
+		{"unsent, deadline past: not sent is not lost", Result{ServerState: ServerStateUnsent, ReportDeadline: now - 1}, false},
+		{"over", Result{ServerState: ServerStateOver, Outcome: OutcomeSuccess, ReportDeadline: now - 1}, false},
+	} {
+		if got := Lost(c.r, now); got != c.want {
+			t.Errorf("%s: Lost = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestParamsCheck(t *testing.T) {
+	if err := DefaultParams.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		p    Params
+		want string
+	}{
+		{Params{DWU: 0, Dresult: 1, NError: 1, Ndet: 1, Nredundancy: 1}, "DWU: must be > 0"},
+		{Params{DWU: 1, Dresult: -1, NError: 1, Ndet: 1, Nredundancy: 1}, "Dresult: must be > 0"},
+		{Params{DWU: 1, Dresult: 1, NError: 0, Ndet: 1, Nredundancy: 1}, "NError: must be >= 1"},
+		{Params{DWU: 1, Dresult: 1, NError: 1, Ndet: 0, Nredundancy: 1}, "Ndet: must be >= 1"},
+		{Params{DWU: 1, Dresult: 1, NError: 1, Ndet: 1, Nredundancy: 0}, "Nredundancy: must be >= 1"},
+	} {
+		if err := c.p.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	d := func(id int64, digest string) Result {
+		return Result{ID: id, ServerState: ServerStateOver, Outcome: OutcomeSuccess, OutputDigest: digest}
+	}
+	for _, c := range []struct {
+		name   string
+		rs     []Result
+		quorum int
+		want   Validation
+	}{
+		{"quorum 1, one success without digest", []Result{d(5, "")}, 1, Validation{Canonical: 5, Valid: []int64{5}}},
+		{"quorum 2, one success: wait", []Result{d(5, "a"), {ID: 6, ServerState: ServerStateInProgress}}, 2, Validation{}},
+		{"quorum 2, two agree", []Result{d(6, "a"), d(5, "a")}, 2, Validation{Canonical: 5, Valid: []int64{5, 6}}},
+		{"quorum 2, two disagree: both invalid for now", []Result{d(5, "a"), d(6, "b")}, 2, Validation{Invalid: []int64{5, 6}}},
+		{"quorum 2, a third agrees with the second", []Result{d(5, "a"), d(6, "b"), d(7, "b")}, 2,
+			Validation{Canonical: 6, Valid: []int64{6, 7}, Invalid: []int64{5}}},
+		{"no digest agrees with any", []Result{d(5, "a"), d(6, "")}, 2, Validation{Canonical: 5, Valid: []int64{5, 6}}},
+		{"no digests at all: every success agrees", []Result{d(5, ""), d(6, ""), d(7, "")}, 3, Validation{Canonical: 5, Valid: []int64{5, 6, 7}}},
+		{"errors and lost results take no part", []Result{d(5, "a"), {ID: 6, ServerState: ServerStateOver, Outcome: OutcomeClientError},
+			{ID: 7, ServerState: ServerStateOver, Outcome: OutcomeNoReply}}, 2, Validation{}},
+		{"tie between groups: the oldest wins", []Result{d(8, "b"), d(5, "a"), d(9, "b"), d(6, "a")}, 2,
+			Validation{Canonical: 5, Valid: []int64{5, 6}, Invalid: []int64{8, 9}}},
+		{"quorum 0 counts as 1", []Result{d(5, "")}, 0, Validation{Canonical: 5, Valid: []int64{5}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, Validate(c.rs, c.quorum)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
