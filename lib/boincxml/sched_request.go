@@ -83,6 +83,10 @@ type ReportedResult struct {
 	State         int    `xml:"state,omitempty"`
 	AppVersionNum int    `xml:"app_version_num,omitempty"`
 	PlanClass     string `xml:"plan_class,omitempty"`
+	// OutputDigest is a bkit extension: the client's hash of the result's output
+	// (e.g. sha256:HEX), which the validator (bretry validate) compares between
+	// replicas. Absent (BOINC clients): the result agrees with every other success.
+	OutputDigest string `xml:"bkit_output_digest,omitempty"`
 }
 
 // ResultFilesUploaded is BOINC's client result state for a job that finished and
@@ -351,6 +355,7 @@ func (r *SchedulerRequest) validate() error {
 		c.Int(p+"state", int64(res.State), 0, limits.ClientStateMax)
 		c.Int(p+"app_version_num", int64(res.AppVersionNum), 0, math.MaxInt32)
 		c.Name(p+"plan_class", res.PlanClass)
+		c.Name(p+"bkit_output_digest", res.OutputDigest)
 	}
 	for i, o := range r.OtherResults {
 		c.Name(fmt.Sprintf("other_results[%d].name", i), o.Name)

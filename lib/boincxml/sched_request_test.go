@@ -283,3 +283,25 @@ func FuzzParseSchedulerReply(f *testing.F) {
 		}
 	})
 }
+
+// The output digest is a bkit extension inside <result>: read when present, empty
+// when absent, written back only when set, and bounded.
+func TestOutputDigest(t *testing.T) {
+	in := `<scheduler_request><result><name>a</name><bkit_output_digest>sha256:00ff</bkit_output_digest></result>` +
+		`<result><name>b</name></result></scheduler_request>`
+	req, err := ParseSchedulerRequest(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Results[0].OutputDigest != "sha256:00ff" || req.Results[1].OutputDigest != "" {
+		t.Errorf("digests %q, %q", req.Results[0].OutputDigest, req.Results[1].OutputDigest)
+	}
+	b, _ := req.Marshal()
+	if n := strings.Count(string(b), "<bkit_output_digest>"); n != 1 {
+		t.Errorf("%d digests written, want 1:\n%s", n, b)
+	}
+	long := `<scheduler_request><result><name>a</name><bkit_output_digest>` + strings.Repeat("x", 255) + `</bkit_output_digest></result></scheduler_request>`
+	if _, err := ParseSchedulerRequest(strings.NewReader(long)); err == nil || !strings.Contains(err.Error(), "result[0].bkit_output_digest: longer than 254 bytes") {
+		t.Errorf("long digest: %v", err)
+	}
+}

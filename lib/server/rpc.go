@@ -155,7 +155,7 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 		success := r.ExitStatus == 0 && (r.State == 0 || r.State == boincxml.ResultFilesUploaded)
 		st, err := tx.RecordReport(host.ID, store.Report{
 			Name: r.Name, Success: success, CPUTime: r.FinalCPUTime, ElapsedTime: r.FinalElapsedTime,
-			ExitStatus: r.ExitStatus, ClientState: r.State,
+			ExitStatus: r.ExitStatus, ClientState: r.State, OutputDigest: r.OutputDigest,
 		}, now)
 		if err != nil {
 			return fmt.Errorf("report %s: %w", r.Name, err)

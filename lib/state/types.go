@@ -154,6 +154,7 @@ type Task struct {
 	CPUTimeAtLastSched     float64   `json:"cpu_time_at_last_sched" yaml:"cpu_time_at_last_sched" doc:"CPU time at the last scheduling pass, seconds" min:"0"`
 	ElapsedTime            float64   `json:"elapsed_time,omitempty" yaml:"elapsed_time,omitempty" doc:"wall time spent running, seconds (coprocessor work is measured by it)" min:"0"`
 	ElapsedTimeAtLastSched float64   `json:"elapsed_time_at_last_sched,omitempty" yaml:"elapsed_time_at_last_sched,omitempty" doc:"elapsed time at the last scheduling pass, seconds" min:"0"`
+	OutputDigest           string    `json:"output_digest,omitempty" yaml:"output_digest,omitempty" doc:"a hash of the task's output (e.g. sha256:HEX), reported to the server for validation (bkit extension); empty: none"`
 }
 
 // CPUSched is bsched's record of its passes.

@@ -262,12 +262,22 @@ type Status struct {
 	Hosts       int64        `json:"hosts"`
 	Workunits   int64        `json:"workunits"`
 	Results     []StateCount `json:"results"`
+	// GiveUps counts the workunits the retry job gave up on, by app and reason
+	// (wu_giveup rows; bretry report lists them).
+	GiveUps []GiveUpCount `json:"giveups"`
+}
+
+// GiveUpCount is a number of give-ups of one app for one reason.
+type GiveUpCount struct {
+	App    string `json:"app"`
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
 }
 
 // Status counts apps, versions, hosts, workunits and results by app, server state and
 // outcome.
 func (s *Store) Status(ctx context.Context) (*Status, error) {
-	st := &Status{Results: []StateCount{}}
+	st := &Status{Results: []StateCount{}, GiveUps: []GiveUpCount{}}
 	for _, c := range []struct {
 		q string
 		n *int64
@@ -293,6 +303,23 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 		}
 		c.ServerState, c.Outcome = nameOr(ServerStateName, ss), nameOr(OutcomeName, oc)
 		st.Results = append(st.Results, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	rows, err = s.DB.QueryContext(ctx, `SELECT a.name, g.reason, COUNT(*) FROM wu_giveup g JOIN app a ON a.id=g.appid
+		GROUP BY a.name, g.reason ORDER BY a.name, g.reason`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c GiveUpCount
+		if err := rows.Scan(&c.App, &c.Reason, &c.Count); err != nil {
+			return nil, err
+		}
+		st.GiveUps = append(st.GiveUps, c)
 	}
 	return st, rows.Err()
 }

@@ -283,6 +283,21 @@ var migrations = [][]string{
 		`CREATE INDEX batch_host_user ON batch_host (batch_id, userid)`,
 		`CREATE INDEX locality_cursor_batch ON locality_cursor (batch_id)`,
 	},
+	// 4: seed 003's per-app retry parameters (DWU, Dresult, NError, Ndet,
+	// Nredundancy; bserver app set), the optional output digest a client reports with
+	// a result (the validator compares them), and the indexes the retry job scans:
+	// due workunits of an app not waiting for validation, and in-progress results of
+	// an app by deadline.
+	{
+		`ALTER TABLE app ADD COLUMN retry_dwu DOUBLE NOT NULL DEFAULT 172800`,
+		`ALTER TABLE app ADD COLUMN retry_dresult DOUBLE NOT NULL DEFAULT 86400`,
+		`ALTER TABLE app ADD COLUMN retry_nerror BIGINT NOT NULL DEFAULT 3`,
+		`ALTER TABLE app ADD COLUMN retry_ndet BIGINT NOT NULL DEFAULT 6`,
+		`ALTER TABLE app ADD COLUMN retry_nredundancy BIGINT NOT NULL DEFAULT 1`,
+		`ALTER TABLE result ADD COLUMN output_digest VARCHAR(254) NOT NULL DEFAULT ''`,
+		`CREATE INDEX workunit_due ON workunit (appid, need_validate, retry_check_time)`,
+		`CREATE INDEX result_deadline ON result (appid, server_state, report_deadline)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

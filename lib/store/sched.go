@@ -116,6 +116,9 @@ type Report struct {
 	ElapsedTime float64
 	ExitStatus  int
 	ClientState int
+	// OutputDigest is the client's hash of the result's output (a bkit extension of
+	// the scheduler request); empty when it sent none. The validator compares them.
+	OutputDigest string
 }
 
 // ReportStatus says what RecordReport did with a report.
@@ -138,8 +141,8 @@ func (t *Tx) RecordReport(hostID int64, r Report, now float64) (ReportStatus, er
 		outcome = OutcomeSuccess
 	}
 	res, err := t.exec(`UPDATE result SET server_state=?, outcome=?, client_state=?, received_time=?, cpu_time=?, elapsed_time=?,
-		exit_status=?, validate_state=? WHERE name=? AND hostid=? AND (server_state=? OR (server_state=? AND outcome=?))`,
-		ServerStateOver, outcome, r.ClientState, now, r.CPUTime, r.ElapsedTime, r.ExitStatus, ValidateInit,
+		exit_status=?, validate_state=?, output_digest=? WHERE name=? AND hostid=? AND (server_state=? OR (server_state=? AND outcome=?))`,
+		ServerStateOver, outcome, r.ClientState, now, r.CPUTime, r.ElapsedTime, r.ExitStatus, ValidateInit, r.OutputDigest,
 		r.Name, hostID, ServerStateInProgress, ServerStateOver, OutcomeNoReply)
 	if err != nil {
 		return 0, err
@@ -149,8 +152,16 @@ func (t *Tx) RecordReport(hostID int64, r Report, now float64) (ReportStatus, er
 		return 0, err
 	}
 	if n == 1 {
-		// Wake the transitioner and the retry job for this workunit.
-		_, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id=(SELECT workunitid FROM result WHERE name=?)`, now, r.Name)
+		// Wake the transitioner and the retry job for this workunit; a success of a
+		// workunit still looking for its canonical result waits for the validator
+		// (bretry validate), and the retry job leaves it alone until then.
+		if !r.Success {
+			_, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id=(SELECT workunitid FROM result WHERE name=?)`, now, r.Name)
+			return ReportRecorded, err
+		}
+		_, err := t.exec(`UPDATE workunit SET transition_time=?,
+			need_validate=CASE WHEN canonical_resultid=0 AND error_mask=0 THEN 1 ELSE need_validate END
+			WHERE id=(SELECT workunitid FROM result WHERE name=?)`, now, r.Name)
 		return ReportRecorded, err
 	}
 	var owner int64

@@ -29,7 +29,7 @@ func appCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "app",
 		Usage:     "manage applications",
-		UsageText: "bserver app add --db DSN NAME",
+		UsageText: "bserver app add | set --db DSN NAME",
 		Commands: []*cli.Command{{
 			Name:      "add",
 			Usage:     "register an application",
@@ -43,13 +43,17 @@ are sent by seed 004's locality scheduling: each host joins a team (cursor) of a
 batch and gets that cursor's jobs in job order, with the batch files as sticky input
 files; blocality creates the batches, cursors and jobs.`,
 				[]string{"bserver app add --db project.db uppercase", "bserver app add --db project.db --locality einstein_search"}, ""),
-			Flags: []cli.Flag{&cli.BoolFlag{Name: "locality", Usage: "send the app's jobs by locality scheduling (seed 004)"}},
+			Flags: append([]cli.Flag{&cli.BoolFlag{Name: "locality", Usage: "send the app's jobs by locality scheduling (seed 004)"}}, retryFlags()...),
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				if cmd.Args().Len() != 1 {
 					return cliutil.Usagef("want one app NAME, got %d arguments (see 'bserver app add --help')", cmd.Args().Len())
 				}
 				name := cmd.Args().First()
 				if err := checkName("app name", name); err != nil {
+					return err
+				}
+				set, err := retrySet(cmd)
+				if err != nil {
 					return err
 				}
 				s, now, err := openStoreAt(ctx, cmd)
@@ -61,11 +65,97 @@ files; blocality creates the batches, cursors and jobs.`,
 				if err != nil {
 					return userError(err)
 				}
+				if _, err := s.SetAppRetry(ctx, name, set); err != nil {
+					return err
+				}
 				fmt.Fprintf(cmd.Root().Writer, "app %s: id %d\n", name, id)
+				return nil
+			},
+		}, {
+			Name:      "set",
+			Usage:     "change an application's retry parameters (seed 003, used by bretry)",
+			UsageText: "bserver app set --db DSN NAME [--dwu D] [--dresult D] [--nerror N] [--ndet N] [--nredundancy N]",
+			Description: cliutil.Help(`
+Sets the retry parameters of application NAME that bretry uses when its own flags do
+not give them (seed 003): DWU, the expected delay from creating a workunit to its
+canonical result (and between retry checks); Dresult, the expected delay from
+creating a result to its report (its deadline); NError, give up after this many error
+results; Ndet, give up after this many results done without a canonical result;
+Nredundancy, try to get at least this many non-error results. Parameters not given
+stay as they are (new apps: DWU 2d, Dresult 1d, NError 3, Ndet 6, Nredundancy 1).
+Prints all five afterwards. Durations are seconds or take a unit: 90s, 30m, 36h, 2d.`,
+				[]string{"bserver app set --db project.db uppercase --dwu 3d --dresult 1d --nredundancy 2", "bserver app set --db project.db uppercase"}, ""),
+			Flags: retryFlags(),
+			Action: func(ctx context.Context, cmd *cli.Command) error {
+				if cmd.Args().Len() != 1 {
+					return cliutil.Usagef("want one app NAME, got %d arguments (see 'bserver app set --help')", cmd.Args().Len())
+				}
+				set, err := retrySet(cmd)
+				if err != nil {
+					return err
+				}
+				s, err := openStore(ctx, cmd, true)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				a, err := s.SetAppRetry(ctx, cmd.Args().First(), set)
+				if err != nil {
+					return userError(err)
+				}
+				fmt.Fprintf(cmd.Root().Writer, "app %s: dwu %ss, dresult %ss, nerror %d, ndet %d, nredundancy %d\n", cmd.Args().First(),
+					cliutil.Num(a.DWU), cliutil.Num(a.Dresult), a.NError, a.Ndet, a.Nredundancy)
 				return nil
 			},
 		}},
 	}
+}
+
+// retryFlags are seed 003's parameters of an app (bserver app add and app set).
+func retryFlags() []cli.Flag {
+	return []cli.Flag{
+		durationFlag("dwu", "retry check `DURATION` > 0 (seed 003's DWU: creation or retry to the next check)", ""),
+		durationFlag("dresult", "result deadline `DURATION` > 0 (seed 003's Dresult) for the results bretry creates", ""),
+		&cli.IntFlag{Name: "nerror", Usage: "give up on a workunit after `N` >= 1 error results"},
+		&cli.IntFlag{Name: "ndet", Usage: "give up on a workunit after `N` >= 1 results done without a canonical result"},
+		&cli.IntFlag{Name: "nredundancy", Usage: "try to get at least `N` >= 1 non-error results"},
+	}
+}
+
+// retrySet reads the retry flags that were given.
+func retrySet(cmd *cli.Command) (store.AppRetrySet, error) {
+	var set store.AppRetrySet
+	for _, name := range []string{"dwu", "dresult"} {
+		if !cmd.IsSet(name) {
+			continue
+		}
+		v, err := cliutil.ParseDuration(cmd.String(name))
+		if err != nil {
+			return set, cliutil.Usagef("--%s: %v", name, err)
+		}
+		if !(v > 0) {
+			return set, cliutil.Usagef("--%s: must be > 0, got %s", name, cmd.String(name))
+		}
+		if name == "dwu" {
+			set.DWU = &v
+		} else {
+			set.Dresult = &v
+		}
+	}
+	for _, f := range []struct {
+		name string
+		p    **int
+	}{{"nerror", &set.NError}, {"ndet", &set.Ndet}, {"nredundancy", &set.Nredundancy}} {
+		if !cmd.IsSet(f.name) {
+			continue
+		}
+		v := cmd.Int(f.name)
+		if v < 1 {
+			return set, cliutil.Usagef("--%s: must be >= 1, got %d", f.name, v)
+		}
+		*f.p = &v
+	}
+	return set, nil
 }
 
 func appVersionCommand() *cli.Command {
@@ -297,9 +387,10 @@ func statusCommand() *cli.Command {
 		Usage:     "count apps, hosts, workunits and results by state",
 		UsageText: "bserver status --db DSN [-o table|json]",
 		Description: cliutil.Help(`
-Counts the apps, app versions, hosts and workunits, and the results by app, server
+Counts the apps, app versions, hosts and workunits, the results by app, server
 state (unsent, in_progress, over) and outcome (init, success, client_error,
-no_reply, …), as a table or as JSON.`,
+no_reply, …), and the workunits bretry gave up on by app and reason (not_sent,
+errors, ndet_done; 'bretry report' lists them), as a table or as JSON.`,
 			[]string{"bserver status --db project.db", "bserver status --db project.db -o json | jq '.results'"}, ""),
 		Flags: []cli.Flag{cliutil.FormatFlag("table", "json")},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -325,6 +416,16 @@ no_reply, …), as a table or as JSON.`,
 			t := cliutil.NewTable(w, "app", "server state", "outcome", "results")
 			for _, c := range st.Results {
 				t.Append(c.App, c.ServerState, c.Outcome, strconv.FormatInt(c.Count, 10))
+			}
+			if err := t.Render(); err != nil {
+				return err
+			}
+			if len(st.GiveUps) == 0 {
+				return nil
+			}
+			t = cliutil.NewTable(w, "app", "given up (bretry)", "workunits")
+			for _, c := range st.GiveUps {
+				t.Append(c.App, c.Reason, strconv.FormatInt(c.Count, 10))
 			}
 			return t.Render()
 		},

@@ -1,0 +1,84 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/bkit/bkit/lib/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAppRetry(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		appID, _ := setupWork(t, s, 1, 1)
+		got, err := s.AppRetryByName(ctx, "sim")
+		want := store.AppRetry{AppID: appID, DWU: 172800, Dresult: 86400, NError: 3, Ndet: 6, Nredundancy: 1}
+		if err != nil || got != want {
+			t.Fatalf("defaults = %+v, %v; want %+v", got, err, want)
+		}
+		dwu, ndet := 3600.0, 2
+		got, err = s.SetAppRetry(ctx, "sim", store.AppRetrySet{DWU: &dwu, Ndet: &ndet})
+		want.DWU, want.Ndet = 3600, 2
+		if err != nil || got != want {
+			t.Fatalf("after set = %+v, %v; want %+v", got, err, want)
+		}
+		if _, err := s.SetAppRetry(ctx, "nosuch", store.AppRetrySet{DWU: &dwu}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("set of a missing app: %v", err)
+		}
+		if _, err := s.GiveUps(ctx, "nosuch", 0, 0); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("give-ups of a missing app: %v", err)
+		}
+	})
+}
+
+// A reported success records its output digest and marks its workunit for the
+// validator; an error does not.
+func TestReportDigest(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		appID, avID := setupWork(t, s, 2, 1)
+		h := &store.Host{Authenticator: store.NewAuthenticator(), PNCPUs: 2}
+		err := s.InTx(ctx, func(tx *store.Tx) error {
+			if err := tx.CreateHost(h, 200); err != nil {
+				return err
+			}
+			cands, err := tx.UnsentCandidates([]int64{appID}, h.ID, 0, 10)
+			if err != nil {
+				return err
+			}
+			for _, c := range cands {
+				if _, err := tx.ClaimResult(c.ResultID, h.ID, avID, 200, 300); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.RecordReport(h.ID, store.Report{Name: "sim_1_0", Success: true, OutputDigest: "sha256:ab"}, 250); err != nil {
+				return err
+			}
+			_, err = tx.RecordReport(h.ID, store.Report{Name: "sim_2_0", Success: false}, 250)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type row struct {
+			Digest       string
+			NeedValidate int
+		}
+		var got []row
+		rows, err := s.DB.QueryContext(ctx, `SELECT r.output_digest, w.need_validate FROM result r JOIN workunit w ON w.id=r.workunitid ORDER BY r.id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r row
+			rows.Scan(&r.Digest, &r.NeedValidate)
+			got = append(got, r)
+		}
+		if d := cmp.Diff([]row{{"sha256:ab", 1}, {"", 0}}, got); d != "" {
+			t.Errorf("(-want +got)\n%s", d)
+		}
+	})
+}
