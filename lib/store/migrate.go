@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -345,6 +346,26 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		return fmt.Errorf("%s is at schema version %d, newer than this program's %d", redact(s.dsn), v, SchemaVersion)
 	}
 	return nil
+}
+
+// OpenInitialised opens an existing project database whose schema is at
+// SchemaVersion, for every command but init: a SQLite file that does not exist is an
+// error rather than created empty, and an old or missing schema says to run init.
+func OpenInitialised(ctx context.Context, dsn string) (*Store, error) {
+	if path, ok := SQLitePath(dsn); ok {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("%s: no such database: run 'bserver init --db %s'", path, dsn)
+		}
+	}
+	s, err := Open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.CheckSchema(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Migrate brings the schema to SchemaVersion and returns the versions it applied.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/store"
@@ -84,23 +83,11 @@ func openStore(ctx context.Context, cmd *cli.Command, check bool) (*store.Store,
 	if _, _, err := store.ParseDSN(dsn); err != nil {
 		return nil, cliutil.Usagef("--db: %v", err)
 	}
-	if path, ok := store.SQLitePath(dsn); ok && check {
-		// Opening a SQLite file creates it; only init should.
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("%s: no such database: run 'bserver init --db %s'", path, dsn)
-		}
-	}
-	s, err := store.Open(dsn)
-	if err != nil {
-		return nil, err
-	}
 	if check {
-		if err := s.CheckSchema(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
+		// Opening a SQLite file creates it; only init should.
+		return store.OpenInitialised(ctx, dsn)
 	}
-	return s, nil
+	return store.Open(dsn)
 }
 
 // userError makes the store's "already exists" and "not found" exit 2: they are the
