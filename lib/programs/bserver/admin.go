@@ -423,7 +423,7 @@ errors, ndet_done; 'bretry report' lists them), as a table or as JSON.`,
 			if len(st.GiveUps) == 0 {
 				return nil
 			}
-			t = cliutil.NewTable(w, "app", "given up (bretry)", "workunits")
+			t = cliutil.NewTable(w, "app", "given up: reason", "workunits")
 			for _, c := range st.GiveUps {
 				t.Append(c.App, c.Reason, strconv.FormatInt(c.Count, 10))
 			}

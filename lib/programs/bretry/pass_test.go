@@ -1,0 +1,238 @@
+package bretry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/bkit/bkit/lib/retry"
+	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
+	"github.com/google/go-cmp/cmp"
+)
+
+func forEngine(t *testing.T, fn func(t *testing.T, s *store.Store)) {
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			e.Require(t)
+			fn(t, storetest.Open(t, e.DSN))
+		})
+	}
+}
+
+const t0 = 1_000_000.0
+
+// fixture is a database with one app and helpers to shape workunits.
+type fixture struct {
+	t     *testing.T
+	s     *store.Store
+	appID int64
+}
+
+func newFixture(t *testing.T, s *store.Store) *fixture {
+	ctx := context.Background()
+	appID, err := s.AddApp(ctx, "app", false, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t, s, appID}
+}
+
+func (f *fixture) exec(q string, args ...any) {
+	f.t.Helper()
+	if _, err := f.s.DB.Exec(q, args...); err != nil {
+		f.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// wu creates a workunit with min_quorum q, check time check, and results in the given
+// (server state, outcome) pairs, sent at t0 with deadline t0+100.
+func (f *fixture) wu(name string, q int, check float64, results ...[2]int) int64 {
+	f.t.Helper()
+	res, err := f.s.DB.Exec(`INSERT INTO workunit (create_time, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound, min_quorum, retry_check_time)
+		VALUES (?, ?, ?, 1e12, 1e13, 100, ?, ?)`, t0, f.appID, name, q, check)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	id, _ := res.LastInsertId()
+	for i, r := range results {
+		f.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state, outcome, sent_time, report_deadline)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, t0, id, f.appID, fmt.Sprintf("%s_%d", name, i), r[0], r[1], t0, t0+100)
+	}
+	return id
+}
+
+var (
+	unsent  = [2]int{store.ServerStateUnsent, 0}
+	inProg  = [2]int{store.ServerStateInProgress, 0}
+	errored = [2]int{store.ServerStateOver, store.OutcomeClientError}
+	success = [2]int{store.ServerStateOver, store.OutcomeSuccess}
+	noReply = [2]int{store.ServerStateOver, store.OutcomeNoReply}
+)
+
+// wuState is what a test checks of a workunit after a pass.
+type wuState struct {
+	CheckTime float64
+	ErrorMask int
+	Canonical string
+	Results   []string // name:state:outcome:validate
+	GiveUp    string
+}
+
+func (f *fixture) state() map[string]wuState {
+	f.t.Helper()
+	out := map[string]wuState{}
+	rows, err := f.s.DB.Query(`SELECT w.name, w.retry_check_time, w.error_mask, COALESCE(c.name, ''), COALESCE(g.reason, '')
+		FROM workunit w LEFT JOIN result c ON c.id=w.canonical_resultid LEFT JOIN wu_giveup g ON g.workunitid=w.id`)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		var w wuState
+		if err := rows.Scan(&name, &w.CheckTime, &w.ErrorMask, &w.Canonical, &w.GiveUp); err != nil {
+			f.t.Fatal(err)
+		}
+		if _, dup := out[name]; dup {
+			f.t.Errorf("workunit %s given up twice", name)
+		}
+		out[name] = w
+	}
+	rows.Close()
+	rows, err = f.s.DB.Query(`SELECT w.name, r.name, r.server_state, r.outcome, r.validate_state, r.report_deadline
+		FROM result r JOIN workunit w ON w.id=r.workunitid ORDER BY r.name`)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var wu, name string
+		var ss, oc, vs int
+		var dl float64
+		if err := rows.Scan(&wu, &name, &ss, &oc, &vs, &dl); err != nil {
+			f.t.Fatal(err)
+		}
+		w := out[wu]
+		w.Results = append(w.Results, fmt.Sprintf("%s:%s:%s:%d@%.0f", name, store.ServerStateName[ss], store.OutcomeName[oc], vs, dl-t0))
+		out[wu] = w
+	}
+	return out
+}
+
+func (f *fixture) pass(p retry.Params, now float64, noValidate bool) Summary {
+	f.t.Helper()
+	ps := &Pass{Store: f.s, AppID: f.appID, App: "app", Params: p, Now: now, Batch: 2, NoValidate: noValidate,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	sum, err := ps.Run(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sum
+}
+
+var params = retry.Params{DWU: 1000, Dresult: 500, NError: 2, Ndet: 3, Nredundancy: 2}
+
+// TestRules: every rule of seed 003 and its boundary, on the database, with batches
+// of two so that every step crosses batch boundaries.
+func TestRules(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s)
+		now := t0 + 200
+		f.wu("notsent", 1, t0+1, unsent, errored)
+		f.wu("nerror", 1, t0+1, errored, errored, inProg)
+		f.wu("nerror_minus1", 1, t0+1, errored, noReply)
+		f.wu("ndet", 2, t0+1, success, success, success)
+		f.wu("ndet_minus1", 1, t0+1, success, success)
+		f.wu("lost", 1, t0+1, inProg, success)
+		f.wu("check_is_now", 1, now, inProg)
+		f.wu("check_ahead", 1, now+1, inProg)
+		canon := f.wu("canonical", 1, 0, success)
+		f.exec(`UPDATE workunit SET canonical_resultid=(SELECT id FROM result WHERE workunitid=?) WHERE id=?`, canon, canon)
+		f.wu("validating", 1, t0+1, success)
+		f.exec(`UPDATE workunit SET need_validate=1 WHERE name='validating'`)
+		// ndet's three successes disagree: invalid, as the validator would leave them.
+		f.exec(`UPDATE result SET validate_state=? WHERE name IN ('ndet_0', 'ndet_1', 'ndet_2')`, store.ValidateInvalid)
+
+		sum := f.pass(params, now, true)
+		want := Summary{Examined: 6, Retried: 3, NewResults: 2 + 1 + 0, GivenUp: 3, Lost: 4}
+		// lost: every in-progress result (deadline t0+100 < now): nerror's, lost's,
+		// check_is_now's and check_ahead's (the sweep covers the app's results).
+		if d := cmp.Diff(want, sum); d != "" {
+			t.Errorf("summary (-want +got)\n%s", d)
+		}
+		retried := now + params.DWU
+		wantState := map[string]wuState{
+			"notsent": {ErrorMask: store.WUErrorCouldntSendResult, GiveUp: "not_sent",
+				Results: []string{"notsent_0:over:didnt_need:0@100", "notsent_1:over:client_error:0@100"}},
+			"nerror": {ErrorMask: store.WUErrorTooManyErrorResults, GiveUp: "errors",
+				Results: []string{"nerror_0:over:client_error:0@100", "nerror_1:over:client_error:0@100", "nerror_2:over:no_reply:0@100"}},
+			"nerror_minus1": {CheckTime: retried, Results: []string{"nerror_minus1_0:over:client_error:0@100", "nerror_minus1_1:over:no_reply:0@100",
+				"nerror_minus1_2:unsent:init:0@700", "nerror_minus1_3:unsent:init:0@700"}},
+			"ndet": {ErrorMask: store.WUErrorTooManySuccessResults, GiveUp: "ndet_done",
+				Results: []string{"ndet_0:over:success:2@100", "ndet_1:over:success:2@100", "ndet_2:over:success:2@100"}},
+			"ndet_minus1": {CheckTime: retried, Results: []string{"ndet_minus1_0:over:success:0@100", "ndet_minus1_1:over:success:0@100"}},
+			"lost": {CheckTime: retried, Results: []string{"lost_0:over:no_reply:0@100", "lost_1:over:success:0@100", "lost_2:unsent:init:0@700"}},
+			"check_is_now": {CheckTime: now, Results: []string{"check_is_now_0:in_progress:init:0@100"}},
+			"check_ahead":  {CheckTime: now + 1, Results: []string{"check_ahead_0:in_progress:init:0@100"}},
+			"canonical":    {Canonical: "canonical_0", Results: []string{"canonical_0:over:success:0@100"}},
+			"validating":   {CheckTime: t0 + 1, Results: []string{"validating_0:over:success:0@100"}},
+		}
+		got := f.state()
+		// check_is_now and check_ahead's results were in progress past their deadline:
+		// lost too, by the sweep over every result of the app.
+		wantState["check_is_now"] = wuState{CheckTime: now, Results: []string{"check_is_now_0:over:no_reply:0@100"}}
+		wantState["check_ahead"] = wuState{CheckTime: now + 1, Results: []string{"check_ahead_0:over:no_reply:0@100"}}
+		if d := cmp.Diff(wantState, got); d != "" {
+			t.Errorf("database (-want +got)\n%s", d)
+		}
+
+		// A second pass at the same time finds nothing due.
+		if sum := f.pass(params, now, true); sum != (Summary{}) {
+			t.Errorf("second pass: %+v", sum)
+		}
+		if d := cmp.Diff(got, f.state()); d != "" {
+			t.Errorf("second pass changed the database (-before +after)\n%s", d)
+		}
+	})
+}
+
+// TestValidate: canonical results by output digests, then the retry rules over what
+// the validator left.
+func TestValidate(t *testing.T) {
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s)
+		now := t0 + 50 // no result is past its deadline (t0+100)
+		f.wu("agree", 2, t0+1, success, success, unsent)
+		f.wu("disagree", 2, t0+1, success, success)
+		f.wu("wait", 2, t0+1, success, inProg)
+		f.wu("nodigest", 1, t0+1, success)
+		f.exec(`UPDATE workunit SET need_validate=1`)
+		f.exec(`UPDATE result SET output_digest='sha256:aa' WHERE name IN ('agree_0', 'agree_1', 'disagree_0', 'wait_0')`)
+		f.exec(`UPDATE result SET output_digest='sha256:bb' WHERE name='disagree_1'`)
+
+		sum := f.pass(params, now, false)
+		// After validation: disagree and wait are due (check time t0+1) and handled.
+		want := Summary{Validated: 2, Invalid: 2, Examined: 2, Retried: 2, NewResults: 2 + 1}
+		if d := cmp.Diff(want, sum); d != "" {
+			t.Errorf("summary (-want +got)\n%s", d)
+		}
+		retried := now + params.DWU
+		wantState := map[string]wuState{
+			"agree": {Canonical: "agree_0", Results: []string{"agree_0:over:success:1@100", "agree_1:over:success:1@100", "agree_2:over:didnt_need:0@100"}},
+			"disagree": {CheckTime: retried, Results: []string{"disagree_0:over:success:2@100", "disagree_1:over:success:2@100",
+				"disagree_2:unsent:init:0@550", "disagree_3:unsent:init:0@550"}},
+			"wait":     {CheckTime: retried, Results: []string{"wait_0:over:success:0@100", "wait_1:in_progress:init:0@100", "wait_2:unsent:init:0@550"}},
+			"nodigest": {Canonical: "nodigest_0", Results: []string{"nodigest_0:over:success:1@100"}},
+		}
+		if d := cmp.Diff(wantState, f.state()); d != "" {
+			t.Errorf("database (-want +got)\n%s", d)
+		}
+		var pending int
+		if err := s.DB.QueryRow(`SELECT COUNT(*) FROM workunit WHERE need_validate<>0`).Scan(&pending); err != nil || pending != 0 {
+			t.Errorf("%d workunits still wait for validation (%v)", pending, err)
+		}
+	})
+}
