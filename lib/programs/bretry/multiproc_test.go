@@ -148,7 +148,7 @@ func engines(t *testing.T, fn func(t *testing.T, a, b string)) {
 	}
 }
 
-const nwu = 3000
+const nwu = 2001
 
 // TestTwoProcesses runs two bretry passes at once on one database with thousands of
 // due workunits. Together they must examine each workunit once, and leave the
@@ -161,7 +161,7 @@ func TestTwoProcesses(t *testing.T) {
 		if want[0] != nwu || want[3] != nwu/3 || want[4] != nwu/5 {
 			t.Fatalf("one pass: %v; want %d examined, %d given up, %d lost", want, nwu, nwu/3, nwu/5)
 		}
-		a, b := bretryCmd(t, shared, "--batch", "50"), bretryCmd(t, shared, "--batch", "50")
+		a, b := bretryCmd(t, shared, "--batch", "100"), bretryCmd(t, shared, "--batch", "100")
 		var outA, outB, errA, errB bytes.Buffer
 		a.Stdout, a.Stderr, b.Stdout, b.Stderr = &outA, &errA, &outB, &errB
 		if err := a.Start(); err != nil {
