@@ -50,3 +50,4 @@ awk '/^BenchmarkLocalityAssignment/ { for (i = 1; i <= NF; i++) if ($i == "p99-m
 go build -o "$tmp/blocality" ./cmd/blocality
 s=$(date +%s%N); "$tmp/blocality" simulate > /dev/null; e=$(date +%s%N)
 awk -v us=$(( (e - s) / 1000 )) 'BEGIN { printf "%-62s %.1f s\n", "blocality simulate, 200 hosts/5,000 files/50,000 jobs, wall", us/1e6 }'
+if [ -f scripts/bench-bretry.sh ]; then bash scripts/bench-bretry.sh; fi

@@ -246,3 +246,54 @@ func TestKilled(t *testing.T) {
 		}
 	})
 }
+
+// TestIntervalSIGTERM runs bretry continuously and stops it with SIGTERM, once
+// mid-pass (it stops between batches: exit 0, "stopped early") and once while it
+// waits for the next pass (exit 0 at once).
+func TestIntervalSIGTERM(t *testing.T) {
+	dsn := storetest.SQLiteDSN(t)
+	project(t, dsn, nwu)
+	bin, err := exec.LookPath("bretry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range []string{"1", "10000"} {
+		cmd := exec.Command(bin, "--db", dsn, "--app", "sim", "--interval", "1h", "--batch", batch)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.Open(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			var n int
+			s.DB.QueryRow(`SELECT COUNT(*) FROM wu_giveup`).Scan(&n)
+			if batch == "1" && n > 0 || batch != "1" && out.Len() > 0 {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.Close()
+		start := time.Now()
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("--batch %s: %v\n%s", batch, err, errb.String())
+		}
+		t.Logf("--batch %s: stopped %v after SIGTERM: %s", batch, time.Since(start), out.String())
+		if batch == "1" && !bytes.Contains(out.Bytes(), []byte("(stopped early)")) {
+			t.Errorf("--batch 1: %q, want a pass stopped early", out.String())
+		}
+	}
+	// A --once pass afterwards finishes the work: nothing is left due.
+	out, err := exec.Command(bin, "--db", dsn, "--app", "sim", "--once").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^examined 0, `).Match(out) {
+		t.Errorf("after the continuous runs: %s", out)
+	}
+}
