@@ -321,7 +321,8 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
 		n, retried, created, gaveUp = 0, 0, 0, nil
 		wus, err := readWorkunits(tx, `SELECT id, name, retry_check_time, min_quorum FROM workunit
-			WHERE appid=? AND need_validate=0 AND retry_check_time>0 AND retry_check_time<? AND canonical_resultid=0 LIMIT ?`+tx.ForUpdateSkipLocked(),
+			WHERE appid=? AND need_validate=0 AND retry_check_time>0 AND retry_check_time<? AND canonical_resultid=0 AND error_mask=0
+			LIMIT ?`+tx.ForUpdateSkipLocked(),
 			p.AppID, p.Now, p.batch())
 		if err != nil {
 			return err
@@ -356,13 +357,15 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 				return err
 			}
 		}
-		due := `need_validate=0 AND retry_check_time>0 AND retry_check_time<? AND canonical_resultid=0`
+		// A workunit some other job already marked in error (error_mask) is not the
+		// retry job's any more.
+		due := `need_validate=0 AND retry_check_time>0 AND retry_check_time<? AND canonical_resultid=0 AND error_mask=0`
 		if err := claimAll(tx, `retry_check_time=?`, []any{p.Now + p.Params.DWU}, due, []any{p.Now}, retryIDs); err != nil {
 			return err
 		}
 		for _, reason := range []retry.Reason{retry.NotSentYet, retry.TooManyErr, retry.TooManyDet} {
 			ids := byReason[reason]
-			if err := claimAll(tx, `retry_check_time=0, error_mask=error_mask+?`, []any{errorMask[reason]}, due+` AND error_mask=0`, []any{p.Now}, ids); err != nil {
+			if err := claimAll(tx, `retry_check_time=0, error_mask=error_mask+?`, []any{errorMask[reason]}, due, []any{p.Now}, ids); err != nil {
 				return err
 			}
 			if err := didntNeed(tx, ids); err != nil {

@@ -151,6 +151,8 @@ func TestRules(t *testing.T) {
 		f.wu("check_ahead", 1, now+1, inProg)
 		canon := f.wu("canonical", 1, 0, success)
 		f.exec(`UPDATE workunit SET canonical_resultid=(SELECT id FROM result WHERE workunitid=?) WHERE id=?`, canon, canon)
+		f.wu("errored_elsewhere", 1, t0+1, unsent)
+		f.exec(`UPDATE workunit SET error_mask=16 WHERE name='errored_elsewhere'`)
 		f.wu("validating", 1, t0+1, success)
 		f.exec(`UPDATE workunit SET need_validate=1 WHERE name='validating'`)
 		// ndet's three successes disagree: invalid, as the validator would leave them.
@@ -173,12 +175,13 @@ func TestRules(t *testing.T) {
 				"nerror_minus1_2:unsent:init:0@700", "nerror_minus1_3:unsent:init:0@700"}},
 			"ndet": {ErrorMask: store.WUErrorTooManySuccessResults, GiveUp: "ndet_done",
 				Results: []string{"ndet_0:over:success:2@100", "ndet_1:over:success:2@100", "ndet_2:over:success:2@100"}},
-			"ndet_minus1":  {CheckTime: retried, Results: []string{"ndet_minus1_0:over:success:0@100", "ndet_minus1_1:over:success:0@100"}},
-			"lost":         {CheckTime: retried, Results: []string{"lost_0:over:no_reply:0@100", "lost_1:over:success:0@100", "lost_2:unsent:init:0@700"}},
-			"check_is_now": {CheckTime: now, Results: []string{"check_is_now_0:in_progress:init:0@100"}},
-			"check_ahead":  {CheckTime: now + 1, Results: []string{"check_ahead_0:in_progress:init:0@100"}},
-			"canonical":    {Canonical: "canonical_0", Results: []string{"canonical_0:over:success:0@100"}},
-			"validating":   {CheckTime: t0 + 1, Results: []string{"validating_0:over:success:0@100"}},
+			"ndet_minus1":       {CheckTime: retried, Results: []string{"ndet_minus1_0:over:success:0@100", "ndet_minus1_1:over:success:0@100"}},
+			"lost":              {CheckTime: retried, Results: []string{"lost_0:over:no_reply:0@100", "lost_1:over:success:0@100", "lost_2:unsent:init:0@700"}},
+			"check_is_now":      {CheckTime: now, Results: []string{"check_is_now_0:in_progress:init:0@100"}},
+			"check_ahead":       {CheckTime: now + 1, Results: []string{"check_ahead_0:in_progress:init:0@100"}},
+			"canonical":         {Canonical: "canonical_0", Results: []string{"canonical_0:over:success:0@100"}},
+			"validating":        {CheckTime: t0 + 1, Results: []string{"validating_0:over:success:0@100"}},
+			"errored_elsewhere": {CheckTime: t0 + 1, ErrorMask: 16, Results: []string{"errored_elsewhere_0:unsent:init:0@100"}},
 		}
 		got := f.state()
 		// check_is_now and check_ahead's results were in progress past their deadline:
