@@ -61,7 +61,7 @@ func BuildRequest(doc *state.Document, p int, req *state.WorkRequest) *boincxml.
 		switch t.State {
 		case state.TaskDone:
 			r := boincxml.ReportedResult{Name: t.Name, FinalCPUTime: t.CPUTime, FinalElapsedTime: t.ElapsedTime,
-				State: boincxml.ResultFilesUploaded}
+				State: boincxml.ResultFilesUploaded, OutputDigest: t.OutputDigest}
 			if av := avNum[t.AppVersion]; av != nil {
 				r.AppVersionNum, r.PlanClass = av.VersionNum, av.PlanClass
 			}

@@ -24,13 +24,14 @@ func wireDoc(t testing.TB) *state.Document {
 // one not at all; identity; the request's fields per resource; shares 75/100.
 func TestBuildRequest(t *testing.T) {
 	d := wireDoc(t)
+	d.Tasks[0].OutputDigest = "sha256:00ff" // a1: carried to the server for its validator
 	req := BuildRequest(d, 0, &state.WorkRequest{WorkReqSeconds: 500, CPUReqSecs: 100, CPUReqInstances: 1,
 		Coprocs: []state.CoprocRequest{{Type: "NVIDIA", ReqSecs: 500, ReqInstances: 1}}})
 	if req.Authenticator != "key" || req.HostID != 7 || req.RPCSeqno != 4 || req.PlatformName != PlatformName {
 		t.Errorf("identity: %+v", req)
 	}
 	if len(req.Results) != 1 || req.Results[0].Name != "a1" || req.Results[0].FinalCPUTime != 86000 || req.Results[0].FinalElapsedTime != 86400 ||
-		req.Results[0].State != boincxml.ResultFilesUploaded {
+		req.Results[0].State != boincxml.ResultFilesUploaded || req.Results[0].OutputDigest != "sha256:00ff" {
 		t.Errorf("results: %+v", req.Results)
 	}
 	if len(req.OtherResults) != 1 || req.OtherResults[0].Name != "a2" {
