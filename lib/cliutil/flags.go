@@ -1,6 +1,7 @@
 package cliutil
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -190,4 +191,12 @@ func ParseDuration(s string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("want seconds or a number with a unit s, m, h, d or w (e.g. 36h, 10d), got %q", s)
+}
+
+// WriteJSON writes v as indented JSON with a trailing newline: the `-o json` form of the
+// server programs' reports (status, accounts, give-ups, batches), one shape for all.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -7,7 +7,6 @@ package blocality
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os/signal"
@@ -204,9 +203,7 @@ JSON).`,
 				if bs == nil {
 					bs = []store.BatchStatus{}
 				}
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(bs)
+				return cliutil.WriteJSON(w, bs)
 			}
 			for _, b := range bs {
 				fmt.Fprintf(w, "batch %s (id %d, app %s): %s, %d jobs, %d files\n", b.Name, b.ID, b.App, b.State, b.NJobs, b.NFiles)

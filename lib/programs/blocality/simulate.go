@@ -2,7 +2,6 @@ package blocality
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -92,9 +91,7 @@ for each job sent at (day, first file of the job), coloured by host.`,
 			}
 			w := cmd.Root().Writer
 			if cmd.String(cliutil.FlagOutput) == "json" {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(runs)
+				return cliutil.WriteJSON(w, runs)
 			}
 			fmt.Fprintf(w, "%d hosts (speeds ×%g, churn %g/day), %d files, %d jobs, redundancy %d, seed %d\n",
 				c.Hosts, c.Spread, c.Churn, c.Files, c.Jobs, c.Redundancy, c.Seed)

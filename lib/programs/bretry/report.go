@@ -2,7 +2,6 @@ package bretry
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"github.com/bkit/bkit/lib/cliutil"
@@ -52,9 +51,7 @@ or RFC 3339), --limit the first N. 'bserver status' counts them.`,
 			}
 			w := cmd.Root().Writer
 			if cmd.String(cliutil.FlagOutput) == "json" {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(gs)
+				return cliutil.WriteJSON(w, gs)
 			}
 			t := cliutil.NewTable(w, "time", "app", "workunit", "reason", "message")
 			for _, g := range gs {

@@ -2,7 +2,6 @@ package bserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -408,9 +407,7 @@ errors, ndet_done; 'bretry report' lists them), as a table or as JSON.`,
 			}
 			w := cmd.Root().Writer
 			if cmd.String(cliutil.FlagOutput) == "json" {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return cliutil.WriteJSON(w, st)
 			}
 			fmt.Fprintf(w, "apps %d, app versions %d, hosts %d, workunits %d\n", st.Apps, st.AppVersions, st.Hosts, st.Workunits)
 			t := cliutil.NewTable(w, "app", "server state", "outcome", "results")

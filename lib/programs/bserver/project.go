@@ -5,7 +5,6 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -283,9 +282,7 @@ the host id and the key.`,
 				}
 				w := cmd.Root().Writer
 				if cmd.String(cliutil.FlagOutput) == "json" {
-					enc := json.NewEncoder(w)
-					enc.SetIndent("", "  ")
-					return enc.Encode(users)
+					return cliutil.WriteJSON(w, users)
 				}
 				t := cliutil.NewTable(w, "id", "name", "email", "hosts", "account key")
 				for _, u := range users {
