@@ -3,11 +3,14 @@ package bserver
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,7 +52,13 @@ Bad requests get a <scheduler_reply> with a notice and a log line on standard er
 malformed XML (HTTP 400), a body over --max-body bytes (413, default %d), an unknown
 host or a wrong authenticator (200). SIGINT or SIGTERM stops accepting and lets
 requests in flight finish (up to --drain-timeout). Any number of serve processes may
-share one database. --now freezes the server's clock (for tests and emulation).`, boincxml.MaxRequestBytes),
+share one database.
+
+Testing features, off by default: --now freezes the server's clock; --clock-file FILE
+reads it from FILE (Unix seconds or RFC 3339, as --now takes them) at every request, so
+that a loop of emulated clients (scripts/full-loop.sh) moves the server's time with its
+own. A clock file that cannot be read at start is an error (exit 2); later, a read that
+fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			[]string{
 				"bserver serve --db project.db --addr 127.0.0.1:8080",
 				"bserver serve --db mysql://boinc:secret@db:3306/project --addr :80 --url http://project.example/scheduler --request-delay 60",
@@ -58,6 +67,7 @@ share one database. --now freezes the server's clock (for tests and emulation).`
 			}, ""),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Usage: "listen on `HOST:PORT` (port 0: any free port)", Value: "127.0.0.1:8080"},
+			&cli.StringFlag{Name: "clock-file", Usage: "testing: read the server's time from `FILE` at every request (see above; not with --now)"},
 			&cli.StringFlag{Name: "url-file", Usage: "once listening, write the server's base URL to `FILE` (atomically), for scripts that start it on port 0"},
 			&cli.StringSliceFlag{Name: "url", Usage: "scheduler `URL` the master file names (repeat for several; default: this server's /scheduler)"},
 			&cli.StringFlag{Name: "project-name", Usage: "project `NAME` in replies and the master file", Value: "bkit project"},
@@ -101,6 +111,14 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		}
 		t := time.Unix(0, int64(now*1e9))
 		clock = func() time.Time { return t }
+	}
+	if f := cmd.String("clock-file"); f != "" {
+		if clock != nil {
+			return cliutil.Usagef("--clock-file and --now both set the server's clock: give one")
+		}
+		if clock, err = fileClock(f, cliutil.Logger(cmd)); err != nil {
+			return err
+		}
 	}
 	s, err := openStore(ctx, cmd, true)
 	if err != nil {
@@ -174,4 +192,38 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// fileClock is the server's clock read from path at every request (--clock-file): a
+// driver of simulated time writes the file (atomically) and the server follows it.
+// The first read must succeed; a later failure keeps the last good time, since a
+// request in the middle of a rewrite must still be answered.
+func fileClock(path string, log *slog.Logger) (func() time.Time, error) {
+	read := func() (time.Time, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return time.Time{}, err
+		}
+		now, err := cliutil.ParseTime(strings.TrimSpace(string(b)))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%s: %w", path, err)
+		}
+		return time.Unix(0, int64(now*1e9)), nil
+	}
+	last, err := read()
+	if err != nil {
+		return nil, cliutil.Usagef("--clock-file: %v", err)
+	}
+	var mu sync.Mutex
+	return func() time.Time {
+		t, err := read()
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			log.Warn("clock file unreadable: keeping the last time read", "err", err)
+			return last
+		}
+		last = t
+		return t
+	}, nil
 }
