@@ -85,7 +85,8 @@ type ReportedResult struct {
 	PlanClass     string `xml:"plan_class,omitempty"`
 	// OutputDigest is a bkit extension: the client's hash of the result's output
 	// (e.g. sha256:HEX), which the validator (bretry validate) compares between
-	// replicas. Absent (BOINC clients): the result agrees with every other success.
+	// replicas. Absent (BOINC clients): the server takes the digest of the output
+	// files the host uploaded; with none uploaded, the result agrees with every other.
 	OutputDigest string `xml:"bkit_output_digest,omitempty"`
 }
 

@@ -202,6 +202,27 @@ func TestAccountsFilesUploads(t *testing.T) {
 			}); err != nil || digest != "sha256:3733cd977ff8eb18b987357e22ced99f46097f31ecb239e878ae63760e83e4d5" {
 				t.Fatalf("output digest %q, %v", digest, err)
 			}
+			// A BOINC client reports with no digest of its own: the server records the
+			// digest of what it uploaded, for the validator. Host B's success, with
+			// nothing uploaded, keeps none (it agrees with every other result).
+			for _, c := range []struct {
+				host   int64
+				result string
+				want   string
+			}{{repA.HostID, resA.Name, digest}, {repB.HostID, repB.ResultsSent[0].Name, ""}} {
+				req := boincRequest(fe.key, c.host, linux)
+				req.WorkReqSeconds, req.CPUReqSecs = 0, 0
+				req.Results = []boincxml.ReportedResult{{Name: c.result, FinalCPUTime: 1, FinalElapsedTime: 1, State: boincxml.ResultFilesUploaded}}
+				if rep, _ := fe.post(t, req); len(rep.ResultAcks) != 1 {
+					t.Fatalf("report %s: acks %v, messages %v", c.result, rep.ResultAcks, rep.Messages)
+				}
+				var got string
+				var outcome int
+				if err := fe.st.DB.QueryRow(`SELECT output_digest, outcome FROM result WHERE name=?`, c.result).Scan(&got, &outcome); err != nil ||
+					got != c.want || outcome != store.OutcomeSuccess {
+					t.Errorf("report %s: recorded digest %q, outcome %d (%v); want %q, success", c.result, got, outcome, err, c.want)
+				}
+			}
 			// get_file_size: the whole file when it is here, else 0.
 			for name, want := range map[string]string{outA: "5", "nosuch_1_0_0": "0"} {
 				resp, err := http.Post(fe.url+"file_upload_handler", "text/xml", strings.NewReader(

@@ -153,9 +153,19 @@ func fillHost(h *store.Host, req *boincxml.SchedulerRequest, now float64) {
 func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) error {
 	for _, r := range req.Results {
 		success := r.ExitStatus == 0 && (r.State == 0 || r.State == boincxml.ResultFilesUploaded)
+		digest := r.OutputDigest
+		if success && digest == "" {
+			// A real BOINC client sends no digest of its own: it uploaded its output
+			// files before reporting, so the validator compares the digests of what
+			// arrived (store.Tx.OutputDigest). A result with nothing uploaded keeps "".
+			var err error
+			if digest, err = tx.OutputDigest(r.Name); err != nil {
+				return fmt.Errorf("report %s: output digest: %w", r.Name, err)
+			}
+		}
 		st, err := tx.RecordReport(host.ID, store.Report{
 			Name: r.Name, Success: success, CPUTime: r.FinalCPUTime, ElapsedTime: r.FinalElapsedTime,
-			ExitStatus: r.ExitStatus, ClientState: r.State, OutputDigest: r.OutputDigest,
+			ExitStatus: r.ExitStatus, ClientState: r.State, OutputDigest: digest,
 		}, now)
 		if err != nil {
 			return fmt.Errorf("report %s: %w", r.Name, err)

@@ -256,12 +256,15 @@ type StateCount struct {
 
 // Status is what `bserver status` shows: the database's contents counted by state.
 type Status struct {
-	Apps        int64        `json:"apps"`
-	AppVersions int64        `json:"app_versions"`
-	Users       int64        `json:"users,omitempty"`
-	Hosts       int64        `json:"hosts"`
-	Workunits   int64        `json:"workunits"`
-	Results     []StateCount `json:"results"`
+	Apps        int64 `json:"apps"`
+	AppVersions int64 `json:"app_versions"`
+	Users       int64 `json:"users,omitempty"`
+	Hosts       int64 `json:"hosts"`
+	Workunits   int64 `json:"workunits"`
+	// Validated counts the workunits with a canonical result (bretry's validator
+	// chose one).
+	Validated int64        `json:"validated"`
+	Results   []StateCount `json:"results"`
 	// GiveUps counts the workunits the retry job gave up on, by app and reason
 	// (wu_giveup rows; bretry report lists them).
 	GiveUps []GiveUpCount `json:"giveups"`
@@ -274,8 +277,8 @@ type GiveUpCount struct {
 	Count  int64  `json:"count"`
 }
 
-// Status counts apps, versions, hosts, workunits and results by app, server state and
-// outcome.
+// Status counts apps, versions, hosts, workunits (and those validated) and results by
+// app, server state and outcome.
 func (s *Store) Status(ctx context.Context) (*Status, error) {
 	st := &Status{Results: []StateCount{}, GiveUps: []GiveUpCount{}}
 	for _, c := range []struct {
@@ -284,6 +287,7 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 	}{
 		{`SELECT COUNT(*) FROM app`, &st.Apps}, {`SELECT COUNT(*) FROM app_version`, &st.AppVersions},
 		{`SELECT COUNT(*) FROM host`, &st.Hosts}, {`SELECT COUNT(*) FROM user`, &st.Users}, {`SELECT COUNT(*) FROM workunit`, &st.Workunits},
+		{`SELECT COUNT(*) FROM workunit WHERE canonical_resultid<>0`, &st.Validated},
 	} {
 		if err := s.DB.QueryRowContext(ctx, c.q).Scan(c.n); err != nil {
 			return nil, err

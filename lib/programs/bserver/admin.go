@@ -386,7 +386,8 @@ func statusCommand() *cli.Command {
 		Usage:     "count apps, hosts, workunits and results by state",
 		UsageText: "bserver status --db DSN [-o table|json]",
 		Description: cliutil.Help(`
-Counts the apps, app versions, hosts and workunits, the results by app, server
+Counts the apps, app versions, hosts and workunits (and how many of them have a
+canonical result, chosen by bretry's validator), the results by app, server
 state (unsent, in_progress, over) and outcome (init, success, client_error,
 no_reply, …), and the workunits bretry gave up on by app and reason (not_sent,
 errors, ndet_done; 'bretry report' lists them), as a table or as JSON.`,
@@ -409,7 +410,7 @@ errors, ndet_done; 'bretry report' lists them), as a table or as JSON.`,
 			if cmd.String(cliutil.FlagOutput) == "json" {
 				return cliutil.WriteJSON(w, st)
 			}
-			fmt.Fprintf(w, "apps %d, app versions %d, hosts %d, workunits %d\n", st.Apps, st.AppVersions, st.Hosts, st.Workunits)
+			fmt.Fprintf(w, "apps %d, app versions %d, hosts %d, workunits %d (%d validated)\n", st.Apps, st.AppVersions, st.Hosts, st.Workunits, st.Validated)
 			t := cliutil.NewTable(w, "app", "server state", "outcome", "results")
 			for _, c := range st.Results {
 				t.Append(c.App, c.ServerState, c.Outcome, strconv.FormatInt(c.Count, 10))

@@ -3,6 +3,9 @@ package bserver_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bkit/bkit/lib/programs/bretry"
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/programs/bsim"
@@ -45,7 +49,7 @@ const clientPrefs = `<global_preferences>
 // TestRealBOINCClient runs Debian's boinc-client against `bserver serve` on loopback:
 // the client attaches with an account key, downloads the signed example app
 // (examples/boinc-app) and the jobs' input, runs the jobs, uploads their outputs and
-// reports them. Skipped, loudly, when the boinc and boinccmd commands are missing
+// reports them; then bretry validate validates them by the uploaded outputs' digests. Skipped, loudly, when the boinc and boinccmd commands are missing
 // (.ci/run installs them).
 func TestRealBOINCClient(t *testing.T) {
 	t.Parallel()
@@ -173,9 +177,42 @@ func TestRealBOINCClient(t *testing.T) {
 	if err != nil || len(up) != njobs {
 		t.Errorf("uploaded files recorded: %d, %v; want %d", len(up), err, njobs)
 	}
+
+	// The validator validates the real results: each report's digest is that of the
+	// file the client uploaded (a BOINC client sends none of its own), and bretry
+	// validate chooses every workunit's canonical result.
+	wantDigest := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte("HELLO FROM BKIT\n15 bytes\n")))
+	var errb bytes.Buffer
+	if code := bretry.Main([]string{"bretry", "validate", "--db", "sqlite:" + db, "--app", "upper", "--once"}, nil, io.Discard, &errb); code != 0 {
+		t.Fatalf("bretry validate: status %d: %s", code, errb.String())
+	}
+	rows, err := st.DB.QueryContext(ctx, `SELECT r.name, r.output_digest, r.validate_state, w.canonical_resultid=r.id FROM result r
+		JOIN workunit w ON w.id=r.workunitid ORDER BY r.name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validated := 0
+	for rows.Next() {
+		var name, digest string
+		var vstate int
+		var canonical bool
+		if err := rows.Scan(&name, &digest, &vstate, &canonical); err != nil {
+			t.Fatal(err)
+		}
+		if digest != wantDigest || vstate != store.ValidateValid || !canonical {
+			t.Errorf("result %s: digest %q, validate state %d, canonical %v; want %s, valid (%d), canonical", name, digest, vstate, canonical,
+				wantDigest, store.ValidateValid)
+		}
+		validated++
+	}
+	if err := rows.Err(); err != nil || validated != njobs {
+		t.Errorf("%d results looked at (%v), want %d", validated, err, njobs)
+	}
+	rows.Close()
 	status := runOut(t, "status", "--db", db)
-	if !strings.Contains(status, "│ upper │ over         │ success │ "+strconv.Itoa(njobs)) {
-		t.Errorf("bserver status does not count %d successes:\n%s", njobs, status)
+	if !strings.Contains(status, "│ upper │ over         │ success │ "+strconv.Itoa(njobs)) ||
+		!strings.Contains(status, fmt.Sprintf("workunits %d (%d validated)", njobs, njobs)) {
+		t.Errorf("bserver status does not count %d successes, all validated:\n%s", njobs, status)
 	}
 	users := runOut(t, "user", "list", "--db", db, "-o", "json")
 	if !strings.Contains(users, `"hosts": 1`) {
@@ -192,7 +229,8 @@ func TestRealBOINCClient(t *testing.T) {
 	}
 
 	// The client's state imports into a state document bsched reads.
-	var state, errb bytes.Buffer
+	var state bytes.Buffer
+	errb.Reset()
 	if code := bsim.Main([]string{"bsim", "import", filepath.Join(cdir, "client_state.xml")}, nil, &state, &errb); code != 0 {
 		t.Fatalf("bsim import: status %d: %s", code, errb.String())
 	}
