@@ -351,11 +351,21 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 				nNew++
 			}
 		}
+		// Count the rows this statement changed, not the results read as lost: another
+		// process's sweep may have marked some of them since they were read (on MySQL
+		// the read is a snapshot), and a result is counted lost once.
+		marked := 0
 		if len(lost) > 0 {
-			if _, err := tx.Exec(`UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND id IN (`+placeholders(len(lost))+`)`,
-				append([]any{store.ServerStateOver, store.OutcomeNoReply, store.ServerStateInProgress}, idArgs(lost)...)...); err != nil {
+			res, err := tx.Exec(`UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND id IN (`+placeholders(len(lost))+`)`,
+				append([]any{store.ServerStateOver, store.OutcomeNoReply, store.ServerStateInProgress}, idArgs(lost)...)...)
+			if err != nil {
 				return err
 			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			marked = int(k)
 		}
 		// A workunit some other job already marked in error (error_mask) is not the
 		// retry job's any more.
@@ -391,7 +401,7 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 				return err
 			}
 		}
-		retried, created, lostHere = len(retryIDs), nNew, len(lost)
+		retried, created, lostHere = len(retryIDs), nNew, marked
 		return nil
 	})
 	if err != nil {
