@@ -78,9 +78,10 @@ type Sim struct {
 	avSpeed   []float64 // FLOPS of each app version on the host
 	asked     []int
 
-	m  metrics
-	su StepUsage
-	tr *tracer // nil unless Config.Trace
+	m    metrics
+	su   StepUsage
+	tr   *tracer // nil unless Config.Trace
+	live *Live   // nil unless the project servers are real (SetLive)
 }
 
 // New prepares a run of scenario sc. The run takes sc.Doc over and changes it.
@@ -439,6 +440,9 @@ func (s *Sim) Settle() int {
 	for i := range s.Doc.Tasks {
 		if s.jobs[i].finished && s.Doc.Tasks[i].State != state.TaskDone && s.Doc.Tasks[i].State != state.TaskReported {
 			s.Doc.Tasks[i].State = state.TaskDone
+			if s.live != nil {
+				s.Doc.Tasks[i].OutputDigest = s.digest(&s.Doc.Tasks[i])
+			}
 			s.su.Finished++
 			n++
 		}

@@ -52,6 +52,9 @@ type World struct {
 	Finished  int            `json:"finished"`  // tasks settled since the run began
 	Tallies   WorldTallies   `json:"tallies"`
 	Apps      []WorldAppList `json:"apps"` // per server, the apps it makes jobs of
+	// Live: the project servers are real ones the client's programs reach (see Live);
+	// nil for a run against emulated servers.
+	Live *Live `json:"live,omitempty"`
 }
 
 // Process is an availability process and its random stream's position.
@@ -106,7 +109,7 @@ type WorldTallies struct {
 func (s *Sim) World(scenario string) (*World, error) {
 	w := &World{Version: WorldVersion, Scenario: scenario, Policy: s.cfg.Policy, Seed: s.cfg.Seed,
 		Duration: s.cfg.Duration, Delta: s.cfg.Delta, Start: s.start, Now: s.now, End: s.end, Avail: s.avail,
-		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly}
+		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly, Live: s.liveWorld()}
 	var err error
 	proc := func(p *onOff) Process {
 		b, e := p.rng.pcg.MarshalBinary()
@@ -225,14 +228,16 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 		}
 		s.servers = append(s.servers, srv)
 	}
-	if len(w.Jobs) != len(doc.Tasks) {
-		return nil, fmt.Errorf("the world knows %d tasks, the document has %d", len(w.Jobs), len(doc.Tasks))
-	}
-	for i, j := range w.Jobs {
-		if j.Task != doc.Tasks[i].Name {
-			return nil, fmt.Errorf("tasks[%d]: the world's task is %q, the document's %q", i, j.Task, doc.Tasks[i].Name)
+	if w.Live == nil {
+		if len(w.Jobs) != len(doc.Tasks) {
+			return nil, fmt.Errorf("the world knows %d tasks, the document has %d", len(w.Jobs), len(doc.Tasks))
 		}
-		s.jobs = append(s.jobs, s.newJob(&doc.Tasks[i], job{real: j.Real, peak: j.Peak, finished: j.Finished}))
+		for i, j := range w.Jobs {
+			if j.Task != doc.Tasks[i].Name {
+				return nil, fmt.Errorf("tasks[%d]: the world's task is %q, the document's %q", i, j.Task, doc.Tasks[i].Name)
+			}
+			s.jobs = append(s.jobs, s.newJob(&doc.Tasks[i], job{real: j.Real, peak: j.Peak, finished: j.Finished}))
+		}
 	}
 	s.m.init(doc)
 	t := w.Tallies
@@ -251,6 +256,11 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 	s.su = StepUsage{Used: make([][]float64, n), CPUTime: make([]float64, n), Finished: w.Finished}
 	for p := range s.su.Used {
 		s.su.Used[p] = make([]float64, nr)
+	}
+	if w.Live != nil {
+		if err := s.restoreLive(w); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

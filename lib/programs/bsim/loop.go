@@ -20,7 +20,9 @@ import (
 // writes both back; the client's own stages are bfetch, bdevices and bsched.
 
 const (
-	flagWorld = "world"
+	flagWorld  = "world"
+	flagLive   = "live"
+	flagNondet = "nondeterministic"
 )
 
 const loopNote = `A run carried from program to program is a state document plus a world file (the
@@ -61,6 +63,15 @@ Loads SCENARIO as 'bsim run' does and writes the run's starting state document o
 standard output and its world file to --world. The policy is the seed policy (the
 client programs are the seeds'). See 'bsim run --help' for the scenario and the step.
 
+--live: the projects' servers are real (bserver serve), reached with 'brpc session'
+over HTTP in place of 'bsim serve', and the scenario gives no emulated apps; the world
+keeps the host: availability, the work of each task (its estimate), the figures. Each
+stage takes up what the sessions did: tasks that came in are jobs, tasks reported are
+counted (late ones wasted) and leave the document, tasks gone were lost, RPCs are the
+rise of each project's rpc_seqno. A task that finishes gets an output digest for the
+project's validator: its workunit's (replicas agree), or with --nondeterministic
+APP=P, with probability P, one of its own.
+
 `+loopNote, []string{
 				"bsim init scenarios/share-75-25 --world w.json --duration 6h > state.json",
 				"bash scripts/client-loop.sh scenarios/share-75-25 --duration 6h",
@@ -71,6 +82,8 @@ client programs are the seeds'). See 'bsim run --help' for the scenario and the 
 				&cli.StringFlag{Name: flagDelta, Value: "60", Usage: "step length, `S` seconds (or with a unit)"},
 				cliutil.SeedFlag(),
 				existingFlag(),
+				&cli.BoolFlag{Name: flagLive, Usage: "the projects are real servers the client reaches with brpc session (scripts/full-loop.sh): see above"},
+				&cli.StringSliceFlag{Name: flagNondet, Usage: "with --live: results of app `APP[=P]` disagree with probability P (default 0.5): their output digests differ (repeat the flag)"},
 				cliutil.FormatFlag("json", "yaml"),
 				cliutil.MaxInputFlag(),
 				cliutil.VerboseFlag(),
@@ -165,6 +178,9 @@ func runInit(_ context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return cliutil.BadInput(fmt.Errorf("%s: %w", path, err))
 	}
+	if err := setLive(cmd, s, path); err != nil {
+		return err
+	}
 	if err := writeWorld(cmd, s, path); err != nil {
 		return err
 	}
@@ -199,6 +215,9 @@ func runServe(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	in, s := st.in, st.s
+	if s.IsLive() {
+		return cliutil.Usagef("%s: a live run's servers are real: brpc session talks to them, not bsim serve", cmd.String(flagWorld))
+	}
 	doc, now := in.Doc, s.Now()
 	req := doc.Request
 	if req == nil || req.Time != now || req.Project == "" {
@@ -362,3 +381,34 @@ func writeWorld(cmd *cli.Command, s *sim.Sim, scenario string) error {
 
 // exact formats a time so that --now reads back the same float64.
 func exact(t float64) string { return strconv.FormatFloat(t, 'f', -1, 64) }
+
+// setLive makes s a live run when --live is given (bsim init).
+func setLive(cmd *cli.Command, s *sim.Sim, path string) error {
+	nd := cmd.StringSlice(flagNondet)
+	if !cmd.Bool(flagLive) {
+		if len(nd) > 0 {
+			return cliutil.Usagef("--%s needs --%s", flagNondet, flagLive)
+		}
+		return nil
+	}
+	var apps []sim.NondeterministicApp
+	for _, a := range nd {
+		name, p, ok := strings.Cut(a, "=")
+		n := sim.NondeterministicApp{App: name, P: 0.5}
+		if ok {
+			f, err := strconv.ParseFloat(p, 64)
+			if err != nil || !(f >= 0 && f <= 1) {
+				return cliutil.Usagef("--%s %s: want APP=P with P from 0 to 1", flagNondet, a)
+			}
+			n.P = f
+		}
+		if name == "" {
+			return cliutil.Usagef("--%s %s: want APP=P with P from 0 to 1", flagNondet, a)
+		}
+		apps = append(apps, n)
+	}
+	if err := s.SetLive(apps); err != nil {
+		return cliutil.BadInput(fmt.Errorf("%s: %w", path, err))
+	}
+	return nil
+}
