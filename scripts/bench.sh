@@ -17,7 +17,7 @@ done | sort -n | head -1)
 printf '\n%-62s %s\n' "figure" "value"
 awk '/^Benchmark/ { printf "%-62s %.3f ms/op\n", $1, $3/1e6 }' "$tmp/bench.txt"
 awk -v us="$best" 'BEGIN { printf "%-62s %.1f ms (best of 10)\n", "bsched whole program, 100 projects/10,000 tasks JSON, wall", us/1000 }'
-go build -o "$tmp/bsim" ./cmd/bsim
+go build -o "$tmp/" ./cmd/bsim ./cmd/bsim-plot
 # bsim, whole program: wall time, median of 5 runs (issue 17: at most 15 ms for each
 # public 10-day run, 1 s for 1,000 days), and peak RSS (1,000 days: no more than 10
 # days plus the trace --plot needs).

@@ -9,19 +9,13 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/bkit/bkit/lib/plotcmd"
 )
 
-// Comparison is what bsim compare measured: Values[f][s][p] is figure Figures[f] of
-// policy Series[p] on scenario Scenarios[s], and Known[f][s][p] whether there is one
-// (BOINC's emulator's figures are there only for the scenarios that carry them).
-type Comparison struct {
-	Title     string
-	Figures   []string // "wasted fraction", ...
-	Scenarios []string
-	Series    []string // the policies, then "BOINC" when any scenario has its figures
-	Values    [][][]float64
-	Known     [][][]bool
-}
+// Comparison is what bsim compare measured (plotcmd.Comparison: bsim itself does not
+// link this package, see lib/plotcmd).
+type Comparison = plotcmd.Comparison
 
 // WriteComparison draws one grouped bar chart per figure of c into dir (made if need
 // be): compare-<n>.svg and .png for the n-th figure, one group of bars per scenario,

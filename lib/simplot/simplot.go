@@ -79,7 +79,7 @@ const dpi = 96
 // title. Existing files of those names are replaced. On an error it returns the files
 // written before it.
 func Write(dir string, tr *sim.Trace, title string) ([]string, error) {
-	if err := check(tr); err != nil {
+	if err := Check(tr); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -114,8 +114,8 @@ func Write(dir string, tr *sim.Trace, title string) ([]string, error) {
 	return append(names, "index.html"), nil
 }
 
-// check rejects a trace whose indices or times would not draw.
-func check(tr *sim.Trace) error {
+// Check rejects a trace whose indices or times would not draw.
+func Check(tr *sim.Trace) error {
 	if tr == nil {
 		return errors.New("simplot: no trace (was the run made with Config.Trace?)")
 	}

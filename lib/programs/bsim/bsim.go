@@ -14,9 +14,9 @@ import (
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/plotcmd"
 	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/sim"
-	"github.com/bkit/bkit/lib/simplot"
 	"github.com/urfave/cli/v3"
 )
 
@@ -150,8 +150,12 @@ func run(_ context.Context, cmd *cli.Command) error {
 	cfg.Policy = cmd.String(flagPolicy)
 	plotDir := cmd.String(flagPlot)
 	cfg.Trace = plotDir != ""
+	var plotter string
 	if plotDir != "" {
-		// Before the run, so that a bad directory does not cost it.
+		// Before the run, so that a bad directory or a missing bsim-plot does not cost it.
+		if plotter, err = plotcmd.Find(); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
 		if err := os.MkdirAll(plotDir, 0o755); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
@@ -177,7 +181,7 @@ func run(_ context.Context, cmd *cli.Command) error {
 		return nil
 	}
 	title := fmt.Sprintf("%s, policy %s, seed %d, %s", filepath.Base(filepath.Clean(path)), cfg.Policy, cfg.Seed, total)
-	if _, err := simplot.Write(plotDir, s.Trace(), title); err != nil {
+	if err := plotcmd.Draw(plotter, &plotcmd.Request{Dir: plotDir, Title: title, Trace: s.Trace()}, cmd.Root().ErrWriter); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(cmd.Root().ErrWriter, "bsim: pictures of the run in %s\n", filepath.Join(plotDir, "index.html"))

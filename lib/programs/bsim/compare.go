@@ -15,9 +15,9 @@ import (
 	"sync"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/plotcmd"
 	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/sim"
-	"github.com/bkit/bkit/lib/simplot"
 	"github.com/urfave/cli/v3"
 )
 
@@ -163,7 +163,11 @@ func runCompare(_ context.Context, cmd *cli.Command) error {
 		}
 	}
 	if dir := cmd.String(flagPlot); dir != "" {
-		if _, err := simplot.WriteComparison(dir, comparison(scenarios, policies, out, boinc)); err != nil {
+		prog, err := plotcmd.Find()
+		if err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+		if err := plotcmd.Draw(prog, &plotcmd.Request{Dir: dir, Comparison: comparison(scenarios, policies, out, boinc)}, cmd.Root().ErrWriter); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(cmd.Root().ErrWriter, "bsim: pictures of the comparison in %s\n", filepath.Join(dir, "index.html"))
@@ -341,8 +345,8 @@ func compareCSV(w io.Writer, rows []CompareRow) error {
 	return cw.Error()
 }
 
-// comparison is the table as simplot draws it.
-func comparison(scenarios, policies []string, rows []CompareRow, boinc []*sim.Result) *simplot.Comparison {
+// comparison is the table as lib/simplot draws it.
+func comparison(scenarios, policies []string, rows []CompareRow, boinc []*sim.Result) *plotcmd.Comparison {
 	series := append([]string(nil), policies...)
 	anyBOINC := false
 	for _, b := range boinc {
@@ -351,7 +355,7 @@ func comparison(scenarios, policies []string, rows []CompareRow, boinc []*sim.Re
 	if anyBOINC {
 		series = append(series, "BOINC")
 	}
-	c := &simplot.Comparison{Title: "bsim compare", Figures: []string{"wasted fraction", "idle fraction", "share violation", "monotony", "RPCs per job"},
+	c := &plotcmd.Comparison{Title: "bsim compare", Figures: []string{"wasted fraction", "idle fraction", "share violation", "monotony", "RPCs per job"},
 		Series: series}
 	for _, s := range scenarios {
 		c.Scenarios = append(c.Scenarios, filepath.Base(filepath.Clean(s)))

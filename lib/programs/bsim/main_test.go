@@ -12,6 +12,7 @@ import (
 	"github.com/bkit/bkit/lib/programs/brpc"
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bsim"
+	"github.com/bkit/bkit/lib/programs/bsimplot"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -23,6 +24,8 @@ func TestMain(m *testing.M) {
 		"bdevices": func() { os.Exit(bdevices.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"bsched":   func() { os.Exit(bsched.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"brpc":     func() { os.Exit(brpc.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		// bsim --plot runs bsim-plot.
+		"bsim-plot": func() { os.Exit(bsimplot.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 
