@@ -28,10 +28,11 @@ type Plan struct {
 //   - CPU work: seed 001's decision as bfetch recorded it (projects[].work_request,
 //     zero unless a project will starve within the connection period): the project
 //     with the largest request among those not asked yet, not in RPC backoff nor in
-//     seed 002's CPU backoff and with a CPU app version (ties: document order). Seed 001
-//     keeps every project supplied, which is what lets its debts enforce the shares;
-//     seed 000's get-work session, which fills the whole buffer from the one project of
-//     greatest resource debt, left the other projects dry for hours;
+//     seed 002's CPU backoff and with a CPU app version, or no app version yet (ties:
+//     document order). Seed 001 keeps every project supplied, which is what lets its
+//     debts enforce the shares; seed 000's get-work session, which fills the whole
+//     buffer from the one project of greatest resource debt, left the other projects
+//     dry for hours;
 //   - coprocessor work: seed 002's request (coproc: bdevices request, lib/prsc), of
 //     which only the coprocessor part is sent (the CPU is seed 001's), so only when a
 //     coprocessor has an idle instance or a shortfall. A host without coprocessors
@@ -174,11 +175,21 @@ func PollIfOverdue(doc *state.Document, now float64) Decision {
 	return Decision{Action: None}
 }
 
-// hasVersionFor reports whether project has an app version for resource type t.
+// hasVersionFor reports whether project has an app version for resource type t, or
+// none at all: a project just attached (brpc attach) is asked for work before the
+// client knows its apps, as BOINC's client asks a new project; its first reply sends
+// the app versions.
 func hasVersionFor(doc *state.Document, project, t string) bool {
-	return slices.ContainsFunc(doc.AppVersions, func(av state.AppVersion) bool {
-		return av.Project == project && av.ResourceType() == t
-	})
+	known := false
+	for i := range doc.AppVersions {
+		if av := &doc.AppVersions[i]; av.Project == project {
+			if av.ResourceType() == t {
+				return true
+			}
+			known = true
+		}
+	}
+	return !known
 }
 
 // projectIndex is the index of the project named name, or -1.

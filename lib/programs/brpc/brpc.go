@@ -37,13 +37,14 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "brpc",
 		Usage:     "scheduler RPCs: when and whom the client contacts, and the session over HTTP (seed 000)",
-		UsageText: "brpc poll | session [flags]",
+		UsageText: "brpc poll | session | attach [flags]",
 		Description: cliutil.Help(`
 Seed 000 ("scheduler RPC timing and retry") on the client. Each project keeps an
 exponentially averaged CPU time (decaying by a factor of e per week), a resource debt
 (resource share / exp_avg_cpu; a project with no CPU time yet has the greatest), a
 minimum RPC time, a count of consecutive failed RPCs and a master-fetch flag.
 
+brpc attach points a project of the document at a master URL (a live server).
 A client loop runs, with the same --now:
   bfetch, bdevices request   the work requests (seeds 001 and 002)
   brpc poll                  whether to start a session, with whom, asking for what
@@ -55,7 +56,7 @@ Each subcommand has its own --help.
 				"brpc poll --now 1700000000 -o table < client.yaml",
 				"brpc poll --state client.json --in-place --exit-action; case $? in 10|11) brpc session --state client.json --in-place;; esac",
 			}, ""),
-		Commands: []*cli.Command{pollCommand(), sessionCommand()},
+		Commands: []*cli.Command{pollCommand(), sessionCommand(), attachCommand()},
 	}
 }
 

@@ -5,15 +5,25 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bkit/bkit/lib/programs/bdevices"
 	"github.com/bkit/bkit/lib/programs/bfetch"
 	"github.com/bkit/bkit/lib/programs/brpc"
+	"github.com/bkit/bkit/lib/programs/bsched"
+	"github.com/bkit/bkit/lib/programs/bserver"
+	"github.com/bkit/bkit/lib/programs/bsim"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// TestMain puts the programs on PATH: brpc and bfetch for the testscripts, and the
+// whole client loop with bserver for TestClientLoopLive.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"brpc":   func() { os.Exit(brpc.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
-		"bfetch": func() { os.Exit(bfetch.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"brpc":     func() { os.Exit(brpc.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bfetch":   func() { os.Exit(bfetch.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bdevices": func() { os.Exit(bdevices.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bsched":   func() { os.Exit(bsched.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bsim":     func() { os.Exit(bsim.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"bserver":  func() { os.Exit(bserver.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 
