@@ -88,3 +88,41 @@ func TestGetWorkOrderByDebtAfterAWeek(t *testing.T) {
 		t.Fatalf("order %s, want C,B,A,D", got)
 	}
 }
+
+// Seed 001's CPU request goes to a project with a CPU app version, or with no app
+// version at all (just attached: the client learns its apps from the first reply, as
+// BOINC's does), never to one whose versions all use a GPU. All three ask 1000 s; A
+// comes first in the document but has only a GPU version, so B (no versions) is asked,
+// then C (a CPU version), then nobody.
+func TestNextCPUWorkNeedsACPUVersionOrNone(t *testing.T) {
+	d := doc(t, 2, []state.Project{proj("A", 100, 10), proj("B", 100, 10), proj("C", 100, 10)})
+	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	d.AppVersions = []state.AppVersion{
+		{Name: "a_gpu", Project: "A", AvgNCPUs: 0.1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+		{Name: "c_cpu", Project: "C", AvgNCPUs: 1},
+	}
+	d.WorkFetch = &state.WorkFetch{Time: t0, Urgency: "need_work"}
+	for i := range d.Projects {
+		d.Projects[i].WorkRequest = 1000
+	}
+	if err := state.Validate(d); err != nil {
+		t.Fatal(err)
+	}
+	none := func() state.WorkRequest { return state.WorkRequest{} }
+	var order []string
+	var asked []int
+	for {
+		r, ok := Next(d, t0, asked, none)
+		if !ok {
+			break
+		}
+		if r.Request.CPUReqSecs != 1000 {
+			t.Fatalf("%s asked for %g s", d.Projects[r.Project].Name, r.Request.CPUReqSecs)
+		}
+		order = append(order, d.Projects[r.Project].Name)
+		asked = append(asked, r.Project)
+	}
+	if got := strings.Join(order, ","); got != "B,C" {
+		t.Fatalf("asked %s, want B,C", got)
+	}
+}

@@ -20,7 +20,7 @@ import (
 // TestClientLoopLive runs scripts/client-loop.sh --server: the client loop of bkit's
 // programs (bfetch, bdevices, brpc poll, brpc session, bsched, bsim's host and time)
 // against a live 'bserver serve' on loopback (SQLite) whose clock follows the loop's
-// (--clock-file), for two simulated hours of 15-minute jobs. Every document the loop
+// (--clock-file), for one simulated hour of 10-minute jobs (six steps). Every document the loop
 // writes is read back by its next stage, which refuses an invalid one (exit 2 stops the
 // loop), so a clean exit means a valid document after every step; the final one is
 // checked here too. The database must then hold every report the client made exactly
@@ -45,8 +45,8 @@ func TestClientLoopLive(t *testing.T) {
 	admin("init", "--db", db)
 	admin("app", "add", "--db", db, "work")
 	admin("app-version", "add", "--db", db, "--app", "work", "--version", "1", "--avg-ncpus", "1")
-	admin("work", "create", "--db", db, "--app", "work", "--count", "100", "--fpops-est", "9e11", "--delay-bound", "1d")
-	const start, duration = 1700000000.0, 7200.0 // live-2cpu.yaml's start; 2 hours
+	admin("work", "create", "--db", db, "--app", "work", "--count", "100", "--fpops-est", "6e11", "--delay-bound", "1d")
+	const start, duration = 1700000000.0, 3600.0 // live-2cpu.yaml's start; one hour
 	clock, urlFile := filepath.Join(dir, "clock"), filepath.Join(dir, "url.txt")
 	os.WriteFile(clock, []byte("1700000000\n"), 0o644)
 	bin, err := exec.LookPath("bserver")
@@ -69,7 +69,7 @@ func TestClientLoopLive(t *testing.T) {
 
 	kept := filepath.Join(dir, "kept")
 	loop := exec.Command(bash, filepath.Join(repo, "scripts/client-loop.sh"), filepath.Join(repo, "scenarios/live-2cpu.yaml"),
-		"--server", strings.TrimSpace(string(url)), "--clock-file", clock, "--duration", "2h", "--delta", "600", "--keep", kept, "-o", "json")
+		"--server", strings.TrimSpace(string(url)), "--clock-file", clock, "--duration", "1h", "--delta", "600", "--keep", kept, "-o", "json")
 	var out, errb bytes.Buffer
 	loop.Stdout, loop.Stderr = &out, &errb
 	if err := loop.Run(); err != nil {
