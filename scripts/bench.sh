@@ -42,6 +42,21 @@ printf '%-62s %s MB\n' "bsim peak RSS, 1000 days --plot" "$(rss "$tmp/bsim" run 
 go build -o "$tmp/" ./cmd/bfetch ./cmd/bdevices
 s=$(date +%s%N); BKIT_BIN=$tmp bash scripts/client-loop.sh scenarios/share-75-25 --duration 1h > /dev/null; e=$(date +%s%N)
 awk -v us=$(( (e - s) / 1000 )) 'BEGIN { printf "%-62s %.1f ms\n", "client-loop.sh, share-75-25, per 60 s step, wall", us/1000/60 }'
+# brpc (issue 10): poll's decision in process and the whole program on 100 projects and
+# 10,000 tasks (targets 5 ms and 50 ms), and a session's round trip to a loopback bserver
+# (SQLite) with one report and one job, p50 and p99.
+go test -run '^$' -bench '^Benchmark(Poll|PollProgram|SessionRoundTrip)$' -benchtime 200x ./lib/programs/brpc/ | tee "$tmp/brpc.txt" >&2
+go build -o "$tmp/brpc" ./cmd/brpc
+best=$(for _ in $(seq 10); do
+  s=$(date +%s%N); "$tmp/brpc" poll --now 1700000000 --state "$tmp/big.json" > /dev/null; e=$(date +%s%N)
+  echo $(( (e - s) / 1000 ))
+done | sort -n | head -1)
+awk -v us="$best" '
+/^BenchmarkPoll-/ { printf "%-62s %.3f ms/op\n", "brpc poll decision in process, 100 projects/10,000 tasks", $3/1e6 }
+/^BenchmarkPollProgram-/ { printf "%-62s %.3f ms/op\n", "brpc poll program in process (read, decide, write in place)", $3/1e6 }
+/^BenchmarkSessionRoundTrip-/ { for (i = 3; i < NF; i++) { if ($(i+1) == "p50-ms") p50 = $i; if ($(i+1) == "p99-ms") p99 = $i }
+  printf "%-62s p50 %s ms, p99 %s ms\n", "brpc session round trip, loopback bserver, 1 report + 1 job", p50, p99 }
+END { printf "%-62s %.1f ms (best of 10)\n", "brpc poll whole program, 100 projects/10,000 tasks JSON, wall", us/1000 }' "$tmp/brpc.txt"
 if [ -x scripts/bench-bserver.sh ] || [ -f scripts/bench-bserver.sh ]; then bash scripts/bench-bserver.sh; fi
 # Locality scheduling (issue 12): the assignment decision with 10,000 hosts and 1,000,000
 # jobs on SQLite, and a blocality simulate run of the issue's case (both policies).
