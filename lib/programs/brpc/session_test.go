@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +30,8 @@ const t0 = 1_700_000_000.0
 type project struct {
 	url   string
 	st    *store.Store
+	cfg   server.Config
+	ln    net.Listener
 	clock atomic.Int64 // the server's clock, Unix seconds
 	stop  func()
 }
@@ -46,20 +50,29 @@ func startProject(t testing.TB, cfg server.Config, nwork int) *project {
 		MinQuorum: 1, TargetNResults: 1, MaxErrorResults: 3, MaxTotalResults: 5, MaxSuccessResults: 3}, t0); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p := &project{st: st, cfg: cfg}
+	p.clock.Store(int64(t0))
+	p.start(t, "127.0.0.1:0")
+	p.url = server.URLFor(p.ln)
+	return p
+}
+
+// start serves the project on addr until stop (or the test's end).
+func (p *project) start(t testing.TB, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &project{url: server.URLFor(ln), st: st}
-	p.clock.Store(int64(t0))
-	srv := &server.Server{Store: st, Config: cfg, Now: func() time.Time { return time.Unix(p.clock.Load(), 0) },
+	p.ln = ln
+	srv := &server.Server{Store: p.st, Config: p.cfg, Now: func() time.Time { return time.Unix(p.clock.Load(), 0) },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.Serve(sctx, ln); close(done) }()
-	p.stop = func() { cancel(); <-done }
+	var once sync.Once
+	p.stop = func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(p.stop)
-	return p
 }
 
 // clientDoc is a 2-CPU host (1 GFLOPS each) attached to the given projects (name →
@@ -324,4 +337,88 @@ func cloneDoc(t *testing.T, d *state.Document) *state.Document {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A reply with no work is a success (the project has nothing to send): nrpc_failures
+// back to 0, no RPC backoff, and seed 002's CPU backoff as bdevices reply sets it for a
+// request that got nothing. bserver with no work left sends a bare reply; a BOINC
+// server adds a message, which the session passes on.
+func TestSessionNoWork(t *testing.T) {
+	t.Parallel()
+	pj := startProject(t, server.Config{ProjectName: "A"}, 0)
+	msg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<scheduler_reply><message priority="low">No tasks are available for cpuapp</message></scheduler_reply>`))
+	}))
+	t.Cleanup(msg.Close)
+	for _, url := range []string{pj.url, msg.URL + "/"} {
+		doc := clientDoc(t, state.Project{Name: "A", MasterURL: url, SchedulerURLs: []string{url + "scheduler"}, ResourceShare: 100, NRPCFailures: 2})
+		s := session(t, doc, t0)
+		p := &doc.Projects[0]
+		if len(s.Attempts) != 1 || !s.Attempts[0].OK || len(doc.Tasks) != 0 || p.NRPCFailures != 0 || p.MinRPCTime != 0 {
+			t.Fatalf("%s: attempts %+v, %d tasks, project %+v", url, s.Attempts, len(doc.Tasks), p)
+		}
+		if len(p.Resources) == 0 || p.Resources[0].BackoffUntil <= t0 {
+			t.Fatalf("%s: no CPU work-fetch backoff after an empty reply: %+v", url, p.Resources)
+		}
+		if url != pj.url && !strings.Contains(s.Attempts[0].Outcome, "message: No tasks are available") {
+			t.Errorf("outcome %q does not pass on the server's message", s.Attempts[0].Outcome)
+		}
+	}
+}
+
+// The server goes down while the client holds finished work, and comes back on the
+// same address: the failed session keeps the reports pending (nrpc_failures 1, backed
+// off), the next one after min_rpc_time reports them, the server records each once,
+// and they are not sent again.
+func TestSessionServerReturns(t *testing.T) {
+	t.Parallel()
+	pj := startProject(t, server.Config{ProjectName: "A"}, 40)
+	doc := clientDoc(t, state.Project{Name: "A", MasterURL: pj.url, SchedulerURLs: []string{pj.url + "scheduler"}, ResourceShare: 100})
+	session(t, doc, t0)
+	if len(doc.Tasks) != 11 {
+		t.Fatalf("%d tasks", len(doc.Tasks))
+	}
+	now := t0 + 20000
+	for i := range 3 {
+		doc.Tasks[i].State, doc.Tasks[i].FlopsDone, doc.Tasks[i].CPUTime = state.TaskDone, 1e13, 10000
+		doc.Tasks[i].ReportDeadline = now + 3600 // overdue: a report session
+	}
+	addr := pj.ln.Addr().String()
+	pj.stop()
+	s := session(t, doc, now)
+	p := &doc.Projects[0]
+	if len(s.Attempts) != 1 || s.Attempts[0].OK || p.NRPCFailures != 1 || p.MinRPCTime != now+backoff(1, 0) || count(doc, state.TaskDone) != 3 {
+		t.Fatalf("server down: attempts %+v, failures %d, min_rpc_time %g (want %g), %d done", s.Attempts, p.NRPCFailures, p.MinRPCTime,
+			now+backoff(1, 0), count(doc, state.TaskDone))
+	}
+	if res := poll(doc, now+1, nil); res.planned {
+		t.Fatalf("planned an RPC before min_rpc_time: %+v", res.plan)
+	}
+	pj.start(t, addr)
+	now = p.MinRPCTime
+	pj.clock.Store(int64(now))
+	s = session(t, doc, now)
+	if !s.Attempts[0].OK || s.Attempts[0].Reported != 3 || count(doc, state.TaskReported) != 3 || count(doc, state.TaskDone) != 0 || p.NRPCFailures != 0 {
+		t.Fatalf("server back: attempts %+v, %d reported, %d done, failures %d", s.Attempts, count(doc, state.TaskReported),
+			count(doc, state.TaskDone), p.NRPCFailures)
+	}
+	rows, err := pj.st.Results(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := 0
+	for _, r := range rows {
+		if r.ServerState == store.ServerStateOver {
+			over++
+			if r.ReceivedTime != float64(int64(now)) || r.Outcome != store.OutcomeSuccess {
+				t.Errorf("%s: received %g, outcome %d", r.Name, r.ReceivedTime, r.Outcome)
+			}
+		}
+	}
+	if over != 3 {
+		t.Fatalf("%d results recorded over, want 3", over)
+	}
+	if req := rpc.BuildRequest(doc, 0, nil); len(req.Results) != 0 {
+		t.Fatalf("reported again: %+v", req.Results)
+	}
 }
