@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/bkit/bkit/lib/state"
 )
@@ -482,8 +483,17 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		pass.Tasks = append(pass.Tasks, d)
 	}
 
-	pass.NextPass, pass.NextPassReason = nextPass(doc, avOf, now)
-	doc.CPUSched = &state.CPUSched{LastPass: now, NextPass: pass.NextPass, NextPassReason: pass.NextPassReason}
+	prev := ""
+	if doc.CPUSched != nil {
+		prev = doc.CPUSched.NextPassReason
+	}
+	pass.NextPass, pass.NextPassReason = nextPass(doc, avOf, now, prev)
+	// In place when there is one: the emulator passes every few steps, and a new record
+	// each time was most of a quiet step's allocations.
+	if doc.CPUSched == nil {
+		doc.CPUSched = new(state.CPUSched)
+	}
+	*doc.CPUSched = state.CPUSched{LastPass: now, NextPass: pass.NextPass, NextPassReason: pass.NextPassReason}
 	return pass
 }
 
@@ -547,9 +557,10 @@ func unit(resource string) string {
 
 // nextPass is when the next pass is due at the latest: one scheduling period from now, or
 // earlier when a running task is expected to finish and free its processor. (A new
-// result is the caller's event: it should run a pass when one arrives.)
-func nextPass(doc *state.Document, avOf []int32, now float64) (float64, string) {
-	at, why := now+doc.Preferences.CPUSchedulingPeriod, "scheduling period"
+// result is the caller's event: it should run a pass when one arrives.) prev is the
+// last pass's reason, given back when it is the same words (no new string to make).
+func nextPass(doc *state.Document, avOf []int32, now float64, prev string) (float64, string) {
+	at, first := now+doc.Preferences.CPUSchedulingPeriod, -1
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if t.State != state.TaskRunning || t.EstimatedFlops <= 0 {
@@ -560,10 +571,18 @@ func nextPass(doc *state.Document, avOf []int32, now float64) (float64, string) 
 			continue
 		}
 		if end := now + t.RemainingFlops()/speed; end < at {
-			at, why = end, "task "+t.Name+" expected to finish"
+			at, first = end, i
 		}
 	}
-	return at, why
+	if first < 0 {
+		return at, "scheduling period"
+	}
+	const pre, post = "task ", " expected to finish"
+	name := doc.Tasks[first].Name
+	if len(prev) == len(pre)+len(name)+len(post) && strings.HasPrefix(prev, pre) && strings.HasSuffix(prev, post) && prev[len(pre):len(pre)+len(name)] == name {
+		return at, prev
+	}
+	return at, pre + name + post
 }
 
 // Due reports whether a pass is due at now, and why: no pass has run yet, the scheduling

@@ -148,7 +148,10 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 		}
 		t.CPUTimeAtLastSched, t.ElapsedTimeAtLastSched = t.CPUTime, t.ElapsedTime
 	}
-	doc.CPUSched = &state.CPUSched{LastPass: now, NextPass: now + doc.Preferences.CPUSchedulingPeriod, NextPassReason: "scheduling period"}
+	if doc.CPUSched == nil {
+		doc.CPUSched = new(state.CPUSched)
+	}
+	*doc.CPUSched = state.CPUSched{LastPass: now, NextPass: now + doc.Preferences.CPUSchedulingPeriod, NextPassReason: "scheduling period"}
 	return true
 }
 
@@ -157,7 +160,9 @@ func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, 
 	if len(asked) > 0 {
 		return RPC{}, false
 	}
-	if d := rpc.Poll(doc, now); d.Action == rpc.Report {
+	// PollIfOverdue: Poll's report sessions need an overdue result, and without one
+	// Poll's other answers (with their reasons made) are not used here.
+	if d := rpc.PollIfOverdue(doc, now); d.Action == rpc.Report {
 		return RPC{Project: projectIndex(doc, d.Project), Why: "report: " + d.Reason}, true
 	}
 	low, high := rpc.WaterMarks(&doc.Preferences)

@@ -383,5 +383,9 @@ func Apply(doc *state.Document, d Decision, now float64) {
 		}
 		doc.Projects[i].WorkRequest = w
 	}
-	doc.WorkFetch = &state.WorkFetch{Time: now, Urgency: d.Urgency.String()}
+	// In place when there is one: the emulator decides at every poll.
+	if doc.WorkFetch == nil {
+		doc.WorkFetch = new(state.WorkFetch)
+	}
+	*doc.WorkFetch = state.WorkFetch{Time: now, Urgency: d.Urgency.String()}
 }
