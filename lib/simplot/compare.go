@@ -1,10 +1,7 @@
 package simplot
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -21,9 +18,6 @@ type Comparison = plotcmd.Comparison
 // be): compare-<n>.svg and .png for the n-th figure, one group of bars per scenario,
 // one bar per series, and an index.html that shows them. It returns the files written.
 func WriteComparison(dir string, c *Comparison) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("simplot: %w", err)
-	}
 	var figs []*figure
 	for f, name := range c.Figures {
 		p := plot.New()
@@ -58,36 +52,5 @@ func WriteComparison(dir string, c *Comparison) ([]string, error) {
 		fig.fitLegend()
 		figs = append(figs, fig)
 	}
-	var names []string
-	for _, f := range figs {
-		svg, png, err := f.render()
-		if err != nil {
-			return names, fmt.Errorf("simplot: %s: %w", f.name, err)
-		}
-		for _, out := range []struct {
-			ext  string
-			data []byte
-		}{{".svg", svg}, {".png", png}} {
-			if err := os.WriteFile(filepath.Join(dir, f.name+out.ext), out.data, 0o644); err != nil {
-				return names, fmt.Errorf("simplot: %w", err)
-			}
-			names = append(names, f.name+out.ext)
-		}
-	}
-	type fg struct{ Name, Alt, Caption string }
-	data := struct {
-		Title, Summary string
-		Figures        []fg
-	}{Title: c.Title, Summary: fmt.Sprintf("%d policies on %d scenarios.", len(c.Series), len(c.Scenarios))}
-	for _, f := range figs {
-		data.Figures = append(data.Figures, fg{f.name, f.alt, f.caption})
-	}
-	var b bytes.Buffer
-	if err := page.Execute(&b, data); err != nil {
-		return names, fmt.Errorf("simplot: index.html: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "index.html"), b.Bytes(), 0o644); err != nil {
-		return names, fmt.Errorf("simplot: %w", err)
-	}
-	return append(names, "index.html"), nil
+	return writeFigures(dir, c.Title, fmt.Sprintf("%d policies on %d scenarios.", len(c.Series), len(c.Scenarios)), figs)
 }

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// client is one emulated host: a state document and a live world (bsim init --live).
+type client struct {
+	name  string
+	kind  kind
+	seed  uint64
+	doc   string // its state document
+	world string // its bsim world
+	// The offline client is off from offFrom to offUntil (simulated), and loses its
+	// work when it goes off.
+	offFrom, offUntil float64
+	lost              []state.Task // the results it lost
+	wiped             bool
+	seen              map[string]bool
+}
+
+// makeClients writes each client's scenario (a state document attached to project A,
+// and B for the two-projects kind) and starts its live world with bsim init.
+func (l *loop) makeClients(ctx context.Context) error {
+	for i := range l.cfg.Clients {
+		k := kinds[i%len(kinds)]
+		c := &client{name: fmt.Sprintf("c%02d-%s", i+1, k.name), kind: k, seed: l.cfg.Seed*1000 + uint64(i) + 1, seen: map[string]bool{}}
+		dir := filepath.Join(l.dir, c.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		c.doc, c.world = filepath.Join(dir, "state.json"), filepath.Join(dir, "world.json")
+		if k.offline {
+			// Off from a fifth of the run for longer than a deadline, so its results
+			// are lost, marked so by bretry and sent to others, while the run goes on.
+			c.offFrom = start + l.cfg.Duration/5
+			c.offUntil = c.offFrom + max(l.cfg.Duration/2, delayBound+2*l.cfg.Delta)
+		}
+		scenario := filepath.Join(dir, "scenario.yaml")
+		if err := os.WriteFile(scenario, []byte(l.scenario(c, i)), 0o644); err != nil {
+			return err
+		}
+		out, err := l.exec(ctx, "bsim", "init", scenario, "--world", c.world, "--live", "--nondeterministic", fmt.Sprintf("nd=%g", ndProb),
+			"--duration", exactTime(l.cfg.Duration), "--delta", exactTime(l.cfg.Delta), "--seed", strconv.FormatUint(c.seed, 10))
+		if err != nil {
+			return err
+		}
+		if err := cliutil.WriteFileAtomic(c.doc, []byte(out)); err != nil {
+			return err
+		}
+		l.clients = append(l.clients, c)
+	}
+	return nil
+}
+
+// scenario is client c's bkit scenario file for a live run: its host, small work
+// buffers, and its projects with their scheduler URLs (A's front ends in turn, so two
+// front ends share the clients) and the app versions its host can run. A project is
+// assumed to have jobs for each of the host's resources until a reply says otherwise
+// (seed 002's D flags), and the client holds the project's app versions from the
+// start (docs/decisions.md, full loop): brpc poll asks a project only for resources it
+// has an app version for.
+func (l *loop) scenario(c *client, i int) string {
+	k := c.kind
+	var b strings.Builder
+	b.WriteString("version: 1\nstate:\n  version: 1\n  host:\n    resources:\n")
+	fmt.Fprintf(&b, "      - {type: cpu, instances: %d, flops: %g}\n", k.cpus, k.flops)
+	rsc := "[{type: cpu, accumulate_debt: true}]"
+	if k.gpu > 0 {
+		fmt.Fprintf(&b, "      - {type: NVIDIA, instances: 1, flops: %g}\n", k.gpu)
+		rsc = "[{type: cpu, accumulate_debt: true}, {type: NVIDIA, accumulate_debt: true}]"
+	}
+	b.WriteString("  preferences: {work_buf_min_days: 0.01, work_buf_additional_days: 0.02, connection_period_days: 0.01, cpu_scheduling_period: 3600}\n")
+	var urls []string
+	for j := range l.urlsA {
+		urls = append(urls, fmt.Sprintf("%q", l.urlsA[(i+j)%len(l.urlsA)]))
+	}
+	fmt.Fprintf(&b, "  projects:\n    - {name: A, master_url: %q, scheduler_urls: [%s], resource_share: 100, resources: %s}\n",
+		strings.TrimSuffix(l.urlsA[i%len(l.urlsA)], "scheduler"), strings.Join(urls, ", "), rsc)
+	if k.twoProjects {
+		fmt.Fprintf(&b, "    - {name: B, master_url: %q, scheduler_urls: [%q], resource_share: 300, resources: [{type: cpu, accumulate_debt: true}]}\n",
+			strings.TrimSuffix(l.urlB, "scheduler"), l.urlB)
+	}
+	b.WriteString("  apps:\n")
+	for _, a := range []string{"cpu", "nd", "loc"} {
+		fmt.Fprintf(&b, "    - {name: %s, project: A}\n", a)
+	}
+	if k.gpu > 0 {
+		b.WriteString("    - {name: gpu, project: A}\n")
+	}
+	if k.twoProjects {
+		b.WriteString("    - {name: bcpu, project: B}\n")
+	}
+	b.WriteString("  app_versions:\n")
+	for _, a := range []string{"cpu", "nd", "loc"} {
+		fmt.Fprintf(&b, "    - {name: A/%s/1, project: A, app: %s, version_num: 1, avg_ncpus: 1}\n", a, a)
+	}
+	if k.gpu > 0 {
+		b.WriteString("    - {name: A/gpu/1/cuda, project: A, app: gpu, version_num: 1, plan_class: cuda, avg_ncpus: 0.2, coproc: {type: NVIDIA, count: 1}}\n")
+	}
+	if k.twoProjects {
+		b.WriteString("    - {name: B/bcpu/1, project: B, app: bcpu, version_num: 1, avg_ncpus: 1}\n")
+	}
+	b.WriteString("  tasks: []\n")
+	return b.String()
+}
+
+// step is one client step, the chain of client-loop.sh against live servers:
+//
+//	bsim clock                   the step's time and the host's availability
+//	if on and connected:
+//	  bfetch, bdevices request   seed 001's and seed 002's work-fetch decisions
+//	  brpc poll -o project       seed 000: whom to contact, if anyone
+//	  brpc session               the RPCs over HTTP: reports, jobs, backoff
+//	if on:
+//	  bsched --if-due, bsim settle, bsched --if-due (if tasks finished)
+//	bsim advance                 the tasks compute; the clock moves on
+//
+// The offline client, while off, only lets its clock move on (bsim advance): it runs
+// nothing and contacts no one, and it lost its work when it went off.
+func (c *client) step(ctx context.Context, l *loop) error {
+	out, err := l.exec(ctx, "bsim", "clock", "--world", c.world)
+	if err != nil {
+		return err
+	}
+	f := strings.Fields(out)
+	if len(f) != 5 {
+		return fmt.Errorf("%s: bsim clock printed %q", c.name, out)
+	}
+	now, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || now != l.now {
+		return fmt.Errorf("%s: bsim clock says %q, the loop's clock is %s", c.name, f[0], exactTime(l.now))
+	}
+	T := exactTime(now)
+	st := []string{"--now", T, "--state", c.doc, "--in-place"}
+	on, connected := f[1] == "1", f[4] == "1"
+	if c.offUntil > 0 && now >= c.offFrom && now < c.offUntil {
+		if !c.wiped {
+			// It goes off at the first step it holds work (there is something to
+			// lose), an hour after offFrom at the latest.
+			held, err := c.held(l)
+			if err != nil {
+				return err
+			}
+			if held > 0 || now >= c.offFrom+3600 {
+				c.offUntil += now - c.offFrom
+				if err := c.wipe(l); err != nil {
+					return err
+				}
+			}
+		}
+		on = on && !c.wiped
+	}
+	if on && connected {
+		if _, err := l.exec(ctx, "bfetch", st...); err != nil {
+			return err
+		}
+		if _, err := l.exec(ctx, "bdevices", append([]string{"request"}, st...)...); err != nil {
+			return err
+		}
+		p, err := l.exec(ctx, "brpc", append([]string{"poll", "-o", "project"}, st...)...)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(p) != "" {
+			seed := strconv.FormatUint(c.seed*1_000_003+uint64((now-start)/l.cfg.Delta), 10)
+			if _, err := l.exec(ctx, "brpc", append([]string{"session", "--seed", seed, "--connect-timeout", "5s", "--timeout", "30s"}, st...)...); err != nil {
+				return err
+			}
+			if err := c.observe(l); err != nil {
+				return err
+			}
+		}
+	}
+	if on {
+		if _, err := l.exec(ctx, "bsched", append([]string{"--if-due"}, st...)...); err != nil {
+			return err
+		}
+		n, err := l.exec(ctx, "bsim", append([]string{"settle", "--world", c.world}, st...)...)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(n) != "0" {
+			if _, err := l.exec(ctx, "bsched", append([]string{"--if-due"}, st...)...); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := l.exec(ctx, "bsim", append([]string{"advance", "--world", c.world}, st...)...); err != nil {
+		return err
+	}
+	_, err = c.read(l)
+	return err
+}
+
+// read decodes the client's document strictly (and so validates it): every document
+// must be valid after every step; one that is not breaks an invariant and stops the
+// loop.
+func (c *client) read(l *loop) (*state.Document, error) {
+	data, err := os.ReadFile(c.doc)
+	if err != nil {
+		return nil, err
+	}
+	doc, _, err := state.Decode(data, c.doc)
+	if err != nil {
+		l.breakf("%s: state document invalid at %s: %v", c.name, human(l.now-start), err)
+		return nil, fmt.Errorf("%s: %w", c.name, err)
+	}
+	return doc, nil
+}
+
+// observe records what a session did: the results received (none may have been sent
+// to anyone before) and the reports a front end acknowledged.
+func (c *client) observe(l *loop) error {
+	doc, err := c.read(l)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range doc.Tasks {
+		if !c.seen[t.Name] {
+			c.seen[t.Name] = true
+			if who, ok := l.received[t.Name]; ok && len(l.broken) < 100 {
+				l.broken = append(l.broken, fmt.Sprintf("result %s sent twice: to %s, then to %s", t.Name, who, c.name))
+			} else {
+				l.received[t.Name] = c.name
+			}
+		}
+		if t.State == state.TaskReported {
+			l.acked[t.Name] = ack{client: c.name, project: t.Project}
+		}
+	}
+	return nil
+}
+
+// held is how many results the client holds unreported.
+func (c *client) held(l *loop) (int, error) {
+	doc, err := c.read(l)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range doc.Tasks {
+		if t.State != state.TaskReported {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// wipe is the offline client losing its work: its tasks are gone from its document
+// (a disk that failed, a reinstall that kept the account). It is the one change the
+// driver makes to a document; the programs notice it (bsim forgets the jobs).
+func (c *client) wipe(l *loop) error {
+	doc, err := c.read(l)
+	if err != nil {
+		return err
+	}
+	for _, t := range doc.Tasks {
+		if t.State != state.TaskReported {
+			c.lost = append(c.lost, t)
+		}
+	}
+	doc.Tasks = []state.Task{}
+	doc.RPCSession = nil
+	data, err := state.Encode(doc, state.JSON)
+	if err != nil {
+		return err
+	}
+	if err := cliutil.WriteFileAtomic(c.doc, data); err != nil {
+		return err
+	}
+	c.wiped = true
+	l.progress("%s: %s goes offline until %s and loses its %d tasks", human(l.now-start), c.name, human(c.offUntil-start), len(c.lost))
+	return nil
+}

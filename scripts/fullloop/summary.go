@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/store"
+)
+
+// Summary is what a run of the loop did, and the invariants it broke (none, when all
+// is well).
+type Summary struct {
+	Clients    int             `json:"clients"`
+	Simulated  float64         `json:"simulated_seconds"`
+	Steps      int             `json:"steps"`
+	Projects   []ProjectCounts `json:"projects"`
+	Batch      BatchBytes      `json:"batch"`
+	Figures    []ClientFigures `json:"clients_figures"`
+	Server     ServerFigures   `json:"server"`
+	CronRuns   int             `json:"cron_runs"`
+	Offline    int             `json:"offline_lost"`    // tasks the offline clients lost
+	Kills      int             `json:"front_end_kills"` // front ends SIGKILLed and restarted
+	ProgramRun int             `json:"program_runs"`
+	WallSec    float64         `json:"wall_seconds"`
+	CPUSec     float64         `json:"cpu_seconds"` // the programs' (children's) user + system time
+	Broken     []string        `json:"broken_invariants"`
+}
+
+// ProjectCounts are one project's jobs: results created (by work create, the locality
+// work generator and the retry job), sent, reported, lost (no reply by the deadline,
+// marked by bretry), retried (made by bretry), still in progress; workunits validated
+// (a canonical result) and given up (a wu_giveup row).
+type ProjectCounts struct {
+	Project    string `json:"project"`
+	Workunits  int    `json:"workunits"`
+	Created    int    `json:"results_created"`
+	Sent       int    `json:"sent"`
+	Reported   int    `json:"reported"`
+	Validated  int    `json:"validated"`
+	Retried    int    `json:"retried"`
+	Lost       int    `json:"lost"`
+	GivenUp    int    `json:"given_up"`
+	InProgress int    `json:"in_progress"`
+}
+
+// BatchBytes compares what the locality batch's jobs made hosts download (each file
+// once per host that got a job reading it: the client keeps its sticky files) with
+// the batch's bytes: all its files, and those sent at least once.
+type BatchBytes struct {
+	Sent        float64 `json:"bytes_sent"`
+	UniqueSent  float64 `json:"unique_bytes_sent"`
+	UniqueAll   float64 `json:"unique_bytes"`
+	CopiesRatio float64 `json:"copies_per_file"` // Sent ÷ UniqueSent
+}
+
+// ClientFigures are a client's figures of merit as bsim figures prints them.
+type ClientFigures struct {
+	Client         string  `json:"client"`
+	WastedFraction float64 `json:"wasted_fraction"`
+	IdleFraction   float64 `json:"idle_fraction"`
+	ShareViolation float64 `json:"share_violation"`
+	Monotony       float64 `json:"monotony"`
+	RPCsPerJob     float64 `json:"rpcs_per_job"`
+}
+
+// ServerFigures are the front ends' scheduler RPCs, from their logs.
+type ServerFigures struct {
+	RPCs    int     `json:"rpcs"`
+	Refused int     `json:"refused"`
+	P50ms   float64 `json:"p50_ms"`
+	P99ms   float64 `json:"p99_ms"`
+}
+
+func (l *loop) summary(ctx context.Context, wall time.Duration) (*Summary, error) {
+	s := &Summary{Clients: len(l.clients), Simulated: l.cfg.Duration, Steps: int((l.end - start) / l.cfg.Delta)}
+	for _, c := range l.cron {
+		s.CronRuns += c.runs
+	}
+	for _, c := range l.clients {
+		s.Offline += len(c.lost)
+	}
+	s.Kills = l.kills
+	for _, c := range l.clients {
+		out, err := l.exec(ctx, "bsim", "figures", "--world", c.world, "--state", c.doc, "-o", "json")
+		if err != nil {
+			return nil, err
+		}
+		f := ClientFigures{Client: c.name}
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			return nil, fmt.Errorf("%s: bsim figures: %v", c.name, err)
+		}
+		f.Client = c.name
+		s.Figures = append(s.Figures, f)
+	}
+	// The front ends stop before their logs are read and the programs' CPU time taken.
+	for _, f := range l.fronts {
+		f.stop()
+	}
+	var lat []time.Duration
+	for _, f := range l.fronts {
+		a, r, err := f.latencies()
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, a...)
+		s.Server.Refused += r
+	}
+	s.Server.RPCs = len(lat)
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
+		s.Server.P50ms, s.Server.P99ms = q(0.50), q(0.99)
+	}
+	for _, p := range []struct {
+		name string
+		db   *store.Store
+	}{{"A", l.dbA}, {"B", l.dbB}} {
+		pc, err := counts(ctx, p.db, p.name)
+		if err != nil {
+			return nil, err
+		}
+		s.Projects = append(s.Projects, pc)
+		if err := l.invariants(ctx, p.db, p.name); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if s.Batch, err = batchBytes(ctx, l.dbA); err != nil {
+		return nil, err
+	}
+	if l.cfg.Plot != "" {
+		if err := l.plot(); err != nil {
+			return nil, err
+		}
+	}
+	s.ProgramRun = l.execs
+	s.WallSec = wall.Seconds()
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
+		s.CPUSec = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	}
+	s.Broken = append([]string{}, l.broken...)
+	return s, nil
+}
+
+func count(ctx context.Context, db *store.Store, q string, args ...any) (int, error) {
+	var n int
+	err := db.DB.QueryRowContext(ctx, q, args...).Scan(&n)
+	return n, err
+}
+
+func counts(ctx context.Context, db *store.Store, name string) (ProjectCounts, error) {
+	pc := ProjectCounts{Project: name}
+	for _, q := range []struct {
+		n   *int
+		sql string
+	}{
+		{&pc.Workunits, `SELECT COUNT(*) FROM workunit`},
+		{&pc.Created, `SELECT COUNT(*) FROM result`},
+		{&pc.Sent, `SELECT COUNT(*) FROM result WHERE sent_time > 0`},
+		{&pc.Reported, fmt.Sprintf(`SELECT COUNT(*) FROM result WHERE outcome IN (%d, %d)`, store.OutcomeSuccess, store.OutcomeClientError)},
+		{&pc.Validated, `SELECT COUNT(*) FROM workunit WHERE canonical_resultid > 0`},
+		{&pc.Retried, `SELECT COUNT(*) FROM result r JOIN workunit w ON w.id = r.workunitid WHERE r.create_time > w.create_time`},
+		{&pc.Lost, fmt.Sprintf(`SELECT COUNT(*) FROM result WHERE outcome = %d`, store.OutcomeNoReply)},
+		{&pc.GivenUp, `SELECT COUNT(DISTINCT workunitid) FROM wu_giveup`},
+		{&pc.InProgress, fmt.Sprintf(`SELECT COUNT(*) FROM result WHERE server_state = %d`, store.ServerStateInProgress)},
+	} {
+		var err error
+		if *q.n, err = count(ctx, db, q.sql); err != nil {
+			return pc, fmt.Errorf("project %s: %v", name, err)
+		}
+	}
+	return pc, nil
+}
+
+func batchBytes(ctx context.Context, db *store.Store) (BatchBytes, error) {
+	var b BatchBytes
+	// The distinct (host, file) pairs of the jobs sent: a host downloads a file once.
+	sent := `SELECT DISTINCT r.hostid, f.id, f.nbytes FROM result r
+		JOIN workunit w ON w.id = r.workunitid
+		JOIN batch_file f ON f.batch_id = w.batch_id AND f.file_num BETWEEN w.first_file_num AND w.last_file_num
+		WHERE r.sent_time > 0 AND w.batch_id > 0`
+	for _, q := range []struct {
+		x   *float64
+		sql string
+	}{
+		{&b.Sent, `SELECT COALESCE(SUM(nbytes), 0) FROM (` + sent + `) hf`},
+		{&b.UniqueSent, `SELECT COALESCE(SUM(nbytes), 0) FROM batch_file WHERE id IN (SELECT id FROM (` + sent + `) hf)`},
+		{&b.UniqueAll, `SELECT COALESCE(SUM(nbytes), 0) FROM batch_file`},
+	} {
+		if err := db.DB.QueryRowContext(ctx, q.sql).Scan(q.x); err != nil {
+			return b, fmt.Errorf("batch bytes: %v", err)
+		}
+	}
+	if b.UniqueSent > 0 {
+		b.CopiesRatio = b.Sent / b.UniqueSent
+	}
+	return b, nil
+}
+
+// invariants checks project name's database at the end of the run:
+//
+//   - every result sent was reported, or was lost after its deadline and its workunit
+//     retried (a later result, or a retry pending, or the workunit settled), or is in
+//     progress with its deadline still ahead;
+//   - every report a front end acknowledged to a client is recorded;
+//   - every workunit is validated, or given up with a wu_giveup row, or in progress (a
+//     result unsent or in progress, validation pending, or a retry check to come);
+//   - every result the offline client lost was marked lost and retried.
+func (l *loop) invariants(ctx context.Context, db *store.Store, name string) error {
+	end := l.end
+	rows, err := db.DB.QueryContext(ctx, `SELECT r.id, r.name, r.server_state, r.outcome, r.report_deadline,
+			w.canonical_resultid, w.error_mask, w.retry_check_time,
+			(SELECT COUNT(*) FROM result r2 WHERE r2.workunitid = w.id AND r2.id > r.id)
+		FROM result r JOIN workunit w ON w.id = r.workunitid WHERE r.sent_time > 0`)
+	if err != nil {
+		return err
+	}
+	type res struct {
+		state, outcome int
+		retried        bool
+	}
+	got := map[string]res{}
+	for rows.Next() {
+		var id, state, outcome, canonical, errMask, later int64
+		var rname string
+		var deadline, check float64
+		if err := rows.Scan(&id, &rname, &state, &outcome, &deadline, &canonical, &errMask, &check, &later); err != nil {
+			rows.Close()
+			return err
+		}
+		settled := canonical > 0 || errMask != 0
+		retried := later > 0 || settled || check >= end
+		got[rname] = res{int(state), int(outcome), retried}
+		switch {
+		case outcome == store.OutcomeSuccess || outcome == store.OutcomeClientError:
+		case state == store.ServerStateInProgress:
+			if deadline < end {
+				l.breakf("project %s: result %s is in progress past its deadline (%s) after the last retry pass", name, rname, human(deadline-start))
+			}
+		case outcome == store.OutcomeNoReply:
+			if deadline >= end {
+				l.breakf("project %s: result %s marked lost before its deadline", name, rname)
+			}
+			if !retried {
+				l.breakf("project %s: result %s was lost and its workunit neither retried nor settled", name, rname)
+			}
+		default:
+			l.breakf("project %s: sent result %s ended as server state %d, outcome %d", name, rname, state, outcome)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	acked := map[string]ack{}
+	for n, a := range l.acked {
+		acked[n] = a
+	}
+	l.mu.Unlock()
+	for n, a := range acked {
+		if a.project != name {
+			continue
+		}
+		r, ok := got[n]
+		if !ok || (r.outcome != store.OutcomeSuccess && r.outcome != store.OutcomeClientError) {
+			l.breakf("project %s: the report of %s by %s was acknowledged but is not recorded (outcome %d)", name, n, a.client, r.outcome)
+		}
+	}
+	for _, c := range l.clients {
+		for _, t := range c.lost {
+			if t.Project != name {
+				continue
+			}
+			n := t.Name
+			r := got[n]
+			if r.outcome != store.OutcomeNoReply || !r.retried {
+				l.breakf("project %s: %s lost %s, which ended with outcome %d (retried: %v), not lost and retried", name, c.name, n, r.outcome, r.retried)
+			}
+		}
+	}
+	wrows, err := db.DB.QueryContext(ctx, fmt.Sprintf(`SELECT w.name, w.canonical_resultid, w.error_mask, w.need_validate, w.retry_check_time,
+			(SELECT COUNT(*) FROM result r WHERE r.workunitid = w.id AND r.server_state IN (%d, %d)),
+			(SELECT COUNT(*) FROM wu_giveup g WHERE g.workunitid = w.id)
+		FROM workunit w`, store.ServerStateUnsent, store.ServerStateInProgress))
+	if err != nil {
+		return err
+	}
+	defer wrows.Close()
+	for wrows.Next() {
+		var wname string
+		var canonical, errMask, needValidate, active, giveups int64
+		var check float64
+		if err := wrows.Scan(&wname, &canonical, &errMask, &needValidate, &check, &active, &giveups); err != nil {
+			return err
+		}
+		switch {
+		case canonical > 0:
+		case errMask != 0:
+			if giveups == 0 {
+				l.breakf("project %s: workunit %s is in error without a wu_giveup row", name, wname)
+			}
+		case active > 0 || needValidate != 0 || check > 0:
+		default:
+			l.breakf("project %s: workunit %s is stuck: no canonical result, not given up, nothing in progress and no retry to come", name, wname)
+		}
+	}
+	return wrows.Err()
+}
+
+// Table prints the summary for a person.
+func (s *Summary) Table(w io.Writer) error {
+	fmt.Fprintf(w, "The full loop: %d clients, %s simulated in %d steps; %d cron job runs, %d program runs; %.1f s wall, %.1f s CPU (programs)\n\n",
+		s.Clients, human(s.Simulated), s.Steps, s.CronRuns, s.ProgramRun, s.WallSec, s.CPUSec)
+	t := cliutil.NewTable(w, "project", "workunits", "results created", "sent", "reported", "validated", "retried", "lost", "given up", "in progress")
+	for _, p := range s.Projects {
+		t.Append(p.Project, p.Workunits, p.Created, p.Sent, p.Reported, p.Validated, p.Retried, p.Lost, p.GivenUp, p.InProgress)
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nLocality batch: %s bytes sent to hosts for %s unique bytes sent (%s of the batch's %s): %.2f copies per file\n\n",
+		cliutil.Num(s.Batch.Sent), cliutil.Num(s.Batch.UniqueSent), cliutil.Num(s.Batch.UniqueSent), cliutil.Num(s.Batch.UniqueAll), s.Batch.CopiesRatio)
+	t = cliutil.NewTable(w, "client", "wf", "if", "sv", "m", "r")
+	for _, f := range s.Figures {
+		t.Append(f.Client, fmt.Sprintf("%f", f.WastedFraction), fmt.Sprintf("%f", f.IdleFraction), fmt.Sprintf("%f", f.ShareViolation),
+			fmt.Sprintf("%f", f.Monotony), fmt.Sprintf("%f", f.RPCsPerJob))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nServer: %d scheduler RPCs answered (%d refused or failed), latency p50 %.2f ms, p99 %.2f ms\n",
+		s.Server.RPCs, s.Server.Refused, s.Server.P50ms, s.Server.P99ms)
+	if len(s.Broken) == 0 {
+		fmt.Fprintln(w, "Invariants: all hold")
+		return nil
+	}
+	fmt.Fprintf(w, "Invariants: %d BROKEN\n", len(s.Broken))
+	for _, b := range s.Broken {
+		fmt.Fprintln(w, "  -", b)
+	}
+	return nil
+}
