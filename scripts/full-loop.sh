@@ -12,7 +12,7 @@
 # the loop's invariants (exit status 1 if one is broken). Progress goes to stderr.
 #
 # Flags (see 'full-loop.sh --help' for all): --clients N (default 6), --duration D
-# (1d), --delta S (10m, a client step), --front-ends N, --kill-at D (SIGKILL a front
+# (6h), --delta S (15m, a client step), --front-ends N, --kill-at D (SIGKILL a front
 # end then), --seed N, --plot DIR (jobs in each state over time), --keep DIR.
 #
 # The programs are built into a temporary directory first (Go and gcc are all it

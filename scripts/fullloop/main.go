@@ -79,7 +79,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 const usage = `full-loop [flags]: bkit's client and server programs together over simulated time
 
-  bash scripts/full-loop.sh --clients 6 --duration 1d [--plot DIR]
+  bash scripts/full-loop.sh --clients 6 --duration 6h [--plot DIR]
 
 The summary goes to standard output, progress to standard error. See the package
 comment of scripts/fullloop (go doc ./scripts/fullloop) and README.md.
@@ -98,8 +98,8 @@ func parse(args []string, stderr io.Writer) (Config, error) {
 	var duration, delta, killAt string
 	fs.StringVar(&c.Bin, "bin", os.Getenv("BKIT_BIN"), "directory of the bkit programs (default $BKIT_BIN, else this program's directory)")
 	fs.IntVar(&c.Clients, "clients", 6, "number of emulated clients (kinds in turn: quad, gpu, offline, two-projects, small, big)")
-	fs.StringVar(&duration, "duration", "1d", "simulated time (seconds or with a unit: 6h, 1d)")
-	fs.StringVar(&delta, "delta", "10m", "a client step, simulated")
+	fs.StringVar(&duration, "duration", "6h", "simulated time (seconds or with a unit: 6h, 1d)")
+	fs.StringVar(&delta, "delta", "15m", "a client step, simulated")
 	fs.StringVar(&c.DB, "db", "", "project A's database DSN (default: SQLite in the work directory)")
 	fs.StringVar(&c.DB2, "db2", "", "project B's database DSN (default: SQLite in the work directory)")
 	fs.IntVar(&c.FrontEnds, "front-ends", 1, "'bserver serve' processes on project A's database")
