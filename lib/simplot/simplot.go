@@ -46,8 +46,6 @@ import (
 	"html/template"
 	"image/color"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -82,36 +80,12 @@ func Write(dir string, tr *sim.Trace, title string) ([]string, error) {
 	if err := Check(tr); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("simplot: %w", err)
-	}
 	figs := []*figure{timeline(tr, title), overall(tr, title)}
 	figs = append(figs, perResource(tr, title)...)
-	var names []string
-	for _, f := range figs {
-		svg, png, err := f.render()
-		if err != nil {
-			return names, fmt.Errorf("simplot: %s: %w", f.name, err)
-		}
-		for _, out := range []struct {
-			ext  string
-			data []byte
-		}{{".svg", svg}, {".png", png}} {
-			name := f.name + out.ext
-			if err := os.WriteFile(filepath.Join(dir, name), out.data, 0o644); err != nil {
-				return names, fmt.Errorf("simplot: %w", err)
-			}
-			names = append(names, name)
-		}
+	if title == "" {
+		title = "bsim run"
 	}
-	page, err := index(tr, title, figs)
-	if err != nil {
-		return names, fmt.Errorf("simplot: index.html: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "index.html"), page, 0o644); err != nil {
-		return names, fmt.Errorf("simplot: %w", err)
-	}
-	return append(names, "index.html"), nil
+	return writeFigures(dir, title, summary(tr), figs)
 }
 
 // Check rejects a trace whose indices or times would not draw.
@@ -396,26 +370,6 @@ figcaption { margin-top: 0.5em; line-height: 1.4; }
 {{end}}</body>
 </html>
 `))
-
-// index is the page that shows the figures.
-func index(tr *sim.Trace, title string, figs []*figure) ([]byte, error) {
-	type fig struct{ Name, Alt, Caption string }
-	data := struct {
-		Title, Summary string
-		Figures        []fig
-	}{Title: title, Summary: summary(tr)}
-	if data.Title == "" {
-		data.Title = "bsim run"
-	}
-	for _, f := range figs {
-		data.Figures = append(data.Figures, fig{f.name, f.alt, f.caption})
-	}
-	var b bytes.Buffer
-	if err := page.Execute(&b, data); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
 
 // summary is the page's line about the run.
 func summary(tr *sim.Trace) string {
