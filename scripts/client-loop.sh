@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [-o table|json] [--keep DIR] [--server URL [--clock-file FILE]]
+# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [--policy seed|goals] [-o table|json] [--keep DIR] [--server URL [--clock-file FILE]]
 #
 # The BOINC client loop made of bkit's real programs, over simulated time: the state
 # document goes through bfetch, bdevices, brpc poll and bsched at every step, all with
 # --now, and bsim's subcommands stand in for the world around the client: the emulated
 # project servers (bsim serve) and the passing of time (bsim settle, bsim advance). It prints the figures of merit exactly as
-# 'bsim run SCENARIO --policy seed' prints them for the same flags, to the last digit.
+# 'bsim run SCENARIO --policy P' prints them for the same flags, to the last digit.
+# --policy (seed by default, or goals) is passed to every stage that decides, and to bsim
+# init, whose world file makes bsim advance account for the steps as that policy does.
 #
 # --server URL: the same loop against a live project server (bserver serve, or any
 # BOINC-style scheduler) at master URL URL, reached over HTTP by 'brpc session' in place
@@ -28,12 +30,13 @@ usage() {
 	exit 2
 }
 
-scenario="" duration=1d delta=60 seed=1 out=table keep="" server="" clock=""
+scenario="" duration=1d delta=60 seed=1 policy=seed out=table keep="" server="" clock=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--duration) duration=${2:?--duration needs a value}; shift 2 ;;
 	--delta) delta=${2:?--delta needs a value}; shift 2 ;;
 	--seed) seed=${2:?--seed needs a value}; shift 2 ;;
+	--policy) policy=${2:?--policy needs a value}; shift 2 ;;
 	-o | --output) out=${2:?-o needs table or json}; shift 2 ;;
 	--keep) keep=${2:?--keep needs a directory}; shift 2 ;;
 	--server) server=${2:?--server needs a master URL}; shift 2 ;;
@@ -58,12 +61,13 @@ else
 fi
 doc=$work/state.json world=$work/world.json
 st=(--state "$doc" --in-place)
+pol=(--policy "$policy")
 
 if [ -n "$server" ]; then
-	"$bsim" init "$scenario" --live --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" >"$doc"
+	"$bsim" init "$scenario" --live --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" "${pol[@]}" >"$doc"
 	"$brpc" attach "$server" "${st[@]}"
 else
-	"$bsim" init "$scenario" --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" >"$doc"
+	"$bsim" init "$scenario" --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" "${pol[@]}" >"$doc"
 fi
 
 steps=0
@@ -77,9 +81,9 @@ while :; do
 		if [ "$connected" = 1 ]; then
 			asked=()
 			while :; do
-				"$bfetch" --now "$now" "${st[@]}"
-				"$bdevices" request --now "$now" "${st[@]}"
-				project=$("$brpc" poll --now "$now" "${st[@]}" -o project ${asked[@]+"${asked[@]}"})
+				"$bfetch" --now "$now" "${st[@]}" "${pol[@]}"
+				"$bdevices" request --now "$now" "${st[@]}" "${pol[@]}" ${asked[@]+"${asked[@]}"}
+				project=$("$brpc" poll --now "$now" "${st[@]}" "${pol[@]}" -o project ${asked[@]+"${asked[@]}"})
 				[ -n "$project" ] || break
 				asked+=(--asked "$project")
 				if [ -n "$server" ]; then
@@ -95,9 +99,9 @@ while :; do
 				fi
 			done
 		fi
-		"$bsched" --if-due --now "$now" "${st[@]}"
+		"$bsched" --if-due --now "$now" "${st[@]}" "${pol[@]}"
 		if [ "$("$bsim" settle --world "$world" --now "$now" "${st[@]}")" != 0 ]; then
-			"$bsched" --if-due --now "$now" "${st[@]}"
+			"$bsched" --if-due --now "$now" "${st[@]}" "${pol[@]}"
 		fi
 	fi
 	"$bsim" advance --world "$world" --now "$now" "${st[@]}"

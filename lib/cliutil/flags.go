@@ -200,3 +200,34 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// FlagPolicy is --policy of the client's stage programs (bsched, bfetch, bdevices
+// request, brpc poll) and of bsim.
+const FlagPolicy = "policy"
+
+// Stage policies: the client policies the stage programs run. Each keeps everything it
+// decides from in the state document, so a shell loop of the programs runs it as bsim
+// does. bsim's rr keeps its round-robin turns in memory and runs only in bsim.
+const (
+	PolicySeed  = "seed"
+	PolicyGoals = "goals"
+)
+
+// PolicyFlag is --policy of a client stage program.
+func PolicyFlag() cli.Flag {
+	return &cli.StringFlag{Name: FlagPolicy, Value: PolicySeed,
+		Usage: "the client policy that decides, `NAME`: seed (the seeds' algorithms) or goals (lib/goals: the seeds' goals; see docs/decisions.md)"}
+}
+
+// Policy returns --policy, or a usage error naming the flag and the policies a stage
+// program runs.
+func Policy(cmd *cli.Command) (string, error) {
+	switch p := cmd.String(FlagPolicy); p {
+	case PolicySeed, PolicyGoals:
+		return p, nil
+	case "rr":
+		return "", Usagef("--%s: rr runs only in bsim run (it keeps its round-robin turns in memory, which a state document does not carry); %s takes seed or goals", FlagPolicy, cmd.FullName())
+	default:
+		return "", Usagef("--%s: unknown policy %q (known: goals, seed)", FlagPolicy, p)
+	}
+}

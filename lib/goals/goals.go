@@ -338,18 +338,8 @@ func Needs(doc *state.Document) []Need {
 func Request(doc *state.Document, now float64, asked []int) (req state.WorkRequest, ok bool) {
 	h := &doc.Host
 	needs := Needs(doc)
-	ts := tasks(doc)
-	idle := make([]float64, len(h.Resources))
-	for r, res := range h.Resources {
-		idle[r] = float64(res.Instances)
-	}
-	for _, t := range ts {
-		idle[t.r] -= t.inst
-	}
-	eligible := func(nd Need) bool {
-		p := &doc.Projects[nd.Project]
-		return !slices.Contains(asked, nd.Project) && rpc.CanContact(p, now) && !prsc.BackedOff(p, h.Resources[nd.Resource].Type, now)
-	}
+	idle := idleInstances(doc, tasks(doc))
+	eligible := func(nd Need) bool { return eligible(doc, nd, now, asked) }
 	best, why := -1, ""
 	debt := func(p int) float64 { return prsc.OverallDebt(h, &doc.Projects[p]) }
 	for _, idleStep := range []bool{true, false} {
@@ -398,6 +388,26 @@ func Request(doc *state.Document, now float64, asked []int) (req state.WorkReque
 		return state.WorkRequest{}, false
 	}
 	return req, true
+}
+
+// idleInstances is, per host resource, the instances no runnable task takes.
+func idleInstances(doc *state.Document, ts []taskInfo) []float64 {
+	idle := make([]float64, len(doc.Host.Resources))
+	for r, res := range doc.Host.Resources {
+		idle[r] = float64(res.Instances)
+	}
+	for _, t := range ts {
+		idle[t.r] -= t.inst
+	}
+	return idle
+}
+
+// eligible reports whether the project of position nd may be asked for work of its
+// resource at now: not in asked, not in seed 000's RPC backoff, not backed off for the
+// resource (seed 002).
+func eligible(doc *state.Document, nd Need, now float64, asked []int) bool {
+	p := &doc.Projects[nd.Project]
+	return !slices.Contains(asked, nd.Project) && rpc.CanContact(p, now) && !prsc.BackedOff(p, doc.Host.Resources[nd.Resource].Type, now)
 }
 
 // shares returns each project's fraction of the resource shares among the projects

@@ -86,3 +86,53 @@ func TestAccountClamp(t *testing.T) {
 		t.Errorf("A's debt %g, want the clamp %d", a, 2*86400)
 	}
 }
+
+// TestDecide: A holds 1,000 s of a 2-hour-latency job on one of two CPUs; B nothing.
+// A CPU is idle, so the urgency is need_work_immediately; A would be asked for its cap
+// less what it holds, B (no job seen: the whole buffer) for 0.6 d × 0.5 CPU.
+func TestDecide(t *testing.T) {
+	d := doc()
+	d.Tasks = []state.Task{task("a1", "A", "a", 1000e9, 1, 7201)}
+	f := Decide(d, 1)
+	if f.Urgency.String() != "need_work_immediately" {
+		t.Errorf("urgency %s (%s)", f.Urgency, f.Reason)
+	}
+	want := []float64{3240 - 1000, 0.6 * 86400 * 0.5}
+	for p := range want {
+		if math.Abs(f.CPURequest[p]-want[p]) > 1e-6 {
+			t.Errorf("%s: work request %g, want %g", d.Projects[p].Name, f.CPURequest[p], want[p])
+		}
+	}
+	Apply(d, f, 1)
+	if d.WorkFetch.Urgency != "need_work_immediately" || d.Projects[1].WorkRequest != want[1] {
+		t.Errorf("recorded %+v, B's work_request %g", d.WorkFetch, d.Projects[1].WorkRequest)
+	}
+	// Every project at its want and the CPUs taken: nothing needed.
+	d.Tasks = []state.Task{task("a1", "A", "a", 3240e9, 1, 7201), task("b1", "B", "b", 0.6*86400*0.5e9, 1, 1e7)}
+	if f := Decide(d, 1); f.Urgency.String() != "dont_need_work" || f.CPURequest[0] != 0 || f.CPURequest[1] != 0 {
+		t.Errorf("full buffers: %s, requests %v", f.Urgency, f.CPURequest)
+	}
+}
+
+// TestNextReportsFirst: at a step's first poll a project with a result overdue for
+// reporting is contacted first, asked for what Request would ask it alone for; after
+// it, Request's choice among the others.
+func TestNextReportsFirst(t *testing.T) {
+	d := doc()
+	d.Tasks = []state.Task{
+		task("a1", "A", "a", 1e15, 1, 1e7),
+		task("a2", "A", "a", 1e15, 1, 1e7),
+		task("b1", "B", "b", 1e12, 0, 50000), // done, deadline within a day: overdue
+	}
+	d.Tasks[2].State = state.TaskDone
+	p, ok := Next(d, 100, nil)
+	if !ok || p.Project != 1 || p.Request.Project != "B" || d.Request == nil || d.Request.Project != "B" {
+		t.Fatalf("first RPC %+v, recorded %+v", p, d.Request)
+	}
+	if p.Request.CPUReqSecs != 0.6*86400*0.5 {
+		t.Errorf("B asked for %g CPU seconds, want its whole buffer %g", p.Request.CPUReqSecs, 0.6*86400*0.5)
+	}
+	if p, ok := Next(d, 100, []int{1}); ok {
+		t.Errorf("after B: %+v; A holds more than it wants", p)
+	}
+}

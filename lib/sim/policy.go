@@ -72,6 +72,38 @@ type StepUsage struct {
 	Finished int
 }
 
+// carried is a policy whose decisions depend on the document alone (the state it keeps
+// between calls only skips work that would change no decision), so that a run of it can
+// be carried from program to program: each stage program starts it afresh.
+type carried interface {
+	carried()
+}
+
+func (*seedPolicy) carried()  {}
+func (*goalsPolicy) carried() {}
+
+// Carried reports whether the policy named name can run in a shell loop of programs
+// (scripts/client-loop.sh --policy NAME): a World holds its run.
+func Carried(name string) bool {
+	mk, ok := policies[name]
+	if !ok {
+		return false
+	}
+	_, ok = mk().(carried)
+	return ok
+}
+
+// CarriedPolicies returns the names of the policies Carried accepts, sorted.
+func CarriedPolicies() []string {
+	var out []string
+	for _, n := range Policies() {
+		if Carried(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // policies are the policies --policy can name, each made fresh for a run.
 var policies = map[string]func() Policy{}
 

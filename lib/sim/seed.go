@@ -124,6 +124,13 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 // Replied is bdevices reply: the per-resource backoffs and D flags, jitter drawn from
 // the reply's seed as bdevices draws it from --seed.
 func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
+	applyReply(doc, r, rep, now)
+}
+
+// applyReply is bdevices reply after a successful RPC r: seed 002's per-resource
+// backoffs and D flags, jitter drawn from the reply's seed as bdevices draws it from
+// --seed.
+func applyReply(doc *state.Document, r RPC, rep Reply, now float64) {
 	if rep.Failed {
 		return
 	}

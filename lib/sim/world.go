@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/state"
@@ -25,8 +26,8 @@ const WorldVersion = 1
 // document the client programs pass along, and give the same figures as 'bsim run' to
 // the last digit.
 //
-// The World holds the seed policy's run only: another policy keeps private state
-// between steps that no program of its own could hold.
+// The World holds the run of a policy whose every decision the document carries
+// (CarriedPolicies: seed and goals); rr keeps its round-robin turns in memory.
 type World struct {
 	Version  int     `json:"version"`
 	Scenario string  `json:"scenario"` // as given to bsim init, for the figures' heading
@@ -146,14 +147,14 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 	if w.Version != WorldVersion {
 		return nil, fmt.Errorf("world version %d, want %d", w.Version, WorldVersion)
 	}
-	if w.Policy != "seed" {
-		return nil, fmt.Errorf("policy %q: a run carried from program to program can only be the seed policy's", w.Policy)
-	}
-	if err := state.Validate(doc); err != nil {
-		return nil, err
-	}
 	pol, err := NewPolicy(w.Policy)
 	if err != nil {
+		return nil, err
+	}
+	if !Carried(w.Policy) {
+		return nil, fmt.Errorf("policy %q keeps state between steps that no document holds: a run carried from program to program is %s", w.Policy, strings.Join(CarriedPolicies(), " or "))
+	}
+	if err := state.Validate(doc); err != nil {
 		return nil, err
 	}
 	cfg := Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed, ExistingJobsOnly: w.ExistingJobsOnly}

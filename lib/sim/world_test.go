@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bkit/bkit/lib/cpusched"
+	"github.com/bkit/bkit/lib/goals"
 	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
@@ -67,10 +68,15 @@ func piecewise(t *testing.T, dir string, cfg Config) *Result {
 			}
 		}
 	}
+	goalsPolicy := cfg.Policy == goals.Name
 	bsched := func(now float64) {
 		stage(false, func(doc *state.Document, _ *Sim) {
 			if due, _ := cpusched.Due(doc, now); due {
-				cpusched.Schedule(doc, now)
+				if goalsPolicy {
+					goals.Schedule(doc, now)
+				} else {
+					cpusched.Schedule(doc, now)
+				}
 			}
 		})
 	}
@@ -90,15 +96,24 @@ func piecewise(t *testing.T, dir string, cfg Config) *Result {
 			if a.Connected {
 				var asked []int
 				for {
-					stage(false, func(doc *state.Document, _ *Sim) { workfetch.Apply(doc, workfetch.Compute(doc), now) })
-					stage(false, func(doc *state.Document, _ *Sim) { r := prsc.Decide(doc, now).Request; doc.Request = &r })
 					var r RPC
 					var ok bool
-					stage(false, func(doc *state.Document, _ *Sim) {
-						var p rpc.Plan
-						p, ok = rpc.Next(doc, now, asked, func() state.WorkRequest { return *doc.Request })
-						r = RPC(p)
-					})
+					if goalsPolicy {
+						stage(false, func(doc *state.Document, _ *Sim) { goals.Apply(doc, goals.Decide(doc, now), now) })
+						stage(false, func(doc *state.Document, _ *Sim) {
+							var p rpc.Plan
+							p, ok = goals.Next(doc, now, asked)
+							r = RPC(p)
+						})
+					} else {
+						stage(false, func(doc *state.Document, _ *Sim) { workfetch.Apply(doc, workfetch.Compute(doc), now) })
+						stage(false, func(doc *state.Document, _ *Sim) { r := prsc.Decide(doc, now).Request; doc.Request = &r })
+						stage(false, func(doc *state.Document, _ *Sim) {
+							var p rpc.Plan
+							p, ok = rpc.Next(doc, now, asked, func() state.WorkRequest { return *doc.Request })
+							r = RPC(p)
+						})
+					}
 					if !ok {
 						break
 					}
@@ -135,16 +150,20 @@ func TestPiecewiseIsWhole(t *testing.T) {
 	for _, tc := range []struct {
 		dir         string
 		days, delta float64
+		policy      string
 	}{
-		{publicExample, 0.5, 60},
-		{seed002GPU, 0.5, 60},
-		{share7525, 0.25, 60},
+		{publicExample, 0.5, 60, "seed"},
+		{seed002GPU, 0.5, 60, "seed"},
+		{share7525, 0.25, 60, "seed"},
 		// Host, network and server outages, and noisy estimates: every random stream.
-		{"testdata/noisy", 3, 180},
+		{"testdata/noisy", 3, 180, "seed"},
+		// The goals policy: deadline mode, abandoned jobs, and both resources.
+		{"../../scenarios/deadlines-4cpu", 1, 300, "goals"},
+		{seed002GPU, 0.5, 300, "goals"},
 	} {
-		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
+		t.Run(filepath.Base(tc.dir)+"/"+tc.policy, func(t *testing.T) {
 			t.Parallel()
-			cfg := Config{Duration: tc.days * 86400, Delta: tc.delta, Policy: "seed", Seed: 5}
+			cfg := Config{Duration: tc.days * 86400, Delta: tc.delta, Policy: tc.policy, Seed: 5}
 			whole, err := Run(load(t, tc.dir), cfg)
 			if err != nil {
 				t.Fatal(err)

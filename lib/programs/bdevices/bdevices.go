@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/goals"
 	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/urfave/cli/v3"
@@ -162,7 +164,7 @@ func requestCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "request",
 		Usage:     "choose the project to ask for work and the per-resource request (seed 002's work fetch)",
-		UsageText: "bdevices request [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table]",
+		UsageText: "bdevices request [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--policy seed|goals] [--asked PROJECT]...",
 		Description: cliutil.Help(`
 Runs the round-robin simulation over the work buffer (preferences.work_buf_min_days +
 work_buf_additional_days): per resource, the shortfall (idle instance-seconds) and the
@@ -183,18 +185,36 @@ no project to ask, request.project is empty and request.reason says why.
 -o table shows per resource the instances, shortfall, idle instances and the project
 chosen, then every project's debts, shortfall, score and backoff.
 
+--policy goals makes the goals policy's request instead (lib/goals): among the projects
+not in --asked, not in RPC backoff and not backed off for the resource, first the one
+of largest overall debt with an app version for a resource that has an idle instance,
+else the one of largest overall debt below its low-water mark on some resource (see
+bfetch --policy goals); it is asked, on each resource where it holds less than it
+wants, for the difference (req_secs) and the idle instances (req_instances).
+--asked names projects already contacted at this step (a shell loop asks again after
+each RPC): none of them is chosen, under either policy.
+
 `+cliutil.SchemaNote,
 			[]string{
 				"bdevices request --now 1700000000 -o table < examples/gpu-seed-example.yaml",
 				"bdevices request --now 1700000000 --state client.yaml --in-place",
+				"bdevices request --policy goals --now 1700000000 -o table < examples/gpu-seed-example.yaml",
 			}, ""),
-		Flags:  append([]cli.Flag{cliutil.NowFlag()}, cliutil.DocumentFlags("json", "yaml", "table")...),
+		Flags: append([]cli.Flag{cliutil.NowFlag(), cliutil.PolicyFlag(),
+			&cli.StringSliceFlag{Name: flagAsked, Usage: "a project already contacted at this step, `PROJECT` (repeat the flag): it is not chosen"},
+		}, cliutil.DocumentFlags("json", "yaml", "table")...),
 		Action: runRequest,
 	}
 }
 
+const flagAsked = "asked"
+
 func runRequest(_ context.Context, cmd *cli.Command) error {
 	if err := cliutil.NoArgs(cmd); err != nil {
+		return err
+	}
+	policy, err := cliutil.Policy(cmd)
+	if err != nil {
 		return err
 	}
 	now, err := cliutil.Now(cmd)
@@ -205,8 +225,28 @@ func runRequest(_ context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	var asked []int
+	for _, name := range cmd.StringSlice(flagAsked) {
+		i := slices.IndexFunc(in.Doc.Projects, func(p state.Project) bool { return p.Name == name })
+		if i < 0 {
+			return cliutil.Usagef("--asked: %s has no project %q", in.File, name)
+		}
+		asked = append(asked, i)
+	}
+	if policy == cliutil.PolicyGoals {
+		req, ok := goals.Request(in.Doc, now, asked)
+		if !ok {
+			req = state.WorkRequest{Time: now, Reason: "no request: goals: no project that may be asked is below its low-water mark or has an idle instance to fill"}
+		}
+		in.Doc.Request = &req
+		cliutil.Logger(cmd).Debug("request", "policy", policy, "project", req.Project, "reason", req.Reason)
+		return cliutil.WriteState(cmd, in, func(w io.Writer) error { return goalsRequestTable(w, in.Doc, now, asked) })
+	}
 	d := prsc.Decide(in.Doc, now)
 	req := d.Request
+	if i := slices.IndexFunc(in.Doc.Projects, func(p state.Project) bool { return p.Name == req.Project }); i >= 0 && slices.Contains(asked, i) {
+		req = state.WorkRequest{Time: now, Reason: fmt.Sprintf("no request: select_project chose %s, already asked at this step", req.Project)}
+	}
 	in.Doc.Request = &req
 	cliutil.Logger(cmd).Debug("request", "project", req.Project, "reason", req.Reason)
 	return cliutil.WriteState(cmd, in, func(w io.Writer) error { return requestTable(w, in.Doc, d, now) })
@@ -246,7 +286,35 @@ func requestTable(w io.Writer, doc *state.Document, d *prsc.Decision, now float6
 	if err := t.Render(); err != nil {
 		return err
 	}
-	r := d.Request
+	return requestLine(w, doc.Request)
+}
+
+// goalsRequestTable explains the goals policy's request: every project's position per
+// resource (bfetch --policy goals), its overall debt and backoff, then the request.
+func goalsRequestTable(w io.Writer, doc *state.Document, now float64, asked []int) error {
+	fmt.Fprintf(w, "Work request (policy goals) at %s\n", when(now))
+	fmt.Fprintf(w, "(held, low water, wants: estimated run time in instance-seconds; overall debt: CPU seconds)\n\n")
+	t := cliutil.NewTable(w, "project", "resource", "held", "low water", "wants", "overall debt", "backoff")
+	for _, nd := range goals.Needs(doc) {
+		pr := &doc.Projects[nd.Project]
+		st := entry(pr, doc.Host.Resources[nd.Resource].Type)
+		b := backoff(pr, st, now)
+		if slices.Contains(asked, nd.Project) {
+			b = "asked at this step"
+		}
+		if err := t.Append([]string{pr.Name, st.Type, cliutil.Num(nd.Queued), cliutil.Num(nd.Low), cliutil.Num(nd.Want),
+			cliutil.Num(prsc.OverallDebt(&doc.Host, pr)), b}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	return requestLine(w, doc.Request)
+}
+
+// requestLine says what the recorded request asks, and why.
+func requestLine(w io.Writer, r *state.WorkRequest) error {
 	if r.Project == "" {
 		_, err := fmt.Fprintf(w, "\nNo request: %s.\n", strings.TrimPrefix(r.Reason, "no request: "))
 		return err

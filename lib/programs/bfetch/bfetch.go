@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/goals"
+	"github.com/bkit/bkit/lib/state"
 	"github.com/bkit/bkit/lib/workfetch"
 	"github.com/urfave/cli/v3"
 )
@@ -44,7 +46,7 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "bfetch",
 		Usage:     "decide whether the client needs work and how much to ask each project for (work fetch, seed 001)",
-		UsageText: "bfetch [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--exit-urgency]",
+		UsageText: "bfetch [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--exit-urgency] [--policy seed|goals]",
 		Description: cliutil.Help(`
 Reads a client state document, runs seed 001's compute_work_request() and writes the
 document back with the decision recorded: every project's work_request (CPU seconds to
@@ -64,6 +66,15 @@ max(0, (2T − ETTPRC) × avg_proc_rate) seconds, enough to last 2T; with dont_n
 every request is 0. A project that takes no CPU time (resource share 0, or active
 fraction 0) never starves and asks for nothing; its ETTPRC shows as "never".
 
+--policy goals shows the goals policy's position instead (lib/goals): per project and
+resource the estimated run time it holds (instance-seconds), its low-water mark and
+what it wants: the work buffer at the rate its share gives it, the host's on and
+active fractions counted, but never more than 0.3 of its jobs' latency. The urgency is
+need_work_immediately when an instance is idle and a project that may be asked has an
+app version for it, need_work when a project is below its low-water mark, else
+dont_need_work; work_request is the CPU seconds each such project would be asked for.
+Whom the goals policy asks, and for what, is bdevices request --policy goals.
+
 With --exit-urgency the urgency becomes the exit status (below), so a shell script can
 branch on it without reading the output; the document is written first, as usual.
 
@@ -72,6 +83,7 @@ branch on it without reading the output; the document is written first, as usual
 				"bfetch --now 1700000000 -o table < examples/two-projects.yaml",
 				"bfetch --state client.json --in-place --now 2026-11-22T10:00:00Z",
 				"bfetch --state client.json --in-place --exit-urgency; case $? in 10|11) echo fetch;; 0) echo enough;; *) exit 1;; esac",
+				"bfetch --policy goals --now 1700000000 -o table < examples/two-projects.yaml",
 			}, `
 0   success; with --exit-urgency also: dont_need_work
 10  with --exit-urgency: need_work (a project will run out of work within T)
@@ -80,6 +92,7 @@ branch on it without reading the output; the document is written first, as usual
 2   bad usage or invalid input (the message names the file and field); nothing is written`),
 		Flags: append([]cli.Flag{
 			cliutil.NowFlag(),
+			cliutil.PolicyFlag(),
 			&cli.BoolFlag{Name: flagExitUrgency, Usage: "exit with the urgency: 0 dont_need_work, 10 need_work, 11 need_work_immediately (failures keep 1 and 2)"},
 		}, cliutil.DocumentFlags("json", "yaml", "table")...),
 		Action: run,
@@ -90,6 +103,10 @@ func run(_ context.Context, cmd *cli.Command) error {
 	if err := cliutil.NoArgs(cmd); err != nil {
 		return err
 	}
+	policy, err := cliutil.Policy(cmd)
+	if err != nil {
+		return err
+	}
 	now, err := cliutil.Now(cmd)
 	if err != nil {
 		return err
@@ -98,23 +115,62 @@ func run(_ context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	d := workfetch.Compute(in.Doc)
 	log := cliutil.Logger(cmd)
+	if policy == cliutil.PolicyGoals {
+		f := goals.Decide(in.Doc, now)
+		log.Debug("decision", "policy", policy, "urgency", f.Urgency.String(), "reason", f.Reason)
+		goals.Apply(in.Doc, f, now)
+		return finish(cmd, in, f.Urgency, func(w io.Writer) error { return goalsTable(w, in.Doc, &f, now) })
+	}
+	d := workfetch.Compute(in.Doc)
 	for _, r := range d.Rows {
 		log.Debug("project", "name", r.Project, "runnable", r.Runnable, "min_results", r.MinResults,
 			"avg_proc_rate", r.AvgProcRate, "ettprc", r.ETTPRC, "work_request", r.WorkRequest, "reason", r.Reason)
 	}
 	log.Debug("decision", "urgency", d.Urgency.String(), "reason", d.Reason)
 	workfetch.Apply(in.Doc, d, now)
-	if err := cliutil.WriteState(cmd, in, func(w io.Writer) error { return table(w, &d, now) }); err != nil {
+	return finish(cmd, in, d.Urgency, func(w io.Writer) error { return table(w, &d, now) })
+}
+
+// finish writes the document (or the table) and, with --exit-urgency, exits with the
+// urgency.
+func finish(cmd *cli.Command, in *cliutil.Input, u workfetch.Urgency, table func(io.Writer) error) error {
+	if err := cliutil.WriteState(cmd, in, table); err != nil {
 		return err
 	}
 	if cmd.Bool(flagExitUrgency) {
-		if code := ExitStatus(d.Urgency); code != 0 {
+		if code := ExitStatus(u); code != 0 {
 			return &cliutil.StatusError{Code: code}
 		}
 	}
 	return nil
+}
+
+// goalsTable explains the goals policy's work-fetch position.
+func goalsTable(w io.Writer, doc *state.Document, f *goals.Fetch, now float64) error {
+	fmt.Fprintf(w, "Work fetch position (policy goals) at %s\n", when(now))
+	fmt.Fprintf(w, "(held, low water, wants: estimated run time in instance-seconds of the resource; latency: of its jobs as seen)\n\n")
+	t := cliutil.NewTable(w, "project", "resource", "idle instances", "held", "low water", "wants", "latency", "work request")
+	for _, nd := range f.Needs {
+		res := doc.Host.Resources[nd.Resource].Type
+		req := "-"
+		if res == state.ResourceCPU {
+			req = workfetch.Seconds(f.CPURequest[nd.Project])
+		}
+		lat := "none seen"
+		if nd.Latency > 0 {
+			lat = workfetch.Seconds(nd.Latency)
+		}
+		if err := t.Append([]string{doc.Projects[nd.Project].Name, res, cliutil.Num(max(0, f.Idle[nd.Resource])), cliutil.Num(nd.Queued),
+			cliutil.Num(nd.Low), cliutil.Num(nd.Want), lat, req}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "Urgency: %s (%s).\n", f.Urgency, f.Reason)
+	return err
 }
 
 func table(w io.Writer, d *workfetch.Decision, now float64) error {

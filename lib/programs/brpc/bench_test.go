@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/server"
 	"github.com/bkit/bkit/lib/state"
@@ -60,7 +61,7 @@ func BenchmarkPoll(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		if res := poll(docs[i], t0, nil); !res.planned {
+		if res := poll(docs[i], t0, nil, cliutil.PolicySeed); !res.planned {
 			b.Fatal("no RPC planned")
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/goals"
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/urfave/cli/v3"
@@ -70,7 +71,7 @@ func pollCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "poll",
 		Usage:     "decide whether to start a scheduler RPC session, with whom and asking for what (nothing is sent)",
-		UsageText: "brpc poll [--now TIME] [--state FILE [--in-place]] [--asked PROJECT]... [-o json|yaml|table|project] [--exit-action]",
+		UsageText: "brpc poll [--now TIME] [--state FILE [--in-place]] [--asked PROJECT]... [-o json|yaml|table|project] [--exit-action] [--policy seed|goals]",
 		Description: cliutil.Help(`
 Seed 000's poll function at --now: if no session is active (rpc_session), then below
 the low-water mark of estimated work (work_buf_min_days) a get-work session; otherwise
@@ -86,6 +87,10 @@ else on a host with coprocessors the coprocessor part of bdevices request's requ
 (request, if made at --now). Without bfetch's decision at --now, seed 000 alone: the
 project of greatest resource debt asked for the work that brings the buffer up to the
 high-water mark.
+
+--policy goals: the goals policy's choice (lib/goals) instead: a report RPC first (at
+a step's first poll, as above), asking the reported project for what the goals policy
+would ask it for; else the goals policy's request (bdevices request --policy goals).
 
 The session is recorded in rpc_session and the first RPC's request in request; brpc
 session performs them. --asked names projects already contacted at this step (a shell
@@ -109,6 +114,7 @@ then written only with --in-place. --exit-action makes the decision the exit sta
 2   bad usage or invalid input (the message names the file and field); nothing is written`),
 		Flags: append([]cli.Flag{
 			cliutil.NowFlag(),
+			cliutil.PolicyFlag(),
 			&cli.StringSliceFlag{Name: flagAsked, Usage: "a project already contacted at this step, `PROJECT` (repeat the flag)"},
 			&cli.BoolFlag{Name: flagExitAction, Usage: "exit with the decision: 0 none, 10 get_work, 11 report (failures keep 1 and 2)"},
 		}, cliutil.DocumentFlags("json", "yaml", "table", outProject)...),
@@ -139,6 +145,10 @@ func runPoll(_ context.Context, cmd *cli.Command) error {
 	if err := cliutil.NoArgs(cmd); err != nil {
 		return err
 	}
+	policy, err := cliutil.Policy(cmd)
+	if err != nil {
+		return err
+	}
 	now, err := cliutil.Now(cmd)
 	if err != nil {
 		return err
@@ -157,7 +167,7 @@ func runPoll(_ context.Context, cmd *cli.Command) error {
 		}
 		asked = append(asked, i)
 	}
-	res := poll(doc, now, asked)
+	res := poll(doc, now, asked, policy)
 	log := cliutil.Logger(cmd)
 	log.Debug("poll", "action", res.decision.Action.String(), "reason", res.decision.Reason)
 	if res.planned {
@@ -187,14 +197,17 @@ func runPoll(_ context.Context, cmd *cli.Command) error {
 }
 
 // poll decides at now and records the session and the first RPC's request in doc.
-func poll(doc *state.Document, now float64, asked []int) *pollResult {
+func poll(doc *state.Document, now float64, asked []int, policy string) *pollResult {
 	res := &pollResult{now: now, decision: rpc.Poll(doc, now)}
 	res.rows = rows(doc, now)
 	if doc.RPCSession != nil {
 		res.source = "none: a session is active (brpc session performs it)"
 		return res
 	}
-	if wf := doc.WorkFetch; wf != nil && wf.Time == now {
+	if policy == cliutil.PolicyGoals {
+		res.source = "the goals policy (a report first, else its request as bdevices request --policy goals makes it)"
+		res.plan, res.planned = goals.Next(doc, now, asked)
+	} else if wf := doc.WorkFetch; wf != nil && wf.Time == now {
 		res.source = "seed 001 (bfetch at --now), seed 002 for coprocessors (bdevices request at --now)"
 		res.plan, res.planned = rpc.Next(doc, now, asked, func() state.WorkRequest {
 			if doc.Request == nil || doc.Request.Time != now {

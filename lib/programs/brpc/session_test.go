@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/server"
@@ -96,7 +97,7 @@ func clientDoc(t testing.TB, projects ...state.Project) *state.Document {
 // time-outs.
 func session(t *testing.T, doc *state.Document, now float64) *Session {
 	t.Helper()
-	res := poll(doc, now, nil)
+	res := poll(doc, now, nil, cliutil.PolicySeed)
 	if !res.planned {
 		t.Fatalf("poll at %g planned nothing: %s", now, res.decision.Reason)
 	}
@@ -153,7 +154,7 @@ func TestSessionGetWorkFillsToHighWater(t *testing.T) {
 		t.Fatalf("estimated work %g days, below the high-water mark %g", rpc.EstimatedWorkDays(doc), high)
 	}
 	// Full: poll has nothing to do now.
-	if res := poll(doc, t0, nil); res.planned {
+	if res := poll(doc, t0, nil, cliutil.PolicySeed); res.planned {
 		t.Fatalf("poll after filling: %+v", res.plan)
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/cpusched"
+	"github.com/bkit/bkit/lib/goals"
+	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/urfave/cli/v3"
 )
@@ -24,7 +27,7 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "bsched",
 		Usage:     "decide which tasks run on the host's processors (one CPU scheduling pass, seed 001)",
-		UsageText: "bsched [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--if-due]",
+		UsageText: "bsched [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--if-due] [--policy seed|goals]",
 		Description: cliutil.Help(`
 Reads a client state document, runs one scheduling pass as of --now and writes the
 document back with the decision recorded: debts brought up to date from the work each
@@ -38,14 +41,23 @@ Per processing resource (coprocessors first, then the CPU), the project with the
 anticipated debt gets an instance for its running task, else a preempted task, else its
 ready result with the earliest deadline. -o table explains every decision.
 
+--policy goals runs the goals policy's pass instead (lib/goals): a ready result that
+cannot meet its deadline even if started now is abandoned (done, never run); then per
+resource the tasks the round-robin simulation sees missing their deadline, earliest
+deadline first (each project up to the instances its share gives it); then the rest by
+overall long-term debt (seed 002's), as seed 001 does. The debts are seed 002's, kept
+by bdevices debt (or bsim advance in an emulated run).
+
 `+cliutil.SchemaNote,
 			[]string{
 				"bsched --now 1700003600 -o table < examples/two-projects.yaml",
 				"bsched --state client.json --in-place --now 2026-11-22T10:00:00Z",
 				"bsched --state client.json --in-place --if-due   # in a loop: a pass only when one is due",
+				"bsched --policy goals --now 1700003600 -o table < examples/two-projects.yaml",
 			}, ""),
 		Flags: append([]cli.Flag{
 			cliutil.NowFlag(),
+			cliutil.PolicyFlag(),
 			&cli.BoolFlag{Name: "if-due", Usage: "run the pass only if one is due (first pass, next_pass reached, a new result, or a free processor with work waiting); otherwise write the document unchanged"},
 		}, cliutil.DocumentFlags("json", "yaml", "table")...),
 		Action: run,
@@ -54,6 +66,10 @@ ready result with the earliest deadline. -o table explains every decision.
 
 func run(_ context.Context, cmd *cli.Command) error {
 	if err := cliutil.NoArgs(cmd); err != nil {
+		return err
+	}
+	policy, err := cliutil.Policy(cmd)
+	if err != nil {
 		return err
 	}
 	now, err := cliutil.Now(cmd)
@@ -75,6 +91,12 @@ func run(_ context.Context, cmd *cli.Command) error {
 			})
 		}
 		log.Debug("pass due", "why", why)
+	}
+	if policy == cliutil.PolicyGoals {
+		before := slices.Clone(in.Doc.Tasks)
+		abandoned := goals.Schedule(in.Doc, now)
+		log.Debug("goals pass", "now", now, "abandoned", len(abandoned), "next_pass", in.Doc.CPUSched.NextPass)
+		return cliutil.WriteState(cmd, in, func(w io.Writer) error { return goalsTable(w, in.Doc, before, abandoned, now) })
 	}
 	pass := cpusched.Schedule(in.Doc, now)
 	log.Debug("pass", "now", now, "tasks", len(pass.Tasks), "next_pass", pass.NextPass)
@@ -123,6 +145,55 @@ func table(w io.Writer, pass *cpusched.Pass) error {
 		fmt.Fprintf(w, "%d ready results stay ready (not shown).\n", waiting)
 	}
 	_, err := fmt.Fprintf(w, "\nNext pass due at %s (%s).\n", when(pass.NextPass), pass.NextPassReason)
+	return err
+}
+
+// goalsTable explains a goals pass: each project's overall debt, then every task whose
+// state the pass changed or kept running.
+func goalsTable(w io.Writer, doc *state.Document, before []state.Task, abandoned []int, now float64) error {
+	fmt.Fprintf(w, "Scheduling pass (policy goals) at %s\n\nProjects (overall long-term debt, CPU seconds):\n", when(now))
+	pt := cliutil.NewTable(w, "project", "share", "overall debt")
+	for i := range doc.Projects {
+		p := &doc.Projects[i]
+		pt.Append([]string{p.Name, cliutil.Num(p.ResourceShare), cliutil.Num(prsc.OverallDebt(&doc.Host, p))})
+	}
+	if err := pt.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nTasks:\n")
+	tt := cliutil.NewTable(w, "task", "project", "deadline", "state", "why")
+	waiting := 0
+	for i := range doc.Tasks {
+		t, b := &doc.Tasks[i], before[i].State
+		if b == state.TaskReady && t.State == state.TaskReady {
+			waiting++
+			continue
+		}
+		if !b.Runnable() {
+			continue
+		}
+		st := string(t.State)
+		if b != t.State {
+			st = string(b) + " → " + string(t.State)
+		}
+		why := ""
+		switch {
+		case slices.Contains(abandoned, i):
+			why = "abandoned: cannot meet its deadline even if started now"
+		case t.State == state.TaskRunning:
+			why = "given an instance (deadline mode, else by debt)"
+		default:
+			why = "no instance left for it"
+		}
+		tt.Append([]string{t.Name, t.Project, strconv.FormatFloat(t.ReportDeadline, 'f', -1, 64), st, why})
+	}
+	if err := tt.Render(); err != nil {
+		return err
+	}
+	if waiting > 0 {
+		fmt.Fprintf(w, "%d ready results stay ready (not shown).\n", waiting)
+	}
+	_, err := fmt.Fprintf(w, "\nNext pass due at %s (%s).\n", when(doc.CPUSched.NextPass), doc.CPUSched.NextPassReason)
 	return err
 }
 

@@ -32,7 +32,7 @@ of each task, the tallies of the figures). One step, as scripts/client-loop.sh m
   bsim clock                       the step's time and availability
   if on and connected, until brpc poll names no project:
     bfetch --now T                 seed 001's work-fetch decision
-    bdevices request --now T       seed 002's request for the coprocessors
+    bdevices request --now T [--asked P]   seed 002's request for the coprocessors
     brpc poll --now T -o project [--asked P]   the next scheduler RPC (prints the project)
     bsim serve --now T             the emulated server's reply (prints ok JOBS SEED or failed)
     bdevices reply --now T --jobs JOBS --seed SEED   (after ok)
@@ -41,8 +41,9 @@ of each task, the tallies of the figures). One step, as scripts/client-loop.sh m
     bsim settle --now T            tasks that finished are done (prints how many)
     bsched --if-due --now T        (if any were)
   bsim advance --now T             tasks compute; the clock moves on
-and at the end 'bsim figures' prints what 'bsim run' prints for the same scenario and
-seed, to the last digit. Documents pass with --state FILE --in-place; standard output
+and at the end 'bsim figures' prints what 'bsim run' prints for the same scenario,
+seed and policy, to the last digit. For the goals policy, give bsim init and bfetch,
+bdevices request, brpc poll and bsched --policy goals. Documents pass with --state FILE --in-place; standard output
 carries each stage's answer.`
 
 func worldFlag() cli.Flag {
@@ -57,11 +58,14 @@ func loopCommands() []*cli.Command {
 		{
 			Name:      "init",
 			Usage:     "start a run carried from program to program: write its state document and world file",
-			UsageText: "bsim init SCENARIO --world FILE [--duration D] [--delta S] [--seed N] [-o json|yaml] > state.json",
+			UsageText: "bsim init SCENARIO --world FILE [--duration D] [--delta S] [--seed N] [--policy seed|goals] [-o json|yaml] > state.json",
 			Description: cliutil.Help(`
 Loads SCENARIO as 'bsim run' does and writes the run's starting state document on
-standard output and its world file to --world. The policy is the seed policy (the
-client programs are the seeds'). See 'bsim run --help' for the scenario and the step.
+standard output and its world file to --world. --policy is the client policy the
+stage programs run (give them the same --policy): seed or goals; the world records it,
+and bsim advance accounts for each step as that policy does. rr runs only in 'bsim
+run', since it keeps its round-robin turns in memory. See 'bsim run --help' for the
+scenario and the step.
 
 --live: the projects' servers are real (bserver serve), reached with 'brpc session'
 over HTTP in place of 'bsim serve', and the scenario gives no emulated apps; the world
@@ -75,9 +79,11 @@ APP=P, with probability P, one of its own.
 `+loopNote, []string{
 				"bsim init scenarios/share-75-25 --world w.json --duration 6h > state.json",
 				"bash scripts/client-loop.sh scenarios/share-75-25 --duration 6h",
+				"bash scripts/client-loop.sh scenarios/deadlines-4cpu --duration 6h --policy goals",
 			}, ""),
 			Flags: []cli.Flag{
 				worldFlag(),
+				cliutil.PolicyFlag(),
 				&cli.StringFlag{Name: flagDuration, Value: "1d", Usage: "simulated time, `D`: seconds or with a unit (90m, 36h, 10d, 2w)"},
 				&cli.StringFlag{Name: flagDelta, Value: "60", Usage: "step length, `S` seconds (or with a unit)"},
 				cliutil.SeedFlag(),
@@ -164,11 +170,15 @@ func runInit(_ context.Context, cmd *cli.Command) error {
 	if cmd.Args().Len() != 1 {
 		return cliutil.Usagef("want one SCENARIO, got %d arguments (see 'bsim init --help')", cmd.Args().Len())
 	}
+	policy, err := cliutil.Policy(cmd)
+	if err != nil {
+		return err
+	}
 	cfg, err := runConfig(cmd, runDefaults{})
 	if err != nil {
 		return err
 	}
-	cfg.Policy = "seed"
+	cfg.Policy = policy
 	path := cmd.Args().First()
 	sc, _, err := loadScenario(cmd, path)
 	if err != nil {
