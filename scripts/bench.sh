@@ -35,6 +35,17 @@ for s in example-2cpu-2to1 deadlines-4cpu down-2cpu part-time-4cpu; do
   printf '%-62s %s ms (median of 5)\n' "bsim run $s, 10 days, wall" "$(median5 "$tmp/bsim" run "$scen/$s" --duration 10d)"
 done
 printf '%-62s %s ms (median of 5)\n' "bsim run example-2cpu-2to1, 1000 days, wall" "$(median5 "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d)"
+# Issue 15: the policy lab, 3 policies × 6 scenarios × 10 days (target: under 2 s), wall
+# (median of 5) and CPU time (user + system, one run).
+six="down-2cpu deadlines-4cpu part-time-4cpu example-2cpu-2to1 seed002-gpu share-75-25"
+printf '%-62s %s ms (median of 5)\n' "bsim compare, 3 policies x 6 scenarios x 10 days, wall" "$(cd scenarios && median5 "$tmp/bsim" compare --duration 10d $six)"
+if [ -x /usr/bin/time ]; then
+  printf '%-62s %s\n' "bsim compare, 3 policies x 6 scenarios x 10 days, CPU" "$(cd scenarios && /usr/bin/time -f '%U+%S s' "$tmp/bsim" compare --duration 10d $six 2>&1 >/dev/null | tail -1)"
+fi
+# Issue 15: the 75/25 share figure over 1,000 days (BOINC 0.000005; a drift would grow).
+for p in seed goals; do
+  printf '%-62s %s\n' "bsim run share-75-25, 1000 days, share violation, $p" "$("$tmp/bsim" run scenarios/share-75-25 --duration 1000d --policy $p | awk '/^wf / { print $6 }')"
+done
 printf '%-62s %s MB\n' "bsim peak RSS, 10 days" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 10d)"
 printf '%-62s %s MB\n' "bsim peak RSS, 1000 days" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d)"
 printf '%-62s %s MB\n' "bsim peak RSS, 1000 days --plot" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d --plot "$tmp/plot")"

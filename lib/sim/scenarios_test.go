@@ -64,6 +64,23 @@ func TestShare7525(t *testing.T) {
 	}
 }
 
+// TestShareNoDrift: on seed 001's 75/25 example the debts enforce the shares for good.
+// A's CPU time stays within two one-hour jobs of 75 % of the whole over 100 days, under
+// both debt policies, so the share violation falls as 1/time (docs/decisions.md, "The
+// 1,000-day share figure"); debt or exp_avg_cpu accounting that leaked would show here
+// as an offset growing with the run.
+func TestShareNoDrift(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{"seed", "goals"} {
+		res := run(t, share7525, policy, 100, 1)
+		a := res.Projects[0]
+		offset := (a.UsedFraction - 0.75) * res.UsedFlops / 1e9 // CPU seconds (1 GFLOPS CPUs)
+		if math.Abs(offset) > 7200 {
+			t.Errorf("%s: A's CPU time is %.0f s off 75 %% after 100 days, want within 7200 s (%s)", policy, offset, res.OneLine())
+		}
+	}
+}
+
 // TestPublicExampleBeatsBOINC keeps the seed policy at least as good as BOINC's
 // emulator on the public example (sv 0.022014 m 0.352439 r 0.183226, nothing wasted
 // or idle).
