@@ -392,7 +392,7 @@ func TestSessionServerReturns(t *testing.T) {
 		t.Fatalf("server down: attempts %+v, failures %d, min_rpc_time %g (want %g), %d done", s.Attempts, p.NRPCFailures, p.MinRPCTime,
 			now+backoff(1, 0), count(doc, state.TaskDone))
 	}
-	if res := poll(doc, now+1, nil); res.planned {
+	if res := poll(doc, now+1, nil, cliutil.PolicySeed); res.planned {
 		t.Fatalf("planned an RPC before min_rpc_time: %+v", res.plan)
 	}
 	pj.start(t, addr)
