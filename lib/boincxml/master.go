@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/bkit/bkit/lib/limits"
 )
@@ -14,10 +15,16 @@ import (
 // pages are small. A larger page is refused rather than cut (limits.MasterFileBytes).
 const MaxMasterFileBytes = limits.MasterFileBytes
 
+// The master page's patterns, compiled when first used: every program that links this
+// package would otherwise compile them as it starts (issue 17: start-up time).
 var (
-	schedulerTag = regexp.MustCompile(`(?is)<scheduler>\s*(.*?)\s*</scheduler>`)
-	linkTag      = regexp.MustCompile(`(?is)<link\b[^>]*>`)
-	attr         = regexp.MustCompile(`(?is)([a-z_:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))`)
+	schedulerTag = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?is)<scheduler>\s*(.*?)\s*</scheduler>`)
+	})
+	linkTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)<link\b[^>]*>`) })
+	attr    = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?is)([a-z_:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))`)
+	})
 )
 
 // ParseMasterFile returns the scheduler URLs a project's master page names, in page
@@ -36,13 +43,13 @@ func ParseMasterFile(r io.Reader) ([]string, error) {
 		url string
 	}
 	var hits []hit
-	for _, m := range schedulerTag.FindAllStringSubmatchIndex(page, -1) {
+	for _, m := range schedulerTag().FindAllStringSubmatchIndex(page, -1) {
 		hits = append(hits, hit{m[0], html.UnescapeString(page[m[2]:m[3]])})
 	}
-	for _, m := range linkTag.FindAllStringIndex(page, -1) {
+	for _, m := range linkTag().FindAllStringIndex(page, -1) {
 		var rel, href string
 		var hasHref bool
-		for _, a := range attr.FindAllStringSubmatch(page[m[0]:m[1]], -1) {
+		for _, a := range attr().FindAllStringSubmatch(page[m[0]:m[1]], -1) {
 			v := a[2] + a[3] + a[4]
 			switch strings.ToLower(a[1]) {
 			case "rel":

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // TemplateOutput is an output file a BOINC result template describes.
@@ -15,7 +16,8 @@ type TemplateOutput struct {
 	MaxNBytes float64
 }
 
-var outfileRE = regexp.MustCompile(`^<OUTFILE_([0-9]{1,3})\s*/>$`)
+// outfileRE is compiled when first used, not as every program starts.
+var outfileRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^<OUTFILE_([0-9]{1,3})\s*/>$`) })
 
 // ParseResultTemplate reads a BOINC result template: <file_info> elements named
 // <OUTFILE_k/> with <max_nbytes>, and a <result> whose <file_ref>s give each
@@ -46,7 +48,7 @@ func ParseResultTemplate(b []byte) ([]TemplateOutput, error) {
 		return nil, fmt.Errorf("result template: %v", err)
 	}
 	num := func(what, inner string) (int, error) {
-		m := outfileRE.FindStringSubmatch(strings.TrimSpace(inner))
+		m := outfileRE().FindStringSubmatch(strings.TrimSpace(inner))
 		if m == nil {
 			return 0, fmt.Errorf("result template: %s: want <OUTFILE_k/>, got %q", what, strings.TrimSpace(inner))
 		}
