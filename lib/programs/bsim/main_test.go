@@ -12,20 +12,20 @@ import (
 	"github.com/bkit/bkit/lib/programs/brpc"
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bsim"
-	"github.com/bkit/bkit/lib/programs/bsimplot"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
-	// The client programs too: scripts/client-loop.sh runs them beside bsim.
+	// The client programs too: scripts/client-loop.sh runs them beside bsim. Not
+	// bsim-plot: this binary is started some 600 times by client_loop.txtar, and
+	// linking the plotting library would cost each start a third more; bsim's --plot
+	// scripts are in lib/programs/bsimplot.
 	testscript.Main(m, map[string]func(){
 		"bsim":     func() { os.Exit(bsim.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"bfetch":   func() { os.Exit(bfetch.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"bdevices": func() { os.Exit(bdevices.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"bsched":   func() { os.Exit(bsched.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 		"brpc":     func() { os.Exit(brpc.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
-		// bsim --plot runs bsim-plot.
-		"bsim-plot": func() { os.Exit(bsimplot.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
 	})
 }
 
