@@ -232,3 +232,60 @@ func TeamCredit(rates []float64) (sum, fastest float64) {
 	}
 	return sum, fastest
 }
+
+// Per-host streams (a refinement of seed 004's "Assigning jobs", docs/decisions.md):
+// a cursor's job range is cut into streams of StreamJobs consecutive jobs. A host
+// takes unsent results from its own stream in job order; when its stream has nothing
+// it may take, it joins the oldest stream with work for it that fewer than redundancy
+// other members of its team work on (else the one with fewest, oldest first). So each
+// stretch of files is worked by about as many hosts as a job has results, instead of
+// by every member that asks while the team's front passes over it.
+
+// DefaultStreamFiles is how many files' worth of jobs a stream holds by default: long
+// enough that the files two neighbouring streams share (a job uses a run of files) are
+// a small part of a stream's files.
+const DefaultStreamFiles = 10
+
+// DefaultStreamJobs is the stream length of a batch of nJobs jobs over nFiles files:
+// DefaultStreamFiles files' worth of jobs, at least 1.
+func DefaultStreamJobs(nJobs, nFiles int) int64 {
+	if nFiles <= 0 {
+		return 1
+	}
+	return max(1, int64(math.Round(DefaultStreamFiles*float64(nJobs)/float64(nFiles))))
+}
+
+// StreamOf is the stream number of job in a cursor whose range starts at first.
+func StreamOf(first, streamJobs, job int64) int64 { return (job - first) / streamJobs }
+
+// StreamRange is the job range of stream num of the cursor r.
+func StreamRange(r Range, streamJobs, num int64) Range {
+	lo := r.First + num*streamJobs
+	return Range{lo, min(r.Last, lo+streamJobs-1)}
+}
+
+// Stream is a stream with work a host may take, and how many other hosts of its team
+// work on it.
+type Stream struct {
+	Num     int64
+	Members int
+}
+
+// ChooseStream picks the stream a host joins when its own has nothing for it, among
+// streams with work for it in job order: the first with fewer than redundancy members,
+// else the one with fewest members (the oldest of those); -1 when there is none.
+func ChooseStream(streams []Stream, redundancy int) int64 {
+	best := -1
+	for i, s := range streams {
+		if s.Members < redundancy {
+			return s.Num
+		}
+		if best < 0 || s.Members < streams[best].Members {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	return streams[best].Num
+}

@@ -185,3 +185,36 @@ func TestTeamCredit(t *testing.T) {
 		t.Errorf("got %g %g, want 8 5", sum, fastest)
 	}
 }
+
+func TestStreams(t *testing.T) {
+	if got := DefaultStreamJobs(50000, 5000); got != 100 {
+		t.Errorf("DefaultStreamJobs(50000, 5000) = %d, want 100 (10 files of 10 jobs)", got)
+	}
+	if got := DefaultStreamJobs(3, 100); got != 1 {
+		t.Errorf("DefaultStreamJobs(3, 100) = %d, want 1", got)
+	}
+	r := Range{First: 100, Last: 209}
+	for _, tc := range []struct {
+		job, stream int64
+		rng         Range
+	}{{100, 0, Range{100, 149}}, {149, 0, Range{100, 149}}, {150, 1, Range{150, 199}}, {209, 2, Range{200, 209}}} {
+		s := StreamOf(r.First, 50, tc.job)
+		if s != tc.stream || StreamRange(r, 50, s) != tc.rng {
+			t.Errorf("job %d: stream %d %v, want %d %v", tc.job, s, StreamRange(r, 50, s), tc.stream, tc.rng)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		streams []Stream
+		want    int64
+	}{
+		{"none", nil, -1},
+		{"the oldest with room", []Stream{{3, 2}, {4, 1}, {5, 0}}, 4},
+		{"a fresh stream", []Stream{{0, 2}, {1, 0}}, 1},
+		{"all full: the fewest members, oldest first", []Stream{{0, 3}, {1, 2}, {2, 2}}, 1},
+	} {
+		if got := ChooseStream(tc.streams, 2); got != tc.want {
+			t.Errorf("%s: ChooseStream = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

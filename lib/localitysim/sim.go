@@ -37,7 +37,13 @@ type Config struct {
 	BufferMin  float64 // the client's work buffer: ask when below BufferMin days ...
 	BufferMax  float64 // ... for enough to reach BufferMax days
 	TeamSize   int     // hosts per team; 0 or >= Hosts: one cursor (in-order dispatch)
-	Cushion    int     // unsent jobs the generator keeps per cursor
+	// InOrder runs naive in-order dispatch (one cursor, no streams) with the unsent-job
+	// pool of all of TeamSize's cursors together: the baseline for the same case.
+	InOrder bool
+	Cushion int // unsent jobs the generator keeps per cursor
+	// StreamJobs is the per-host stream length (0: none, seed 004's plain job order;
+	// docs/decisions.md). In-order dispatch never uses streams.
+	StreamJobs int64
 	Daemon     float64 // seconds between generator/transitioner passes
 	Seed       uint64
 	// Trace records every job sent (for --plot).
@@ -48,7 +54,8 @@ type Config struct {
 // 5,000 files, 50,000 jobs, redundancy 2.
 func Default() Config {
 	return Config{Hosts: 200, Files: 5000, Jobs: 50000, Redundancy: 2, Spread: 10, Churn: 0.1, JobHours: 2,
-		FileBytes: 16e6, BufferMin: 0.1, BufferMax: 0.6, TeamSize: locality.DefaultTeamSize, Cushion: 200, Daemon: 3600, Seed: 1}
+		FileBytes: 16e6, BufferMin: 0.1, BufferMax: 0.6, TeamSize: locality.DefaultTeamSize, Cushion: 200, Daemon: 3600, Seed: 1,
+		StreamJobs: locality.DefaultStreamJobs(50000, 5000)}
 }
 
 // Figures are a run's scores.
@@ -63,8 +70,26 @@ type Figures struct {
 	IdleFraction   float64 `json:"host_idle_fraction"`
 	RPCs           int     `json:"rpcs"`
 	HostsSeen      int     `json:"hosts_seen"`
-	Moves          int     `json:"-"`
-	Trace          []Sent  `json:"-"`
+	// Waste: copies of a file beyond the redundancy, by what the receiving host was
+	// doing (see Waste).
+	Waste Waste  `json:"extra_copies"`
+	Trace []Sent `json:"-"`
+}
+
+// Waste splits the copies of files beyond the redundancy (a file sent to more hosts
+// than it has results per job) by the host that received the extra copy: a host
+// getting its first job of the batch (new, mostly churn), a host whose job is on
+// another cursor than its previous one (moved), a host whose previous job was on the
+// same cursor, and, of those, a file an earlier holder got through another cursor
+// (boundary: jobs of two cursors use it), a file fewer than redundancy of whose earlier
+// holders are still on the team (replace: they left, moved or are leaving), and the
+// rest (team: one more member of a team sharing a file its holders are still on).
+type Waste struct {
+	New      int `json:"new_host"`
+	Moved    int `json:"moved_host"`
+	Boundary int `json:"cursor_boundary"`
+	Replace  int `json:"replacing_holders"`
+	Team     int `json:"same_team"`
 }
 
 // Sent is one job sent to a host: when, which host (its lane, in order of arrival),
@@ -96,6 +121,8 @@ func (c Config) Check() error {
 		return fmt.Errorf("--team-size: must be >= 0, got %d", c.TeamSize)
 	case c.Cushion < 1:
 		return fmt.Errorf("--cushion: must be >= 1, got %d", c.Cushion)
+	case c.StreamJobs < 0:
+		return fmt.Errorf("--stream-jobs: must be >= 0, got %d", c.StreamJobs)
 	}
 	return nil
 }
@@ -113,6 +140,7 @@ type host struct {
 	runEnd  float64
 	done    []string // results finished, to report
 	files   map[string]bool
+	cursor  int     // index of the cursor of the last job sent (-1: none yet)
 	leaveAt float64 // stops fetching from then on
 	nextRPC float64
 	gone    bool
@@ -195,6 +223,15 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 		return nil, err
 	}
 	defer st.Close()
+	// The database is thrown away after the run: no journal on disk, no syncs. A
+	// crash loses nothing that matters, and the scheduler's statements are the same.
+	// (The store has one connection for SQLite, so the pragmas hold for the run.)
+	if _, err := st.DB.ExecContext(ctx, `PRAGMA journal_mode=MEMORY`); err != nil {
+		return nil, err
+	}
+	if _, err := st.DB.ExecContext(ctx, `PRAGMA synchronous=OFF`); err != nil {
+		return nil, err
+	}
 	if _, err := st.Migrate(ctx, start); err != nil {
 		return nil, err
 	}
@@ -211,7 +248,7 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 	var hosts []*host
 	nextUser := int64(1)
 	newHost := func() (*host, error) {
-		h := &host{lane: len(hosts), flops: 1e9 * math.Pow(c.Spread, r.Float64()), files: map[string]bool{}, joined: now}
+		h := &host{lane: len(hosts), flops: 1e9 * math.Pow(c.Spread, r.Float64()), files: map[string]bool{}, joined: now, cursor: -1}
 		// Some volunteers run two hosts, which the team rules keep apart.
 		h.user = nextUser
 		if r.Float64() >= 0.2 {
@@ -255,20 +292,48 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 	}
 	teamSize := c.TeamSize
 	if teamSize == 0 || teamSize >= c.Hosts {
-		fig.Policy = "in-order"
-		teamSize = 2 * c.Hosts
+		teamSize = c.Hosts
+	}
+	// Each cursor's cushion: --cushion, and with streams at least one stream for each
+	// pair of the team and one more, so that a host looking for a stream of its own
+	// finds one generated.
+	perCursor := c.Cushion
+	if c.StreamJobs > 0 {
+		perCursor = max(perCursor, int(c.StreamJobs)*((teamSize+c.Redundancy-1)/c.Redundancy+1))
 	}
 	spec.Cursors = locality.PlanCursors(credit, c.Hosts, teamSize)
-	fig.Cursors = len(spec.Cursors)
-	cushion := c.Cushion
-	if len(spec.Cursors) == 1 {
-		// The same pool of unsent jobs as all the teams' cushions together.
-		cushion = c.Cushion * max(1, int(math.Round(float64(c.Hosts)/float64(c.TeamSize))))
+	spec.StreamJobs = c.StreamJobs
+	cushion := perCursor
+	if c.InOrder || len(spec.Cursors) == 1 {
+		// One cursor, plain job order, and the same pool of unsent jobs as all the
+		// teams' cushions together.
+		fig.Policy = "in-order"
+		cushion = perCursor * len(spec.Cursors)
+		spec.Cursors = []locality.Range{{First: 0, Last: int64(len(spec.Jobs) - 1)}}
+		spec.StreamJobs = 0
 	}
+	fig.Cursors = len(spec.Cursors)
 	if _, err := st.CreateBatch(ctx, spec, now); err != nil {
 		return nil, err
 	}
 	copies := map[string]int{}
+	type holder struct {
+		h      *host
+		cursor int // through which the file reached h
+	}
+	holders := map[string][]holder{}
+	cursorOf := func(job int64) int {
+		i, _ := slices.BinarySearchFunc(spec.Cursors, job, func(r locality.Range, j int64) int {
+			switch {
+			case r.Last < j:
+				return -1
+			case r.First > j:
+				return 1
+			}
+			return 0
+		})
+		return i
+	}
 	daemons := func() (bool, error) {
 		if _, err := st.Generate(ctx, cushion, now); err != nil {
 			return false, err
@@ -343,16 +408,46 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 			}
 			fig.RPCs++
 			h.done = h.done[:0]
-			for _, fi := range rep.FileInfos {
-				if bool(fi.Sticky) && !h.files[fi.Name] {
-					h.files[fi.Name] = true
-					copies[fi.Name]++
-					fig.BytesSent += fi.NBytes
-				}
-			}
 			wus := map[string]boincxml.ReplyWorkunit{}
 			for _, wu := range rep.Workunits {
 				wus[wu.Name] = wu
+				num, err := strconv.ParseInt(wu.Name[len(spec.Name)+2:], 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("workunit %q: %v", wu.Name, err)
+				}
+				cur := cursorOf(num)
+				for _, ref := range wu.FileRefs {
+					if h.files[ref.FileName] {
+						continue
+					}
+					h.files[ref.FileName] = true
+					copies[ref.FileName]++
+					fig.BytesSent += c.FileBytes
+					if copies[ref.FileName] > c.Redundancy {
+						switch {
+						case h.cursor < 0:
+							fig.Waste.New++
+						case h.cursor != cur:
+							fig.Waste.Moved++
+						case slices.ContainsFunc(holders[ref.FileName], func(o holder) bool { return o.cursor != cur }):
+							fig.Waste.Boundary++
+						default:
+							staying := 0
+							for _, o := range holders[ref.FileName] {
+								if !o.h.gone && o.h.cursor == cur && now < o.h.leaveAt {
+									staying++
+								}
+							}
+							if staying < c.Redundancy {
+								fig.Waste.Replace++
+							} else {
+								fig.Waste.Team++
+							}
+						}
+					}
+					holders[ref.FileName] = append(holders[ref.FileName], holder{h, cur})
+				}
+				h.cursor = cur
 			}
 			for _, res := range rep.ResultsSent {
 				wu := wus[res.WUName]

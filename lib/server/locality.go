@@ -1,20 +1,78 @@
 package server
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/locality"
 	"github.com/bkit/bkit/lib/store"
 )
 
-// chooseCursor is seed 004's host assignment with the team rules (lib/locality) for a
-// host of the given user and credit rate on cursor current (0: new to the batch).
-func chooseCursor(cursors []store.Cursor, userCursors map[int64]bool, current int64, rate float64) int64 {
-	cs := make([]locality.Cursor, len(cursors))
-	for i, c := range cursors {
-		cs[i] = locality.Cursor{ID: c.ID, RemainingCredit: c.RemainingCredit, ExpavgCredit: c.ExpavgCredit,
-			NHosts: c.NHosts, MaxHostCredit: c.MaxHostCredit, HasUser: userCursors[c.ID]}
+// assignCursor is seed 004's host assignment for one batch with the team rules
+// (lib/locality.ChooseCursor): it puts the host on a cursor, or moves it, and returns
+// that cursor (ok false: the batch has no unfinished cursor for it). It reads the
+// host's cursor and the cursors in order of decreasing est_time_left up to the first
+// whose team admits the host: ChooseCursor's answer over those is its answer over all
+// of the batch's cursors, since it picks the greatest est_time_left among admitting
+// cursors (ties: lowest id), else the greatest overall, and compares it with the
+// host's own.
+func assignCursor(tx *store.Tx, batch int64, host *store.Host) (cursor store.Cursor, ok bool, err error) {
+	current, err := tx.HostCursor(batch, host.ID)
+	if err != nil {
+		return cursor, false, err
 	}
-	return locality.ChooseCursor(cs, current, rate)
+	users, err := tx.UserCursors(batch, host.UserID, host.ID)
+	if err != nil {
+		return cursor, false, err
+	}
+	rate := locality.HostRate(host.ExpavgCredit, host.PFpops, host.PNCPUs, host.OnFrac, host.ActiveFrac)
+	conv := func(c store.Cursor) locality.Cursor {
+		return locality.Cursor{ID: c.ID, RemainingCredit: c.RemainingCredit, ExpavgCredit: c.ExpavgCredit,
+			NHosts: c.NHosts, MaxHostCredit: c.MaxHostCredit, HasUser: users[c.ID]}
+	}
+	ids := []int64{}
+	if current != 0 {
+		ids = append(ids, current)
+	}
+	err = tx.CursorsByEstTimeLeft(batch, func(c store.Cursor) bool {
+		if c.ID == current {
+			return true
+		}
+		ids = append(ids, c.ID)
+		return !locality.Admits(conv(c), rate)
+	})
+	if err != nil {
+		return cursor, false, err
+	}
+	// The cursors read, locked and read again (another scheduler may have changed
+	// them in between), in est_time_left order for ChooseCursor's ties.
+	rows, err := tx.LockCursorIDs(ids)
+	if err != nil {
+		return cursor, false, err
+	}
+	slices.SortStableFunc(rows, func(a, b store.Cursor) int {
+		return cmp.Compare(locality.EstTimeLeft(conv(b)), locality.EstTimeLeft(conv(a)))
+	})
+	cs := make([]locality.Cursor, len(rows))
+	for i, c := range rows {
+		cs[i] = conv(c)
+	}
+	to := locality.ChooseCursor(cs, current, rate)
+	if to == 0 {
+		return cursor, false, nil
+	}
+	if to != current {
+		if err := tx.MoveHost(batch, host.ID, host.UserID, current, to, rate); err != nil {
+			return cursor, false, err
+		}
+	}
+	for _, c := range rows {
+		if c.ID == to {
+			cursor = c
+		}
+	}
+	return cursor, true, nil
 }
 
 // sendLocality sends jobs of locality-scheduled apps for one resource: for each batch
@@ -31,30 +89,40 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 		if !n.more() || st.full(reply) {
 			return nil
 		}
-		cursors, err := tx.LockCursors(batch)
+		cursor, ok, err := assignCursor(tx, batch.ID, host)
 		if err != nil {
 			return err
 		}
-		current, err := tx.HostCursor(batch, host.ID)
-		if err != nil {
-			return err
-		}
-		users, err := tx.UserCursors(batch, host.UserID, host.ID)
-		if err != nil {
-			return err
-		}
-		rate := locality.HostRate(host.ExpavgCredit, host.PFpops, host.PNCPUs, host.OnFrac, host.ActiveFrac)
-		to := chooseCursor(cursors, users, current, rate)
-		if to == 0 {
+		if !ok {
 			continue
 		}
-		if to != current {
-			if err := tx.MoveHost(batch, host.ID, host.UserID, current, to, rate); err != nil {
+		span := locality.Range{First: cursor.FirstUnfinishedJobNum, Last: cursor.LastJobNum}
+		stream := int64(-1)
+		if batch.StreamJobs > 0 {
+			if stream, err = tx.HostStream(batch.ID, host.ID); err != nil {
 				return err
 			}
 		}
-		for n.more() && !st.full(reply) {
-			cands, err := tx.UnsentCursorCandidates(to, firstUnfinished(cursors, to), host.ID, min(batchSize(*n, best), st.maxJobs-len(reply.ResultsSent)))
+		// A host that finds nothing in its stream chooses another; a few tries, since
+		// another scheduler may claim what a choice found.
+		for tries := 0; n.more() && !st.full(reply) && tries < 4; {
+			if batch.StreamJobs > 0 {
+				if stream < 0 {
+					tries++
+					if stream, err = chooseStream(tx, cursor, host.ID, batch); err != nil {
+						return err
+					}
+					if stream < 0 {
+						break // nothing in the cursor this host may take
+					}
+					if err := tx.SetHostStream(batch.ID, host.ID, stream); err != nil {
+						return err
+					}
+				}
+				r := locality.StreamRange(locality.Range{First: cursor.FirstJobNum, Last: cursor.LastJobNum}, batch.StreamJobs, stream)
+				span = locality.Range{First: max(r.First, cursor.FirstUnfinishedJobNum), Last: r.Last}
+			}
+			cands, err := tx.UnsentCursorCandidates(cursor.ID, span.First, span.Last, host.ID, min(batchSize(*n, best), st.maxJobs-len(reply.ResultsSent)))
 			if err != nil {
 				return err
 			}
@@ -85,11 +153,47 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 				}
 			}
 			if !progress {
-				break // the cursor has no more jobs this host may take
+				if batch.StreamJobs == 0 {
+					break // the cursor has no more jobs this host may take
+				}
+				stream = -1 // the stream has nothing more for this host: choose another
 			}
 		}
 	}
 	return nil
+}
+
+// chooseStream finds the streams of cursor with work host may take, oldest first, up
+// to the first whose files fewer than the batch's redundancy other members of the team
+// hold, and chooses among them (locality.ChooseStream); -1: the cursor has nothing for
+// the host. A stream's members are the team's hosts that hold results of it, not only
+// those working on it now: a host that led a stream and went on to the next still has
+// the stream's files, and a third host joining the follower it left would be one copy
+// too many.
+func chooseStream(tx *store.Tx, cursor store.Cursor, hostID int64, batch store.SendableBatch) (int64, error) {
+	whole := locality.Range{First: cursor.FirstJobNum, Last: cursor.LastJobNum}
+	var streams []locality.Stream
+	for from := cursor.FirstUnfinishedJobNum; from <= cursor.LastJobNum; {
+		j, ok, err := tx.FirstTakeableJob(cursor.ID, from, hostID)
+		if err != nil {
+			return -1, err
+		}
+		if !ok {
+			break
+		}
+		s := locality.StreamOf(cursor.FirstJobNum, batch.StreamJobs, j)
+		r := locality.StreamRange(whole, batch.StreamJobs, s)
+		n, err := tx.StreamHolders(cursor.ID, r.First, r.Last, hostID)
+		if err != nil {
+			return -1, err
+		}
+		streams = append(streams, locality.Stream{Num: s, Members: n})
+		if n < batch.Redundancy {
+			break
+		}
+		from = r.Last + 1
+	}
+	return locality.ChooseStream(streams, batch.Redundancy), nil
 }
 
 // deleteStickyFiles tells the host which of the sticky files it holds it may delete.
@@ -104,14 +208,4 @@ func deleteStickyFiles(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRe
 		}
 	}
 	return nil
-}
-
-// firstUnfinished is cursor id's first_unfinished_job_num.
-func firstUnfinished(cursors []store.Cursor, id int64) int64 {
-	for _, c := range cursors {
-		if c.ID == id {
-			return c.FirstUnfinishedJobNum
-		}
-	}
-	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/locality"
 	"github.com/bkit/bkit/lib/server"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
@@ -118,6 +119,68 @@ func TestLocalityScheduling(t *testing.T) {
 		rep = ask(a, aauth, "b1_f0", "b1_f1", "b1_f2", "other")
 		if d := cmp.Diff([]boincxml.NameRef{{Name: "b1_f0"}}, rep.DeleteFiles); d != "" {
 			t.Errorf("delete_file_info (-want +got)\n%s", d)
+		}
+	})
+}
+
+// TestLocalityStreams: with per-host streams of 4 jobs and 2 results per job, the
+// second host follows the first on stream 0, the third starts stream 1 (stream 0's
+// files are on two hosts already), and the first continues its own stream. Without
+// streams (seed 004's plain job order) the third host would get jobs 2 and 3.
+func TestLocalityStreams(t *testing.T) {
+	forEngine(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		st := storetest.Open(t, dsn)
+		if _, err := st.AddApp(ctx, "loc", true, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "loc", VersionNum: 1, AvgNCPUs: 1, Flops: 1e9}, 1); err != nil {
+			t.Fatal(err)
+		}
+		spec := store.BatchSpec{Name: "s", App: "loc", DelayBound: 86400, MinQuorum: 2, TargetNResults: 2, MaxErrorResults: 3,
+			MaxTotalResults: 6, MaxSuccessResults: 4, StreamJobs: 4, Cursors: []locality.Range{{First: 0, Last: 7}}}
+		for f := 0; f < 9; f++ {
+			spec.Files = append(spec.Files, store.BatchFile{FileNum: int64(f), Name: fmt.Sprintf("s_f%d", f), NBytes: 1})
+		}
+		for j := 0; j < 8; j++ {
+			spec.Jobs = append(spec.Jobs, store.BatchJob{JobNum: int64(j), FirstFileNum: int64(j), LastFileNum: int64(j + 1), FpopsEst: 1e12})
+		}
+		if _, err := st.CreateBatch(ctx, spec, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Generate(ctx, 8, 1); err != nil {
+			t.Fatal(err)
+		}
+		srv := &server.Server{Store: st}
+		type host struct {
+			id   int64
+			auth string
+		}
+		var hosts []host
+		for range 3 {
+			rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, 10, "http://x/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hosts = append(hosts, host{rep.HostID, rep.Authenticator})
+		}
+		ask := func(h host) []string {
+			rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostID: h.id, Authenticator: h.auth, CPUReqInstances: 2, CPUReqSecs: 1,
+				HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, 20, "http://x/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return names(rep.ResultsSent)
+		}
+		for i, want := range [][]string{
+			{"s_j0_0", "s_j1_0"}, // A starts stream 0
+			{"s_j0_1", "s_j1_1"}, // B follows A
+			{"s_j4_0", "s_j5_0"}, // C: stream 0 has two holders; stream 1
+			{"s_j2_0", "s_j3_0"}, // A continues its stream
+		} {
+			if d := cmp.Diff(want, ask(hosts[[]int{0, 1, 2, 0}[i]])); d != "" {
+				t.Errorf("request %d (-want +got)\n%s", i, d)
+			}
 		}
 	})
 }

@@ -27,6 +27,9 @@ type BatchSpec struct {
 	MaxErrorResults   int
 	MaxTotalResults   int
 	MaxSuccessResults int
+	// StreamJobs is the length of the per-host streams cursors are cut into (0: none,
+	// seed 004's plain job order; docs/decisions.md).
+	StreamJobs int64
 }
 
 // BatchJob is one job of a batch: the files it uses and its estimated FLOPs.
@@ -79,9 +82,9 @@ func (s *Store) CreateBatch(ctx context.Context, spec BatchSpec, now float64) (i
 			return fmt.Errorf("batch %q: %w", spec.Name, ErrExists)
 		}
 		r, err := tx.exec(`INSERT INTO batch (create_time, appid, name, state, njobs, nfiles, delay_bound, min_quorum, target_nresults,
-			max_error_results, max_total_results, max_success_results) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			max_error_results, max_total_results, max_success_results, stream_jobs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			now, appid, spec.Name, BatchInProgress, len(spec.Jobs), len(spec.Files), spec.DelayBound, spec.MinQuorum, spec.TargetNResults,
-			spec.MaxErrorResults, spec.MaxTotalResults, spec.MaxSuccessResults)
+			spec.MaxErrorResults, spec.MaxTotalResults, spec.MaxSuccessResults, max(spec.StreamJobs, 0))
 		if err != nil {
 			return err
 		}
@@ -283,8 +286,8 @@ func (s *Store) Generate(ctx context.Context, cushion int, now float64) (int, er
 				return err
 			}
 			var unsent int
-			if err := tx.queryRow(`SELECT COUNT(DISTINCT w.id) FROM workunit w JOIN result r ON r.workunitid=w.id
-				WHERE w.cursor_id=? AND w.job_num>=? AND r.server_state=?`, c.ID, c.FirstUnfinishedJobNum, ServerStateUnsent).Scan(&unsent); err != nil {
+			if err := tx.queryRow(`SELECT COUNT(*) FROM workunit w WHERE w.cursor_id=? AND w.job_num>=?
+				AND EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state=?)`, c.ID, c.FirstUnfinishedJobNum, ServerStateUnsent).Scan(&unsent); err != nil {
 				return err
 			}
 			n := locality.GenerateCount(unsent, cushion, c.FirstUngeneratedJobNum, c.LastJobNum)

@@ -39,13 +39,20 @@ type BatchFile struct {
 	NBytes  float64
 }
 
-// SendableBatches returns the ids of the batches of the given apps that jobs may be
-// sent from, oldest first.
-func (t *Tx) SendableBatches(appIDs []int64) ([]int64, error) {
+// SendableBatch is a batch jobs may be sent from, with what job assignment needs.
+type SendableBatch struct {
+	ID         int64
+	StreamJobs int64 // per-host stream length; 0: none
+	Redundancy int   // target_nresults: hosts per stream
+}
+
+// SendableBatches returns the batches of the given apps that jobs may be sent from,
+// oldest first.
+func (t *Tx) SendableBatches(appIDs []int64) ([]SendableBatch, error) {
 	if len(appIDs) == 0 {
 		return nil, nil
 	}
-	q := `SELECT id FROM batch WHERE state<=? AND appid IN (?` + strings.Repeat(",?", len(appIDs)-1) + `) ORDER BY id`
+	q := `SELECT id, stream_jobs, target_nresults FROM batch WHERE state<=? AND appid IN (?` + strings.Repeat(",?", len(appIDs)-1) + `) ORDER BY id`
 	args := []any{BatchInProgress}
 	for _, id := range appIDs {
 		args = append(args, id)
@@ -55,22 +62,68 @@ func (t *Tx) SendableBatches(appIDs []int64) ([]int64, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []int64
+	var out []SendableBatch
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var b SendableBatch
+		if err := rows.Scan(&b.ID, &b.StreamJobs, &b.Redundancy); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		out = append(out, b)
 	}
-	return ids, rows.Err()
+	return out, rows.Err()
 }
 
 // LockCursors returns a batch's cursors, locked until the transaction ends (DESIGN.md
 // section 5: a transaction that locks the cursor rows synchronises host assignment).
 func (t *Tx) LockCursors(batchID int64) ([]Cursor, error) {
-	rows, err := t.query(`SELECT id, batch_id, first_job_num, last_job_num, expavg_credit, remaining_credit,
-		first_unfinished_job_num, first_ungenerated_job_num, nhosts, max_host_credit FROM locality_cursor WHERE batch_id=? ORDER BY id`+t.s.dialect.forUpdate, batchID)
+	return t.cursors(`SELECT `+cursorColumns+` FROM locality_cursor WHERE batch_id=? ORDER BY id`+t.s.dialect.forUpdate, batchID)
+}
+
+// CursorsByEstTimeLeft calls visit with batchID's unfinished cursors in order of
+// decreasing est_time_left (ties: lowest id first), until visit returns false or the
+// cursors run out. The order comes from an index on the est_time_left column
+// (migration 5), so a caller that stops early reads a few rows, not the whole batch.
+// The rows are not locked (LockCursorIDs locks those the caller needs, in id order:
+// locking them in est_time_left order, which moves, deadlocks concurrent schedulers
+// on MySQL). Rows are read a page at a time.
+func (t *Tx) CursorsByEstTimeLeft(batchID int64, visit func(Cursor) bool) error {
+	q := `SELECT ` + cursorColumns + ` FROM locality_cursor
+		WHERE batch_id=? AND est_time_left>0 ORDER BY est_time_left DESC, id LIMIT ? OFFSET ?`
+	for offset, page := 0, 8; ; offset, page = offset+page, 4*page {
+		cs, err := t.cursors(q, batchID, page, offset)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if !visit(c) {
+				return nil
+			}
+		}
+		if len(cs) < page {
+			return nil
+		}
+	}
+}
+
+// LockCursorIDs returns the cursors ids, in id order, locked until the transaction
+// ends (one order for every transaction that locks several cursors, so concurrent
+// schedulers and the locality daemon never deadlock on them).
+func (t *Tx) LockCursorIDs(ids []int64) ([]Cursor, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return t.cursors(`SELECT `+cursorColumns+` FROM locality_cursor WHERE id IN (?`+strings.Repeat(",?", len(ids)-1)+`) ORDER BY id`+t.s.dialect.forUpdate, args...)
+}
+
+const cursorColumns = `id, batch_id, first_job_num, last_job_num, expavg_credit, remaining_credit,
+		first_unfinished_job_num, first_ungenerated_job_num, nhosts, max_host_credit`
+
+func (t *Tx) cursors(q string, args ...any) ([]Cursor, error) {
+	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +149,47 @@ func (t *Tx) HostCursor(batchID, hostID int64) (int64, error) {
 		return 0, nil
 	}
 	return id, err
+}
+
+// HostStream returns the stream hostID works on in its cursor of batchID (-1: none).
+func (t *Tx) HostStream(batchID, hostID int64) (int64, error) {
+	var s int64
+	err := t.queryRow(`SELECT stream FROM batch_host WHERE batch_id=? AND host_id=?`, batchID, hostID).Scan(&s)
+	if errors.Is(err, sql.ErrNoRows) {
+		return -1, nil
+	}
+	return s, err
+}
+
+// SetHostStream puts hostID on stream of its cursor of batchID.
+func (t *Tx) SetHostStream(batchID, hostID, stream int64) error {
+	_, err := t.exec(`UPDATE batch_host SET stream=? WHERE batch_id=? AND host_id=?`, stream, batchID, hostID)
+	return err
+}
+
+// StreamHolders counts the hosts of cursorID's team other than hostID that hold
+// results of the cursor's jobs from..to (a stream): they have its files.
+func (t *Tx) StreamHolders(cursorID, from, to, hostID int64) (int, error) {
+	var n int
+	err := t.queryRow(`SELECT COUNT(DISTINCT r.hostid) FROM workunit w JOIN result r ON r.workunitid=w.id
+		JOIN batch_host bh ON bh.host_id=r.hostid AND bh.cursor_id=w.cursor_id
+		WHERE w.cursor_id=? AND w.job_num>=? AND w.job_num<=? AND r.hostid<>?`, cursorID, from, to, hostID).Scan(&n)
+	return n, err
+}
+
+// FirstTakeableJob returns the lowest job number from fromJob on of cursorID with an
+// unsent result hostID may take (none of the workunit's results is on the host yet),
+// and false when there is none.
+func (t *Tx) FirstTakeableJob(cursorID, fromJob, hostID int64) (int64, bool, error) {
+	var j int64
+	err := t.queryRow(`SELECT w.job_num FROM workunit w JOIN result r ON r.workunitid=w.id
+		WHERE w.cursor_id=? AND w.job_num>=? AND r.server_state=?
+		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=w.id AND r2.hostid=?)
+		ORDER BY w.job_num LIMIT 1`, cursorID, fromJob, ServerStateUnsent, hostID).Scan(&j)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return j, err == nil, err
 }
 
 // UserCursors returns the cursors of batchID whose teams have a host of userID other
@@ -134,7 +228,7 @@ func (t *Tx) MoveHost(batchID, hostID, userID, from, to int64, credit float64) e
 		if err := t.queryRow(`SELECT credit FROM batch_host WHERE batch_id=? AND host_id=?`, batchID, hostID).Scan(&old); err != nil {
 			return err
 		}
-		if _, err := t.exec(`UPDATE batch_host SET cursor_id=?, userid=?, credit=? WHERE batch_id=? AND host_id=?`,
+		if _, err := t.exec(`UPDATE batch_host SET cursor_id=?, userid=?, credit=?, stream=-1 WHERE batch_id=? AND host_id=?`,
 			to, userID, credit, batchID, hostID); err != nil {
 			return err
 		}
@@ -155,18 +249,18 @@ type LocalityCandidate struct {
 	BatchID                   int64
 }
 
-// UnsentCursorCandidates returns up to limit unsent results of a cursor's jobs in
-// increasing job number (seed 004: finish old jobs before starting new ones), skipping
-// workunits that already have a result on hostID.
-// Jobs before fromJob (the cursor's first_unfinished_job_num) are finished and are not
-// scanned: without the bound, every request would walk the cursor's whole history.
-func (t *Tx) UnsentCursorCandidates(cursorID, fromJob, hostID int64, limit int) ([]LocalityCandidate, error) {
+// UnsentCursorCandidates returns up to limit unsent results of a cursor's jobs
+// fromJob..toJob in increasing job number (seed 004: finish old jobs before starting
+// new ones), skipping workunits that already have a result on hostID.
+// Jobs before the cursor's first_unfinished_job_num are finished: fromJob at least
+// that keeps every request from walking the cursor's whole history.
+func (t *Tx) UnsentCursorCandidates(cursorID, fromJob, toJob, hostID int64, limit int) ([]LocalityCandidate, error) {
 	rows, err := t.query(`SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound,
 		w.first_file_num, w.last_file_num, w.batch_id
 		FROM result r JOIN workunit w ON w.id=r.workunitid
-		WHERE w.cursor_id=? AND w.job_num>=? AND r.server_state=?
+		WHERE w.cursor_id=? AND w.job_num>=? AND w.job_num<=? AND r.server_state=?
 		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?)
-		ORDER BY w.job_num, r.id LIMIT ?`+t.s.dialect.skipLocked, cursorID, fromJob, ServerStateUnsent, hostID, limit)
+		ORDER BY w.job_num, r.id LIMIT ?`+t.s.dialect.skipLocked, cursorID, fromJob, toJob, ServerStateUnsent, hostID, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -299,6 +299,25 @@ var migrations = [][]string{
 		`CREATE INDEX workunit_due ON workunit (appid, need_validate, retry_check_time)`,
 		`CREATE INDEX result_deadline ON result (appid, server_state, report_deadline)`,
 	},
+	// 5: locality scheduling at scale (issue 12). A workunit's results by state,
+	// outcome and host in one index: the scheduler's check that a host has no result of
+	// a candidate's workunit yet (without it, SQLite scanned all of the host's results
+	// for every candidate), the generator's count of unsent jobs and the transitioner's
+	// test of a finished job read the index alone. est_time_left is a column
+	// computed from remaining_credit and expavg_credit (infinite: 1e300) with an index,
+	// so that host assignment reads the few cursors with the greatest est_time_left
+	// instead of all of a batch's cursors.
+	{
+		`CREATE INDEX result_wu_state ON result (workunitid, server_state, outcome, hostid)`,
+		`ALTER TABLE locality_cursor ADD COLUMN est_time_left DOUBLE GENERATED ALWAYS AS
+			(CASE WHEN remaining_credit<=0 THEN 0 WHEN expavg_credit<=0 THEN 1e300 ELSE remaining_credit/expavg_credit END) VIRTUAL`,
+		`CREATE INDEX locality_cursor_etl ON locality_cursor (batch_id, est_time_left DESC, id)`,
+		// Per-host streams (docs/decisions.md): a batch's stream length in jobs (0: no
+		// streams, seed 004's plain job order) and the stream a team member works on
+		// (-1: none yet).
+		`ALTER TABLE batch ADD COLUMN stream_jobs BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE batch_host ADD COLUMN stream BIGINT NOT NULL DEFAULT -1`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -106,6 +106,13 @@ the scheduler within --active-within; --hosts overrides the count), so a region 
 the file sequence dense in jobs gets more cursors. No workunit is made here: blocality
 generate makes them, a cushion at a time.
 
+Each cursor's job range is cut into per-host streams of --stream-jobs jobs (default:
+10 files' worth of jobs; 0: none): a host takes jobs from its own stream, so each
+stretch of files goes to about as many hosts as a job has results
+(docs/decisions.md). With streams, keep blocality generate's --cushion at least
+--stream-jobs × (team size ÷ target_nresults + 1), so that a host looking for a
+stream of its own finds one.
+
 An invalid description (a negative size, an unknown file, a job whose last file
 comes before its first, jobs out of file order, overlapping or non-contiguous
 cursors) is refused with exit status 2, every problem named by its field, and
@@ -120,6 +127,7 @@ nothing is written.
 			&cli.IntFlag{Name: "team-size", Usage: "hosts per team (`N`): one cursor per N active hosts", Value: locality.DefaultTeamSize},
 			&cli.IntFlag{Name: "hosts", Usage: "plan for `N` hosts instead of counting the active ones", Value: -1},
 			&cli.StringFlag{Name: "active-within", Usage: "a host is active when it contacted the scheduler within `DURATION`", Value: "3d"},
+			&cli.IntFlag{Name: "stream-jobs", Usage: "per-host stream length in jobs (`N`; 0: none; default: 10 files' worth)", Value: -1},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
@@ -132,6 +140,10 @@ nothing is written.
 			teamSize := cmd.Int("team-size")
 			if teamSize < 1 {
 				return cliutil.Usagef("--team-size: must be >= 1, got %d", teamSize)
+			}
+			streamJobs := int64(cmd.Int("stream-jobs"))
+			if cmd.IsSet("stream-jobs") && streamJobs < 0 {
+				return cliutil.Usagef("--stream-jobs: must be >= 0, got %d", streamJobs)
 			}
 			within, err := cliutil.ParseDuration(cmd.String("active-within"))
 			if err != nil {
@@ -146,6 +158,10 @@ nothing is written.
 				return cliutil.BadInput(err)
 			}
 			spec.App = app
+			spec.StreamJobs = streamJobs
+			if streamJobs < 0 {
+				spec.StreamJobs = locality.DefaultStreamJobs(len(spec.Jobs), len(spec.Files))
+			}
 			s, err := bserver.OpenStore(ctx, cmd, true)
 			if err != nil {
 				return err

@@ -27,10 +27,14 @@ database, with the work generator and transitioner every --daemon-interval and t
 locality daemon likewise. Clients keep BOINC's default work buffer (ask below 0.1
 day of work, for up to 0.6 day). Hosts keep every file they receive.
 
-The same run is made twice: with cursors for teams of --team-size (this policy) and
-with one cursor (naive in-order dispatch), and the figures printed side by side:
-bytes sent, copies of each file sent to hosts (mean, p95, mean ÷ redundancy), batch
-completion time and the hosts' idle fraction. --plot DIR draws, per policy, a point
+The same run is made twice: with cursors for teams of --team-size and per-host
+streams of --stream-jobs jobs (this policy), and with one cursor in plain job order
+(naive in-order dispatch), and the figures printed side by side: bytes sent, copies
+of each file sent to hosts (mean, p95, mean ÷ redundancy), the copies beyond the
+redundancy by what the receiving host was doing (new to the batch, moved from
+another cursor, a file of two cursors, replacing holders that left the team, or one
+more member on a file its holders still work on), batch completion time and the
+hosts' idle fraction. --plot DIR draws, per policy, a point
 for each job sent at (day, first file of the job), coloured by host.`,
 			[]string{
 				"blocality simulate",
@@ -47,6 +51,7 @@ for each job sent at (day, first file of the job), coloured by host.`,
 			&cli.Float64Flag{Name: "churn", Value: d.Churn, Usage: "fraction of hosts replaced per day (`X`)"},
 			&cli.Float64Flag{Name: "job-hours", Value: d.JobHours, Usage: "run time of a two-file job on the median host, `HOURS`"},
 			&cli.IntFlag{Name: "cushion", Value: d.Cushion, Usage: "unsent jobs the generator keeps per cursor (`N`)"},
+			&cli.IntFlag{Name: "stream-jobs", Usage: "per-host stream length in jobs (`N`; 0: none, seed 004's plain job order; default: 10 files' worth)"},
 			&cli.StringFlag{Name: "daemon-interval", Value: "1h", Usage: "simulated `DURATION` between daemon passes"},
 			&cli.StringFlag{Name: "plot", Usage: "draw where each host worked in the file sequence over time into `DIR`"},
 			cliutil.SeedFlag(),
@@ -70,12 +75,16 @@ for each job sent at (day, first file of the job), coloured by host.`,
 			if c.TeamSize < 1 {
 				return cliutil.Usagef("--team-size: must be >= 1, got %d", c.TeamSize)
 			}
+			c.StreamJobs = locality.DefaultStreamJobs(c.Jobs, c.Files)
+			if cmd.IsSet("stream-jobs") {
+				c.StreamJobs = int64(cmd.Int("stream-jobs"))
+			}
 			if err := c.Check(); err != nil {
 				return cliutil.Usagef("%v", err)
 			}
 			c.Trace = cmd.String("plot") != ""
 			inOrder := c
-			inOrder.TeamSize = 0
+			inOrder.InOrder = true
 			var runs []*localitysim.Figures
 			for _, rc := range []localitysim.Config{c, inOrder} {
 				f, err := localitysim.TempRun(ctx, rc)
@@ -98,11 +107,17 @@ for each job sent at (day, first file of the job), coloured by host.`,
 			t := cliutil.NewTable(w, "figure", runs[0].Policy, runs[1].Policy)
 			row := func(name string, v func(f *localitysim.Figures) string) { t.Append(name, v(runs[0]), v(runs[1])) }
 			t.Append("team size", strconv.Itoa(c.TeamSize), "all hosts")
+			t.Append("stream length, jobs", strconv.FormatInt(c.StreamJobs, 10), "-")
 			row("cursors", func(f *localitysim.Figures) string { return strconv.Itoa(f.Cursors) })
 			row("bytes sent", func(f *localitysim.Figures) string { return cliutil.Num(f.BytesSent) })
 			row("copies per file, mean", func(f *localitysim.Figures) string { return fmt.Sprintf("%.3f", f.CopiesMean) })
 			row("copies per file, p95", func(f *localitysim.Figures) string { return cliutil.Num(f.CopiesP95) })
 			row("copies per file ÷ redundancy", func(f *localitysim.Figures) string { return fmt.Sprintf("%.3f", f.CopiesPerRed) })
+			row("extra copies: new hosts", func(f *localitysim.Figures) string { return strconv.Itoa(f.Waste.New) })
+			row("extra copies: moved hosts", func(f *localitysim.Figures) string { return strconv.Itoa(f.Waste.Moved) })
+			row("extra copies: cursor boundary", func(f *localitysim.Figures) string { return strconv.Itoa(f.Waste.Boundary) })
+			row("extra copies: replacing holders", func(f *localitysim.Figures) string { return strconv.Itoa(f.Waste.Replace) })
+			row("extra copies: same team", func(f *localitysim.Figures) string { return strconv.Itoa(f.Waste.Team) })
 			row("batch completion, days", func(f *localitysim.Figures) string { return fmt.Sprintf("%.2f", f.CompletionDays) })
 			row("host idle fraction", func(f *localitysim.Figures) string { return fmt.Sprintf("%.4f", f.IdleFraction) })
 			row("scheduler RPCs", func(f *localitysim.Figures) string { return strconv.Itoa(f.RPCs) })
