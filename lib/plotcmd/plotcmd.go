@@ -25,12 +25,49 @@ import (
 // Program is the drawing program's name.
 const Program = "bsim-plot"
 
-// Request is one drawing: a run's Trace titled Title, or a Comparison, into Dir.
+// Request is one drawing: a run's Trace titled Title, a Comparison, or Counts, into
+// Dir.
 type Request struct {
 	Dir        string      `json:"dir"`
 	Title      string      `json:"title,omitempty"`
 	Trace      *sim.Trace  `json:"trace,omitempty"`
 	Comparison *Comparison `json:"comparison,omitempty"`
+	Counts     *Counts     `json:"counts,omitempty"`
+}
+
+// Counts is how many of something were in each state over time: Series[k].Values[i]
+// at Times[i] (hours since the start); the full loop (scripts/full-loop.sh --plot)
+// draws a project's results and workunits this way.
+type Counts struct {
+	Title   string
+	Summary string // a line under the title of index.html
+	Times   []float64
+	Series  []CountSeries
+}
+
+// CountSeries is one state's count at each of Counts.Times.
+type CountSeries struct {
+	Name   string
+	Values []float64
+}
+
+func (c *Counts) check() error {
+	for i, t := range c.Times {
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return fmt.Errorf("counts.times[%d]: not a finite number", i)
+		}
+	}
+	for k, s := range c.Series {
+		if len(s.Values) != len(c.Times) {
+			return fmt.Errorf("counts.series[%d]: %d values for %d times", k, len(s.Values), len(c.Times))
+		}
+		for i, x := range s.Values {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("counts.series[%d].values[%d]: not a finite number", k, i)
+			}
+		}
+	}
+	return nil
 }
 
 // Comparison is what bsim compare measured: Values[f][s][p] is figure Figures[f] of
@@ -46,18 +83,27 @@ type Comparison struct {
 }
 
 // Check reports what makes r impossible to draw, naming the field: the directory, one
-// and only one of a trace and a comparison, and a comparison's shape (a trace's own
+// and only one of a trace, a comparison and counts, and a comparison's shape (a trace's own
 // check is simplot.Check, where the drawing's rules are).
 func (r *Request) Check() error {
 	switch {
 	case r.Dir == "":
 		return errors.New("dir: empty")
-	case (r.Trace == nil) == (r.Comparison == nil):
-		return errors.New("want one of trace and comparison")
+	case btoi(r.Trace != nil)+btoi(r.Comparison != nil)+btoi(r.Counts != nil) != 1:
+		return errors.New("want one of trace, comparison and counts")
 	case r.Comparison != nil:
 		return r.Comparison.check()
+	case r.Counts != nil:
+		return r.Counts.check()
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (c *Comparison) check() error {

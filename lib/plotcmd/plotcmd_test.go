@@ -43,8 +43,8 @@ func TestRoundTrip(t *testing.T) {
 func TestDecodeErrors(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{``, "EOF"},
-		{`{"dir": "d"}`, "want one of trace and comparison"},
-		{`{"dir": "d", "trace": {}, "comparison": {}}`, "want one of trace and comparison"},
+		{`{"dir": "d"}`, "want one of trace, comparison and counts"},
+		{`{"dir": "d", "trace": {}, "comparison": {}}`, "want one of trace, comparison and counts"},
 		{`{"trace": {}}`, "dir: empty"},
 		{`{"dir": "d", "trace": {}} {}`, "data after the request"},
 		{`{"dir": "d", "x": 1}`, `unknown field "x"`},
@@ -52,6 +52,9 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"dir": "d", "comparison": {"Figures": ["f"], "Values": [[]], "Known": [[]]}}`, ""},
 		{`{"dir": "d", "comparison": {"Figures": ["f"], "Scenarios": ["s"], "Values": [[]], "Known": [[[]]]}}`, "comparison.values[0]: 0 scenarios, want 1"},
 		{`{"dir": "d", "comparison": {"Figures": ["f"], "Scenarios": ["s"], "Series": ["p"], "Values": [[[1]]], "Known": [[[]]]}}`, "comparison.known[0][0]: 0 series, want 1"},
+		{`{"dir": "d", "trace": {}, "counts": {}}`, "want one of trace, comparison and counts"},
+		{`{"dir": "d", "counts": {"Times": [0, 1], "Series": [{"Name": "a", "Values": [1, 2]}]}}`, ""},
+		{`{"dir": "d", "counts": {"Times": [0, 1], "Series": [{"Name": "a", "Values": [1]}]}}`, "counts.series[0]: 1 values for 2 times"},
 	} {
 		_, err := Decode(strings.NewReader(c.in))
 		switch {

@@ -6,25 +6,18 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/bkit/bkit/lib/plotcmd"
+
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
 
-// Counts is how many of something were in each state over time: Series[k].Values[i]
-// at Times[i] (hours since the start); the full loop (scripts/full-loop.sh --plot)
-// draws a project's results and workunits this way.
-type Counts struct {
-	Title   string
-	Summary string // a line under the title of index.html
-	Times   []float64
-	Series  []CountSeries
-}
+// Counts is how many of something were in each state over time (plotcmd.Counts: the
+// full loop's driver does not link this package either).
+type Counts = plotcmd.Counts
 
 // CountSeries is one state's count at each of Counts.Times.
-type CountSeries struct {
-	Name   string
-	Values []float64
-}
+type CountSeries = plotcmd.CountSeries
 
 // WriteCounts draws c as one line per series into dir (made if need be): counts.svg,
 // counts.png and index.html. It returns the files written.

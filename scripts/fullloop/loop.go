@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/plotcmd"
 	"github.com/bkit/bkit/lib/sim"
 	"github.com/bkit/bkit/lib/store"
 )
@@ -99,6 +100,15 @@ type loop struct {
 	samples  []sample          // for --plot
 }
 
+// programNames are the programs the loop runs besides bserver.
+func programNames(cfg Config) []string {
+	names := []string{"bretry", "blocality", "bsim", "bfetch", "bdevices", "bsched", "brpc"}
+	if cfg.Plot != "" {
+		names = append(names, plotcmd.Program)
+	}
+	return names
+}
+
 // ack is a report a front end acknowledged: the client and the result's project.
 type ack struct{ client, project string }
 
@@ -106,6 +116,11 @@ type ack struct{ client, project string }
 // an error means the loop could not run.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (*Summary, error) {
 	wall := time.Now()
+	for _, name := range append(programNames(cfg), "bserver") {
+		if _, err := os.Stat(filepath.Join(cfg.Bin, name)); err != nil {
+			return nil, fmt.Errorf("the programs are taken from --bin %s: %v (go build -o DIR ./cmd/...)", cfg.Bin, err)
+		}
+	}
 	l := &loop{cfg: cfg, log: progress, now: start, end: start + cfg.Duration,
 		received: map[string]string{}, acked: map[string]ack{}}
 	if cfg.Keep != "" {

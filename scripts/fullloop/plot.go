@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/bkit/bkit/lib/simplot"
+	"github.com/bkit/bkit/lib/plotcmd"
 	"github.com/bkit/bkit/lib/store"
+	"path/filepath"
 )
 
 // sample is project A's results and workunits in each state at one time.
@@ -38,23 +39,25 @@ func (l *loop) sample(ctx context.Context) error {
 	return nil
 }
 
-// plot draws the samples into cfg.Plot.
+// plot has the samples drawn into cfg.Plot.
 func (l *loop) plot() error {
-	c := &simplot.Counts{Title: "Project A: jobs in each state",
+	c := &plotcmd.Counts{Title: "Project A: jobs in each state",
 		Summary: fmt.Sprintf("The full loop: %d clients, %s simulated in steps of %s.", len(l.clients), human(l.cfg.Duration), human(l.cfg.Delta))}
 	for _, s := range l.samples {
 		c.Times = append(c.Times, s.t)
 	}
 	for k, name := range sampleNames {
-		cs := simplot.CountSeries{Name: name}
+		cs := plotcmd.CountSeries{Name: name}
 		for _, s := range l.samples {
 			cs.Values = append(cs.Values, s.counts[k])
 		}
 		c.Series = append(c.Series, cs)
 	}
-	names, err := simplot.WriteCounts(l.cfg.Plot, c)
-	if err == nil {
-		l.progress("pictures in %s: %v", l.cfg.Plot, names)
+	// bsim-plot draws it (lib/plotcmd): the driver, and the test binary that runs as
+	// every program, do not link the plotting library and its start-up.
+	if err := plotcmd.Draw(filepath.Join(l.cfg.Bin, plotcmd.Program), &plotcmd.Request{Dir: l.cfg.Plot, Counts: c}, l.log); err != nil {
+		return err
 	}
-	return err
+	l.progress("pictures in %s: counts.svg, counts.png, index.html", l.cfg.Plot)
+	return nil
 }

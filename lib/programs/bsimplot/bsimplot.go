@@ -27,9 +27,9 @@ func command() *cli.Command {
 		Usage:     "draw bsim's pictures of a run or a comparison",
 		UsageText: plotcmd.Program + " < REQUEST",
 		Description: cliutil.Help(`
-bsim-plot draws what bsim run --plot DIR and bsim compare --plot DIR show: bsim runs
-it with a JSON request on standard input (a run's trace and title, or a comparison's
-figures, and the directory), and it writes SVG and PNG pictures and an index.html
+bsim-plot draws what bsim run --plot DIR and bsim compare --plot DIR show (and the
+full loop's --plot): bsim runs it with a JSON request on standard input (a run's trace
+and title, a comparison's figures, or counts over time, and the directory), and it writes SVG and PNG pictures and an index.html
 there. It is a program of its own so that bsim does not link the plotting library,
 whose start-up would cost every run; install it beside bsim (go install ./cmd/...).`,
 			[]string{
@@ -58,6 +58,10 @@ func draw(_ context.Context, cmd *cli.Command) error {
 	}
 	if req.Comparison != nil {
 		_, err = simplot.WriteComparison(req.Dir, req.Comparison)
+		return err
+	}
+	if req.Counts != nil {
+		_, err = simplot.WriteCounts(req.Dir, req.Counts)
 		return err
 	}
 	if err := simplot.Check(req.Trace); err != nil {
