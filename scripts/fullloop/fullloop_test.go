@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/programs/bsim"
+	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
 )
 
@@ -92,6 +95,50 @@ func TestFullLoop(t *testing.T) {
 			case cfg.KillAt > 0 && sum.Kills != 1:
 				t.Errorf("front end killed %d times, want 1", sum.Kills)
 			}
+			if e.Name == "sqlite" {
+				brokenOnPurpose(t, "sqlite:"+filepath.Join(cfg.Keep, "A", "project.db"))
+			}
 		})
+	}
+}
+
+// brokenOnPurpose checks that the invariants see what they are there to see: on the
+// database of a run, a report acknowledged but not recorded, a result still in progress
+// past its deadline, and a workunit in error without its wu_giveup row.
+func brokenOnPurpose(t *testing.T, dsn string) {
+	ctx := context.Background()
+	db, err := store.OpenInitialised(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var reported, given string
+	q := fmt.Sprintf(`SELECT name FROM result WHERE outcome = %d ORDER BY id LIMIT 1`, store.OutcomeSuccess)
+	if err := db.DB.QueryRowContext(ctx, q).Scan(&reported); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DB.QueryRowContext(ctx, `SELECT w.name FROM workunit w JOIN wu_giveup g ON g.workunitid = w.id LIMIT 1`).Scan(&given); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		fmt.Sprintf(`UPDATE result SET outcome = %d, server_state = %d WHERE name = '%s'`, store.OutcomeInit, store.ServerStateInProgress, reported),
+		fmt.Sprintf(`DELETE FROM wu_giveup WHERE workunitid = (SELECT id FROM workunit WHERE name = '%s')`, given),
+	} {
+		if _, err := db.DB.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := &loop{end: start + 6*3600, acked: map[string]ack{reported: {client: "c01-quad", project: "A"}}}
+	if err := l.invariants(ctx, db, "A"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"the report of " + reported + " by c01-quad was acknowledged but is not recorded",
+		"result " + reported + " is in progress past its deadline",
+		"workunit " + given + " is in error without a wu_giveup row",
+	} {
+		if !slices.ContainsFunc(l.broken, func(b string) bool { return strings.Contains(b, want) }) {
+			t.Errorf("invariants on a database broken on purpose: %q not among %q", want, l.broken)
+		}
 	}
 }
