@@ -41,7 +41,13 @@ type Decision struct {
 // CPU work. The seed's "overworked projects etc." has no counterpart
 // here: the overall debt already ranks them last.
 func SelectProject(doc *state.Document, rs *ResourceSim, now float64) Selection {
-	sel := Selection{Type: rs.Type, Candidates: make([]Candidate, len(doc.Projects))}
+	return selectProject(doc, rs, now, make([]Candidate, len(doc.Projects)))
+}
+
+// selectProject is SelectProject with cands (len(doc.Projects) of them) for the
+// candidates.
+func selectProject(doc *state.Document, rs *ResourceSim, now float64, cands []Candidate) Selection {
+	sel := Selection{Type: rs.Type, Candidates: cands}
 	best := math.Inf(-1)
 	for i := range doc.Projects {
 		p := &doc.Projects[i]
@@ -81,10 +87,50 @@ func SelectProject(doc *state.Document, rs *ResourceSim, now float64) Selection 
 // work_req_seconds is the largest req_secs. When no step finds a project, the request
 // has an empty project and says why.
 func Decide(doc *state.Document, now float64) *Decision {
-	sim := Simulate(doc, now)
-	d := &Decision{Sim: sim, Selections: make([]Selection, len(sim.Resources))}
+	var w DecideWork
+	return w.Decide(doc, now)
+}
+
+// DecideWork keeps Decide's buffers from one call to the next, for a caller that
+// decides at every step (the emulator: rpc.Next asks for seed 002's request whenever
+// there is no CPU request to send). The zero value is ready; w.Decide and Decide decide
+// alike, to the last bit. The Decision w.Decide returns, its Sim and its Selections are
+// w's, good until the next call; its Request is the caller's to keep.
+type DecideWork struct {
+	// Quiet: decide without writing the request's reason (Request.Reason stays empty);
+	// the decision is the same. The emulator decides at nearly every step and sends
+	// the request seldom; the reason's formatting was most of its allocations.
+	Quiet bool
+
+	sim   simWork
+	d     Decision
+	cands [][]Candidate
+	steps []decideStep
+}
+
+// decideStep is one of Decide's steps: an idle resource r, or r's shortfall.
+type decideStep struct {
+	r    int
+	idle bool
+}
+
+// Decide is Decide with w's buffers.
+func (w *DecideWork) Decide(doc *state.Document, now float64) *Decision {
+	sim := simulate(doc, now, WorkBufPeriod(&doc.Preferences), nil, &w.sim)
+	nr, np := len(sim.Resources), len(doc.Projects)
+	if cap(w.d.Selections) < nr {
+		w.d.Selections = make([]Selection, nr)
+	}
+	if len(w.cands) < nr {
+		w.cands = append(w.cands, make([][]Candidate, nr-len(w.cands))...)
+	}
+	d := &w.d
+	*d = Decision{Sim: sim, Selections: d.Selections[:nr]}
 	for r := range sim.Resources {
-		d.Selections[r] = SelectProject(doc, &sim.Resources[r], now)
+		if cap(w.cands[r]) < np {
+			w.cands[r] = make([]Candidate, np)
+		}
+		d.Selections[r] = selectProject(doc, &sim.Resources[r], now, w.cands[r][:np])
 	}
 	cpu := -1
 	for r := range sim.Resources {
@@ -92,19 +138,16 @@ func Decide(doc *state.Document, now float64) *Decision {
 			cpu = r
 		}
 	}
-	type step struct {
-		r    int
-		idle bool
-	}
-	var steps []step
+	steps := w.steps[:0]
 	for _, idle := range []bool{true, false} {
 		for r := range sim.Resources {
 			if r != cpu {
-				steps = append(steps, step{r, idle})
+				steps = append(steps, decideStep{r, idle})
 			}
 		}
-		steps = append(steps, step{cpu, idle})
+		steps = append(steps, decideStep{cpu, idle})
 	}
+	w.steps = steps
 	d.Request = state.WorkRequest{Time: now}
 	for _, s := range steps {
 		rs := &sim.Resources[s.r]
@@ -116,6 +159,9 @@ func Decide(doc *state.Document, now float64) *Decision {
 			continue
 		}
 		d.Request = request(doc, sim, sel.Project, s.r, cpu, s.idle, now)
+		if w.Quiet {
+			return d
+		}
 		why := "shortfall"
 		if s.idle {
 			why = "idle"
@@ -123,6 +169,9 @@ func Decide(doc *state.Document, now float64) *Decision {
 		c := sel.Candidates[projectIndex(doc, sel.Project)]
 		d.Request.Reason = fmt.Sprintf("%s %s (%.6g idle instances, shortfall %.6g instance-s): %s has the largest debt+shortfall %.6g (overall debt %.6g + shortfall %.6g) among projects that may have its jobs (D(P,R)) and are not backed off for %s",
 			rs.Type, why, rs.NIdle, rs.Shortfall, sel.Project, c.Score, c.OverallDebt, c.Shortfall, rs.Type)
+		return d
+	}
+	if w.Quiet {
 		return d
 	}
 	d.Request.Reason = "no request: no idle instances and no shortfall, or no project that may have the jobs (D(P,R)) and is not backed off"

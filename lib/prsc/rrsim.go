@@ -80,24 +80,58 @@ type simProj struct {
 // to the next, accumulating over each interval dt the resource's shortfall
 // dt·(instances − instances used) and each project's dt·(share − instances used).
 func Simulate(doc *state.Document, now float64) *Sim {
-	return simulate(doc, now, WorkBufPeriod(&doc.Preferences), nil)
+	return simulate(doc, now, WorkBufPeriod(&doc.Preferences), nil, new(simWork))
 }
 
-// simulate is Simulate over period seconds; with finish non-nil it also records when
-// (seconds from now) each simulated task completes, by task index.
-func simulate(doc *state.Document, now, period float64, finish []float64) *Sim {
+// simWork is the simulation's buffers, kept from one call to the next by a DecideWork:
+// the name indices, the per-resource project queues (and their job lists) and the Sim.
+type simWork struct {
+	project, appVersion, resource map[string]int
+	queues                        [][]simProj
+	sim                           Sim
+}
+
+// index fills w's name indices from doc, reusing their storage.
+func (w *simWork) index(doc *state.Document) {
+	if w.project == nil {
+		w.project, w.appVersion, w.resource = map[string]int{}, map[string]int{}, map[string]int{}
+	}
+	clear(w.project)
+	clear(w.appVersion)
+	clear(w.resource)
+	for i, p := range doc.Projects {
+		w.project[p.Name] = i
+	}
+	for i, av := range doc.AppVersions {
+		w.appVersion[av.Name] = i
+	}
+	for i, r := range doc.Host.Resources {
+		w.resource[r.Type] = i
+	}
+}
+
+// simulate is Simulate over period seconds, in w's buffers (the Sim returned is w's);
+// with finish non-nil it also records when (seconds from now) each simulated task
+// completes, by task index.
+func simulate(doc *state.Document, now, period float64, finish []float64, w *simWork) *Sim {
 	h := &doc.Host
-	ix := state.NewIndex(doc)
-	rIndex := resourceIndex(h)
+	w.index(doc)
+	rIndex := w.resource
 	np, nr := len(doc.Projects), len(h.Resources)
 	avail := doc.Host.TimeStats.OnFrac * doc.Host.TimeStats.ActiveFrac
 
 	// queues[r][p], filled in three passes so each queue is in state order.
-	queues := make([][]simProj, nr)
+	if cap(w.queues) < nr {
+		w.queues = append(w.queues[:cap(w.queues)], make([][]simProj, nr-cap(w.queues))...)
+	}
+	queues := w.queues[:nr]
 	for r := range queues {
-		queues[r] = make([]simProj, np)
+		if cap(queues[r]) < np {
+			queues[r] = append(queues[r][:cap(queues[r])], make([]simProj, np-cap(queues[r]))...)
+		}
+		queues[r] = queues[r][:np]
 		for p := range queues[r] {
-			queues[r][p].rs = doc.Projects[p].ResourceShare
+			queues[r][p] = simProj{rs: doc.Projects[p].ResourceShare, jobs: queues[r][p].jobs[:0]}
 		}
 	}
 	for _, want := range []state.TaskState{state.TaskRunning, state.TaskPreempted, state.TaskReady} {
@@ -110,23 +144,31 @@ func simulate(doc *state.Document, now, period float64, finish []float64) *Sim {
 			if left <= 0 {
 				continue // no work left or no estimate: nothing to simulate
 			}
-			av := &doc.AppVersions[ix.AppVersion[t.AppVersion]]
+			av := &doc.AppVersions[w.appVersion[t.AppVersion]]
 			r := rIndex[av.ResourceType()]
 			rate := av.Speed(h) * avail
 			if r != rIndex[state.ResourceCPU] {
 				rate *= doc.Host.TimeStats.GPUActiveFrac
 			}
-			q := &queues[r][ix.Project[t.Project]]
+			q := &queues[r][w.project[t.Project]]
 			q.jobs = append(q.jobs, simJob{task: i, inst: av.Instances(), rate: rate, left: left})
 			q.remInst += av.Instances()
 		}
 	}
 
-	sim := &Sim{Period: period, Resources: make([]ResourceSim, nr)}
+	sim := &w.sim
+	if cap(sim.Resources) < nr {
+		sim.Resources = append(sim.Resources[:cap(sim.Resources)], make([]ResourceSim, nr-cap(sim.Resources))...)
+	}
+	*sim = Sim{Period: period, Resources: sim.Resources[:nr]}
 	for r, res := range h.Resources {
 		rs := &sim.Resources[r]
-		rs.Type, rs.Instances = res.Type, res.Instances
-		rs.Projects = make([]ProjectSim, np)
+		projects := rs.Projects
+		if cap(projects) < np {
+			projects = make([]ProjectSim, np)
+		}
+		*rs = ResourceSim{Type: res.Type, Instances: res.Instances, Projects: projects[:np]}
+		clear(rs.Projects)
 		total, n := 0.0, 0
 		for p := range doc.Projects {
 			rs.Projects[p].Project = doc.Projects[p].Name
@@ -290,7 +332,7 @@ func Completions(doc *state.Document, now float64) []float64 {
 	for i := range finish {
 		finish[i] = math.Inf(1)
 	}
-	simulate(doc, now, math.Inf(1), finish)
+	simulate(doc, now, math.Inf(1), finish, new(simWork))
 	return finish
 }
 

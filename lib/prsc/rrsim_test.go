@@ -3,7 +3,11 @@ package prsc
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/bkit/bkit/lib/state"
 )
@@ -224,5 +228,57 @@ func TestCompletionsAndBusyTimes(t *testing.T) {
 	}
 	if busy := BusyTimes(doc, 0); busy[0] != 0 {
 		t.Errorf("busy times %v with every deadline met, want 0", busy)
+	}
+}
+
+// TestDecideWorkIsDecide: one DecideWork deciding again and again, on documents whose
+// tasks run, finish and arrive, whose debts and backoffs move and which grow and lose
+// projects and resources, decides exactly as Decide does; a quiet one too, without the
+// reason.
+func TestDecideWorkIsDecide(t *testing.T) {
+	var w DecideWork
+	quiet := DecideWork{Quiet: true}
+	doc := benchDoc()
+	doc.Tasks = doc.Tasks[:300]
+	for i := range 200 {
+		switch {
+		case i == 50: // a project more
+			doc.Projects = append(doc.Projects, state.Project{Name: "Z", ResourceShare: 5})
+			doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "Z_cpu", Project: "Z", AvgNCPUs: 1})
+			doc.Tasks = append(doc.Tasks, state.Task{Name: "z1", Project: "Z", AppVersion: "Z_cpu", State: state.TaskReady, EstimatedFlops: 1e12, ReportDeadline: 1e9})
+		case i == 100: // a resource less: the tasks and versions of the last one go too
+			doc.Host.Resources = doc.Host.Resources[:3]
+			doc.Tasks = slices.DeleteFunc(doc.Tasks, func(t state.Task) bool { return strings.HasSuffix(t.AppVersion, "intel_gpu") })
+			doc.AppVersions = slices.DeleteFunc(doc.AppVersions, func(av state.AppVersion) bool { return strings.HasSuffix(av.Name, "intel_gpu") })
+		case i == 150: // a project less
+			doc.Projects = doc.Projects[:len(doc.Projects)-1]
+			doc.AppVersions = doc.AppVersions[:len(doc.AppVersions)-1]
+			doc.Tasks = slices.DeleteFunc(doc.Tasks, func(t state.Task) bool { return t.Project == "Z" })
+		}
+		for k := range doc.Tasks {
+			tk := &doc.Tasks[k]
+			switch (i + k) % 5 {
+			case 0:
+				tk.FlopsDone = min(tk.EstimatedFlops, tk.FlopsDone+1e11)
+			case 1:
+				tk.State = state.TaskRunning
+			case 2:
+				tk.State = state.TaskPreempted
+			}
+		}
+		p := &doc.Projects[i%len(doc.Projects)]
+		p.ResourceState(doc.Host.Resources[i%len(doc.Host.Resources)].Type).AccumulateDebt = i%3 != 0
+		p.ResourceState("cpu").LongTermDebt += float64(i%7-3) * 1000
+		p.ResourceState(doc.Host.Resources[(i+1)%len(doc.Host.Resources)].Type).BackoffUntil = float64(i % 4 * 100)
+		now := float64(i * 60)
+		want := Decide(doc, now)
+		if diff := cmp.Diff(want, w.Decide(doc, now)); diff != "" {
+			t.Fatalf("decision %d (-Decide +DecideWork):\n%s", i, diff)
+		}
+		// Quiet: the same decision, without the reason.
+		want.Request.Reason = ""
+		if diff := cmp.Diff(want, quiet.Decide(doc, now)); diff != "" {
+			t.Fatalf("decision %d (-Decide without its reason +quiet DecideWork):\n%s", i, diff)
+		}
 	}
 }

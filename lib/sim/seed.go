@@ -12,7 +12,9 @@ import (
 )
 
 func init() {
-	Register("seed", func() Policy { return &seedPolicy{sched: cpusched.Workspace{Quiet: true}} })
+	Register("seed", func() Policy {
+		return &seedPolicy{sched: cpusched.Workspace{Quiet: true}, decide: prsc.DecideWork{Quiet: true}}
+	})
 }
 
 // seedPolicy is the seeds together, each stage through the very functions its program
@@ -52,9 +54,10 @@ type seedPolicy struct {
 	seenFinished int     // the count when seed 001 last decided
 	maxRate      float64 // FLOPS the host can give at most, all resources together
 
-	debts prsc.DebtWork       // AccumulateDebt's buffers
-	sched cpusched.Workspace  // the passes' buffers and index
-	wf    workfetch.Workspace // seed 001's decision's buffers
+	debts  prsc.DebtWork       // AccumulateDebt's buffers
+	decide prsc.DecideWork     // seed 002's decision's buffers (bdevices request)
+	sched  cpusched.Workspace  // the passes' buffers and index
+	wf     workfetch.Workspace // seed 001's decision's buffers
 }
 
 // fingerprint is what cpusched.Due's answer depends on besides the time.
@@ -105,7 +108,7 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 // coprocessors, and rpc.Next's choice among them.
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	sp.decideFetch(doc, now)
-	r, ok := rpc.Next(doc, now, asked, func() state.WorkRequest { return prsc.Decide(doc, now).Request })
+	r, ok := rpc.Next(doc, now, asked, func() state.WorkRequest { return sp.decide.Decide(doc, now).Request })
 	return RPC(r), ok
 }
 
