@@ -31,6 +31,8 @@ rss() { # rss CMD...: peak resident set, MB
 }
 scen=scenarios
 [ -d ../shared/scenarios/example-2cpu-2to1 ] && scen=../shared/scenarios
+# Start-up alone (most of a 10-day run's time), for comparison.
+printf '%-62s %s ms (median of 5)\n' "bsim --help (start-up), wall" "$(median5 "$tmp/bsim" --help)"
 for s in example-2cpu-2to1 deadlines-4cpu down-2cpu part-time-4cpu; do
   printf '%-62s %s ms (median of 5)\n' "bsim run $s, 10 days, wall" "$(median5 "$tmp/bsim" run "$scen/$s" --duration 10d)"
 done
