@@ -22,6 +22,9 @@ type server struct {
 	apps    []genApp
 	seq     int
 	rng     stream // the project's own stream: another project's replies do not shift it
+
+	needs []need // fill's buffers, kept from one reply to the next
+	best  []int
 }
 
 // genApp is an app the server makes jobs of, with its app versions (indices in
@@ -84,7 +87,9 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 	if availability <= 0 {
 		availability = 1
 	}
-	needs := make([]need, len(host.Resources))
+	needs := s.needs[:0]
+	needs = append(needs, make([]need, len(host.Resources))...)
+	s.needs = needs
 	for r, res := range host.Resources {
 		if res.Type == state.ResourceCPU {
 			needs[r].secs, needs[r].inst = req.CPUReqSecs, req.CPUReqInstances
@@ -117,7 +122,9 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 	for n := 0; n < maxJobsPerReply; n++ {
 		// Apps that can still serve the request, and their fastest version for it.
 		var total float64
-		best := make([]int, len(s.apps))
+		best := s.best[:0]
+		best = append(best, make([]int, len(s.apps))...)
+		s.best = best
 		for a := range s.apps {
 			best[a] = -1
 			var speed float64
