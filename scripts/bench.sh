@@ -30,7 +30,6 @@ rss() { # rss CMD...: peak resident set, MB
   if [ -x /usr/bin/time ]; then /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1 | awk '{ printf "%.1f", $1 / 1024 }'; else echo "?"; fi
 }
 scen=scenarios
-[ -d ../shared/scenarios/example-2cpu-2to1 ] && scen=../shared/scenarios
 # Start-up alone (most of a 10-day run's time), for comparison.
 printf '%-62s %s ms (median of 5)\n' "bsim --help (start-up), wall" "$(median5 "$tmp/bsim" --help)"
 for s in example-2cpu-2to1 deadlines-4cpu down-2cpu part-time-4cpu; do

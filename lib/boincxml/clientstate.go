@@ -23,7 +23,8 @@ import (
 //     and peak_flops (taken as the FLOPS of one device).
 //   - <time_stats>: on_frac, active_frac, gpu_active_frac, connected_frac; a value
 //     outside [0, 1] (BOINC writes −1 for "not known yet") counts as 1.
-//   - <project>: master_url, project_name (the document's name; the URL when absent),
+//   - <project>: master_url, project_name (the document's name; when absent, the URL
+//     without its scheme and trailing slash, as a person would name it),
 //     resource_share (default 100), every scheduler_url, nrpc_failures, min_rpc_time,
 //     master_url_fetch_pending, exp_avg_cpu and exp_avg_mod_time when present; debts of
 //     any client version: short_term_debt / cpu_short_term_debt (seed 001's debt),
@@ -303,7 +304,10 @@ func (r *csReader) project(e *elem) error {
 	}
 	name := e.childText("project_name")
 	if name == "" {
-		name = url
+		name = nameFromURL(url)
+		if r.names[name] {
+			name = url
+		}
 	}
 	label = fmt.Sprintf("project %q", name)
 	if r.urls[url] {
@@ -416,4 +420,19 @@ func perResourceField(k *elem, p *state.Project, resource func(string) *state.Pr
 		return nil
 	}
 	return nil
+}
+
+// nameFromURL names a project whose client_state.xml gives no <project_name> (a client
+// that has not yet read its master file) as a person would: its master URL without the
+// scheme and trailing slashes ("https://einstein.phys.uwm.edu/" → "einstein.phys.uwm.edu").
+func nameFromURL(url string) string {
+	name := url
+	if i := strings.Index(name, "://"); i >= 0 {
+		name = name[i+3:]
+	}
+	name = strings.TrimRight(name, "/")
+	if name == "" {
+		return url
+	}
+	return name
 }

@@ -20,7 +20,8 @@ func TestImportClientState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	beta := "http://beta.example.org/" // no <project_name>: the URL is the name
+	// No <project_name>: the name is the URL without its scheme and trailing slash.
+	beta, betaURL := "beta.example.org", "http://beta.example.org/"
 	want := &state.Document{
 		Version: 1,
 		Host: state.Host{
@@ -44,7 +45,7 @@ func TestImportClientState(t *testing.T) {
 					{Type: "NVIDIA", LongTermDebt: -50, SchedDebt: 7, BackoffUntil: 1700001200, AccumulateDebt: true},
 				},
 			},
-			{Name: beta, MasterURL: beta, ResourceShare: 50, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},
+			{Name: beta, MasterURL: betaURL, ResourceShare: 50, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},
 		},
 		Apps: []state.App{{Name: "alpha_app", Project: "Alpha"}, {Name: "beta_app", Project: beta}},
 		AppVersions: []state.AppVersion{
@@ -167,4 +168,31 @@ func FuzzClientState(f *testing.F) {
 			t.Errorf("imported document is invalid: %v", err)
 		}
 	})
+}
+
+// TestNameFromURL: a project without <project_name> is named by its URL as a person
+// would name it; two such projects on one host keep apart (the second keeps its URL).
+func TestNameFromURL(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://einstein.phys.uwm.edu/":     "einstein.phys.uwm.edu",
+		"http://boinc.bakerlab.org/rosetta/": "boinc.bakerlab.org/rosetta",
+		"http://p":                           "p",
+		"einstein":                           "einstein",
+		"http:///":                           "http:///",
+	} {
+		if got := nameFromURL(url); got != want {
+			t.Errorf("nameFromURL(%q) = %q, want %q", url, got, want)
+		}
+	}
+	cs := `<client_state><host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<project><master_url>http://p/</master_url></project>
+<project><master_url>https://p/</master_url></project>
+</client_state>`
+	doc, err := ImportClientState(strings.NewReader(cs), "cs.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{doc.Projects[0].Name, doc.Projects[1].Name}; got[0] != "p" || got[1] != "https://p/" {
+		t.Errorf("names %q, want [p https://p/]", got)
+	}
 }

@@ -11,15 +11,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestPublicExample reads the shared example scenario and checks what it says: 2 CPUs
+// publicExample is BOINC's emulator's public example scenario, shipped in scenarios/.
+var publicExample = filepath.Join("..", "..", "scenarios", "example-2cpu-2to1")
+
+// TestPublicExample reads the public example scenario and checks what it says: 2 CPUs
 // at 2 GFLOPS, shares 200:100, 30- and 90-minute jobs (3.6e12 and 1.08e13 FLOPs at
 // 2e9 FLOPS: 1800 s and 5400 s) with a 2-day latency bound (172800 s).
 func TestPublicExample(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "scenarios", "example-2cpu-2to1")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("the shared example scenario is not here (%v)", err)
-	}
-	sc, err := LoadScenario(dir)
+	sc, err := LoadScenario(publicExample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,9 +268,11 @@ func TestLoadScenarioNotADirectory(t *testing.T) {
 
 func FuzzScenario(f *testing.F) {
 	f.Add([]byte(gpuScenario), []byte(`<global_preferences><max_ncpus_pct>50</max_ncpus_pct></global_preferences>`))
-	if data, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "scenarios", "example-2cpu-2to1", "client_state.xml")); err == nil {
-		f.Add(data, []byte(`<global_preferences/>`))
+	data, err := os.ReadFile(filepath.Join(publicExample, "client_state.xml"))
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Add(data, []byte(`<global_preferences/>`))
 	f.Fuzz(func(t *testing.T, cs, prefs []byte) {
 		fsys := fstest.MapFS{"client_state.xml": {Data: cs}, "global_prefs.xml": {Data: prefs}}
 		sc, err := ReadScenario(fsys, "fz")

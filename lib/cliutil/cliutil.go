@@ -75,7 +75,7 @@ func ExitStatus(err error) int {
 }
 
 // Run runs cmd with args (args[0] is the program name) and the given streams, prints
-// any error as "prog: message" on stderr and returns the exit status. It never calls
+// any error as "prog: message" on stderr (each line of it) and returns the exit status. It never calls
 // os.Exit, so programs can be run in-process by tests.
 func Run(cmd *cli.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd.Reader = stdin
@@ -87,7 +87,11 @@ func Run(cmd *cli.Command, args []string, stdin io.Reader, stdout, stderr io.Wri
 	if err != nil {
 		var se *StatusError
 		if !errors.As(err, &se) || se.Msg != "" {
-			fmt.Fprintf(stderr, "%s: %s\n", cmd.Name, err)
+			// An error listing several problems (a document's) has one per line: each
+			// line says which program it comes from.
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintf(stderr, "%s: %s\n", cmd.Name, line)
+			}
 		}
 	}
 	return ExitStatus(err)

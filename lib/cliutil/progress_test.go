@@ -13,10 +13,18 @@ func TestProgress(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgress(&b, "bsim", true, now)
 	p.Update(0.1, "early")
+	clock = clock.Add(time.Second - time.Millisecond)
+	p.Update(0.2, "just before the delay")
 	if b.Len() != 0 {
 		t.Fatalf("drawn before the delay: %q", b.String())
 	}
-	clock = clock.Add(2 * time.Second)
+	clock = clock.Add(time.Millisecond)
+	p.Update(0.25, "at the delay")
+	if !strings.Contains(b.String(), "at the delay") {
+		t.Fatalf("not drawn once the delay has passed: %q", b.String())
+	}
+	b.Reset()
+	clock = clock.Add(time.Second)
 	p.Update(0.5, "1 of 2 days")
 	want := "\rbsim [###############---------------]  50% 1 of 2 days, 2s left\x1b[K"
 	if b.String() != want {
@@ -28,6 +36,12 @@ func TestProgress(t *testing.T) {
 	if b.Len() != 0 {
 		t.Fatalf("drawn within the interval: %q", b.String())
 	}
+	clock = clock.Add(90 * time.Millisecond)
+	p.Update(0.7, "after the interval")
+	if !strings.Contains(b.String(), "after the interval") {
+		t.Fatalf("not drawn once the interval has passed: %q", b.String())
+	}
+	b.Reset()
 	p.Done()
 	if b.String() != "\r\x1b[K" {
 		t.Fatalf("Done wrote %q", b.String())

@@ -22,22 +22,16 @@ import (
 var update = flag.Bool("update", false, "rewrite the schema file from the Go types")
 
 const (
-	repo          = "../.."
-	publicExample = "../../../shared/scenarios/example-2cpu-2to1"
-	seed002File   = "../../scenarios/seed002-gpu.yaml"
-	seed002Dir    = "../../scenarios/seed002-gpu"
+	repo        = "../.."
+	seed002File = "../../scenarios/seed002-gpu.yaml"
+	seed002Dir  = "../../scenarios/seed002-gpu"
 )
 
 // directories are the BOINC emulator scenario directories the round trip is tried on:
-// the public example (when present), the repository's scenarios/ and lib/sim's noisy
+// the repository's scenarios/ (the public example among them) and lib/sim's noisy
 // one (availability processes, several apps, weights, estimate spread).
 func directories(t *testing.T) []string {
 	dirs := []string{"../sim/testdata/noisy"}
-	if _, err := os.Stat(filepath.Join(publicExample, "client_state.xml")); err == nil {
-		dirs = append(dirs, publicExample)
-	} else {
-		t.Logf("public example not available: %v", err)
-	}
 	found, _ := filepath.Glob(filepath.Join(repo, "scenarios", "*", "client_state.xml"))
 	if len(found) == 0 {
 		t.Fatal("no scenario directories in scenarios/")

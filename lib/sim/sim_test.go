@@ -2,40 +2,23 @@ package sim
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/bkit/bkit/lib/boincxml"
 )
 
-// publicExample is the public example scenario (a copy of ../shared/scenarios/example-2cpu-2to1), relative to this package.
+// publicExample is BOINC's emulator's public example scenario, shipped in scenarios/,
+// relative to this package. Its figures are pinned by golden-figures.json and
+// TestPublicExampleBeatsBOINC; lib/programs/bsim's TestPublicExample runs it as a user would.
 const publicExample = "../../scenarios/example-2cpu-2to1"
 
 func load(t testing.TB, dir string) *boincxml.Scenario {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "client_state.xml")); err != nil {
-		t.Skipf("scenario %s not available: %v", dir, err)
-	}
 	sc, err := boincxml.LoadScenario(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sc
-}
-
-func TestPublicExample(t *testing.T) {
-	t.Parallel()
-	for _, pol := range []string{"seed", "rr"} {
-		res, err := Run(load(t, publicExample), Config{Duration: 10 * 86400, Delta: 60, Policy: pol, Seed: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %s jain %f rpcs %d jobs %d", pol, res.OneLine(), res.JainIndex, res.RPCs, res.Jobs)
-		for _, p := range res.Projects {
-			t.Logf("  %+v", p)
-		}
-	}
 }
 
 func TestTraceChangesNothing(t *testing.T) {

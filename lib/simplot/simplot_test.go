@@ -17,8 +17,9 @@ import (
 	"github.com/bkit/bkit/lib/sim"
 )
 
-// publicExample is the shared example scenario, relative to this package.
-const publicExample = "../../../shared/scenarios/example-2cpu-2to1"
+// publicExample is the public example scenario (BOINC's emulator's, shipped in
+// scenarios/), relative to this package.
+const publicExample = "../../scenarios/example-2cpu-2to1"
 
 // handTrace is a small trace: projects A (2/3) and B (1/3), 2 CPUs and a GPU, half an
 // hour in buckets of 600 s. B runs on the GPU only; A and B share the CPUs, with a
@@ -305,9 +306,6 @@ func TestWriteErrors(t *testing.T) {
 // realTrace runs the public example for days with a trace.
 func realTrace(tb testing.TB, days float64) *sim.Trace {
 	tb.Helper()
-	if _, err := os.Stat(filepath.Join(publicExample, "client_state.xml")); err != nil {
-		tb.Skipf("scenario %s not available: %v", publicExample, err)
-	}
 	sc, err := boincxml.LoadScenario(publicExample)
 	if err != nil {
 		tb.Fatal(err)

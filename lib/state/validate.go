@@ -14,6 +14,15 @@ import (
 func Validate(doc *Document) error {
 	v := validator{}
 	v.bounds(reflect.ValueOf(doc).Elem())
+	if doc.Version != Version {
+		// A document of another version, or of none ('{}'), follows other rules: its
+		// other problems would be noise, so the version is the one reported.
+		for _, p := range v.problems {
+			if strings.HasPrefix(p, "version: ") {
+				return &Error{Problems: []string{p}}
+			}
+		}
+	}
 	v.semantics(doc)
 	if len(v.problems) > 0 {
 		return &Error{Problems: v.problems}

@@ -100,10 +100,10 @@ func run(_ context.Context, cmd *cli.Command) error {
 	}
 	pass := cpusched.Schedule(in.Doc, now)
 	log.Debug("pass", "now", now, "tasks", len(pass.Tasks), "next_pass", pass.NextPass)
-	return cliutil.WriteState(cmd, in, func(w io.Writer) error { return table(w, pass) })
+	return cliutil.WriteState(cmd, in, func(w io.Writer) error { return table(w, pass, in.Doc) })
 }
 
-func table(w io.Writer, pass *cpusched.Pass) error {
+func table(w io.Writer, pass *cpusched.Pass, doc *state.Document) error {
 	fmt.Fprintf(w, "Scheduling pass at %s\n\nProjects (debt in instance-seconds of each resource):\n", when(pass.Now))
 	pt := cliutil.NewTable(w, "resource", "project", "share", "runnable", "work done", "debt before", "debt after", "anticipated at end")
 	for _, r := range pass.Resources {
@@ -120,8 +120,14 @@ func table(w io.Writer, pass *cpusched.Pass) error {
 		return err
 	}
 	for _, r := range pass.Resources {
-		fmt.Fprintf(w, "%s: %s of %s instances given; work done since the last pass %s; expected pay-off %s per instance\n",
-			r.Type, cliutil.Num(r.Used), cliutil.Num(r.Instances), cliutil.Num(r.TotalWorkDone), cliutil.Num(r.ExpectedPayOff))
+		// The CPU's instances are what the coprocessor tasks given an instance leave of
+		// the host's CPUs: say so, or "1 of 3.95" reads as a typo.
+		left := ""
+		if h, ok := doc.Host.Resource(r.Type); ok && float64(h.Instances) != r.Instances {
+			left = fmt.Sprintf(" (the host's %d less %s that the running coprocessor tasks use)", h.Instances, cliutil.Num(float64(h.Instances)-r.Instances))
+		}
+		fmt.Fprintf(w, "%s: %s of %s instances given%s; work done since the last pass %s; expected pay-off %s per instance\n",
+			r.Type, cliutil.Num(r.Used), cliutil.Num(r.Instances), left, cliutil.Num(r.TotalWorkDone), cliutil.Num(r.ExpectedPayOff))
 	}
 	fmt.Fprintf(w, "\nTasks:\n")
 	tt := cliutil.NewTable(w, "task", "project", "resource", "state", "reason")

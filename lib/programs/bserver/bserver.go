@@ -28,19 +28,23 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "bserver",
 		Usage:     "a project's database and scheduler endpoint (BOINC-style scheduler RPCs over HTTP)",
-		UsageText: "bserver init | user add | user list | keys | app add | app-version add | work create | status | serve [flags]",
+		UsageText: "bserver init | user add | user list | keys | app add | app set | app-version add | work create | status | serve [flags]",
 		Description: cliutil.Help(`
 The server side of bkit: one database (SQLite file or MySQL/MariaDB) that the
-scheduler endpoint and the cron jobs (bretry, blocality) share.
+scheduler endpoint shares with the project's cron jobs: bretry (seed 003's retries and
+the validator) and blocality's generate, transition and credit (seed 004's locality
+daemons), each with its own --help.
 
 Set up a project:
   bserver init                  create or upgrade the schema (safe to repeat)
   bserver user add              create a volunteer's account; prints its account key
+  bserver user list             list the accounts with their hosts and account keys
   bserver keys                  make the code-signing key pair (BOINC's format) and upload key
   bserver app add NAME          register an application
+  bserver app set NAME          change its retry parameters (seed 003, used by bretry)
   bserver app-version add       register a version: the CPUs and coprocessor it uses, its speed
   bserver work create           create workunits and their results (like BOINC's create_work)
-  bserver status                count results by state
+  bserver status                count apps, hosts, workunits and results by state
   bserver serve                 answer scheduler requests on HTTP
 
 --db (or $BSERVER_DB) names the database: sqlite:PATH or a bare PATH for SQLite,

@@ -26,10 +26,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func command() *cli.Command {
+	commands := append([]*cli.Command{runCommand(), compareCommand(), importCommand(), exportCommand()}, loopCommands()...)
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.Name
+	}
 	return &cli.Command{
 		Name:      "bsim",
 		Usage:     "emulate a BOINC client over simulated time and score its scheduling policies",
-		UsageText: "bsim run SCENARIO [flags]",
+		UsageText: "bsim " + strings.Join(names, " | ") + " [flags]",
 		Description: cliutil.Help(`
 bsim runs the whole client loop — availability, scheduler RPCs to emulated project
 servers, work fetch, CPU scheduling, task progress, reporting, deadlines — in one
@@ -41,7 +46,7 @@ See 'bsim run --help'.`,
 				"bsim run scenarios/seed002-gpu --policy rr -o json",
 				"bsim compare scenarios/* --duration 10d",
 			}, ""),
-		Commands: append([]*cli.Command{runCommand(), compareCommand(), importCommand(), exportCommand()}, loopCommands()...),
+		Commands: commands,
 		// --asked takes a project name, which may hold a comma.
 		DisableSliceFlagSeparator: true,
 	}
@@ -70,7 +75,10 @@ func runCommand() *cli.Command {
 SCENARIO is either
   - a BOINC client emulator directory: client_state.xml (the host, projects, apps with
     their job parameters, app versions), optional global_prefs.xml and cc_config.xml,
-    as ../shared/boinc-emulator.md describes. A GPU's speed is read as BOINC's
+    as BOINC's emulator reads them (docs/scenario-file.md; scenarios/example-2cpu-2to1
+    is BOINC's public example, with BOINC's figures for it in boinc_figures.txt; the
+    emulator's own description is boinc-emulator.md in the design folder, ../shared,
+    that sits beside a bkit clone, not in it). A GPU's speed is read as BOINC's
     emulator reads it: 0.2 × peak_flops × count per instance; or
   - a bkit scenario file, YAML or JSON: a state document plus the availability
     processes, the project servers' and the apps' job parameters, and defaults for
@@ -108,7 +116,7 @@ RMS time since a project last ran ÷ (scheduling period × projects)), RPCs per 
 -o table ends with the emulator's one-line form 'wf W if I sv S m M r R'. The same
 scenario, policy and --seed give byte-identical output.`,
 			[]string{
-				"bsim run ../shared/scenarios/example-2cpu-2to1 --duration 10d",
+				"bsim run scenarios/example-2cpu-2to1 --duration 10d   # BOINC's public example",
 				"bsim run scenarios/seed002-gpu --duration 30d --policy rr",
 				"bsim run scenarios/share-75-25 --duration 10d --seed 7 -o json",
 				"bsim run scenarios/seed002-gpu.yaml --plot seed002-pictures   # 30 days: the file's default",

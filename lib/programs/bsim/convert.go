@@ -112,7 +112,7 @@ file to re-encode) as a bkit scenario file: a state document plus the host's
 availability processes, the project servers' and the apps' job parameters, which
 'bsim run' reads as it reads the directory, to the same figures. The format is in
 docs/scenario-file.md and `+scenario.SchemaPath+`.`, []string{
-			"bsim export ../shared/scenarios/example-2cpu-2to1 > example.yaml",
+			"bsim export scenarios/example-2cpu-2to1 > example.yaml",
 			"bsim run example.yaml --duration 10d",
 		}, ""),
 		Flags:  []cli.Flag{cliutil.FormatFlag("yaml", "json"), cliutil.MaxInputFlag()},

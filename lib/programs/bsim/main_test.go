@@ -12,6 +12,7 @@ import (
 	"github.com/bkit/bkit/lib/programs/brpc"
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bsim"
+	"github.com/bkit/bkit/lib/sim"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -42,28 +43,45 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// publicExample is the shared example scenario, relative to this package: it lives
-// beside the repository, not in it.
-const publicExample = "../../../../shared/scenarios/example-2cpu-2to1"
-
-// BOINC's emulator on the public example (BOINC 8.3 client code, 10 days, delta 60),
-// from ../shared/boinc-emulator.md.
-const boincPublicExample = "wf 0.000000 if 0.000000 sv 0.022014 m 0.352439 r 0.183226"
+// publicExample is BOINC's emulator's public example scenario, shipped in scenarios/
+// with BOINC's figures for it (boinc_figures.txt), relative to this package.
+const publicExample = "../../../scenarios/example-2cpu-2to1"
 
 // TestPublicExample runs the public example through the whole program, as a user would,
-// and shows its figures beside BOINC's.
+// and checks its one-line figures against BOINC's emulator's on the same scenario: the
+// seed policy is no worse than BOINC's client on any figure, and the round-robin
+// baseline, which ignores resource shares, is far off them (sv) where the seed policy
+// is not.
 func TestPublicExample(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(publicExample, "client_state.xml")); err != nil {
-		t.Skipf("the public example is not beside the repository (%v): nothing to compare", err)
+	f, err := os.Open(filepath.Join(publicExample, bsim.BOINCFigures))
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer f.Close()
+	boinc, err := bsim.ParseOneLine(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	figures := map[string]*sim.Result{}
 	for _, policy := range []string{"seed", "rr"} {
 		var out, errb bytes.Buffer
 		code := bsim.Main([]string{"bsim", "run", publicExample, "--duration", "10d", "--policy", policy}, nil, &out, &errb)
-		if code != 0 {
+		if code != 0 || errb.Len() > 0 {
 			t.Fatalf("%s: exit %d: %s", policy, code, errb.String())
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		t.Logf("bsim %-4s %s", policy, lines[len(lines)-1])
+		res, err := bsim.ParseOneLine(strings.NewReader(lines[len(lines)-1]))
+		if err != nil {
+			t.Fatalf("%s: the last line: %v", policy, err)
+		}
+		figures[policy] = res
 	}
-	t.Logf("BOINC     %s", boincPublicExample)
+	seed, rr := figures["seed"], figures["rr"]
+	if seed.WastedFraction > boinc.WastedFraction || seed.IdleFraction > boinc.IdleFraction ||
+		seed.ShareViolation > boinc.ShareViolation || seed.Monotony > boinc.Monotony || seed.RPCsPerJob > boinc.RPCsPerJob {
+		t.Errorf("seed policy %s, worse than BOINC's %s", seed.OneLine(), boinc.OneLine())
+	}
+	if rr.ShareViolation < 0.2 || seed.ShareViolation > 0.01 {
+		t.Errorf("share violation: rr %f (want >= 0.2: shares 2:1 split evenly), seed %f (want <= 0.01)", rr.ShareViolation, seed.ShareViolation)
+	}
 }
