@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/locality"
@@ -316,6 +317,18 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 	if _, err := st.CreateBatch(ctx, spec, now); err != nil {
 		return nil, err
 	}
+	status, err := st.BatchStatuses(ctx, []string{spec.Name})
+	if err != nil {
+		return nil, err
+	}
+	cursorIDs := make([]int64, len(status[0].Cursors)) // by index in spec.Cursors
+	for i, cs := range status[0].Cursors {
+		cursorIDs[i] = cs.ID
+	}
+	// The cursors that had jobs sent (the generator's work) and results reported (the
+	// transitioner's) since the daemons' last pass: the others have nothing to do, and
+	// passing over them was most of a run's time. nil: all, for the first pass.
+	var sentTo, reportedTo map[int64]bool
 	copies := map[string]int{}
 	type holder struct {
 		h      *host
@@ -335,12 +348,13 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 		return i
 	}
 	daemons := func() (bool, error) {
-		if _, err := st.Generate(ctx, cushion, now); err != nil {
+		if _, err := st.GenerateCursors(ctx, cushion, now, sentTo); err != nil {
 			return false, err
 		}
-		if _, done, err := st.Transition(ctx, now); err != nil || done > 0 {
+		if _, done, err := st.TransitionCursors(ctx, now, reportedTo); err != nil || done > 0 {
 			return done > 0, err
 		}
+		sentTo, reportedTo = map[int64]bool{}, map[int64]bool{}
 		_, err := st.Credit(ctx, 86400, now)
 		return false, err
 	}
@@ -401,6 +415,14 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 			}
 			for _, d := range h.done {
 				req.Results = append(req.Results, boincxml.ReportedResult{Name: d, State: boincxml.ResultFilesUploaded})
+				// Result names are BATCH_jJOB_K.
+				num, err := strconv.ParseInt(d[len(spec.Name)+2:strings.LastIndexByte(d, '_')], 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("result %q: %v", d, err)
+				}
+				if reportedTo != nil {
+					reportedTo[cursorIDs[cursorOf(num)]] = true
+				}
 			}
 			rep, err := srv.Handle(ctx, req, now, "http://sim/")
 			if err != nil {
@@ -416,6 +438,9 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 					return nil, fmt.Errorf("workunit %q: %v", wu.Name, err)
 				}
 				cur := cursorOf(num)
+				if sentTo != nil {
+					sentTo[cursorIDs[cur]] = true
+				}
 				for _, ref := range wu.FileRefs {
 					if h.files[ref.FileName] {
 						continue

@@ -230,8 +230,9 @@ type cursorRef struct {
 }
 
 // openCursors lists the cursors of batches jobs may still be sent from, with
-// unfinished jobs (remaining_credit > 0) when unfinished is set.
-func (s *Store) openCursors(ctx context.Context, unfinished bool) ([]cursorRef, error) {
+// unfinished jobs (remaining_credit > 0) when unfinished is set, and among only when
+// only is not nil.
+func (s *Store) openCursors(ctx context.Context, unfinished bool, only map[int64]bool) ([]cursorRef, error) {
 	q := `SELECT c.id, b.id, b.name FROM locality_cursor c JOIN batch b ON b.id=c.batch_id WHERE b.state<=?`
 	if unfinished {
 		q += ` AND c.remaining_credit>0`
@@ -247,7 +248,9 @@ func (s *Store) openCursors(ctx context.Context, unfinished bool) ([]cursorRef, 
 		if err := rows.Scan(&c.id, &c.batchID, &c.batchName); err != nil {
 			return nil, err
 		}
-		out = append(out, c)
+		if only == nil || only[c.id] {
+			out = append(out, c)
+		}
 	}
 	return out, rows.Err()
 }
@@ -272,7 +275,14 @@ func (t *Tx) lockCursor(id int64) (Cursor, error) {
 // first_ungenerated_job_num. Workunit names are BATCH_jJOBNUM, unique, so even a lost
 // lock could not make a job twice. It returns how many workunits it made.
 func (s *Store) Generate(ctx context.Context, cushion int, now float64) (int, error) {
-	cursors, err := s.openCursors(ctx, true)
+	return s.GenerateCursors(ctx, cushion, now, nil)
+}
+
+// GenerateCursors is Generate's pass over the cursors only (all when only is nil): a
+// caller that knows which cursors had jobs sent since its last pass (blocality
+// simulate) skips the others, which have nothing to top up.
+func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, only map[int64]bool) (int, error) {
+	cursors, err := s.openCursors(ctx, true, only)
 	if err != nil {
 		return 0, err
 	}
@@ -362,9 +372,11 @@ func (s *Store) Generate(ctx context.Context, cushion int, now float64) (int, er
 // or not: it has a canonical result or an error (set by validation and the retry job),
 // or, where no validator runs, min_quorum of its results succeeded and none is still
 // unsent or in progress.
+// (Most jobs a pass looks at still have a result out, so that test comes first and the
+// count is rarely made.)
 const jobFinished = `(w.canonical_resultid<>0 OR w.error_mask<>0 OR
-	((SELECT COUNT(*) FROM result r WHERE r.workunitid=w.id AND r.server_state=5 AND r.outcome=1)>=w.min_quorum
-	AND NOT EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state IN (2, 4))))`
+	(NOT EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state IN (2, 4))
+	AND (SELECT COUNT(*) FROM result r WHERE r.workunitid=w.id AND r.server_state=5 AND r.outcome=1)>=w.min_quorum))`
 
 // Transition is one pass of seed 004's transitioner over every unfinished cursor of
 // the open batches: first_unfinished_job_num moves past finished jobs and
@@ -374,7 +386,14 @@ const jobFinished = `(w.canonical_resultid<>0 OR w.error_mask<>0 OR
 // so a cron job may run it at any time, twice at once, or be killed mid-way. It
 // returns how many cursors changed and how many batches completed.
 func (s *Store) Transition(ctx context.Context, now float64) (changed, completed int, err error) {
-	cursors, err := s.openCursors(ctx, true)
+	return s.TransitionCursors(ctx, now, nil)
+}
+
+// TransitionCursors is Transition's pass over the cursors only (all when only is nil):
+// a caller that knows which cursors had results reported since its last pass
+// (blocality simulate) skips the others, which cannot have changed.
+func (s *Store) TransitionCursors(ctx context.Context, now float64, only map[int64]bool) (changed, completed int, err error) {
+	cursors, err := s.openCursors(ctx, true, only)
 	if err != nil {
 		return 0, 0, err
 	}
