@@ -236,15 +236,15 @@ func TeamCredit(rates []float64) (sum, fastest float64) {
 // Per-host streams (a refinement of seed 004's "Assigning jobs", docs/decisions.md):
 // a cursor's job range is cut into streams of StreamJobs consecutive jobs. A host
 // takes unsent results from its own stream in job order; when its stream has nothing
-// it may take, it joins the oldest stream with work for it that fewer than redundancy
-// other members of its team work on (else the one with fewest, oldest first). So each
+// it may take, it joins a stream that needs a host: one that no other member of its
+// team works on and could serve (oldest first; else the one with fewest). So each
 // stretch of files is worked by about as many hosts as a job has results, instead of
 // by every member that asks while the team's front passes over it.
 
 // DefaultStreamFiles is how many files' worth of jobs a stream holds by default: long
 // enough that the files two neighbouring streams share (a job uses a run of files) are
 // a small part of a stream's files.
-const DefaultStreamFiles = 10
+const DefaultStreamFiles = 20
 
 // DefaultStreamJobs is the stream length of a batch of nJobs jobs over nFiles files:
 // DefaultStreamFiles files' worth of jobs, at least 1.
@@ -264,20 +264,20 @@ func StreamRange(r Range, streamJobs, num int64) Range {
 	return Range{lo, min(r.Last, lo+streamJobs-1)}
 }
 
-// Stream is a stream with work a host may take, and how many other hosts of its team
-// work on it.
+// Stream is a stream with work a host may take, and how many other members of the
+// team work on it and could take its next job.
 type Stream struct {
 	Num     int64
 	Members int
 }
 
 // ChooseStream picks the stream a host joins when its own has nothing for it, among
-// streams with work for it in job order: the first with fewer than redundancy members,
-// else the one with fewest members (the oldest of those); -1 when there is none.
-func ChooseStream(streams []Stream, redundancy int) int64 {
+// streams with work for it in job order: the first that no other member serves, else
+// the one with fewest (the oldest of those); -1 when there is none.
+func ChooseStream(streams []Stream) int64 {
 	best := -1
 	for i, s := range streams {
-		if s.Members < redundancy {
+		if s.Members == 0 {
 			return s.Num
 		}
 		if best < 0 || s.Members < streams[best].Members {

@@ -187,8 +187,8 @@ func TestTeamCredit(t *testing.T) {
 }
 
 func TestStreams(t *testing.T) {
-	if got := DefaultStreamJobs(50000, 5000); got != 100 {
-		t.Errorf("DefaultStreamJobs(50000, 5000) = %d, want 100 (10 files of 10 jobs)", got)
+	if got := DefaultStreamJobs(50000, 5000); got != 200 {
+		t.Errorf("DefaultStreamJobs(50000, 5000) = %d, want 200 (20 files of 10 jobs)", got)
 	}
 	if got := DefaultStreamJobs(3, 100); got != 1 {
 		t.Errorf("DefaultStreamJobs(3, 100) = %d, want 1", got)
@@ -209,11 +209,10 @@ func TestStreams(t *testing.T) {
 		want    int64
 	}{
 		{"none", nil, -1},
-		{"the oldest with room", []Stream{{3, 2}, {4, 1}, {5, 0}}, 4},
-		{"a fresh stream", []Stream{{0, 2}, {1, 0}}, 1},
-		{"all full: the fewest members, oldest first", []Stream{{0, 3}, {1, 2}, {2, 2}}, 1},
+		{"the oldest no one serves", []Stream{{3, 1}, {4, 0}, {5, 0}}, 4},
+		{"all served: the fewest members, oldest first", []Stream{{0, 3}, {1, 2}, {2, 2}}, 1},
 	} {
-		if got := ChooseStream(tc.streams, 2); got != tc.want {
+		if got := ChooseStream(tc.streams); got != tc.want {
 			t.Errorf("%s: ChooseStream = %d, want %d", tc.name, got, tc.want)
 		}
 	}

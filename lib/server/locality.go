@@ -97,7 +97,7 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 			continue
 		}
 		span := locality.Range{First: cursor.FirstUnfinishedJobNum, Last: cursor.LastJobNum}
-		stream := int64(-1)
+		stream, prev := int64(-1), int64(-1)
 		if batch.StreamJobs > 0 {
 			if stream, err = tx.HostStream(batch.ID, host.ID); err != nil {
 				return err
@@ -109,7 +109,7 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 			if batch.StreamJobs > 0 {
 				if stream < 0 {
 					tries++
-					if stream, err = chooseStream(tx, cursor, host.ID, batch); err != nil {
+					if stream, err = chooseStream(tx, cursor, host.ID, batch, prev); err != nil {
 						return err
 					}
 					if stream < 0 {
@@ -156,7 +156,7 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 				if batch.StreamJobs == 0 {
 					break // the cursor has no more jobs this host may take
 				}
-				stream = -1 // the stream has nothing more for this host: choose another
+				prev, stream = stream, -1 // the stream has nothing more for this host: choose another
 			}
 		}
 	}
@@ -164,14 +164,31 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 }
 
 // chooseStream finds the streams of cursor with work host may take, oldest first, up
-// to the first whose files fewer than the batch's redundancy other members of the team
-// hold, and chooses among them (locality.ChooseStream); -1: the cursor has nothing for
-// the host. A stream's members are the team's hosts that hold results of it, not only
-// those working on it now: a host that led a stream and went on to the next still has
-// the stream's files, and a third host joining the follower it left would be one copy
-// too many.
-func chooseStream(tx *store.Tx, cursor store.Cursor, hostID int64, batch store.SendableBatch) (int64, error) {
+// to the first that needs a host (no other member of the team works on it and could
+// take its next job), and chooses among them (locality.ChooseStream); -1: the cursor
+// has nothing for the host. The stream after prev (the host's last one) comes first
+// when it needs a host: its first files are the last of prev, which the host holds.
+// "Could take" matters: a leader that ran ahead on its stream cannot take the second
+// results of its own jobs, so its stream still needs a follower, while a trail one
+// follower already works on needs nobody else (a second follower would be a third
+// copy of its files).
+func chooseStream(tx *store.Tx, cursor store.Cursor, hostID int64, batch store.SendableBatch, prev int64) (int64, error) {
 	whole := locality.Range{First: cursor.FirstJobNum, Last: cursor.LastJobNum}
+	if next := locality.StreamRange(whole, batch.StreamJobs, prev+1); prev >= 0 && next.First <= whole.Last {
+		j, ok, err := tx.FirstTakeableJob(cursor.ID, max(next.First, cursor.FirstUnfinishedJobNum), hostID)
+		if err != nil {
+			return -1, err
+		}
+		if ok && j <= next.Last {
+			n, err := tx.StreamServers(cursor.ID, prev+1, j, hostID)
+			if err != nil {
+				return -1, err
+			}
+			if n == 0 {
+				return prev + 1, nil
+			}
+		}
+	}
 	var streams []locality.Stream
 	for from := cursor.FirstUnfinishedJobNum; from <= cursor.LastJobNum; {
 		j, ok, err := tx.FirstTakeableJob(cursor.ID, from, hostID)
@@ -182,18 +199,17 @@ func chooseStream(tx *store.Tx, cursor store.Cursor, hostID int64, batch store.S
 			break
 		}
 		s := locality.StreamOf(cursor.FirstJobNum, batch.StreamJobs, j)
-		r := locality.StreamRange(whole, batch.StreamJobs, s)
-		n, err := tx.StreamHolders(cursor.ID, r.First, r.Last, hostID)
+		n, err := tx.StreamServers(cursor.ID, s, j, hostID)
 		if err != nil {
 			return -1, err
 		}
 		streams = append(streams, locality.Stream{Num: s, Members: n})
-		if n < batch.Redundancy {
+		if n == 0 {
 			break
 		}
-		from = r.Last + 1
+		from = locality.StreamRange(whole, batch.StreamJobs, s).Last + 1
 	}
-	return locality.ChooseStream(streams, batch.Redundancy), nil
+	return locality.ChooseStream(streams), nil
 }
 
 // deleteStickyFiles tells the host which of the sticky files it holds it may delete.

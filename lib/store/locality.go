@@ -167,13 +167,14 @@ func (t *Tx) SetHostStream(batchID, hostID, stream int64) error {
 	return err
 }
 
-// StreamHolders counts the hosts of cursorID's team other than hostID that hold
-// results of the cursor's jobs from..to (a stream): they have its files.
-func (t *Tx) StreamHolders(cursorID, from, to, hostID int64) (int, error) {
+// StreamServers counts the hosts of cursorID's team other than hostID that work on
+// stream (their current one) and could take a result of job (they have none of its
+// workunit yet).
+func (t *Tx) StreamServers(cursorID, stream, job, hostID int64) (int, error) {
 	var n int
-	err := t.queryRow(`SELECT COUNT(DISTINCT r.hostid) FROM workunit w JOIN result r ON r.workunitid=w.id
-		JOIN batch_host bh ON bh.host_id=r.hostid AND bh.cursor_id=w.cursor_id
-		WHERE w.cursor_id=? AND w.job_num>=? AND w.job_num<=? AND r.hostid<>?`, cursorID, from, to, hostID).Scan(&n)
+	err := t.queryRow(`SELECT COUNT(*) FROM batch_host bh WHERE bh.cursor_id=? AND bh.stream=? AND bh.host_id<>?
+		AND NOT EXISTS (SELECT 1 FROM workunit w JOIN result r ON r.workunitid=w.id WHERE w.cursor_id=? AND w.job_num=? AND r.hostid=bh.host_id)`,
+		cursorID, stream, hostID, cursorID, job).Scan(&n)
 	return n, err
 }
 

@@ -107,7 +107,7 @@ the file sequence dense in jobs gets more cursors. No workunit is made here: blo
 generate makes them, a cushion at a time.
 
 Each cursor's job range is cut into per-host streams of --stream-jobs jobs (default:
-10 files' worth of jobs; 0: none): a host takes jobs from its own stream, so each
+20 files' worth of jobs; 0: none): a host takes jobs from its own stream, so each
 stretch of files goes to about as many hosts as a job has results
 (docs/decisions.md). With streams, keep blocality generate's --cushion at least
 --stream-jobs × (team size ÷ target_nresults + 1), so that a host looking for a
@@ -127,7 +127,7 @@ nothing is written.
 			&cli.IntFlag{Name: "team-size", Usage: "hosts per team (`N`): one cursor per N active hosts", Value: locality.DefaultTeamSize},
 			&cli.IntFlag{Name: "hosts", Usage: "plan for `N` hosts instead of counting the active ones", Value: -1},
 			&cli.StringFlag{Name: "active-within", Usage: "a host is active when it contacted the scheduler within `DURATION`", Value: "3d"},
-			&cli.IntFlag{Name: "stream-jobs", Usage: "per-host stream length in jobs (`N`; 0: none; default: 10 files' worth)", Value: -1},
+			&cli.IntFlag{Name: "stream-jobs", Usage: "per-host stream length in jobs (`N`; 0: none; default: 20 files' worth)", Value: -1},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
