@@ -124,9 +124,10 @@ func TestLocalityScheduling(t *testing.T) {
 }
 
 // TestLocalityStreams: with per-host streams of 4 jobs and 2 results per job, the
-// second host follows the first on stream 0, the third starts stream 1 (stream 0's
-// files are on two hosts already), and the first continues its own stream. Without
-// streams (seed 004's plain job order) the third host would get jobs 2 and 3.
+// second host follows the first on stream 0, the third starts stream 1 (two hosts
+// serve stream 0 already), the first continues its own stream, and a fourth follows
+// the third. Without streams (seed 004's plain job order) the third host would get
+// jobs 2 and 3.
 func TestLocalityStreams(t *testing.T) {
 	forEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
@@ -157,7 +158,7 @@ func TestLocalityStreams(t *testing.T) {
 			auth string
 		}
 		var hosts []host
-		for range 3 {
+		for range 4 {
 			rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, 10, "http://x/")
 			if err != nil {
 				t.Fatal(err)
@@ -177,8 +178,9 @@ func TestLocalityStreams(t *testing.T) {
 			{"s_j0_1", "s_j1_1"}, // B follows A
 			{"s_j4_0", "s_j5_0"}, // C: stream 0 has two holders; stream 1
 			{"s_j2_0", "s_j3_0"}, // A continues its stream
+			{"s_j4_1", "s_j5_1"}, // D: B serves stream 0's trail; stream 1 needs a follower
 		} {
-			if d := cmp.Diff(want, ask(hosts[[]int{0, 1, 2, 0}[i]])); d != "" {
+			if d := cmp.Diff(want, ask(hosts[[]int{0, 1, 2, 0, 3}[i]])); d != "" {
 				t.Errorf("request %d (-want +got)\n%s", i, d)
 			}
 		}
