@@ -328,11 +328,16 @@ func fill(projs []simProj, n float64, weight func(*simProj) float64) float64 {
 // its estimated completion: +Inf for a task the simulation never finishes (its
 // resource is never available) and for tasks that are not runnable or have no work left.
 func Completions(doc *state.Document, now float64) []float64 {
-	finish := make([]float64, len(doc.Tasks))
+	return completions(doc, now, new(simWork), nil)
+}
+
+// completions is Completions in sw's buffers, the result in buf's storage.
+func completions(doc *state.Document, now float64, sw *simWork, buf []float64) []float64 {
+	finish := grow(buf, len(doc.Tasks))
 	for i := range finish {
 		finish[i] = math.Inf(1)
 	}
-	simulate(doc, now, math.Inf(1), finish, new(simWork))
+	simulate(doc, now, math.Inf(1), finish, sw)
 	return finish
 }
 
@@ -344,13 +349,34 @@ func Completions(doc *state.Document, now float64) []float64 {
 // least busy instance. Tasks on track add nothing, so the delay is 0 unless the host is
 // already late; fractional usages below one instance count as none, as in BOINC.
 func BusyTimes(doc *state.Document, now float64) []float64 {
+	var w BusyWork
+	return w.BusyTimes(doc, now)
+}
+
+// BusyWork keeps BusyTimes' buffers from one call to the next, for a caller that asks at
+// every request (the emulator's servers). The zero value is ready; w.BusyTimes and
+// BusyTimes compute alike, to the last bit; the slice w.BusyTimes returns is w's, good
+// until the next call.
+type BusyWork struct {
+	sim    simWork
+	finish []float64
+	busy   [][]float64
+	out    []float64
+}
+
+// BusyTimes is BusyTimes with w's buffers.
+func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 	h := &doc.Host
-	ix := state.NewIndex(doc)
-	rIndex := resourceIndex(h)
-	finish := Completions(doc, now)
-	busy := make([][]float64, len(h.Resources))
+	w.finish = completions(doc, now, &w.sim, w.finish)
+	finish := w.finish
+	// simulate indexed doc's names in w.sim.
+	appVersion, rIndex := w.sim.appVersion, w.sim.resource
+	if len(w.busy) < len(h.Resources) {
+		w.busy = append(w.busy, make([][]float64, len(h.Resources)-len(w.busy))...)
+	}
+	busy := w.busy[:len(h.Resources)]
 	for r, res := range h.Resources {
-		busy[r] = make([]float64, res.Instances)
+		busy[r] = grow(busy[r], res.Instances)
 	}
 	ts := h.TimeStats
 	for i := range doc.Tasks {
@@ -358,7 +384,7 @@ func BusyTimes(doc *state.Document, now float64) []float64 {
 		if math.IsInf(finish[i], 1) || now+finish[i] <= t.ReportDeadline {
 			continue
 		}
-		av := &doc.AppVersions[ix.AppVersion[t.AppVersion]]
+		av := &doc.AppVersions[appVersion[t.AppVersion]]
 		frac := ts.OnFrac * ts.ActiveFrac
 		if av.Coproc != nil {
 			frac *= ts.GPUActiveFrac
@@ -382,7 +408,8 @@ func BusyTimes(doc *state.Document, now float64) []float64 {
 			b[(best+k)%len(b)] += dur
 		}
 	}
-	out := make([]float64, len(h.Resources))
+	out := grow(w.out, len(h.Resources))
+	w.out = out
 	for r, b := range busy {
 		if len(b) > 0 {
 			out[r] = slices.Min(b)

@@ -234,10 +234,11 @@ func TestCompletionsAndBusyTimes(t *testing.T) {
 // TestDecideWorkIsDecide: one DecideWork deciding again and again, on documents whose
 // tasks run, finish and arrive, whose debts and backoffs move and which grow and lose
 // projects and resources, decides exactly as Decide does; a quiet one too, without the
-// reason.
+// reason. A BusyWork gives BusyTimes' delays alike.
 func TestDecideWorkIsDecide(t *testing.T) {
 	var w DecideWork
 	quiet := DecideWork{Quiet: true}
+	var bw BusyWork
 	doc := benchDoc()
 	doc.Tasks = doc.Tasks[:300]
 	for i := range 200 {
@@ -265,6 +266,7 @@ func TestDecideWorkIsDecide(t *testing.T) {
 			case 2:
 				tk.State = state.TaskPreempted
 			}
+			tk.ReportDeadline = float64((i*31 + k*7) % 20000) // some late: BusyTimes counts them
 		}
 		p := &doc.Projects[i%len(doc.Projects)]
 		p.ResourceState(doc.Host.Resources[i%len(doc.Host.Resources)].Type).AccumulateDebt = i%3 != 0
@@ -274,6 +276,9 @@ func TestDecideWorkIsDecide(t *testing.T) {
 		want := Decide(doc, now)
 		if diff := cmp.Diff(want, w.Decide(doc, now)); diff != "" {
 			t.Fatalf("decision %d (-Decide +DecideWork):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(BusyTimes(doc, now), bw.BusyTimes(doc, now)); diff != "" {
+			t.Fatalf("busy times %d (-BusyTimes +BusyWork):\n%s", i, diff)
 		}
 		// Quiet: the same decision, without the reason.
 		want.Request.Reason = ""

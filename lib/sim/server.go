@@ -25,6 +25,7 @@ type server struct {
 
 	needs []need // fill's buffers, kept from one reply to the next
 	best  []int
+	busy  prsc.BusyWork
 }
 
 // genApp is an app the server makes jobs of, with its app versions (indices in
@@ -114,7 +115,7 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 		asked = asked || needs[r].open()
 	}
 	if asked {
-		for r, d := range prsc.BusyTimes(doc, now) {
+		for r, d := range s.busy.BusyTimes(doc, now) {
 			needs[r].delay = d
 		}
 	}
