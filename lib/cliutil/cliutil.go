@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bkit/bkit/lib/input"
 	"github.com/bkit/bkit/lib/limits"
 	"github.com/olekukonko/tablewriter"
 
@@ -26,28 +27,16 @@ const (
 	ExitUsage   = 2 // bad usage or invalid input; nothing was written
 )
 
-// UsageError marks an error caused by the caller: a bad flag, argument or input document.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
+// UsageError marks an error caused by the caller: a bad flag, argument or input
+// document. It is lib/input's, so that data packages below the programs can mark their
+// errors without importing this package.
+type UsageError = input.UsageError
 
 // Usagef returns a UsageError with a formatted message.
-func Usagef(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
+func Usagef(format string, args ...any) error { return input.Usagef(format, args...) }
 
 // BadInput marks err (typically a document validation error) as the caller's fault.
-func BadInput(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ue *UsageError
-	if errors.As(err, &ue) {
-		return err
-	}
-	return &UsageError{Err: err}
-}
+func BadInput(err error) error { return input.BadInput(err) }
 
 // StatusError lets a program choose its exit status for an outcome that is not a
 // failure, such as bfetch's urgency; Msg, when set, is printed to stderr.

@@ -51,7 +51,7 @@
 // ("s.yaml: apps[1].fpops_est: must be > 0, got 0", "s.yaml: state.projects[0].name:
 // must not be empty", "s.yaml: servers[0].project: unknown project "C" (the state has
 // A, B)"). Decode returns a *state.Error. Load marks invalid input — an invalid file or
-// directory, or a path that does not exist — with cliutil.BadInput (exit status 2 through
-// cliutil.ExitStatus), and returns other I/O errors unmarked (status 1); errors.As with a
+// directory, or a path that does not exist — with input.BadInput (exit status 2 once a
+// program reports it), and returns other I/O errors unmarked (status 1); errors.As with a
 // *state.Error still finds a file's problems.
 package scenario

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/bkit/bkit/lib/boincxml"
-	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/input"
 	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/state"
 )
@@ -91,7 +91,7 @@ var defaultLambdas = boincxml.Lambdas{On: boincxml.DefaultLambda, Active: boincx
 
 // Load reads the scenario at path: a directory is a BOINC client emulator scenario
 // (boincxml.LoadScenario), anything else a bkit scenario file (Decode). Invalid input,
-// including a path that does not exist, is marked with cliutil.BadInput (exit status
+// including a path that does not exist, is marked with input.BadInput (exit status
 // 2); other I/O errors are returned as they are (status 1).
 func Load(path string) (*File, error) { return LoadLimit(path, limits.DocumentBytes) }
 
@@ -111,14 +111,14 @@ func LoadLimit(path string, limit int64) (*File, error) {
 	}
 	data, err := readFile(path, limit)
 	if limits.IsTooLarge(err) {
-		return nil, cliutil.BadInput(err)
+		return nil, input.BadInput(err)
 	}
 	if err != nil {
 		return nil, ioError(path, err)
 	}
 	f, err := Decode(data, path)
 	if err != nil {
-		return nil, cliutil.BadInput(err)
+		return nil, input.BadInput(err)
 	}
 	return f, nil
 }
@@ -140,7 +140,7 @@ func ioError(path string, err error) error {
 	}
 	err = fmt.Errorf("%s: %w", path, err)
 	if errors.Is(err, fs.ErrNotExist) {
-		return cliutil.BadInput(err)
+		return input.BadInput(err)
 	}
 	return err
 }
@@ -153,7 +153,7 @@ func classify(err error) error {
 	if !errors.Is(err, fs.ErrNotExist) && (errors.As(err, &errno) || errors.As(err, &pe)) {
 		return err
 	}
-	return cliutil.BadInput(err)
+	return input.BadInput(err)
 }
 
 // Decode reads a bkit scenario file; file names it in messages and becomes the

@@ -6,16 +6,16 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/input"
 )
 
 // seconds is a duration in a scenario file: a number of seconds, or a string with a
-// unit as bsim's flags take it (cliutil.ParseDuration: "90s", "30m", "36h", "30d",
+// unit as bsim's flags take it (input.ParseDuration: "90s", "30m", "36h", "30d",
 // "2w").
 type seconds float64
 
 func (s *seconds) UnmarshalText(b []byte) error {
-	v, err := cliutil.ParseDuration(string(b))
+	v, err := input.ParseDuration(string(b))
 	if err == nil && math.IsInf(v, 0) {
 		err = fmt.Errorf("want a finite duration, got %q", b)
 	}
@@ -47,7 +47,7 @@ func (s seconds) text() (string, bool) {
 	}{{"d", 86400}, {"h", 3600}} {
 		if v > 0 && v < 1e12 && math.Mod(v, u.mult) == 0 {
 			str := strconv.FormatFloat(v/u.mult, 'f', -1, 64) + u.name
-			if back, err := cliutil.ParseDuration(str); err == nil && back == v {
+			if back, err := input.ParseDuration(str); err == nil && back == v {
 				return str, true
 			}
 		}
