@@ -110,8 +110,9 @@ Each cursor's job range is cut into per-host streams of --stream-jobs jobs (defa
 20 files' worth of jobs; 0: none): a host takes jobs from its own stream, so each
 stretch of files goes to about as many hosts as a job has results
 (docs/decisions.md). With streams, keep blocality generate's --cushion at least
---stream-jobs × (team size ÷ target_nresults + 1), so that a host looking for a
-stream of its own finds one.
+--stream-jobs × 2 × (team size ÷ target_nresults + 1): a job counts as unsent while
+one of its results is, so each pair's trail takes up to a stream of the cushion, and
+a host looking for a stream of its own must find one.
 
 An invalid description (a negative size, an unknown file, a job whose last file
 comes before its first, jobs out of file order, overlapping or non-contiguous
