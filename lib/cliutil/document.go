@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
+	"time"
 
 	"github.com/bkit/bkit/lib/state"
 	"github.com/urfave/cli/v3"
@@ -95,3 +97,29 @@ func DocumentFlags(formats ...string) []cli.Flag {
 
 // SchemaNote is the line every document-reading program's help ends its description with.
 var SchemaNote = fmt.Sprintf("The state document (JSON or YAML, version 1) is described by\n%s in the bkit repository.", state.SchemaPath)
+
+// ReadStage is the preamble every client stage program (bsched, bfetch, bdevices, brpc)
+// runs before it decides: no stray arguments, --now (the wall clock when absent), the
+// program's own flag checks (check, which may be nil: bad flags are told before any
+// input is read), then the state document from --state or standard input.
+func ReadStage(cmd *cli.Command, check func() error) (now float64, in *Input, err error) {
+	if err := NoArgs(cmd); err != nil {
+		return 0, nil, err
+	}
+	if now, err = Now(cmd); err != nil {
+		return 0, nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return 0, nil, err
+		}
+	}
+	in, err = ReadState(cmd)
+	return now, in, err
+}
+
+// When shows a Unix time both as seconds (what documents hold, exactly as --now takes
+// it) and as UTC, for the programs' tables.
+func When(t float64) string {
+	return fmt.Sprintf("%s (%s)", strconv.FormatFloat(t, 'f', -1, 64), time.Unix(int64(t), 0).UTC().Format(time.RFC3339))
+}

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/goals"
@@ -97,20 +96,16 @@ resource debts weighted by their FLOPS relative to one CPU, in CPU seconds.
 }
 
 func runDebt(_ context.Context, cmd *cli.Command) error {
-	if err := cliutil.NoArgs(cmd); err != nil {
-		return err
-	}
-	now, err := cliutil.Now(cmd)
-	if err != nil {
-		return err
-	}
 	dt := -1.0
-	if s := cmd.String(flagDT); s != "" {
-		if dt, err = cliutil.ParseDuration(s); err != nil {
-			return cliutil.Usagef("--dt: %v", err)
+	now, in, err := cliutil.ReadStage(cmd, func() error {
+		if s := cmd.String(flagDT); s != "" {
+			var err error
+			if dt, err = cliutil.ParseDuration(s); err != nil {
+				return cliutil.Usagef("--dt: %v", err)
+			}
 		}
-	}
-	in, err := cliutil.ReadState(cmd)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -131,7 +126,7 @@ func runDebt(_ context.Context, cmd *cli.Command) error {
 }
 
 func debtTable(w io.Writer, doc *state.Document, used [][]float64, dt, now float64) error {
-	fmt.Fprintf(w, "Long-term debts at %s after an interval of %s s\n", when(now), fmtNum(dt))
+	fmt.Fprintf(w, "Long-term debts at %s after an interval of %s s\n", cliutil.When(now), fmtNum(dt))
 	fmt.Fprintf(w, "(used: instances by running tasks; debt: instance-seconds of the resource; overall: CPU seconds)\n\n")
 	t := cliutil.NewTable(w, "project", "share", "resource", "used", "D", "debt", "overall debt")
 	for p := range doc.Projects {
@@ -210,18 +205,11 @@ each RPC): none of them is chosen, under either policy.
 const flagAsked = "asked"
 
 func runRequest(_ context.Context, cmd *cli.Command) error {
-	if err := cliutil.NoArgs(cmd); err != nil {
-		return err
-	}
 	policy, err := cliutil.Policy(cmd)
 	if err != nil {
 		return err
 	}
-	now, err := cliutil.Now(cmd)
-	if err != nil {
-		return err
-	}
-	in, err := cliutil.ReadState(cmd)
+	now, in, err := cliutil.ReadStage(cmd, nil)
 	if err != nil {
 		return err
 	}
@@ -253,7 +241,7 @@ func runRequest(_ context.Context, cmd *cli.Command) error {
 }
 
 func requestTable(w io.Writer, doc *state.Document, d *prsc.Decision, now float64) error {
-	fmt.Fprintf(w, "Work fetch (seed 002) at %s; work buffer %s s\n", when(now), fmtNum(d.Sim.Period))
+	fmt.Fprintf(w, "Work fetch (seed 002) at %s; work buffer %s s\n", cliutil.When(now), fmtNum(d.Sim.Period))
 	fmt.Fprintf(w, "(shortfalls: instance-seconds over the buffer; debts: instance-seconds, overall debt: CPU seconds)\n\n")
 	t := cliutil.NewTable(w, "resource", "instances", "FLOPS", "shortfall", "idle", "select project")
 	for r, rs := range d.Sim.Resources {
@@ -292,7 +280,7 @@ func requestTable(w io.Writer, doc *state.Document, d *prsc.Decision, now float6
 // goalsRequestTable explains the goals policy's request: every project's position per
 // resource (bfetch --policy goals), its overall debt and backoff, then the request.
 func goalsRequestTable(w io.Writer, doc *state.Document, now float64, asked []int) error {
-	fmt.Fprintf(w, "Work request (policy goals) at %s\n", when(now))
+	fmt.Fprintf(w, "Work request (policy goals) at %s\n", cliutil.When(now))
 	fmt.Fprintf(w, "(held, low water, wants: estimated run time in instance-seconds; overall debt: CPU seconds)\n\n")
 	t := cliutil.NewTable(w, "project", "resource", "held", "low water", "wants", "overall debt", "backoff")
 	for _, nd := range goals.Needs(doc) {
@@ -347,10 +335,5 @@ func backoff(p *state.Project, st state.ProjectResource, now float64) string {
 // --- shared helpers ---
 
 func fmtNum(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-// when shows a Unix time both as seconds (what documents hold) and as UTC.
-func when(t float64) string {
-	return fmt.Sprintf("%s (%s)", fmtNum(t), time.Unix(int64(t), 0).UTC().Format(time.RFC3339))
-}
 
 func rng(cmd *cli.Command) *rand.Rand { return prsc.NewRand(cmd.Uint64(cliutil.FlagSeed)) }

@@ -71,21 +71,17 @@ before and after.
 }
 
 func runReply(_ context.Context, cmd *cli.Command) error {
-	if err := cliutil.NoArgs(cmd); err != nil {
-		return err
-	}
-	now, err := cliutil.Now(cmd)
-	if err != nil {
-		return err
-	}
-	jobs, err := parseJobs(cmd.String(flagJobs))
-	if err != nil {
-		return cliutil.Usagef("--jobs: %v", err)
-	}
-	if cmd.String(flagUnsupported) != "" && !cmd.Bool(flagThreeState) {
-		return cliutil.Usagef("--unsupported needs --three-state")
-	}
-	in, err := cliutil.ReadState(cmd)
+	var jobs map[string]int
+	now, in, err := cliutil.ReadStage(cmd, func() error {
+		var err error
+		if jobs, err = parseJobs(cmd.String(flagJobs)); err != nil {
+			return cliutil.Usagef("--jobs: %v", err)
+		}
+		if cmd.String(flagUnsupported) != "" && !cmd.Bool(flagThreeState) {
+			return cliutil.Usagef("--unsupported needs --three-state")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -183,7 +179,7 @@ func replyTable(w io.Writer, doc *state.Document, project string, requested map[
 		asked = append(asked, t)
 	}
 	sort.Strings(asked)
-	fmt.Fprintf(w, "Reply from %s at %s; asked for: %s\n\n", project, when(now), strings.Join(asked, ", "))
+	fmt.Fprintf(w, "Reply from %s at %s; asked for: %s\n\n", project, cliutil.When(now), strings.Join(asked, ", "))
 	t := cliutil.NewTable(w, "resource", "asked", "jobs", "D before", "D after", "backoff before", "backoff after")
 	for r, res := range doc.Host.Resources {
 		after := entry(p, res.Type)

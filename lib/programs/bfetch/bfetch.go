@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/goals"
@@ -100,18 +99,11 @@ branch on it without reading the output; the document is written first, as usual
 }
 
 func run(_ context.Context, cmd *cli.Command) error {
-	if err := cliutil.NoArgs(cmd); err != nil {
-		return err
-	}
 	policy, err := cliutil.Policy(cmd)
 	if err != nil {
 		return err
 	}
-	now, err := cliutil.Now(cmd)
-	if err != nil {
-		return err
-	}
-	in, err := cliutil.ReadState(cmd)
+	now, in, err := cliutil.ReadStage(cmd, nil)
 	if err != nil {
 		return err
 	}
@@ -148,7 +140,7 @@ func finish(cmd *cli.Command, in *cliutil.Input, u workfetch.Urgency, table func
 
 // goalsTable explains the goals policy's work-fetch position.
 func goalsTable(w io.Writer, doc *state.Document, f *goals.Fetch, now float64) error {
-	fmt.Fprintf(w, "Work fetch position (policy goals) at %s\n", when(now))
+	fmt.Fprintf(w, "Work fetch position (policy goals) at %s\n", cliutil.When(now))
 	fmt.Fprintf(w, "(held, low water, wants: estimated run time in instance-seconds of the resource; latency: of its jobs as seen)\n\n")
 	t := cliutil.NewTable(w, "project", "resource", "idle instances", "held", "low water", "wants", "latency", "work request")
 	for _, nd := range f.Needs {
@@ -174,7 +166,7 @@ func goalsTable(w io.Writer, doc *state.Document, f *goals.Fetch, now float64) e
 }
 
 func table(w io.Writer, d *workfetch.Decision, now float64) error {
-	fmt.Fprintf(w, "Work fetch decision at %s\n", when(now))
+	fmt.Fprintf(w, "Work fetch decision at %s\n", cliutil.When(now))
 	fmt.Fprintf(w, "T (connection period) %s; %d CPU(s) of %s FLOPS; active fraction %s; total resource share %s\n\n",
 		workfetch.Seconds(d.T), d.NCPUs, cliutil.Num(d.CPUFlops), cliutil.Num(d.ActiveFrac), cliutil.Num(d.TotalShare))
 	t := cliutil.NewTable(w, "project", "share", "runnable", "min results", "avg proc rate", "ETTPRC", "work request", "reason")
@@ -189,9 +181,4 @@ func table(w io.Writer, d *workfetch.Decision, now float64) error {
 	}
 	_, err := fmt.Fprintf(w, "Urgency: %s (%s).\n", d.Urgency, d.Reason)
 	return err
-}
-
-// when shows a Unix time both as seconds (what documents hold) and as UTC.
-func when(t float64) string {
-	return fmt.Sprintf("%s (%s)", strconv.FormatFloat(t, 'f', -1, 64), time.Unix(int64(t), 0).UTC().Format(time.RFC3339))
 }

@@ -142,18 +142,11 @@ type projectRow struct {
 }
 
 func runPoll(_ context.Context, cmd *cli.Command) error {
-	if err := cliutil.NoArgs(cmd); err != nil {
-		return err
-	}
 	policy, err := cliutil.Policy(cmd)
 	if err != nil {
 		return err
 	}
-	now, err := cliutil.Now(cmd)
-	if err != nil {
-		return err
-	}
-	in, err := cliutil.ReadState(cmd)
+	now, in, err := cliutil.ReadStage(cmd, nil)
 	if err != nil {
 		return err
 	}
@@ -253,7 +246,7 @@ func rows(doc *state.Document, now float64) []projectRow {
 
 func pollTable(w io.Writer, res *pollResult) error {
 	d := res.decision
-	fmt.Fprintf(w, "Scheduler RPC poll at %s\n", when(res.now))
+	fmt.Fprintf(w, "Scheduler RPC poll at %s\n", cliutil.When(res.now))
 	fmt.Fprintf(w, "Estimated work %s days; low-water mark %s days, high-water mark %s days\n\n",
 		cliutil.Num(d.WorkDays), cliutil.Num(d.LowWater), cliutil.Num(d.HighWater))
 	t := cliutil.NewTable(w, "project", "share", "exp_avg_cpu", "resource debt", "min_rpc_time", "nrpc_failures", "master fetch", "overdue", "decision")
@@ -327,9 +320,4 @@ func yesNo(b bool) string {
 // dur shows a duration in seconds with a readable unit.
 func dur(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
-}
-
-// when shows a Unix time both as seconds (what documents hold) and as UTC.
-func when(t float64) string {
-	return fmt.Sprintf("%s (%s)", strconv.FormatFloat(t, 'f', -1, 64), time.Unix(int64(t), 0).UTC().Format(time.RFC3339))
 }

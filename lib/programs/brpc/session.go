@@ -80,18 +80,13 @@ latency and the outcome. The document is written whole at the end (atomically wi
 }
 
 func runSession(ctx context.Context, cmd *cli.Command) error {
-	if err := cliutil.NoArgs(cmd); err != nil {
-		return err
-	}
-	now, err := cliutil.Now(cmd)
-	if err != nil {
-		return err
-	}
 	ct, rt := cmd.Duration(flagConnectTimeout), cmd.Duration(flagTimeout)
-	if ct <= 0 || rt <= 0 {
-		return cliutil.Usagef("--%s and --%s must be > 0", flagConnectTimeout, flagTimeout)
-	}
-	in, err := cliutil.ReadState(cmd)
+	now, in, err := cliutil.ReadStage(cmd, func() error {
+		if ct <= 0 || rt <= 0 {
+			return cliutil.Usagef("--%s and --%s must be > 0", flagConnectTimeout, flagTimeout)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -386,7 +381,7 @@ func sessionTable(w io.Writer, s *Session) error {
 		_, err := fmt.Fprintln(w, "No session was planned (brpc poll records one in rpc_session).")
 		return err
 	}
-	fmt.Fprintf(w, "Scheduler RPC session (%s) at %s\n\n", s.Kind, when(s.Now))
+	fmt.Fprintf(w, "Scheduler RPC session (%s) at %s\n\n", s.Kind, cliutil.When(s.Now))
 	t := cliutil.NewTable(w, "project", "url", "reported", "requested", "received", "latency", "outcome")
 	for _, a := range s.Attempts {
 		reported := strconv.Itoa(a.Reported)

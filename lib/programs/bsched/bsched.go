@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/cpusched"
@@ -65,18 +64,11 @@ by bdevices debt (or bsim advance in an emulated run).
 }
 
 func run(_ context.Context, cmd *cli.Command) error {
-	if err := cliutil.NoArgs(cmd); err != nil {
-		return err
-	}
 	policy, err := cliutil.Policy(cmd)
 	if err != nil {
 		return err
 	}
-	now, err := cliutil.Now(cmd)
-	if err != nil {
-		return err
-	}
-	in, err := cliutil.ReadState(cmd)
+	now, in, err := cliutil.ReadStage(cmd, nil)
 	if err != nil {
 		return err
 	}
@@ -86,7 +78,7 @@ func run(_ context.Context, cmd *cli.Command) error {
 		if !due {
 			log.Info("no pass", "why", why)
 			return cliutil.WriteState(cmd, in, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "No pass at %s: %s.\n", when(now), why)
+				_, err := fmt.Fprintf(w, "No pass at %s: %s.\n", cliutil.When(now), why)
 				return err
 			})
 		}
@@ -104,7 +96,7 @@ func run(_ context.Context, cmd *cli.Command) error {
 }
 
 func table(w io.Writer, pass *cpusched.Pass, doc *state.Document) error {
-	fmt.Fprintf(w, "Scheduling pass at %s\n\nProjects (debt in instance-seconds of each resource):\n", when(pass.Now))
+	fmt.Fprintf(w, "Scheduling pass at %s\n\nProjects (debt in instance-seconds of each resource):\n", cliutil.When(pass.Now))
 	pt := cliutil.NewTable(w, "resource", "project", "share", "runnable", "work done", "debt before", "debt after", "anticipated at end")
 	for _, r := range pass.Resources {
 		for _, p := range r.Projects {
@@ -150,14 +142,14 @@ func table(w io.Writer, pass *cpusched.Pass, doc *state.Document) error {
 	if waiting > 0 {
 		fmt.Fprintf(w, "%d ready results stay ready (not shown).\n", waiting)
 	}
-	_, err := fmt.Fprintf(w, "\nNext pass due at %s (%s).\n", when(pass.NextPass), pass.NextPassReason)
+	_, err := fmt.Fprintf(w, "\nNext pass due at %s (%s).\n", cliutil.When(pass.NextPass), pass.NextPassReason)
 	return err
 }
 
 // goalsTable explains a goals pass: each project's overall debt, then every task whose
 // state the pass changed or kept running.
 func goalsTable(w io.Writer, doc *state.Document, before []state.Task, abandoned []int, now float64) error {
-	fmt.Fprintf(w, "Scheduling pass (policy goals) at %s\n\nProjects (overall long-term debt, CPU seconds):\n", when(now))
+	fmt.Fprintf(w, "Scheduling pass (policy goals) at %s\n\nProjects (overall long-term debt, CPU seconds):\n", cliutil.When(now))
 	pt := cliutil.NewTable(w, "project", "share", "overall debt")
 	for i := range doc.Projects {
 		p := &doc.Projects[i]
@@ -199,11 +191,6 @@ func goalsTable(w io.Writer, doc *state.Document, before []state.Task, abandoned
 	if waiting > 0 {
 		fmt.Fprintf(w, "%d ready results stay ready (not shown).\n", waiting)
 	}
-	_, err := fmt.Fprintf(w, "\nNext pass due at %s (%s).\n", when(doc.CPUSched.NextPass), doc.CPUSched.NextPassReason)
+	_, err := fmt.Fprintf(w, "\nNext pass due at %s (%s).\n", cliutil.When(doc.CPUSched.NextPass), doc.CPUSched.NextPassReason)
 	return err
-}
-
-// when shows a Unix time both as seconds (what documents hold) and as UTC.
-func when(t float64) string {
-	return fmt.Sprintf("%s (%s)", strconv.FormatFloat(t, 'f', -1, 64), time.Unix(int64(t), 0).UTC().Format(time.RFC3339))
 }
