@@ -1,0 +1,60 @@
+package bserver
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/urfave/cli/v3"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "count apps, hosts, workunits and results by state",
+		UsageText: "bserver status --db DSN [-o table|json]",
+		Description: cliutil.Help(`
+Counts the apps, app versions, hosts and workunits (and how many of them have a
+canonical result, chosen by bretry's validator), the results by app, server
+state (unsent, in_progress, over) and outcome (init, success, client_error,
+no_reply, …), and the workunits bretry gave up on by app and reason (not_sent,
+errors, ndet_done; 'bretry report' lists them), as a table or as JSON.`,
+			[]string{"bserver status --db project.db", "bserver status --db project.db -o json | jq '.results'"}, ""),
+		Flags: []cli.Flag{cliutil.FormatFlag("table", "json")},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := cliutil.NoArgs(cmd); err != nil {
+				return err
+			}
+			s, err := openStore(ctx, cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			st, err := s.Status(ctx)
+			if err != nil {
+				return err
+			}
+			w := cmd.Root().Writer
+			if cmd.String(cliutil.FlagOutput) == "json" {
+				return cliutil.WriteJSON(w, st)
+			}
+			fmt.Fprintf(w, "apps %d, app versions %d, hosts %d, workunits %d (%d validated)\n", st.Apps, st.AppVersions, st.Hosts, st.Workunits, st.Validated)
+			t := cliutil.NewTable(w, "app", "server state", "outcome", "results")
+			for _, c := range st.Results {
+				t.Append(c.App, c.ServerState, c.Outcome, strconv.FormatInt(c.Count, 10))
+			}
+			if err := t.Render(); err != nil {
+				return err
+			}
+			if len(st.GiveUps) == 0 {
+				return nil
+			}
+			t = cliutil.NewTable(w, "app", "given up: reason", "workunits")
+			for _, c := range st.GiveUps {
+				t.Append(c.App, c.Reason, strconv.FormatInt(c.Count, 10))
+			}
+			return t.Render()
+		},
+	}
+}
