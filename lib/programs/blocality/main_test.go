@@ -1,14 +1,12 @@
 package blocality_test
 
 import (
-	"errors"
 	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 
 	"github.com/bkit/bkit/lib/programs/blocality"
 	"github.com/bkit/bkit/lib/programs/bserver"
+	"github.com/bkit/bkit/lib/scripttest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -26,28 +24,6 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") == "1",
-		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"exits": exits},
+		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"exits": scripttest.Exits},
 	})
-}
-
-// exits N PROGRAM ARGS... runs PROGRAM like exec and checks its exit status is N.
-func exits(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 {
-		ts.Fatalf("usage: exits STATUS PROGRAM [ARGS...]")
-	}
-	want, err := strconv.Atoi(args[0])
-	if err != nil {
-		ts.Fatalf("exits: bad status %q", args[0])
-	}
-	got := 0
-	if err := ts.Exec(args[1], args[2:]...); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			ts.Fatalf("exits: %v", err)
-		}
-		got = ee.ExitCode()
-	}
-	if got != want {
-		ts.Fatalf("exit status %d, want %d", got, want)
-	}
 }

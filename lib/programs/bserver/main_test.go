@@ -1,12 +1,10 @@
 package bserver_test
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/programs/bserver"
+	"github.com/bkit/bkit/lib/scripttest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -31,34 +30,11 @@ func TestScripts(t *testing.T) {
 		Dir:           "testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") == "1",
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits": exits,
+			"exits": scripttest.Exits,
 			"post":  post,
 			"get":   get,
 		},
 	})
-}
-
-// exits N PROGRAM ARGS... runs PROGRAM like exec and checks that its exit status is N,
-// so scripts tell bad usage (2) from a failure at run time (1).
-func exits(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 {
-		ts.Fatalf("usage: exits STATUS PROGRAM [ARGS...]")
-	}
-	want, err := strconv.Atoi(args[0])
-	if err != nil {
-		ts.Fatalf("exits: bad status %q", args[0])
-	}
-	got := 0
-	if err := ts.Exec(args[1], args[2:]...); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			ts.Fatalf("exits: %v", err)
-		}
-		got = ee.ExitCode()
-	}
-	if got != want {
-		ts.Fatalf("exit status %d, want %d", got, want)
-	}
 }
 
 // serverURL waits for the URL file a background `bserver serve --url-file` writes.

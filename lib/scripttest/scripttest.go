@@ -1,0 +1,36 @@
+// Package scripttest owns the testscript commands that several programs' script tests
+// share (it is test support, imported only by _test files), so each program's
+// TestScripts registers them instead of keeping its own copy.
+package scripttest
+
+import (
+	"errors"
+	"os/exec"
+	"strconv"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// Exits is the script command `exits N PROGRAM ARGS...`: it runs PROGRAM like exec and
+// checks that its exit status is N, so scripts tell bad usage (2) from a failure at run
+// time (1).
+func Exits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits STATUS PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: bad status %q", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("exit status %d, want %d", got, want)
+	}
+}
