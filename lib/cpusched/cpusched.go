@@ -230,32 +230,82 @@ func grow[T any](b []T, n int) []T {
 	return b
 }
 
-// Schedule is Schedule with w's index and buffers.
+// Schedule is Schedule with w's index and buffers: the package comment's four steps on
+// each processing resource, coprocessors first, then the record of the pass.
 func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 	ix := w.index(doc)
-	mv := doc.Preferences.CPUSchedulingPeriod
-	cpu := doc.Host.CPU()
-	nP, nR := len(doc.Projects), len(doc.Host.Resources)
+	nP := len(doc.Projects)
 	w.pass = Pass{Now: now, Resources: w.pass.Resources[:0]}
-	pass := &w.pass
+	apps := newAppLimits(doc)
+	w.group(doc, ix, &apps)
+	w.chosen = grow(w.chosen, len(doc.Tasks))
+	var why []TaskDecision // compacted into the pass's Tasks by carryOut
+	if !w.Quiet {
+		why = grow(w.why, len(doc.Tasks))
+		if why == nil {
+			why = []TaskDecision{} // a pass over no task still has its (empty) list
+		}
+		w.why = why
+	}
+	cpuFree := float64(doc.Host.CPU().Instances)
+	w.order = resourceOrder(doc.Host.Resources, w.order[:0])
+	for _, ri := range w.order {
+		r := &doc.Host.Resources[ri]
+		byProject := w.cands[ri][:nP]
+		rp := ResourcePass{Type: r.Type, Instances: float64(r.Instances), Projects: w.rpProjects[ri][:0]}
+		if r.Type == state.ResourceCPU {
+			rp.Instances = cpuFree
+		}
+		w.done, w.antic = grow(w.done, nP), grow(w.antic, nP)
+		rp.TotalWorkDone = workDone(doc.Tasks, byProject, r.Type, w.done)
+		settleDebts(doc, &rp, w.runnable[ri], w.done, w.antic, !w.Quiet)
+		rp.ExpectedPayOff = expectedPayOff(rp.TotalWorkDone, r.Instances, doc.Preferences.CPUSchedulingPeriod)
+		cpuFree = w.choose(doc.Tasks, byProject, w.antic, &rp, cpuFree, &apps, why)
+		if why != nil {
+			explain(ix, byProject, w.antic, &rp, cpuFree, &apps, w.chosen, why)
+		}
+		w.rpProjects[ri] = rp.Projects
+		w.pass.Resources = append(w.pass.Resources, rp)
+	}
+	w.pass.Tasks = carryOut(doc, w.chosen, w.avOf, why)
+	record(doc, &w.pass, w.avOf)
+	return &w.pass
+}
 
-	// Concurrency limits of apps, shared by all resources of a pass.
-	var appLimit, appRunning []int
-	var appOf map[[2]string]int
-	for _, a := range doc.Apps {
-		if a.MaxConcurrent > 0 {
-			if appOf == nil {
-				appOf = map[[2]string]int{}
+// appLimits is the concurrency table of the apps with a max_concurrent, shared by all
+// resources of a pass; a candidate's app indexes it. A document without such apps
+// leaves it empty (and allocates nothing).
+type appLimits struct {
+	limit, running []int
+	of             map[[2]string]int // (project, app) → index
+}
+
+func newAppLimits(doc *state.Document) appLimits {
+	var a appLimits
+	for _, app := range doc.Apps {
+		if app.MaxConcurrent > 0 {
+			if a.of == nil {
+				a.of = map[[2]string]int{}
 			}
-			appOf[[2]string{a.Project, a.Name}] = len(appLimit)
-			appLimit = append(appLimit, a.MaxConcurrent)
-			appRunning = append(appRunning, 0)
+			a.of[[2]string{app.Project, app.Name}] = len(a.limit)
+			a.limit = append(a.limit, app.MaxConcurrent)
+			a.running = append(a.running, 0)
 		}
 	}
+	return a
+}
 
-	// Group runnable tasks by resource and project.
-	avOf := grow(w.avOf, len(doc.Tasks)) // app version index of each runnable task
-	w.avOf = avOf
+// full reports whether app (an index, -1 for unlimited) runs as many tasks as it may.
+func (a *appLimits) full(app int) bool {
+	return app >= 0 && a.running[app] >= a.limit[app]
+}
+
+// group sorts the runnable tasks into candidates by resource and project
+// (w.cands[r][p]), counts them (w.runnable[r][p]), and notes each one's app version
+// (w.avOf). Tasks that cannot run are left out.
+func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
+	nP, nR := len(doc.Projects), len(doc.Host.Resources)
+	w.avOf = grow(w.avOf, len(doc.Tasks))
 	if len(w.cands) < nR {
 		w.cands = append(w.cands, make([][][]candidate, nR-len(w.cands))...)
 		w.runnable = append(w.runnable, make([][]int, nR-len(w.runnable))...)
@@ -276,7 +326,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 			continue
 		}
 		v := ix.appVersion(t.AppVersion)
-		avOf[i] = int32(v)
+		w.avOf[i] = int32(v)
 		av := &doc.AppVersions[v]
 		p := ix.project(t.Project)
 		c := candidate{task: i, need: av.Instances(), app: -1}
@@ -289,171 +339,187 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		case state.TaskReady:
 			c.rank = 2
 		}
-		if a, ok := appOf[[2]string{av.Project, av.App}]; ok && av.App != "" {
+		if a, ok := apps.of[[2]string{av.Project, av.App}]; ok && av.App != "" {
 			c.app = a
 		}
 		r := w.avRes[v]
 		w.cands[r][p] = append(w.cands[r][p], c)
 		w.runnable[r][p]++
 	}
+}
 
-	chosen := grow(w.chosen, len(doc.Tasks))
-	w.chosen = chosen
-	var why []TaskDecision // compacted into pass.Tasks at the end
-	if !w.Quiet {
-		why = grow(w.why, len(doc.Tasks))
-		if why == nil {
-			why = []TaskDecision{} // a pass over no task still has its (empty) list
-		}
-		w.why = why
-	}
-	cpuFree := float64(cpu.Instances)
-	// Coprocessors first, then the CPU, each in host order.
-	order := w.order[:0]
-	for r := range doc.Host.Resources {
-		if doc.Host.Resources[r].Type != state.ResourceCPU {
+// resourceOrder appends to order the host's resources (indices) in the order a pass
+// fills them: coprocessors first, then the CPU, each in host order, since a
+// coprocessor task also takes CPUs.
+func resourceOrder(resources []state.Resource, order []int) []int {
+	for r := range resources {
+		if resources[r].Type != state.ResourceCPU {
 			order = append(order, r)
 		}
 	}
-	for r := range doc.Host.Resources {
-		if doc.Host.Resources[r].Type == state.ResourceCPU {
+	for r := range resources {
+		if resources[r].Type == state.ResourceCPU {
 			order = append(order, r)
 		}
 	}
-	w.order = order
+	return order
+}
+
+// workDone is step 1 on one resource: the work each project's running tasks did since
+// the last pass (done[p], added to) and their total, in CPU seconds for the CPU and
+// instance-seconds of elapsed time for a coprocessor.
+func workDone(tasks []state.Task, byProject [][]candidate, resource string, done []float64) float64 {
+	var total float64
+	for p, cands := range byProject {
+		for _, c := range cands {
+			t := &tasks[c.task]
+			if t.State != state.TaskRunning {
+				continue
+			}
+			var x float64
+			if resource == state.ResourceCPU {
+				x = t.CPUTime - t.CPUTimeAtLastSched
+			} else {
+				x = (t.ElapsedTime - t.ElapsedTimeAtLastSched) * c.need
+			}
+			done[p] += x
+			total += x
+		}
+	}
+	return total
+}
+
+// settleDebts is step 2 on resource rp.Type: a project without a runnable task there
+// (runnable[p] == 0) gets debt 0 and no part in the share sum; the others lose the work
+// they got (done[p]) and gain their share of rp.TotalWorkDone. Each project's new debt
+// is also written to debts[p]. With explain, the projects with work or a debt before are
+// added to rp.Projects.
+func settleDebts(doc *state.Document, rp *ResourcePass, runnable []int, done, debts []float64, explain bool) {
+	var shareTotal float64
+	nWithWork := 0
+	for p := range doc.Projects {
+		if runnable[p] > 0 {
+			shareTotal += doc.Projects[p].ResourceShare
+			nWithWork++
+		}
+	}
+	for p := range doc.Projects {
+		debt := debtOf(&doc.Projects[p], rp.Type)
+		pd := ProjectDebt{Project: doc.Projects[p].Name, Runnable: runnable[p], WorkDone: done[p], DebtBefore: *debt}
+		if runnable[p] == 0 {
+			*debt = 0
+		} else {
+			pd.ShareFraction = shareFraction(doc.Projects[p].ResourceShare, shareTotal, nWithWork)
+			*debt += pd.ShareFraction*rp.TotalWorkDone - done[p]
+		}
+		pd.DebtAfter = *debt
+		debts[p] = *debt
+		if (runnable[p] > 0 || pd.DebtBefore != 0) && explain {
+			rp.Projects = append(rp.Projects, pd)
+		}
+	}
+}
+
+// expectedPayOff is what a task chosen in step 3 is expected to be worth per instance:
+// the work done since the last pass spread over the resource's instances, or the
+// scheduling period when no work was done (the first pass).
+func expectedPayOff(totalWorkDone float64, instances int, period float64) float64 {
+	if totalWorkDone > 0 && instances > 0 {
+		return totalWorkDone / float64(instances)
+	}
+	return period
+}
+
+// choose is step 3 on one resource: anticipated[p] starts at project p's debt; while
+// an instance of rp's capacity (rp.Instances) is free, the project with the largest
+// anticipated debt and a candidate that fits gets its first such candidate (running,
+// then preempted, then ready by earliest deadline), marked in w.chosen, and its
+// anticipated debt falls by the expected pay-off times the instances the task takes.
+// It adds the instances given to rp.Used, the tasks to the apps' running counts, and
+// with why != nil the reason of each chosen task; it returns the CPUs left free.
+func (w *Workspace) choose(tasks []state.Task, byProject [][]candidate, anticipated []float64, rp *ResourcePass, cpuFree float64, apps *appLimits, why []TaskDecision) float64 {
+	sortCandidates(tasks, byProject)
+	chosen, capacity := w.chosen, rp.Instances
+	next := grow(w.next, len(byProject)) // first candidate not yet taken
+	w.next = next
+	for {
+		best, bestTask := -1, -1
+		for p := range byProject {
+			if best >= 0 && anticipated[p] <= anticipated[best] {
+				continue
+			}
+			if k := firstFit(byProject[p], next[p], chosen, capacity-rp.Used, cpuFree, apps, rp.Type); k >= 0 {
+				best, bestTask = p, k
+			}
+		}
+		if best < 0 {
+			break
+		}
+		c := byProject[best][bestTask]
+		chosen[c.task] = true
+		if why != nil {
+			why[c.task] = TaskDecision{Why: Why(c.rank), Anticipated: anticipated[best]}
+		}
+		rp.Used += c.need
+		if rp.Type == state.ResourceCPU {
+			cpuFree -= c.need
+		} else {
+			cpuFree -= c.ncpus
+		}
+		if c.app >= 0 {
+			apps.running[c.app]++
+		}
+		anticipated[best] -= rp.ExpectedPayOff * c.need
+		for next[best] < len(byProject[best]) && chosen[byProject[best][next[best]].task] {
+			next[best]++
+		}
+	}
+	return cpuFree
+}
+
+// sortCandidates puts each project's candidates in the order the seed prefers them:
+// running, preempted, then ready by earliest deadline; document order breaks ties.
+func sortCandidates(tasks []state.Task, byProject [][]candidate) {
 	byDeadline := func(a, b candidate) int {
 		if c := cmp.Compare(a.rank, b.rank); c != 0 {
 			return c
 		}
 		if a.rank == 2 {
-			if c := cmp.Compare(doc.Tasks[a.task].ReportDeadline, doc.Tasks[b.task].ReportDeadline); c != 0 {
+			if c := cmp.Compare(tasks[a.task].ReportDeadline, tasks[b.task].ReportDeadline); c != 0 {
 				return c
 			}
 		}
 		return cmp.Compare(a.task, b.task)
 	}
-	for _, ri := range order {
-		r := doc.Host.Resources[ri]
-		byProject, runnable := w.cands[ri][:nP], w.runnable[ri]
-		rp := ResourcePass{Type: r.Type, Instances: float64(r.Instances), Projects: w.rpProjects[ri][:0]}
-		if r.Type == state.ResourceCPU {
-			rp.Instances = cpuFree
-		}
-
-		// Work done since the last pass, and the debts it changes.
-		done := grow(w.done, nP)
-		w.done = done
-		for p, cands := range byProject {
-			for _, c := range cands {
-				t := &doc.Tasks[c.task]
-				if t.State != state.TaskRunning {
-					continue
-				}
-				var x float64
-				if r.Type == state.ResourceCPU {
-					x = t.CPUTime - t.CPUTimeAtLastSched
-				} else {
-					x = (t.ElapsedTime - t.ElapsedTimeAtLastSched) * c.need
-				}
-				done[p] += x
-				rp.TotalWorkDone += x
-			}
-		}
-		var shareTotal float64
-		nWithWork := 0
-		for p := range doc.Projects {
-			if runnable[p] > 0 {
-				shareTotal += doc.Projects[p].ResourceShare
-				nWithWork++
-			}
-		}
-		anticipated := grow(w.antic, nP)
-		w.antic = anticipated
-		for p := range doc.Projects {
-			debt := debtOf(&doc.Projects[p], r.Type)
-			pd := ProjectDebt{Project: doc.Projects[p].Name, Runnable: runnable[p], WorkDone: done[p], DebtBefore: *debt}
-			if runnable[p] == 0 {
-				*debt = 0
-			} else {
-				pd.ShareFraction = shareFraction(doc.Projects[p].ResourceShare, shareTotal, nWithWork)
-				*debt += pd.ShareFraction*rp.TotalWorkDone - done[p]
-			}
-			pd.DebtAfter = *debt
-			anticipated[p] = *debt
-			if (runnable[p] > 0 || pd.DebtBefore != 0) && !w.Quiet {
-				rp.Projects = append(rp.Projects, pd)
-			}
-		}
-		rp.ExpectedPayOff = mv
-		if rp.TotalWorkDone > 0 && r.Instances > 0 {
-			rp.ExpectedPayOff = rp.TotalWorkDone / float64(r.Instances)
-		}
-
-		// Preference order within each project: running, preempted, then ready by
-		// earliest deadline; document order breaks ties.
-		for p := range byProject {
-			slices.SortFunc(byProject[p], byDeadline)
-		}
-
-		// Fill the instances by anticipated debt.
-		capacity := rp.Instances
-		next := grow(w.next, nP) // first candidate not yet taken
-		w.next = next
-		for {
-			best, bestTask := -1, -1
-			for p := range byProject {
-				if best >= 0 && anticipated[p] <= anticipated[best] {
-					continue
-				}
-				if k := firstFit(byProject[p], next[p], chosen, capacity-rp.Used, cpuFree, appLimit, appRunning, r.Type); k >= 0 {
-					best, bestTask = p, k
-				}
-			}
-			if best < 0 {
-				break
-			}
-			c := byProject[best][bestTask]
-			chosen[c.task] = true
-			if why != nil {
-				why[c.task] = TaskDecision{Why: Why(c.rank), Anticipated: anticipated[best]}
-			}
-			rp.Used += c.need
-			if r.Type == state.ResourceCPU {
-				cpuFree -= c.need
-			} else {
-				cpuFree -= c.ncpus
-			}
-			if c.app >= 0 {
-				appRunning[c.app]++
-			}
-			anticipated[best] -= rp.ExpectedPayOff * c.need
-			for next[best] < len(byProject[best]) && chosen[byProject[best][next[best]].task] {
-				next[best]++
-			}
-		}
-		for i := range rp.Projects {
-			rp.Projects[i].AnticipatedEnd = anticipated[ix.project(rp.Projects[i].Project)]
-		}
-
-		// Unchosen tasks: say why.
-		for p, cands := range byProject {
-			if why == nil {
-				break
-			}
-			for _, c := range cands {
-				if chosen[c.task] {
-					continue
-				}
-				why[c.task] = waiting(c, anticipated[p], capacity-rp.Used, cpuFree, r.Type, appLimit, appRunning)
-			}
-		}
-		w.rpProjects[ri] = rp.Projects
-		pass.Resources = append(pass.Resources, rp)
+	for p := range byProject {
+		slices.SortFunc(byProject[p], byDeadline)
 	}
+}
 
-	// Carry the decisions out.
+// explain completes the record of one resource after step 3: each project's
+// anticipated debt at the end, and why each candidate not chosen waits.
+func explain(ix *names, byProject [][]candidate, anticipated []float64, rp *ResourcePass, cpuFree float64, apps *appLimits, chosen []bool, why []TaskDecision) {
+	for i := range rp.Projects {
+		rp.Projects[i].AnticipatedEnd = anticipated[ix.project(rp.Projects[i].Project)]
+	}
+	for p, cands := range byProject {
+		for _, c := range cands {
+			if chosen[c.task] {
+				continue
+			}
+			why[c.task] = waiting(c, anticipated[p], rp.Instances-rp.Used, cpuFree, rp.Type, apps)
+		}
+	}
+}
+
+// carryOut is step 4: the chosen tasks run (started or resumed), running tasks not
+// chosen are preempted, and every runnable task's CPU and elapsed time at the last pass
+// are brought up to date. With why != nil it returns the decisions, one per runnable
+// task in document order, compacted into why's storage.
+func carryOut(doc *state.Document, chosen []bool, avOf []int32, why []TaskDecision) []TaskDecision {
+	var tasks []TaskDecision
 	if why != nil {
-		pass.Tasks = why[:0]
+		tasks = why[:0]
 	}
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
@@ -480,21 +546,25 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		if av.Coproc != nil {
 			d.NeedCPUs = av.AvgNCPUs
 		}
-		pass.Tasks = append(pass.Tasks, d)
+		tasks = append(tasks, d)
 	}
+	return tasks
+}
 
+// record sets when the next pass is due (nextPass) in pass and records the pass in the
+// document's cpu_sched.
+func record(doc *state.Document, pass *Pass, avOf []int32) {
 	prev := ""
 	if doc.CPUSched != nil {
 		prev = doc.CPUSched.NextPassReason
 	}
-	pass.NextPass, pass.NextPassReason = nextPass(doc, avOf, now, prev)
+	pass.NextPass, pass.NextPassReason = nextPass(doc, avOf, pass.Now, prev)
 	// In place when there is one: the emulator passes every few steps, and a new record
 	// each time was most of a quiet step's allocations.
 	if doc.CPUSched == nil {
 		doc.CPUSched = new(state.CPUSched)
 	}
-	*doc.CPUSched = state.CPUSched{LastPass: now, NextPass: pass.NextPass, NextPassReason: pass.NextPassReason}
-	return pass
+	*doc.CPUSched = state.CPUSched{LastPass: pass.Now, NextPass: pass.NextPass, NextPassReason: pass.NextPassReason}
 }
 
 // debtOf is the scheduling debt of a project on a resource: the seed's debt for the CPU,
@@ -517,7 +587,7 @@ func shareFraction(share, total float64, n int) float64 {
 
 // firstFit returns the index of the first candidate from k on that is not yet chosen and
 // fits in the free instances (and free CPUs, for a coprocessor task), or -1.
-func firstFit(cands []candidate, k int, chosen []bool, free, cpuFree float64, appLimit, appRunning []int, resource string) int {
+func firstFit(cands []candidate, k int, chosen []bool, free, cpuFree float64, apps *appLimits, resource string) int {
 	for ; k < len(cands); k++ {
 		c := cands[k]
 		if chosen[c.task] || c.need > free+fitSlack {
@@ -526,7 +596,7 @@ func firstFit(cands []candidate, k int, chosen []bool, free, cpuFree float64, ap
 		if resource != state.ResourceCPU && c.ncpus > cpuFree+fitSlack {
 			continue
 		}
-		if c.app >= 0 && appRunning[c.app] >= appLimit[c.app] {
+		if apps.full(c.app) {
 			continue
 		}
 		return k
@@ -535,14 +605,14 @@ func firstFit(cands []candidate, k int, chosen []bool, free, cpuFree float64, ap
 }
 
 // waiting says why an unchosen candidate waits.
-func waiting(c candidate, anticipated, free, cpuFree float64, resource string, appLimit, appRunning []int) TaskDecision {
+func waiting(c candidate, anticipated, free, cpuFree float64, resource string, apps *appLimits) TaskDecision {
 	d := TaskDecision{Why: WhyOtherTasks, Anticipated: anticipated, Free: free}
 	switch {
 	case c.need > free+fitSlack:
 		d.Why = WhyNoRoom
 	case resource != state.ResourceCPU && c.ncpus > cpuFree+fitSlack:
 		d.Why = WhyNoCPUs
-	case c.app >= 0 && appRunning[c.app] >= appLimit[c.app]:
+	case apps.full(c.app):
 		d.Why = WhyAppLimit
 	}
 	return d
@@ -661,10 +731,3 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 }
 
 func num(x float64) string { return fmt.Sprintf("%.6g", x) }
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
