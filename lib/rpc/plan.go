@@ -35,8 +35,9 @@ type Plan struct {
 //     dry for hours;
 //   - coprocessor work: seed 002's request (coproc: bdevices request, lib/prsc), of
 //     which only the coprocessor part is sent (the CPU is seed 001's), so only when a
-//     coprocessor has an idle instance or a shortfall. A host without coprocessors
-//     does not ask.
+//     coprocessor has an idle instance or a shortfall: in the CPU RPC above when seed
+//     002 chose the same project (withCoprocs), else in an RPC of its own to the
+//     project seed 002 chose. A host without coprocessors does not ask.
 //
 // The chosen RPC's request is recorded in doc.Request, for the server and for
 // bdevices reply. Without seed 001's decision in the document, see NextSeed000.
@@ -55,24 +56,53 @@ func record(doc *state.Document, r *Plan, now float64) {
 }
 
 func next(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (Plan, bool) {
+	coprocs := len(doc.Host.Resources) > 1
 	if len(asked) == 0 {
 		if d := PollIfOverdue(doc, now); d.Action == Report {
 			p := projectIndex(doc, d.Project)
 			r := Plan{Project: p, Why: "report: " + d.Reason}
 			if d.AskWork {
 				r.Request, _ = cpuRequest(doc, now, nil, p)
+				if coprocs {
+					withCoprocs(&r.Request, doc.Projects[p].Name, coproc())
+				}
 			}
 			r.Request.Reason = r.Why
 			return r, true
 		}
 	}
 	if req, ok := cpuRequest(doc, now, asked, -1); ok {
+		if coprocs {
+			withCoprocs(&req, req.Project, coproc())
+		}
 		return Plan{Project: projectIndex(doc, req.Project), Request: req, Why: req.Reason}, true
 	}
-	if len(doc.Host.Resources) < 2 {
+	if !coprocs {
 		return Plan{}, false
 	}
 	return coprocRequest(doc, coproc(), asked)
+}
+
+// withCoprocs adds to req, a CPU request to project, the coprocessor part of seed
+// 002's request c when c is to the same project: seed 002's send_req puts every
+// resource's shortfall in the one request, so a project asked for CPU work is asked
+// for the coprocessors' work it was chosen for too. Without this, a host whose one
+// project has CPU and GPU jobs asked it for CPU work at every step (seed 001 keeps it
+// supplied) and, the project being contacted already, never for GPU work: its GPU
+// stood idle.
+func withCoprocs(req *state.WorkRequest, project string, c state.WorkRequest) {
+	if c.Project != project {
+		return
+	}
+	for _, cr := range c.Coprocs {
+		if cr.ReqSecs > 0 || cr.ReqInstances > 0 {
+			req.Coprocs = append(req.Coprocs, cr)
+			req.WorkReqSeconds = max(req.WorkReqSeconds, cr.ReqSecs)
+		}
+	}
+	if len(req.Coprocs) > 0 {
+		req.Reason += "; seed 002: " + c.Reason
+	}
 }
 
 // NextSeed000 is the choice of the next RPC from seed 000 alone, for a document without

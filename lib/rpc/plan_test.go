@@ -126,3 +126,47 @@ func TestNextCPUWorkNeedsACPUVersionOrNone(t *testing.T) {
 		t.Fatalf("asked %s, want B,C", got)
 	}
 }
+
+// A host whose one project has CPU and GPU versions: seed 001 asks that project for
+// 1000 s of CPU work and seed 002 chose the same project for the idle GPU (3600
+// instance-seconds, 1 instance). The one RPC asks for both, as seed 002's send_req
+// does (work_req_seconds the larger); with the GPU's request to another project, the
+// CPU RPC carries no GPU part and that project is asked for it next. Before this, the
+// GPU part was sent only in an RPC of its own, which never came once the project had
+// been contacted at the step, and the full loop's GPU client stood idle 74 % of the time.
+func TestNextCPURequestCarriesSameProjectsCoprocs(t *testing.T) {
+	d := doc(t, 2, []state.Project{proj("A", 100, 10), proj("B", 100, 10)})
+	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	d.AppVersions = []state.AppVersion{
+		{Name: "a_cpu", Project: "A", AvgNCPUs: 1},
+		{Name: "a_gpu", Project: "A", AvgNCPUs: 0.1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+		{Name: "b_gpu", Project: "B", AvgNCPUs: 0.1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+	}
+	d.WorkFetch = &state.WorkFetch{Time: t0, Urgency: "need_work"}
+	d.Projects[0].WorkRequest = 1000
+	if err := state.Validate(d); err != nil {
+		t.Fatal(err)
+	}
+	gpuFrom := func(p string) func() state.WorkRequest {
+		return func() state.WorkRequest {
+			return state.WorkRequest{Project: p, Reason: "NVIDIA idle", CPUReqSecs: 500, WorkReqSeconds: 3600,
+				Coprocs: []state.CoprocRequest{{Type: "NVIDIA", ReqSecs: 3600, ReqInstances: 1}}}
+		}
+	}
+	r, ok := Next(d, t0, nil, gpuFrom("A"))
+	if !ok || r.Project != 0 || r.Request.CPUReqSecs != 1000 || r.Request.WorkReqSeconds != 3600 ||
+		len(r.Request.Coprocs) != 1 || r.Request.Coprocs[0] != (state.CoprocRequest{Type: "NVIDIA", ReqSecs: 3600, ReqInstances: 1}) {
+		t.Fatalf("same project: %+v %v", r, ok)
+	}
+	if d.Request == nil || len(d.Request.Coprocs) != 1 {
+		t.Fatalf("recorded request %+v", d.Request)
+	}
+	r, ok = Next(d, t0, nil, gpuFrom("B"))
+	if !ok || r.Project != 0 || r.Request.WorkReqSeconds != 1000 || len(r.Request.Coprocs) != 0 {
+		t.Fatalf("GPU to another project: %+v %v", r, ok)
+	}
+	r, ok = Next(d, t0, []int{0}, gpuFrom("B"))
+	if !ok || r.Project != 1 || r.Request.CPUReqSecs != 0 || len(r.Request.Coprocs) != 1 {
+		t.Fatalf("then B for the GPU: %+v %v", r, ok)
+	}
+}
