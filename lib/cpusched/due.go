@@ -1,0 +1,80 @@
+package cpusched
+
+import (
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Due reports whether a pass is due at now, and why: no pass has run yet, the scheduling
+// period is over, a result arrived since the last pass, or an instance is free while a
+// task waits for it.
+func Due(doc *state.Document, now float64) (bool, string) {
+	var w Workspace
+	cause, i := w.due(doc, now)
+	s := doc.CPUSched
+	switch cause {
+	case dueFirst:
+		return true, "no pass has run yet"
+	case duePeriod:
+		return true, "next pass was due at " + num(s.NextPass) + " (" + s.NextPassReason + ")"
+	case dueNewResult:
+		return true, "new result " + doc.Tasks[i].Name
+	case dueFree:
+		return true, "a " + doc.Host.Resources[i].Type + " instance is free"
+	}
+	return false, "next pass due at " + num(s.NextPass) + " (" + s.NextPassReason + ")"
+}
+
+// Due is Due's answer without its reason, with w's index and buffers.
+func (w *Workspace) Due(doc *state.Document, now float64) bool {
+	cause, _ := w.due(doc, now)
+	return cause != dueNot
+}
+
+// dueCause is why a pass is due.
+type dueCause int
+
+const (
+	dueNot       dueCause = iota
+	dueFirst              // no pass has run yet
+	duePeriod             // the next pass's time has come
+	dueNewResult          // a result arrived since the last pass (the task's index)
+	dueFree               // an instance is free while a task waits (the resource's index)
+)
+
+// due is Due's decision: its cause and the task or resource it names.
+func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
+	s := doc.CPUSched
+	if s == nil {
+		return dueFirst, -1
+	}
+	if now >= s.NextPass {
+		return duePeriod, -1
+	}
+	ix := w.index(doc)
+	nR := len(doc.Host.Resources)
+	used, small, waiting := grow(w.used, nR), grow(w.small, nR), grow(w.waiting, nR)
+	w.used, w.small, w.waiting = used, small, waiting
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.State == state.TaskReady && t.ReceivedTime > s.LastPass {
+			return dueNewResult, i
+		}
+		v := ix.appVersion(t.AppVersion)
+		av := &doc.AppVersions[v]
+		r := w.avRes[v]
+		switch t.State {
+		case state.TaskRunning:
+			used[r] += av.Instances()
+		case state.TaskReady, state.TaskPreempted:
+			if n := av.Instances(); !waiting[r] || n < small[r] {
+				small[r], waiting[r] = n, true
+			}
+		}
+	}
+	for r := range doc.Host.Resources {
+		if waiting[r] && small[r] <= float64(doc.Host.Resources[r].Instances)-used[r]+fitSlack {
+			return dueFree, r
+		}
+	}
+	return dueNot, -1
+}

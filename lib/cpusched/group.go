@@ -1,0 +1,107 @@
+package cpusched
+
+import (
+	"github.com/bkit/bkit/lib/state"
+)
+
+// candidate is a runnable task in the order the seed prefers it within a project.
+type candidate struct {
+	task  int
+	need  float64 // instances of the resource
+	ncpus float64 // CPUs a coprocessor task also takes
+	rank  int     // 0 running, 1 preempted, 2 ready
+	app   int     // index into the app-concurrency table, -1 if unlimited
+}
+
+// appLimits is the concurrency table of the apps with a max_concurrent, shared by all
+// resources of a pass; a candidate's app indexes it. A document without such apps
+// leaves it empty (and allocates nothing).
+type appLimits struct {
+	limit, running []int
+	of             map[[2]string]int // (project, app) → index
+}
+
+func newAppLimits(doc *state.Document) appLimits {
+	var a appLimits
+	for _, app := range doc.Apps {
+		if app.MaxConcurrent > 0 {
+			if a.of == nil {
+				a.of = map[[2]string]int{}
+			}
+			a.of[[2]string{app.Project, app.Name}] = len(a.limit)
+			a.limit = append(a.limit, app.MaxConcurrent)
+			a.running = append(a.running, 0)
+		}
+	}
+	return a
+}
+
+// full reports whether app (an index, -1 for unlimited) runs as many tasks as it may.
+func (a *appLimits) full(app int) bool {
+	return app >= 0 && a.running[app] >= a.limit[app]
+}
+
+// group sorts the runnable tasks into candidates by resource and project
+// (w.cands[r][p]), counts them (w.runnable[r][p]), and notes each one's app version
+// (w.avOf). Tasks that cannot run are left out.
+func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
+	nP, nR := len(doc.Projects), len(doc.Host.Resources)
+	w.avOf = grow(w.avOf, len(doc.Tasks))
+	if len(w.cands) < nR {
+		w.cands = append(w.cands, make([][][]candidate, nR-len(w.cands))...)
+		w.runnable = append(w.runnable, make([][]int, nR-len(w.runnable))...)
+		w.rpProjects = append(w.rpProjects, make([][]ProjectDebt, nR-len(w.rpProjects))...)
+	}
+	for r := range nR {
+		if len(w.cands[r]) < nP {
+			w.cands[r] = append(w.cands[r], make([][]candidate, nP-len(w.cands[r]))...)
+		}
+		for p := range nP {
+			w.cands[r][p] = w.cands[r][p][:0]
+		}
+		w.runnable[r] = grow(w.runnable[r], nP)
+	}
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if !t.State.Runnable() {
+			continue
+		}
+		v := ix.appVersion(t.AppVersion)
+		w.avOf[i] = int32(v)
+		av := &doc.AppVersions[v]
+		p := ix.project(t.Project)
+		c := candidate{task: i, need: av.Instances(), app: -1}
+		if av.Coproc != nil {
+			c.ncpus = av.AvgNCPUs
+		}
+		switch t.State {
+		case state.TaskPreempted:
+			c.rank = 1
+		case state.TaskReady:
+			c.rank = 2
+		}
+		if a, ok := apps.of[[2]string{av.Project, av.App}]; ok && av.App != "" {
+			c.app = a
+		}
+		r := w.avRes[v]
+		w.cands[r][p] = append(w.cands[r][p], c)
+		w.runnable[r][p]++
+	}
+}
+
+// resourceOrder appends to order the host's resources (indices) in the order a pass
+// fills them: coprocessors first, then the CPU, each in host order, since a
+// coprocessor task also takes CPUs.
+func resourceOrder(resources []state.Resource, order []int) []int {
+	for r := range resources {
+		if resources[r].Type != state.ResourceCPU {
+			order = append(order, r)
+		}
+	}
+	for r := range resources {
+		if resources[r].Type == state.ResourceCPU {
+			order = append(order, r)
+		}
+	}
+	return order
+}
