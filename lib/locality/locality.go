@@ -188,39 +188,62 @@ func GenerateCount(unsent, cushion int, firstUngenerated, lastJob int64) int {
 	return int(max(0, min(want, left)))
 }
 
-// Job is a generated job of a cursor as the transitioner sees it.
+// Job is a generated job of a cursor as the transitioner sees it: whether it is
+// finished now, and whether its credit is already off the cursor's remaining_credit
+// (Counted: it was finished when the transitioner last looked at it).
 type Job struct {
 	Num      int64
 	Credit   float64
 	Finished bool // completed, successfully or not
+	Counted  bool
 }
 
-// TransitionStep is seed 004's transitioner step: first_unfinished_job_num moves past
-// every finished job, in order, and stops at the first unfinished (or ungenerated)
-// one. remaining is the estimated credit of the cursor's jobs from the new
-// first_unfinished_job_num on that are not finished: rangeCredit (the credit of jobs
-// firstUnfinished..last of the cursor's range) less the credit of jobs already passed
-// and of finished jobs beyond. jobs are the generated jobs from firstUnfinished on, in
-// any order.
-func TransitionStep(firstUnfinished, lastJob int64, rangeCredit float64, jobs []Job) (next int64, remaining float64) {
-	finished := map[int64]bool{}
-	remaining = rangeCredit
-	for _, j := range jobs {
-		if j.Finished && j.Num >= firstUnfinished && j.Num <= lastJob && !finished[j.Num] {
-			finished[j.Num] = true
-			remaining -= j.Credit
+// TransitionStep is seed 004's transitioner step, done on what changed since the last
+// step rather than on every generated job (which made the pass cost the cushion, not
+// the change). remaining is the cursor's remaining_credit: the estimated credit of
+// its jobs from firstUnfinished to lastJob less that of the Counted ones. changed are
+// the jobs whose state may have changed since (any order); front are the generated
+// jobs from firstUnfinished on, in job order, as far as the caller read them (it may
+// stop at the first unfinished one). first_unfinished_job_num moves past every
+// finished job, in order, and stops at the first unfinished (or ungenerated) one;
+// remaining takes off newly finished jobs and puts back jobs no longer finished (the
+// retry job may add results to one). counted[i] is changed[i]'s new Counted.
+func TransitionStep(firstUnfinished, lastJob int64, remaining float64, changed, front []Job) (next int64, newRemaining float64, counted []bool) {
+	counted = make([]bool, len(changed))
+	now := map[int64]bool{} // Counted after the changes, by job
+	for i, j := range changed {
+		counted[i] = j.Finished
+		if j.Num < firstUnfinished || j.Num > lastJob {
+			continue // passed already: no longer in remaining_credit
 		}
+		switch {
+		case j.Finished && !j.Counted:
+			remaining -= j.Credit
+		case !j.Finished && j.Counted:
+			remaining += j.Credit
+		}
+		now[j.Num] = j.Finished
 	}
 	next = firstUnfinished
-	for next <= lastJob && finished[next] {
+	for _, j := range front {
+		if j.Num != next || !j.Finished || next > lastJob {
+			break
+		}
+		c, ok := now[j.Num]
+		if !ok {
+			c = j.Counted
+		}
+		if !c {
+			remaining -= j.Credit // leaves the range uncounted
+		}
 		next++
 	}
 	if next > lastJob {
-		return next, 0
+		return next, 0, counted
 	}
 	// Jobs are left, so the cursor is not finished (remaining 0 means finished),
 	// whatever rounding did to the sum.
-	return next, max(remaining, 1e-9*rangeCredit, math.SmallestNonzeroFloat64)
+	return next, max(remaining, math.SmallestNonzeroFloat64), counted
 }
 
 // TeamCredit is what the locality daemon sets for a cursor: the sum and the maximum of

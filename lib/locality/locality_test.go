@@ -1,6 +1,7 @@
 package locality
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -156,25 +157,40 @@ func TestGenerateCount(t *testing.T) {
 }
 
 func TestTransitionStep(t *testing.T) {
-	j := func(num int64, finished bool) Job { return Job{Num: num, Credit: 10, Finished: finished} }
+	j := func(num int64, finished, counted bool) Job {
+		return Job{Num: num, Credit: 10, Finished: finished, Counted: counted}
+	}
 	for _, tc := range []struct {
-		name          string
-		first, last   int64
-		rangeCredit   float64
-		jobs          []Job
-		wantNext      int64
-		wantRemaining float64
+		name           string
+		first, last    int64
+		remaining      float64
+		changed, front []Job
+		wantNext       int64
+		wantRemaining  float64
+		wantCounted    []bool
 	}{
-		{"advance past finished jobs", 0, 9, 100, []Job{j(0, true), j(1, true), j(2, false), j(3, true)}, 2, 70},
-		{"out of order: first unfinished stays", 0, 9, 100, []Job{j(2, true), j(0, false), j(1, true)}, 0, 80},
-		{"ungenerated job stops it", 0, 9, 100, []Job{j(0, true), j(2, true)}, 1, 80},
-		{"all finished", 5, 6, 20, []Job{j(6, true), j(5, true)}, 7, 0},
-		{"nothing generated", 0, 9, 100, nil, 0, 100},
-		{"jobs of other ranges ignored", 3, 4, 20, []Job{j(2, true), j(5, true), j(3, true)}, 4, 10},
+		{"advance past finished jobs", 0, 9, 100, []Job{j(0, true, false), j(1, true, false), j(3, true, false)},
+			[]Job{j(0, true, false), j(1, true, false), j(2, false, false)}, 2, 70, []bool{true, true, true}},
+		{"out of order: first unfinished stays", 0, 9, 100, []Job{j(2, true, false), j(1, true, false)},
+			[]Job{j(0, false, false)}, 0, 80, []bool{true, true}},
+		{"ungenerated job stops it", 0, 9, 100, []Job{j(0, true, false), j(2, true, false)},
+			[]Job{j(0, true, false), j(2, true, false)}, 1, 80, []bool{true, true}},
+		{"all finished", 5, 6, 20, []Job{j(6, true, false)}, []Job{j(5, true, false), j(6, true, false)}, 7, 0, []bool{true}},
+		{"nothing generated", 0, 9, 100, nil, nil, 0, 100, []bool{}},
+		{"jobs of other ranges ignored", 3, 4, 20, []Job{j(2, true, false), j(5, true, false), j(3, true, false)},
+			[]Job{j(3, true, false), j(4, false, false)}, 4, 10, []bool{true, true, true}},
+		// Counted before: its credit is off already, passing it takes nothing more.
+		{"counted job passed", 0, 9, 90, nil, []Job{j(0, true, true), j(1, false, false)}, 1, 90, []bool{}},
+		// A finished job the transitioner had not looked at is taken off as the front
+		// passes it, once.
+		{"uncounted job passed", 0, 9, 100, nil, []Job{j(0, true, false), j(1, false, false)}, 1, 90, []bool{}},
+		// The retry job added a result to a counted job: its credit is remaining again.
+		{"no longer finished", 0, 9, 80, []Job{j(4, false, true)}, []Job{j(0, false, false)}, 0, 90, []bool{false}},
+		{"last job left keeps remaining above 0", 0, 1, 10, []Job{j(1, true, false)}, []Job{j(0, false, false)}, 0, math.SmallestNonzeroFloat64, []bool{true}},
 	} {
-		next, rem := TransitionStep(tc.first, tc.last, tc.rangeCredit, tc.jobs)
-		if next != tc.wantNext || math.Abs(rem-tc.wantRemaining) > 1e-9 {
-			t.Errorf("%s: next %d remaining %g, want %d %g", tc.name, next, rem, tc.wantNext, tc.wantRemaining)
+		next, rem, counted := TransitionStep(tc.first, tc.last, tc.remaining, tc.changed, tc.front)
+		if next != tc.wantNext || math.Abs(rem-tc.wantRemaining) > 1e-9 || (rem == 0) != (tc.wantRemaining == 0) || fmt.Sprint(counted) != fmt.Sprint(tc.wantCounted) {
+			t.Errorf("%s: next %d remaining %g counted %v, want %d %g %v", tc.name, next, rem, counted, tc.wantNext, tc.wantRemaining, tc.wantCounted)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/bkit/bkit/lib/locality"
@@ -331,6 +330,8 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 			if err := rows.Err(); err != nil {
 				return err
 			}
+			// transition_time 0: a fresh job is unfinished and its credit is in
+			// remaining_credit, so the transitioner has nothing to look at yet.
 			for _, j := range jobs {
 				name := fmt.Sprintf("%s_j%d", ref.batchName, j.JobNum)
 				r, err := tx.exec(`INSERT INTO workunit (create_time, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound,
@@ -338,7 +339,7 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 					retry_check_time, batch_id, cursor_id, job_num, first_file_num, last_file_num)
 					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 					now, b.appid, name, j.FpopsEst, 10*j.FpopsEst, b.delay, b.quorum, b.target, b.maxErr, b.maxTotal, b.maxSuccess,
-					now, now+b.delay, c.BatchID, c.ID, j.JobNum, j.FirstFileNum, j.LastFileNum)
+					0, now+b.delay, c.BatchID, c.ID, j.JobNum, j.FirstFileNum, j.LastFileNum)
 				if err != nil {
 					if isUniqueViolation(err) {
 						return fmt.Errorf("workunit %s generated twice: %w", name, ErrExists)
@@ -378,6 +379,51 @@ const jobFinished = `(w.canonical_resultid<>0 OR w.error_mask<>0 OR
 	(NOT EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state IN (2, 4))
 	AND (SELECT COUNT(*) FROM result r WHERE r.workunitid=w.id AND r.server_state=5 AND r.outcome=1)>=w.min_quorum))`
 
+// ChangedAt is the transition_time that marks a locality workunit changed for the
+// transitioner (0 means nothing new; a clock at 0 still marks).
+func ChangedAt(now float64) float64 {
+	if now > 0 {
+		return now
+	}
+	return 1
+}
+
+// WorkunitsChanged marks workunits for the transitioner: whatever may finish a job or
+// make it unfinished again (a report, a canonical result, an error, a result lost or
+// withdrawn, a new result) marks its workunit, in the same transaction, or the
+// cursor's remaining_credit misses it (its first_unfinished_job_num does not: the
+// transitioner tests the jobs at the front whatever their mark).
+func (t *Tx) WorkunitsChanged(ids []int64, now float64) error {
+	for lo := 0; lo < len(ids); lo += 500 {
+		part := ids[lo:min(len(ids), lo+500)]
+		args := []any{ChangedAt(now)}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		if _, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ResultsChanged marks the workunits of results ids for the transitioner
+// (WorkunitsChanged).
+func (t *Tx) ResultsChanged(ids []int64, now float64) error {
+	for lo := 0; lo < len(ids); lo += 500 {
+		part := ids[lo:min(len(ids), lo+500)]
+		args := []any{ChangedAt(now)}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		if _, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id IN (SELECT workunitid FROM result WHERE id IN (?`+
+			strings.Repeat(",?", len(part)-1)+`))`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Transition is one pass of seed 004's transitioner over every unfinished cursor of
 // the open batches: first_unfinished_job_num moves past finished jobs and
 // remaining_credit becomes the estimated credit of the cursor's unfinished jobs
@@ -389,9 +435,38 @@ func (s *Store) Transition(ctx context.Context, now float64) (changed, completed
 	return s.TransitionCursors(ctx, now, nil)
 }
 
+// transitionJobs reads the workunits a query selects (id, job_num, rsc_fpops_est,
+// locality_counted, and jobFinished) as the transitioner sees them.
+func (t *Tx) transitionJobs(q string, args ...any) (ids []int64, jobs []locality.Job, err error) {
+	rows, err := t.query(`SELECT w.id, w.job_num, w.rsc_fpops_est, w.locality_counted, `+jobFinished+` FROM workunit w `+q, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var j locality.Job
+		var counted, fin int
+		if err := rows.Scan(&id, &j.Num, &j.Credit, &counted, &fin); err != nil {
+			return nil, nil, err
+		}
+		j.Credit *= locality.CreditPerFlop
+		j.Finished, j.Counted = fin != 0, counted != 0
+		ids = append(ids, id)
+		jobs = append(jobs, j)
+	}
+	return ids, jobs, rows.Err()
+}
+
 // TransitionCursors is Transition's pass over the cursors only (all when only is nil):
 // a caller that knows which cursors had results reported since its last pass
 // (blocality simulate) skips the others, which cannot have changed.
+//
+// A cursor's step reads only its workunits marked changed (transition_time > 0,
+// locked on MySQL, so a report that commits meanwhile marks again after this
+// transaction) and the jobs at its front up to the first unfinished one, not every
+// generated job: the cushion of unsent jobs made that most of a pass
+// (docs/decisions.md).
 func (s *Store) TransitionCursors(ctx context.Context, now float64, only map[int64]bool) (changed, completed int, err error) {
 	cursors, err := s.openCursors(ctx, true, only)
 	if err != nil {
@@ -405,34 +480,53 @@ func (s *Store) TransitionCursors(ctx context.Context, now float64, only map[int
 			if err != nil {
 				return err
 			}
-			var rangeFpops sql.NullFloat64
-			if err := tx.queryRow(`SELECT SUM(rsc_fpops_est) FROM batch_job WHERE batch_id=? AND job_num>=? AND job_num<=?`,
-				c.BatchID, c.FirstUnfinishedJobNum, c.LastJobNum).Scan(&rangeFpops); err != nil {
-				return err
-			}
-			rows, err := tx.query(`SELECT w.job_num, w.rsc_fpops_est, `+jobFinished+` FROM workunit w
-				WHERE w.cursor_id=? AND w.job_num>=?`, c.ID, c.FirstUnfinishedJobNum)
+			ids, changedJobs, err := tx.transitionJobs(`WHERE w.cursor_id=? AND w.transition_time<>0`+tx.s.dialect.forUpdate, c.ID)
 			if err != nil {
 				return err
 			}
-			var jobs []locality.Job
-			for rows.Next() {
-				var j locality.Job
-				var fin int
-				if err := rows.Scan(&j.Num, &j.Credit, &fin); err != nil {
-					rows.Close()
+			// The front, a page at a time, up to the first job not finished or not
+			// generated.
+			var front []locality.Job
+			for from, page := c.FirstUnfinishedJobNum, 8; from <= c.LastJobNum; page = min(4*page, 512) {
+				_, jobs, err := tx.transitionJobs(`WHERE w.cursor_id=? AND w.job_num>=? ORDER BY w.job_num LIMIT ?`, c.ID, from, page)
+				if err != nil {
 					return err
 				}
-				j.Credit *= locality.CreditPerFlop
-				j.Finished = fin != 0
-				jobs = append(jobs, j)
+				stop := len(jobs) < page
+				for _, j := range jobs {
+					if j.Num != from || !j.Finished {
+						stop = true
+						break
+					}
+					front = append(front, j)
+					from++
+				}
+				if stop {
+					break
+				}
 			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
+			next, remaining, counted := locality.TransitionStep(c.FirstUnfinishedJobNum, c.LastJobNum, c.RemainingCredit, changedJobs, front)
+			var now0, now1 []int64
+			for i, id := range ids {
+				if counted[i] {
+					now1 = append(now1, id)
+				} else {
+					now0 = append(now0, id)
+				}
 			}
-			next, remaining := locality.TransitionStep(c.FirstUnfinishedJobNum, c.LastJobNum, rangeFpops.Float64*locality.CreditPerFlop, jobs)
-			if next == c.FirstUnfinishedJobNum && math.Abs(remaining-c.RemainingCredit) <= 1e-9*c.RemainingCredit {
+			for flag, part := range [][]int64{now0, now1} {
+				for lo := 0; lo < len(part); lo += 500 {
+					p := part[lo:min(len(part), lo+500)]
+					args := []any{flag}
+					for _, id := range p {
+						args = append(args, id)
+					}
+					if _, err := tx.exec(`UPDATE workunit SET transition_time=0, locality_counted=? WHERE id IN (?`+strings.Repeat(",?", len(p)-1)+`)`, args...); err != nil {
+						return err
+					}
+				}
+			}
+			if next == c.FirstUnfinishedJobNum && remaining == c.RemainingCredit {
 				return nil
 			}
 			changed++

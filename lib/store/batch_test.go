@@ -124,7 +124,7 @@ func TestBatchLifecycle(t *testing.T) {
 
 		// Transitioner: job 1 finished (canonical result) but job 0 in progress: nothing
 		// moves, but job 1's credit is no longer remaining.
-		execAll(t, s, `UPDATE workunit SET canonical_resultid=1 WHERE name='b_j1'`)
+		execAll(t, s, `UPDATE workunit SET canonical_resultid=1, transition_time=30 WHERE name='b_j1'`) // marked, as the validator does
 		if _, _, err := s.Transition(ctx, 30); err != nil {
 			t.Fatal(err)
 		}

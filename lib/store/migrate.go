@@ -318,6 +318,24 @@ var migrations = [][]string{
 		`ALTER TABLE batch ADD COLUMN stream_jobs BIGINT NOT NULL DEFAULT 0`,
 		`ALTER TABLE batch_host ADD COLUMN stream BIGINT NOT NULL DEFAULT -1`,
 	},
+	// 6: the transitioner works on what changed (issue 12's speed round). A locality
+	// workunit's transition_time > 0 says something that may finish its job or make
+	// it unfinished again happened since the transitioner last looked at it (a
+	// report, validation, the retry job: Tx.WorkunitsChanged); the transitioner sets
+	// it back to 0. locality_counted: the job's credit is off its cursor's
+	// remaining_credit (it was finished when last looked at). Existing databases:
+	// every locality workunit is marked changed and uncounted, and remaining_credit
+	// goes back to the credit of the cursor's jobs from first_unfinished_job_num on
+	// (locality.CreditPerFlop: 200 per 86400e9 FLOPs; above 0 while jobs are
+	// left), so the first pass counts everything once.
+	{
+		`ALTER TABLE workunit ADD COLUMN locality_counted BIGINT NOT NULL DEFAULT 0`,
+		`CREATE INDEX workunit_cursor_changed ON workunit (cursor_id, transition_time)`,
+		`UPDATE workunit SET transition_time=1 WHERE cursor_id<>0 AND transition_time<=0`,
+		`UPDATE locality_cursor SET remaining_credit=COALESCE(NULLIF((SELECT SUM(j.rsc_fpops_est) FROM batch_job j
+			WHERE j.batch_id=locality_cursor.batch_id AND j.job_num>=locality_cursor.first_unfinished_job_num
+			AND j.job_num<=locality_cursor.last_job_num)*200/(86400*1e9), 0), 1e-300) WHERE remaining_credit>0`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

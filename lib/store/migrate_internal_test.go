@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
+
+	"github.com/bkit/bkit/lib/locality"
 )
 
 // TestUpgradeKeepsAppVersions: a database made by migration 1 with app versions in it
@@ -47,4 +51,82 @@ func TestUpgradeKeepsAppVersions(t *testing.T) {
 	if _, err := s.AddAppVersion(ctx, AppVersion{AppName: "a", VersionNum: 3, PlanClass: "cuda", Platform: "x86_64-pc-linux-gnu", AvgNCPUs: 1}, 2); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestUpgradeRecountsCursors: a batch part-way through under migration 5 (whose
+// transitioner kept remaining_credit without marks) is recounted once after migration
+// 6: the finished job beyond the front is taken off once, not twice, and the front
+// moves as before. Not parallel: it shortens the migration list for a moment.
+func TestUpgradeRecountsCursors(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open("sqlite:" + filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	saved := migrations
+	migrations = saved[:5]
+	_, err = s.Migrate(ctx, 1)
+	migrations = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddApp(ctx, "loc", true, 1); err != nil {
+		t.Fatal(err)
+	}
+	spec := BatchSpec{Name: "b", App: "loc", DelayBound: 1000, MinQuorum: 1, TargetNResults: 1, MaxErrorResults: 3,
+		MaxTotalResults: 6, MaxSuccessResults: 4, Cursors: []locality.Range{{First: 0, Last: 3}}}
+	spec.Files = []BatchFile{{Name: "b_f0", NBytes: 1}}
+	for j := range 4 {
+		spec.Jobs = append(spec.Jobs, BatchJob{FpopsEst: 1e12 * float64(j+1)})
+	}
+	if _, err := s.CreateBatch(ctx, spec, 1); err != nil {
+		t.Fatal(err)
+	}
+	credit := func(jobs ...int) float64 {
+		sum := 0.0
+		for _, j := range jobs {
+			sum += 1e12 * float64(j+1) * locality.CreditPerFlop
+		}
+		return sum
+	}
+	// Under migration 5: all jobs generated (as its generator did, transition_time
+	// set), job 2 finished and already off remaining_credit.
+	if _, err := s.Generate(ctx, 10, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`UPDATE workunit SET transition_time=2`, `UPDATE workunit SET canonical_resultid=1 WHERE job_num=2`,
+		fmt.Sprintf(`UPDATE locality_cursor SET remaining_credit=%v`, credit(0, 1, 3))} {
+		if _, err := s.DB.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if applied, err := s.Migrate(ctx, 3); err != nil || len(applied) != 1 || applied[0] != 6 {
+		t.Fatalf("upgrade: applied %v, %v", applied, err)
+	}
+	check := func(front int64, remaining float64) {
+		t.Helper()
+		if _, _, err := s.Transition(ctx, 4); err != nil {
+			t.Fatal(err)
+		}
+		var f int64
+		var r float64
+		if err := s.DB.QueryRowContext(ctx, `SELECT first_unfinished_job_num, remaining_credit FROM locality_cursor`).Scan(&f, &r); err != nil {
+			t.Fatal(err)
+		}
+		if f != front || math.Abs(r-remaining) > 1e-9*credit(0, 1, 2, 3) || (r == 0) != (remaining == 0) {
+			t.Fatalf("front %d remaining %g, want %d %g", f, r, front, remaining)
+		}
+	}
+	check(0, credit(0, 1, 3))
+	check(0, credit(0, 1, 3)) // a second pass changes nothing
+	// Job 0 finishes unmarked (the front is tested whatever the marks), job 3 marked.
+	if _, err := s.DB.ExecContext(ctx, `UPDATE workunit SET canonical_resultid=1, transition_time=CASE WHEN job_num=3 THEN 5 ELSE 0 END WHERE job_num IN (0, 3)`); err != nil {
+		t.Fatal(err)
+	}
+	check(1, credit(1))
+	if _, err := s.DB.ExecContext(ctx, `UPDATE workunit SET error_mask=2 WHERE job_num=1`); err != nil {
+		t.Fatal(err)
+	}
+	check(4, 0)
 }

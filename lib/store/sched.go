@@ -152,16 +152,17 @@ func (t *Tx) RecordReport(hostID int64, r Report, now float64) (ReportStatus, er
 		return 0, err
 	}
 	if n == 1 {
-		// Wake the transitioner and the retry job for this workunit; a success of a
-		// workunit still looking for its canonical result waits for the validator
-		// (bretry validate), and the retry job leaves it alone until then.
+		// Wake the transitioner (WorkunitsChanged) and the retry job for this
+		// workunit; a success of a workunit still looking for its canonical result
+		// waits for the validator (bretry validate), and the retry job leaves it alone
+		// until then.
 		if !r.Success {
-			_, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id=(SELECT workunitid FROM result WHERE name=?)`, now, r.Name)
+			_, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id=(SELECT workunitid FROM result WHERE name=?)`, ChangedAt(now), r.Name)
 			return ReportRecorded, err
 		}
 		_, err := t.exec(`UPDATE workunit SET transition_time=?,
 			need_validate=CASE WHEN canonical_resultid=0 AND error_mask=0 THEN 1 ELSE need_validate END
-			WHERE id=(SELECT workunitid FROM result WHERE name=?)`, now, r.Name)
+			WHERE id=(SELECT workunitid FROM result WHERE name=?)`, ChangedAt(now), r.Name)
 		return ReportRecorded, err
 	}
 	var owner int64

@@ -159,7 +159,11 @@ func (p *Pass) lostBatch(ctx context.Context, sum *Summary) (int, error) {
 		}
 		k, err := res.RowsAffected()
 		lost = int(k)
-		return err
+		if err != nil {
+			return err
+		}
+		// A lost result may finish its job (seed 004's transitioner counts it).
+		return tx.ResultsChanged(ids, p.Now)
 	})
 	sum.Lost += lost
 	return n, err
@@ -292,6 +296,9 @@ func (p *Pass) validateBatch(ctx context.Context, sum *Summary) (int, error) {
 			return err
 		}
 		validated, invalid = len(found), len(bad)
+		if err := tx.WorkunitsChanged(found, p.Now); err != nil { // finished, for the transitioner
+			return err
+		}
 		return didntNeed(tx, found)
 	})
 	sum.Validated += validated
@@ -400,6 +407,15 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?),", k), ","), newRows[6*i:6*(i+k)]...); err != nil {
 				return err
 			}
+		}
+		// Lost results, new ones and errors may finish a job or make it unfinished
+		// again: the transitioner looks at these workunits again.
+		changed := make([]int64, len(wus))
+		for i, w := range wus {
+			changed[i] = w.id
+		}
+		if err := tx.WorkunitsChanged(changed, p.Now); err != nil {
+			return err
 		}
 		retried, created, lostHere = len(retryIDs), nNew, marked
 		return nil
