@@ -114,20 +114,27 @@ func grow[T any](b []T, n int) []T {
 	return b
 }
 
-// AccumulateDebt is AccumulateDebt with w's buffers.
+// AccumulateDebt is AccumulateDebt with w's buffers, in the steps of its comment: who
+// takes part where, each resource's use, the groups and what each owes, then each
+// project's debts.
 func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
 	if dt <= 0 {
 		return
 	}
-	h := &doc.Host
-	np, nr := len(doc.Projects), len(h.Resources)
-	speed := grow(w.speed, nr)
-	w.speed = speed
-	for r, res := range h.Resources {
-		speed[r] = RelativeSpeed(h, res)
+	w.participation(doc, used)
+	w.resourceUse(doc, used)
+	w.groups(doc, dt)
+	for p := range doc.Projects {
+		w.settle(doc, p, used[p], dt)
 	}
-	// part[p*nr+r]: project p takes part on resource r.
-	part := grow(w.part, np*nr)
+}
+
+// participation sets part[p*nr+r]: project p takes part on resource r, since its D(P,R)
+// is set or it used r in the interval.
+func (w *DebtWork) participation(doc *state.Document, used [][]float64) {
+	h := &doc.Host
+	nr := len(h.Resources)
+	part := grow(w.part, len(doc.Projects)*nr)
 	w.part = part
 	for p := range doc.Projects {
 		for r, res := range h.Resources {
@@ -140,81 +147,109 @@ func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt floa
 			part[p*nr+r] = d || used[p][r] > 0
 		}
 	}
-	// Union-find over projects 0..np-1 and resources np..np+nr-1.
-	parent := grow(w.parent, np+nr)
-	w.parent = parent
-	for i := range parent {
-		parent[i] = i
+}
+
+// resourceUse sets, per resource r, its relative speed, the instances used in the
+// interval (useR[r]), and the resource shares (wR[r]) and count (nR[r]) of the
+// projects taking part on it.
+func (w *DebtWork) resourceUse(doc *state.Document, used [][]float64) {
+	h := &doc.Host
+	nr := len(h.Resources)
+	speed := grow(w.speed, nr)
+	w.speed = speed
+	for r, res := range h.Resources {
+		speed[r] = RelativeSpeed(h, res)
 	}
-	find := func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
-	for p := range np {
-		for r := range nr {
-			if part[p*nr+r] {
-				parent[find(p)] = find(np + r)
-			}
-		}
-	}
-	// Per resource: use, and the share weights of its participants.
 	useR, wR, nR := grow(w.useR, nr), grow(w.wR, nr), grow(w.nR, nr)
 	w.useR, w.wR, w.nR = useR, wR, nR
-	for p := range np {
+	for p := range doc.Projects {
 		for r := range nr {
 			useR[r] += used[p][r]
-			if part[p*nr+r] {
+			if w.part[p*nr+r] {
 				wR[r] += doc.Projects[p].ResourceShare
 				nR[r]++
 			}
 		}
 	}
-	// Per group (indexed by its root): processing done and share weights.
+}
+
+// groups links projects and resources by participation into groups (a union-find over
+// projects 0..np-1 and resources np..np+nr-1, w.parent) and sets, per group (indexed by
+// its root), the processing done in dt seconds in CPU seconds (groupU) and the
+// resource shares (groupW) and count (groupN) of its projects.
+func (w *DebtWork) groups(doc *state.Document, dt float64) {
+	np, nr := len(doc.Projects), len(doc.Host.Resources)
+	parent := grow(w.parent, np+nr)
+	w.parent = parent
+	for i := range parent {
+		parent[i] = i
+	}
+	for p := range np {
+		for r := range nr {
+			if w.part[p*nr+r] {
+				parent[find(parent, p)] = find(parent, np+r)
+			}
+		}
+	}
 	groupU, groupW, groupN := grow(w.groupU, np+nr), grow(w.groupW, np+nr), grow(w.groupN, np+nr)
 	w.groupU, w.groupW, w.groupN = groupU, groupW, groupN
-	for r := range h.Resources {
-		groupU[find(np+r)] += useR[r] * dt * speed[r]
+	for r := range nr {
+		groupU[find(parent, np+r)] += w.useR[r] * dt * w.speed[r]
 	}
 	for p := range doc.Projects {
-		g := find(p)
+		g := find(parent, p)
 		groupW[g] += doc.Projects[p].ResourceShare
 		groupN[g]++
 	}
+}
+
+// find is the root of i's group, halving the path on the way.
+func find(parent []int, i int) int {
+	for parent[i] != i {
+		parent[i] = parent[parent[i]]
+		i = parent[i]
+	}
+	return i
+}
+
+// settle changes project p's debts for an interval of dt seconds in which it used
+// used[r] instances of each resource: on each resource it takes part on, it is credited
+// its share of the resource's use and charged its own; what its group owes it beyond
+// those credits is spread over its resources by capacity (instances × speed). A
+// project that takes part nowhere keeps its debts. w.delta holds the changes.
+func (w *DebtWork) settle(doc *state.Document, p int, used []float64, dt float64) {
+	h := &doc.Host
+	nr := len(h.Resources)
+	g := find(w.parent, p)
+	pp := w.part[p*nr : (p+1)*nr]
+	if g == p && !anyTrue(pp) {
+		return // takes part nowhere
+	}
+	speed := w.speed
+	owed := w.groupU[g] * frac(doc.Projects[p].ResourceShare, w.groupW[g], w.groupN[g])
+	credited, capacity := 0.0, 0.0
 	delta := grow(w.delta, nr)
 	w.delta = delta
-	for p := range doc.Projects {
-		g := find(p)
-		pp := part[p*nr : (p+1)*nr]
-		if g == p && !anyTrue(pp) {
-			continue // takes part nowhere
+	for r := range h.Resources {
+		if !pp[r] {
+			continue
 		}
-		owed := groupU[g] * frac(doc.Projects[p].ResourceShare, groupW[g], groupN[g])
-		credited, capacity := 0.0, 0.0
-		clear(delta)
+		local := frac(doc.Projects[p].ResourceShare, w.wR[r], w.nR[r]) * w.useR[r] * dt
+		delta[r] = local - used[r]*dt
+		credited += local * speed[r]
+		capacity += float64(h.Resources[r].Instances) * speed[r]
+	}
+	if rest := owed - credited; capacity > 0 {
 		for r := range h.Resources {
-			if !pp[r] {
-				continue
-			}
-			local := frac(doc.Projects[p].ResourceShare, wR[r], nR[r]) * useR[r] * dt
-			delta[r] = local - used[p][r]*dt
-			credited += local * speed[r]
-			capacity += float64(h.Resources[r].Instances) * speed[r]
-		}
-		if rest := owed - credited; capacity > 0 {
-			for r := range h.Resources {
-				if pp[r] {
-					// rest·(N_r·speed_r/capacity) CPU seconds, in instance-seconds of r.
-					delta[r] += rest * float64(h.Resources[r].Instances) / capacity
-				}
+			if pp[r] {
+				// rest·(N_r·speed_r/capacity) CPU seconds, in instance-seconds of r.
+				delta[r] += rest * float64(h.Resources[r].Instances) / capacity
 			}
 		}
-		for r := range h.Resources {
-			if pp[r] || used[p][r] > 0 {
-				doc.Projects[p].ResourceState(h.Resources[r].Type).LongTermDebt += delta[r]
-			}
+	}
+	for r := range h.Resources {
+		if pp[r] || used[r] > 0 {
+			doc.Projects[p].ResourceState(h.Resources[r].Type).LongTermDebt += delta[r]
 		}
 	}
 }
