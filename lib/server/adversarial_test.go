@@ -36,8 +36,8 @@ type advHosts struct {
 // the database unchanged where it must be, and the server still answering afterwards,
 // on SQLite and on MariaDB.
 func TestAdversarial(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, dsn string) {
-		t.Parallel()
 		const maxBody = 64 << 10
 		e := start(t, dsn, server.Config{MaxBodyBytes: maxBody, ReadTimeout: time.Second}, 4)
 		var h advHosts

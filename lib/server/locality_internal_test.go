@@ -19,9 +19,11 @@ var errRollback = errors.New("roll back")
 // decides as locality.ChooseCursor does over all of the batch's cursors, with ties,
 // finished cursors, teams without credit, full teams and users' other hosts.
 func TestAssignCursorMatchesAll(t *testing.T) {
+	t.Parallel()
 	for _, e := range storetest.Engines(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
+			t.Parallel()
 			ctx := context.Background()
 			st := storetest.Open(t, e.DSN)
 			if _, err := st.AddApp(ctx, "loc", true, 1); err != nil {

@@ -53,6 +53,7 @@ func setupBatch(t *testing.T, st *store.Store) {
 }
 
 func TestLocalityScheduling(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, dsn string) {
 		st := storetest.Open(t, dsn)
 		setupBatch(t, st)
@@ -129,6 +130,7 @@ func TestLocalityScheduling(t *testing.T) {
 // the third. Without streams (seed 004's plain job order) the third host would get
 // jobs 2 and 3.
 func TestLocalityStreams(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		st := storetest.Open(t, dsn)

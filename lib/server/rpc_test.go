@@ -14,6 +14,7 @@ import (
 )
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, dsn string) {
 		e := start(t, dsn, server.Config{RequestDelay: 30}, 3)
 		id, auth := e.newHost(t, 2, 0)
@@ -59,6 +60,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestWorkSending(t *testing.T) {
+	t.Parallel()
 	deadline := float64(testNow.Unix()) + 1000
 	for _, tc := range []struct {
 		name   string
@@ -92,6 +94,7 @@ func TestWorkSending(t *testing.T) {
 			want: []string{"cpuapp", "cpuapp", "cpuapp", "cpuapp", "cpuapp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			forEngine(t, func(t *testing.T, dsn string) {
 				e := start(t, dsn, server.Config{MaxJobsPerRPC: 5}, 10)
 				id, auth := e.newHost(t, tc.ncpus, tc.gpus)
@@ -142,6 +145,7 @@ func TestNoRscApps(t *testing.T) {
 }
 
 func TestReports(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, dsn string) {
 		e := start(t, dsn, server.Config{}, 4)
 		id, auth := e.newHost(t, 1, 0)

@@ -115,10 +115,13 @@ func (e *env) newHost(t testing.TB, ncpus int, gpus int) (int64, string) {
 	return rep.HostID, rep.Authenticator
 }
 
+// forEngine runs fn on a fresh database of each engine, the engines at once: each has
+// its own database, and the tests mostly wait on commits and DDL.
 func forEngine(t *testing.T, fn func(t *testing.T, dsn string)) {
 	for _, e := range storetest.Engines(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
+			t.Parallel()
 			fn(t, e.DSN)
 		})
 	}

@@ -50,6 +50,7 @@ func cursors(t *testing.T, s *store.Store, name string) []store.CursorStatus {
 }
 
 func TestBatchLifecycle(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		if _, err := s.AddApp(ctx, "loc", true, 1); err != nil {
@@ -160,6 +161,7 @@ func TestBatchLifecycle(t *testing.T) {
 // TestCreditDaemon: the team's credit is recomputed from its members; a silent host
 // leaves its team and its cursor, left empty, waits with no credit.
 func TestCreditDaemon(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		if _, err := s.AddApp(ctx, "loc", true, 1); err != nil {

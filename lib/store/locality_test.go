@@ -11,6 +11,7 @@ import (
 // TestStickyFileUnneeded: a cursor with jobs 0 (files 0–1, finished) and 1 (files 1–2,
 // unfinished), and jobs still to generate.
 func TestStickyFileUnneeded(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		if _, err := s.AddApp(ctx, "loc", true, 1); err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestAppRetry(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		appID, _ := setupWork(t, s, 1, 1)
@@ -36,6 +37,7 @@ func TestAppRetry(t *testing.T) {
 // A reported success records its output digest and marks its workunit for the
 // validator; an error does not.
 func TestReportDigest(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		appID, avID := setupWork(t, s, 2, 1)

@@ -39,17 +39,20 @@ func TestParseDSN(t *testing.T) {
 	}
 }
 
-// forEngine runs fn on a fresh, migrated database of each engine.
+// forEngine runs fn on a fresh, migrated database of each engine, the engines at once
+// (each test's databases are its own; the tests mostly wait on commits and DDL).
 func forEngine(t *testing.T, fn func(t *testing.T, s *store.Store)) {
 	for _, e := range storetest.Engines(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
+			t.Parallel()
 			fn(t, storetest.Open(t, e.DSN))
 		})
 	}
 }
 
 func TestMigrate(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		if err := s.CheckSchema(ctx); err != nil {
@@ -99,6 +102,7 @@ func setupWork(t *testing.T, s *store.Store, count, replicas int) (appID, avID i
 }
 
 func TestClaimAndReport(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		appID, avID := setupWork(t, s, 1, 2)
@@ -171,6 +175,7 @@ func TestClaimAndReport(t *testing.T) {
 // TestConcurrentClaims has many transactions race for few results: each result goes
 // to exactly one host.
 func TestConcurrentClaims(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		appID, avID := setupWork(t, s, 40, 1)
@@ -224,6 +229,7 @@ func TestConcurrentClaims(t *testing.T) {
 // TestConcurrentReports has the same report arrive many times at once: it is recorded
 // exactly once.
 func TestConcurrentReports(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		appID, avID := setupWork(t, s, 5, 1)
@@ -286,6 +292,7 @@ func TestConcurrentReports(t *testing.T) {
 // MariaDB the driver would interpolate it bare: "Unknown column 'NaN'"), and the row
 // keeps its value (issue 18).
 func TestNonFiniteArguments(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		var id int64
@@ -344,6 +351,7 @@ func TestNonFiniteArguments(t *testing.T) {
 // for less, so an acknowledged report survives a power cut (issue 18, item 7); MariaDB's
 // setting is read and told.
 func TestDurability(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		durable, setting, err := s.Durability(context.Background())
 		if err != nil {

@@ -62,6 +62,7 @@ func TestFullLoop(t *testing.T) {
 	for _, e := range storetest.Engines(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
+			t.Parallel() // each engine's run has its own databases and directories
 			cfg := Config{Bin: bin, Clients: 4, Duration: 6 * 3600, Delta: 1800, FrontEnds: 1, Seed: 1, Output: "json", Keep: t.TempDir()}
 			if e.Name == "sqlite" {
 				cfg.KillAt = 2 * 3600

@@ -68,9 +68,11 @@ func start(t *testing.T, wait bool, prog string, args ...string) string {
 // servers, then checks: no job generated twice, and no job sent to more hosts than
 // its redundancy (nor twice to one host).
 func TestGenerateAndServeConcurrently(t *testing.T) {
+	t.Parallel()
 	for _, e := range storetest.Engines(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
+			t.Parallel()
 			ctx := context.Background()
 			st := storetest.Open(t, e.DSN)
 			if _, err := st.AddApp(ctx, "loc", true, 1); err != nil {

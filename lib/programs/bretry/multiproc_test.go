@@ -134,11 +134,12 @@ func runPass(t *testing.T, cmd *exec.Cmd) []int {
 	return f
 }
 
-// engines runs fn on two fresh databases of each engine.
+// engines runs fn on two fresh databases of each engine, the engines at once.
 func engines(t *testing.T, fn func(t *testing.T, a, b string)) {
 	for _, e := range storetest.Engines(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
+			t.Parallel()
 			b := storetest.SQLiteDSN(t)
 			if e.Name == store.MySQL {
 				b = storetest.MySQLDSN(t)
@@ -154,6 +155,7 @@ const nwu = 2001
 // due workunits. Together they must examine each workunit once, and leave the
 // database exactly as one pass alone leaves a copy of it.
 func TestTwoProcesses(t *testing.T) {
+	t.Parallel()
 	engines(t, func(t *testing.T, shared, alone string) {
 		project(t, shared, nwu)
 		project(t, alone, nwu)
@@ -204,6 +206,7 @@ func TestTwoProcesses(t *testing.T) {
 // TestKilled SIGKILLs a pass mid-way, reruns it, and checks that the database is
 // the one an uninterrupted pass makes.
 func TestKilled(t *testing.T) {
+	t.Parallel()
 	engines(t, func(t *testing.T, killed, whole string) {
 		project(t, killed, nwu)
 		project(t, whole, nwu)
@@ -251,6 +254,7 @@ func TestKilled(t *testing.T) {
 // mid-pass (it stops between batches: exit 0, "stopped early") and once while it
 // waits for the next pass (exit 0 at once).
 func TestIntervalSIGTERM(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.SQLiteDSN(t)
 	project(t, dsn, nwu)
 	bin, err := exec.LookPath("bretry")

@@ -138,6 +138,7 @@ var params = retry.Params{DWU: 1000, Dresult: 500, NError: 2, Ndet: 3, Nredundan
 // TestRules: every rule of seed 003 and its boundary, on the database, with batches
 // of two so that every step crosses batch boundaries.
 func TestRules(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		f := newFixture(t, s)
 		now := t0 + 200
@@ -205,6 +206,7 @@ func TestRules(t *testing.T) {
 // TestValidate: canonical results by output digests, then the retry rules over what
 // the validator left.
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	forEngine(t, func(t *testing.T, s *store.Store) {
 		f := newFixture(t, s)
 		now := t0 + 50 // no result is past its deadline (t0+100)

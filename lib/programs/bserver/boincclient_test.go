@@ -83,7 +83,7 @@ func TestRealBOINCClient(t *testing.T) {
 	runOut(t, "app-version", "add", "--db", db, "--app", "upper", "--version", "1", "--platform", "x86_64-pc-linux-gnu", "--file", appBin)
 	runOut(t, "work", "create", "--db", db, "--app", "upper", "--count", strconv.Itoa(njobs), "--fpops-est", "1e11",
 		"--delay-bound", "1d", "--input", "in="+input, "--output", "out:100000")
-	url := startServe(t, db)
+	url := startServe(t, db, "")
 
 	os.WriteFile(filepath.Join(cdir, "global_prefs_override.xml"), []byte(clientPrefs), 0o644)
 	os.WriteFile(filepath.Join(cdir, "gui_rpc_auth.cfg"), []byte("bkit-test\n"), 0o600)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
-	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
 )
@@ -28,13 +27,13 @@ type serveProc struct {
 	stderr *bytes.Buffer
 }
 
-func startServeProc(t *testing.T, db string) *serveProc {
+func startServeProc(t *testing.T, db, projectDir string) *serveProc {
 	t.Helper()
 	bin, err := exec.LookPath("bserver")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, "serve", "--db", db, "--project-dir", projectDir, "--addr", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +72,11 @@ func startServeProc(t *testing.T, db string) *serveProc {
 // report a host was acknowledged is recorded, exactly once (later duplicates change
 // nothing); no result was sent to two hosts.
 func TestKilledUnderLoad(t *testing.T) {
+	t.Parallel()
 	for _, e := range storetest.Engines(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
+			t.Parallel()
 			testKilledUnderLoad(t, e.DSN)
 		})
 	}
@@ -83,14 +84,14 @@ func TestKilledUnderLoad(t *testing.T) {
 
 func testKilledUnderLoad(t *testing.T, db string) {
 	const hosts, kills = 8, 3
-	t.Setenv(bserver.EnvProjectDir, t.TempDir())
-	run(t, "init", "--db", db)
-	run(t, "app", "add", "--db", db, "sim")
-	run(t, "app-version", "add", "--db", db, "--app", "sim", "--version", "1")
-	run(t, "work", "create", "--db", db, "--app", "sim", "--count", "1500", "--fpops-est", "1e12", "--delay-bound", "1d")
+	pdir := t.TempDir() // a flag, not t.Setenv, so that the test runs beside the others
+	run(t, "init", "--db", db, "--project-dir", pdir)
+	run(t, "app", "add", "--db", db, "--project-dir", pdir, "sim")
+	run(t, "app-version", "add", "--db", db, "--project-dir", pdir, "--app", "sim", "--version", "1")
+	run(t, "work", "create", "--db", db, "--project-dir", pdir, "--app", "sim", "--count", "1500", "--fpops-est", "1e12", "--delay-bound", "1d")
 
 	var url atomic.Value
-	proc := startServeProc(t, db)
+	proc := startServeProc(t, db, pdir)
 	url.Store(proc.url)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: hosts}, Timeout: 20 * time.Second}
 	post := func(req *boincxml.SchedulerRequest) (*boincxml.SchedulerReply, error) {
@@ -180,7 +181,7 @@ func testKilledUnderLoad(t *testing.T, db string) {
 		time.Sleep(time.Duration(300+100*k) * time.Millisecond)
 		proc.cmd.Process.Signal(syscall.SIGKILL)
 		proc.cmd.Wait()
-		proc = startServeProc(t, db)
+		proc = startServeProc(t, db, pdir)
 		url.Store(proc.url)
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -30,17 +30,22 @@ func run(t *testing.T, args ...string) {
 }
 
 // startServe starts a `bserver serve` process on a free loopback port and returns its
-// base URL; the process gets SIGTERM at cleanup and must exit 0.
-func startServe(t *testing.T, db string) string {
+// base URL; the process gets SIGTERM at cleanup and must exit 0. projectDir is its
+// --project-dir, or "" for the default (SQLite's database directory; a new one for
+// MySQL).
+func startServe(t *testing.T, db, projectDir string) string {
 	t.Helper()
 	bin, err := exec.LookPath("bserver")
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}
-	if strings.HasPrefix(db, "mysql://") {
+	if projectDir == "" && strings.HasPrefix(db, "mysql://") {
 		// Required with MySQL, where no database file's directory implies it.
-		args = append(args, "--project-dir", t.TempDir())
+		projectDir = t.TempDir()
+	}
+	if projectDir != "" {
+		args = append(args, "--project-dir", projectDir)
 	}
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -83,9 +88,11 @@ func startServe(t *testing.T, db string) string {
 // both for a job. No result may be sent twice, and every report must be recorded
 // exactly once.
 func TestTwoServers(t *testing.T) {
+	t.Parallel()
 	for _, e := range storetest.Engines(t) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
+			t.Parallel()
 			testTwoServers(t, e.DSN)
 		})
 	}
@@ -94,13 +101,14 @@ func TestTwoServers(t *testing.T) {
 func testTwoServers(t *testing.T, db string) {
 	const hosts, rounds = 30, 6 // 30 + 30×6×2 = 390 requests
 	// One project directory for both servers (a MySQL project names it; SQLite's is the
-	// database's directory).
-	t.Setenv(bserver.EnvProjectDir, t.TempDir())
-	run(t, "init", "--db", db)
-	run(t, "app", "add", "--db", db, "sim")
-	run(t, "app-version", "add", "--db", db, "--app", "sim", "--version", "1")
-	run(t, "work", "create", "--db", db, "--app", "sim", "--count", "1000", "--fpops-est", "1e12", "--delay-bound", "1d")
-	urls := []string{startServe(t, db) + "scheduler", startServe(t, db) + "scheduler"}
+	// database's directory), given as a flag: t.Setenv would keep the test from running
+	// beside the others.
+	pdir := t.TempDir()
+	run(t, "init", "--db", db, "--project-dir", pdir)
+	run(t, "app", "add", "--db", db, "--project-dir", pdir, "sim")
+	run(t, "app-version", "add", "--db", db, "--project-dir", pdir, "--app", "sim", "--version", "1")
+	run(t, "work", "create", "--db", db, "--project-dir", pdir, "--app", "sim", "--count", "1000", "--fpops-est", "1e12", "--delay-bound", "1d")
+	urls := []string{startServe(t, db, pdir) + "scheduler", startServe(t, db, pdir) + "scheduler"}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}
 	post := func(url string, req *boincxml.SchedulerRequest) (*boincxml.SchedulerReply, error) {
 		b, _ := req.Marshal()
