@@ -5,8 +5,9 @@
 // up/down process, how each project's emulated server makes jobs, and defaults for the
 // run's length and step. It is the bkit-native alternative to a BOINC client emulator
 // scenario directory (lib/boincxml, ../shared/boinc-emulator.md) and carries the same
-// information: Load reads either, Export converts a directory (or a file, to the other
-// format) into a file, and both give a *boincxml.Scenario that lib/sim runs.
+// information: Decode reads a file and Encode writes one; both formats give a
+// *boincxml.Scenario that lib/sim runs. Which format a path holds is bsim's choice (a
+// directory is BOINC's), made in lib/programs/bsim, which reads and converts either.
 //
 // # The file
 //
@@ -50,8 +51,6 @@
 // field (line 14)"); bounds and references are checked after decoding
 // ("s.yaml: apps[1].fpops_est: must be > 0, got 0", "s.yaml: state.projects[0].name:
 // must not be empty", "s.yaml: servers[0].project: unknown project "C" (the state has
-// A, B)"). Decode returns a *state.Error. Load marks invalid input — an invalid file or
-// directory, or a path that does not exist — with input.BadInput (exit status 2 once a
-// program reports it), and returns other I/O errors unmarked (status 1); errors.As with a
-// *state.Error still finds a file's problems.
+// A, B)"). Decode returns a *state.Error; bsim marks it, and an invalid directory or a
+// path that does not exist, with input.BadInput (exit status 2).
 package scenario

@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"reflect"
 	"strings"
-	"syscall"
 
 	"github.com/bkit/bkit/lib/boincxml"
-	"github.com/bkit/bkit/lib/input"
-	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -88,73 +83,6 @@ var defaultAvailability = boincxml.Availability{Frac: 1, Lambda: boincxml.Defaul
 
 var defaultLambdas = boincxml.Lambdas{On: boincxml.DefaultLambda, Active: boincxml.DefaultLambda,
 	GPUActive: boincxml.DefaultLambda, Connected: boincxml.DefaultLambda}
-
-// Load reads the scenario at path: a directory is a BOINC client emulator scenario
-// (boincxml.LoadScenario), anything else a bkit scenario file (Decode). Invalid input,
-// including a path that does not exist, is marked with input.BadInput (exit status
-// 2); other I/O errors are returned as they are (status 1).
-func Load(path string) (*File, error) { return LoadLimit(path, limits.DocumentBytes) }
-
-// LoadLimit is Load refusing a file of more than limit bytes (a *limits.TooLargeError,
-// exit status 2).
-func LoadLimit(path string, limit int64) (*File, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, ioError(path, err)
-	}
-	if fi.IsDir() {
-		sc, err := boincxml.LoadScenarioLimit(path, limit)
-		if err != nil {
-			return nil, classify(err)
-		}
-		return &File{Scenario: sc}, nil
-	}
-	data, err := readFile(path, limit)
-	if limits.IsTooLarge(err) {
-		return nil, input.BadInput(err)
-	}
-	if err != nil {
-		return nil, ioError(path, err)
-	}
-	f, err := Decode(data, path)
-	if err != nil {
-		return nil, input.BadInput(err)
-	}
-	return f, nil
-}
-
-func readFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return limits.ReadAll(limits.NewReader(f, path, limit), path, limit)
-}
-
-// ioError names path in an I/O error; a path that does not exist is bad input.
-func ioError(path string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	err = fmt.Errorf("%s: %w", path, err)
-	if errors.Is(err, fs.ErrNotExist) {
-		return input.BadInput(err)
-	}
-	return err
-}
-
-// classify marks a scenario directory's error: what the system reports (a missing file
-// aside) is an I/O error, everything else is an invalid scenario.
-func classify(err error) error {
-	var errno syscall.Errno
-	var pe *fs.PathError
-	if !errors.Is(err, fs.ErrNotExist) && (errors.As(err, &errno) || errors.As(err, &pe)) {
-		return err
-	}
-	return input.BadInput(err)
-}
 
 // Decode reads a bkit scenario file; file names it in messages and becomes the
 // scenario's Dir. The error of an invalid file is a *state.Error listing its problems.
@@ -405,42 +333,6 @@ func Encode(f *File, format state.Format) ([]byte, error) {
 		return nil, &state.Error{File: name, Problems: problems}
 	}
 	return state.EncodeValue(&fd, format)
-}
-
-// Export converts the scenario at path — a BOINC client emulator scenario directory, or
-// a scenario file to re-encode — into a bkit scenario file in the given format. Apps
-// without an app version (which a directory may declare but whose jobs can never be
-// made) are left out; a YAML file starts with a comment naming its source. Errors are
-// Load's.
-func Export(path string, format state.Format) ([]byte, error) {
-	return ExportLimit(path, format, limits.DocumentBytes)
-}
-
-// ExportLimit is Export reading files of at most limit bytes.
-func ExportLimit(path string, format state.Format, limit int64) ([]byte, error) {
-	f, err := LoadLimit(path, limit)
-	if err != nil {
-		return nil, err
-	}
-	versions := map[[2]string]bool{}
-	for _, av := range f.Doc.AppVersions {
-		versions[[2]string{av.Project, av.App}] = true
-	}
-	apps := f.Apps[:0:0]
-	for _, a := range f.Apps {
-		if versions[[2]string{a.Project, a.Name}] {
-			apps = append(apps, a)
-		}
-	}
-	f.Apps = apps
-	data, err := Encode(f, format)
-	if err != nil {
-		return nil, err
-	}
-	if format == state.YAML {
-		data = append([]byte("# bkit scenario file (docs/scenario-file.md), converted from "+strings.ReplaceAll(path, "\n", " ")+"\n"), data...)
-	}
-	return data, nil
 }
 
 // Schema returns the JSON Schema (draft 2020-12) of the scenario file, generated from

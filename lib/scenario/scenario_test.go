@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/bkit/bkit/lib/boincxml"
-	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/sim"
 	"github.com/bkit/bkit/lib/state"
 )
@@ -82,85 +81,25 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// mustLoad reads a scenario directory or file as bsim does.
 func mustLoad(t *testing.T, path string) *File {
 	t.Helper()
-	f, err := Load(path)
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		sc, err := boincxml.LoadScenario(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &File{Scenario: sc}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Decode(data, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f
-}
-
-// TestExport: Export's output loads back as the directory's scenario, and a file is
-// re-encoded in the other format.
-func TestExport(t *testing.T) {
-	data, err := Export("../sim/testdata/noisy", state.YAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(string(data), "# bkit scenario file (docs/scenario-file.md), converted from ../sim/testdata/noisy\nversion: 1\n") {
-		t.Errorf("export starts\n%.200s", data)
-	}
-	for _, want := range []string{"lambdas:\n  \"on\": 7200\n", "servers:\n  - project: A\n    available:\n      frac: 0.8\n      lambda: 10000\n", "weight: 3\n"} {
-		if !strings.Contains(string(data), want) {
-			t.Errorf("export lacks %q:\n%s", want, data)
-		}
-	}
-	back, err := Decode(data, "noisy.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(mustLoad(t, "../sim/testdata/noisy").Scenario, back.Scenario, emulation); diff != "" {
-		t.Errorf("(-dir +export):\n%s", diff)
-	}
-
-	js, err := Export(seed002File, state.JSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if state.DetectFormat(js) != state.JSON || !strings.Contains(string(js), `"duration": "30d"`) {
-		t.Errorf("JSON export:\n%s", js)
-	}
-	back, err = Decode(js, "seed002.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Run != (RunDefaults{Duration: 30 * 86400}) {
-		t.Errorf("run defaults %+v", back.Run)
-	}
-}
-
-// TestExportDropsVersionlessApps: a directory may declare an app without a version;
-// its jobs can never be made, so the file leaves it out (and stays loadable).
-func TestExportDropsVersionlessApps(t *testing.T) {
-	dir := t.TempDir()
-	xml := `<client_state>
-<host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
-<project><master_url>http://a/</master_url><project_name>A</project_name></project>
-<app><name>a</name><latency_bound>86400</latency_bound><fpops_est>1e12</fpops_est></app>
-<app><name>idle</name><latency_bound>86400</latency_bound><fpops_est>1e12</fpops_est></app>
-<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
-</client_state>
-`
-	if err := os.WriteFile(filepath.Join(dir, "client_state.xml"), []byte(xml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	data, err := Export(dir, state.YAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := Decode(data, "x.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Apps) != 1 || f.Apps[0].Name != "a" {
-		t.Errorf("apps %+v", f.Apps)
-	}
-	// Encode itself refuses what Decode would.
-	sc := mustLoad(t, dir)
-	if _, err := Encode(sc, state.YAML); err == nil || !strings.Contains(err.Error(), `apps[1].name: no app version of app "idle" in project "A" in state.app_versions`) {
-		t.Errorf("encode: %v", err)
-	}
 }
 
 func fraction(t *testing.T, res *sim.Result, resource, project string) float64 {
@@ -384,56 +323,6 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestLoadErrors: invalid input is a usage error (exit status 2) naming the file; a
-// missing path too; an unreadable file is an I/O error (status 1).
-func TestLoadErrors(t *testing.T) {
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	if err := os.WriteFile(bad, []byte(base+"apps: [{project: A, name: a, latency_bound: 1, fpops_est: 0}]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	badDir := filepath.Join(dir, "baddir")
-	if err := os.Mkdir(badDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(badDir, "client_state.xml"), []byte("<client_state><host_info></host_info></client_state>"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		path, want string
-		status     int
-	}{
-		{bad, bad + ": apps[0].fpops_est: must be > 0, got 0", 2},
-		{filepath.Join(dir, "none.yaml"), filepath.Join(dir, "none.yaml") + ": no such file or directory", 2},
-		{dir, filepath.Join(dir, "client_state.xml") + ": no such file or directory", 2},
-		{badDir, filepath.Join(badDir, "client_state.xml") + ": host_info: missing <p_ncpus>", 2},
-	} {
-		_, err := Load(c.path)
-		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("Load(%s): %v, want %q", c.path, err, c.want)
-		}
-		if s := cliutil.ExitStatus(err); s != c.status {
-			t.Errorf("Load(%s): exit status %d, want %d", c.path, s, c.status)
-		}
-	}
-	var se *state.Error
-	if _, err := Load(bad); !errors.As(err, &se) || se.File != bad {
-		t.Errorf("Load(%s): %v is no *state.Error of the file", bad, err)
-	}
-
-	if os.Getuid() == 0 {
-		t.Skip("root reads unreadable files")
-	}
-	locked := filepath.Join(dir, "locked.yaml")
-	if err := os.WriteFile(locked, []byte(base), 0o000); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Load(locked)
-	if err == nil || err.Error() != locked+": permission denied" || cliutil.ExitStatus(err) != 1 {
-		t.Errorf("Load(%s): %v (status %d), want a permission error, status 1", locked, err, cliutil.ExitStatus(err))
-	}
-}
-
 func TestSeconds(t *testing.T) {
 	for _, c := range []struct {
 		in   string
@@ -501,8 +390,10 @@ func FuzzDecode(f *testing.F) {
 			f.Add(data)
 		}
 	}
-	if data, err := Export("../sim/testdata/noisy", state.JSON); err == nil {
-		f.Add(data)
+	if sc, err := boincxml.LoadScenario("../sim/testdata/noisy"); err == nil {
+		if data, err := Encode(&File{Scenario: sc}, state.JSON); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Decode(data, "fuzz")

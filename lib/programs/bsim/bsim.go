@@ -15,7 +15,6 @@ import (
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/plotcmd"
-	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/sim"
 	"github.com/urfave/cli/v3"
 )
@@ -206,9 +205,9 @@ func loadScenario(cmd *cli.Command, path string) (*boincxml.Scenario, runDefault
 	if err != nil {
 		return nil, runDefaults{}, err
 	}
-	f, err := scenario.LoadLimit(path, limit)
+	f, err := readScenario(path, limit)
 	if err != nil {
-		return nil, runDefaults{}, err // Load's errors carry their exit status
+		return nil, runDefaults{}, err // readScenario's errors carry their exit status
 	}
 	if len(f.Doc.Projects) == 0 {
 		// A run would print figures of nothing ("projects": null).

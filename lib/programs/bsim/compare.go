@@ -16,7 +16,6 @@ import (
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/plotcmd"
-	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/sim"
 	"github.com/urfave/cli/v3"
 )
@@ -210,7 +209,7 @@ func Compare(scenarios, policies []string, cfgs []sim.Config, limit int64, worke
 }
 
 func compareOne(path, policy string, cfg sim.Config, limit int64) (CompareRow, error) {
-	f, err := scenario.LoadLimit(path, limit)
+	f, err := readScenario(path, limit)
 	if err != nil {
 		return CompareRow{}, err
 	}

@@ -128,9 +128,9 @@ func runExport(_ context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	data, err := scenario.ExportLimit(cmd.Args().First(), outputFormat(cmd, state.YAML), limit)
+	data, err := exportScenario(cmd.Args().First(), outputFormat(cmd, state.YAML), limit)
 	if err != nil {
-		return err // Load's errors carry their exit status
+		return err // readScenario's errors carry their exit status
 	}
 	_, err = cmd.Root().Writer.Write(data)
 	return err

@@ -1,0 +1,169 @@
+package bsim
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/limits"
+	"github.com/bkit/bkit/lib/scenario"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// noisyDir is lib/sim's noisy BOINC scenario: availability processes, several apps,
+// weights, estimate spread.
+const noisyDir = "../../sim/testdata/noisy"
+
+// base is a valid scenario file the error cases change.
+const base = `version: 1
+state:
+  version: 1
+  host: {resources: [{type: cpu, instances: 1, flops: 1e9}]}
+  projects: [{name: A, resource_share: 1}, {name: B, resource_share: 1}]
+  apps: [{name: a, project: A}, {name: b, project: B}]
+  app_versions: [{name: a1, project: A, app: a, avg_ncpus: 1}, {name: b1, project: B, app: b, avg_ncpus: 1}]
+`
+
+// emulation compares what lib/sim uses of a scenario.
+var emulation = cmp.Options{
+	cmpopts.IgnoreFields(boincxml.Scenario{}, "Dir", "HostNCPUs", "Prefs"),
+	cmpopts.EquateEmpty(),
+}
+
+func mustRead(t *testing.T, path string) *scenario.File {
+	t.Helper()
+	f, err := readScenario(path, limits.DocumentBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestExport: Export's output loads back as the directory's scenario, and a file is
+// re-encoded in the other format.
+func TestExport(t *testing.T) {
+	data, err := exportScenario(noisyDir, state.YAML, limits.DocumentBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "# bkit scenario file (docs/scenario-file.md), converted from "+noisyDir+"\nversion: 1\n") {
+		t.Errorf("export starts\n%.200s", data)
+	}
+	for _, want := range []string{"lambdas:\n  \"on\": 7200\n", "servers:\n  - project: A\n    available:\n      frac: 0.8\n      lambda: 10000\n", "weight: 3\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("export lacks %q:\n%s", want, data)
+		}
+	}
+	back, err := scenario.Decode(data, "noisy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(mustRead(t, noisyDir).Scenario, back.Scenario, emulation); diff != "" {
+		t.Errorf("(-dir +export):\n%s", diff)
+	}
+
+	js, err := exportScenario("../../../scenarios/seed002-gpu.yaml", state.JSON, limits.DocumentBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.DetectFormat(js) != state.JSON || !strings.Contains(string(js), `"duration": "30d"`) {
+		t.Errorf("JSON export:\n%s", js)
+	}
+	back, err = scenario.Decode(js, "seed002.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Run != (scenario.RunDefaults{Duration: 30 * 86400}) {
+		t.Errorf("run defaults %+v", back.Run)
+	}
+}
+
+// TestExportDropsVersionlessApps: a directory may declare an app without a version;
+// its jobs can never be made, so the file leaves it out (and stays loadable).
+func TestExportDropsVersionlessApps(t *testing.T) {
+	dir := t.TempDir()
+	xml := `<client_state>
+<host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<project><master_url>http://a/</master_url><project_name>A</project_name></project>
+<app><name>a</name><latency_bound>86400</latency_bound><fpops_est>1e12</fpops_est></app>
+<app><name>idle</name><latency_bound>86400</latency_bound><fpops_est>1e12</fpops_est></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+</client_state>
+`
+	if err := os.WriteFile(filepath.Join(dir, "client_state.xml"), []byte(xml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := exportScenario(dir, state.YAML, limits.DocumentBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := scenario.Decode(data, "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Apps) != 1 || f.Apps[0].Name != "a" {
+		t.Errorf("apps %+v", f.Apps)
+	}
+	// Encode itself refuses what Decode would.
+	sc := mustRead(t, dir)
+	if _, err := scenario.Encode(sc, state.YAML); err == nil || !strings.Contains(err.Error(), `apps[1].name: no app version of app "idle" in project "A" in state.app_versions`) {
+		t.Errorf("encode: %v", err)
+	}
+}
+
+// TestReadScenarioErrors: invalid input is a usage error (exit status 2) naming the file; a
+// missing path too; an unreadable file is an I/O error (status 1).
+func TestReadScenarioErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(base+"apps: [{project: A, name: a, latency_bound: 1, fpops_est: 0}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badDir := filepath.Join(dir, "baddir")
+	if err := os.Mkdir(badDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(badDir, "client_state.xml"), []byte("<client_state><host_info></host_info></client_state>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, want string
+		status     int
+	}{
+		{bad, bad + ": apps[0].fpops_est: must be > 0, got 0", 2},
+		{filepath.Join(dir, "none.yaml"), filepath.Join(dir, "none.yaml") + ": no such file or directory", 2},
+		{dir, filepath.Join(dir, "client_state.xml") + ": no such file or directory", 2},
+		{badDir, filepath.Join(badDir, "client_state.xml") + ": host_info: missing <p_ncpus>", 2},
+	} {
+		_, err := readScenario(c.path, limits.DocumentBytes)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("readScenario(%s): %v, want %q", c.path, err, c.want)
+		}
+		if s := cliutil.ExitStatus(err); s != c.status {
+			t.Errorf("readScenario(%s): exit status %d, want %d", c.path, s, c.status)
+		}
+	}
+	var se *state.Error
+	if _, err := readScenario(bad, limits.DocumentBytes); !errors.As(err, &se) || se.File != bad {
+		t.Errorf("readScenario(%s): %v is no *state.Error of the file", bad, err)
+	}
+
+	if os.Getuid() == 0 {
+		t.Skip("root reads unreadable files")
+	}
+	locked := filepath.Join(dir, "locked.yaml")
+	if err := os.WriteFile(locked, []byte(base), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	_, err := readScenario(locked, limits.DocumentBytes)
+	if err == nil || err.Error() != locked+": permission denied" || cliutil.ExitStatus(err) != 1 {
+		t.Errorf("readScenario(%s): %v (status %d), want a permission error, status 1", locked, err, cliutil.ExitStatus(err))
+	}
+}
