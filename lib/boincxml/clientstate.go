@@ -8,6 +8,7 @@ import (
 
 	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/prsc"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -63,7 +64,7 @@ func ImportClientState(r io.Reader, file string) (*state.Document, error) {
 // a BOINC emulator scenario (scenario.go) and applies its stricter rules.
 type csReader struct {
 	file     string
-	sc       *Scenario
+	sc       *scenario.Scenario
 	doc      *state.Document
 	hostSeen bool
 	cur      *projBuild
@@ -96,7 +97,7 @@ type wuInfo struct {
 	est float64
 }
 
-func newReader(file string, sc *Scenario) *csReader {
+func newReader(file string, sc *scenario.Scenario) *csReader {
 	return &csReader{
 		file: file, sc: sc,
 		doc: &state.Document{
@@ -187,9 +188,6 @@ func (r *csReader) hostInfo(e *elem) error {
 	if err != nil {
 		return fmt.Errorf("host_info: %w", err)
 	}
-	if r.sc != nil {
-		r.sc.HostNCPUs = ncpus
-	}
 	r.doc.Host.Resources = []state.Resource{{Type: state.ResourceCPU, Instances: ncpus, Flops: fpops}}
 	cps := e.child("coprocs")
 	if cps == nil {
@@ -234,7 +232,7 @@ func (r *csReader) hostInfo(e *elem) error {
 		}
 		flops := peak
 		if r.sc != nil {
-			flops = GPUEfficiency * peak * float64(count) // the emulator's quirk, see Scenario
+			flops = GPUEfficiency * peak * float64(count) // the emulator's quirk, see GPUEfficiency
 		}
 		r.doc.Host.Resources = append(r.doc.Host.Resources, state.Resource{Type: typ, Instances: count, Flops: flops})
 	}
@@ -256,10 +254,13 @@ func (r *csReader) timeStats(e *elem) error {
 	ts := &r.doc.Host.TimeStats
 	fracs := map[string]*float64{"on_frac": &ts.OnFrac, "active_frac": &ts.ActiveFrac,
 		"gpu_active_frac": &ts.GPUActiveFrac, "connected_frac": &ts.ConnectedFrac}
-	var lambdas map[string]*float64
+	var lambdas map[string]**float64
 	if r.sc != nil {
-		l := &r.sc.Lambdas
-		lambdas = map[string]*float64{"on_lambda": &l.On, "active_lambda": &l.Active,
+		if r.sc.Lambdas == nil {
+			r.sc.Lambdas = &scenario.Lambdas{}
+		}
+		l := r.sc.Lambdas
+		lambdas = map[string]**float64{"on_lambda": &l.On, "active_lambda": &l.Active,
 			"gpu_active_lambda": &l.GPUActive, "connected_lambda": &l.Connected}
 	}
 	for _, k := range e.kids {
@@ -284,7 +285,7 @@ func (r *csReader) timeStats(e *elem) error {
 			if err != nil {
 				return fmt.Errorf("time_stats: %w", err)
 			}
-			*p = x
+			*p = &x
 		} else if r.sc != nil && !ignoredTimeStats[k.name] {
 			return fmt.Errorf("time_stats: unknown element <%s>", k.name)
 		}
@@ -320,7 +321,7 @@ func (r *csReader) project(e *elem) error {
 	pb := &projBuild{idx: len(r.doc.Projects), label: label, apps: map[string]bool{},
 		wus: map[string]wuInfo{}, res: map[string]*state.ProjectResource{}}
 	p := state.Project{Name: name, MasterURL: url, ResourceShare: 100}
-	avail := Availability{Frac: 1, Lambda: DefaultLambda}
+	var avail *scenario.Availability // the emulation's server process, when the XML gives one
 	resource := func(t string) *state.ProjectResource {
 		if pb.res[t] == nil {
 			pb.res[t] = &state.ProjectResource{Type: t}
@@ -366,7 +367,9 @@ func (r *csReader) project(e *elem) error {
 			}
 		case "available":
 			if r.sc != nil {
-				avail, err = readAvailability(k)
+				var a scenario.Availability
+				a, err = readAvailability(k)
+				avail = &a
 			}
 		default:
 			err = perResourceField(k, &p, resource)
@@ -378,8 +381,8 @@ func (r *csReader) project(e *elem) error {
 	r.doc.Projects = append(r.doc.Projects, p)
 	r.projects = append(r.projects, pb)
 	r.cur = pb
-	if r.sc != nil {
-		r.sc.Projects = append(r.sc.Projects, ScenarioProject{Name: name, MasterURL: url, Available: avail})
+	if avail != nil {
+		r.sc.Servers = append(r.sc.Servers, scenario.Server{Project: name, Available: *avail})
 	}
 	return nil
 }

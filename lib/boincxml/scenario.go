@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/bkit/bkit/lib/limits"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -17,73 +18,6 @@ import (
 // GPUEfficiency × peak_flops × count FLOPS (an assumed efficiency of 20 %). Scenarios
 // are read the same way, so that bsim's figures compare with BOINC's emulator.
 const GPUEfficiency = 0.2
-
-// DefaultLambda is the mean length of an "on" period, seconds, of an availability
-// process whose scenario gives none.
-const DefaultLambda = 3600
-
-// Scenario is a BOINC client emulator scenario directory as bsim uses it: the state
-// document it starts from, plus what only the emulation needs: the host's availability
-// processes, each project's server availability and each app's job generation
-// parameters. See ReadScenario for the format.
-type Scenario struct {
-	Dir string          `json:"-" yaml:"-"`
-	Doc *state.Document `json:"state" yaml:"state"`
-	// HostNCPUs is host_info's p_ncpus; Doc's CPU instances are HostNCPUs ×
-	// max_ncpus_pct / 100, at least 1.
-	HostNCPUs int               `json:"host_ncpus" yaml:"host_ncpus"`
-	Lambdas   Lambdas           `json:"lambdas" yaml:"lambdas"`
-	Projects  []ScenarioProject `json:"projects" yaml:"projects"`
-	Apps      []ScenarioApp     `json:"apps" yaml:"apps"`
-	Prefs     GlobalPrefs       `json:"prefs" yaml:"prefs"`
-}
-
-// Lambdas are the mean lengths, seconds, of the "on" periods of the host's alternating
-// on/off processes; the fractions are Doc.Host.TimeStats. On periods are exponential
-// with mean lambda, off periods exponential with mean lambda/frac − lambda; frac 1 means
-// always on.
-type Lambdas struct {
-	On        float64 `json:"on" yaml:"on"`
-	Active    float64 `json:"active" yaml:"active"`
-	GPUActive float64 `json:"gpu_active" yaml:"gpu_active"`
-	Connected float64 `json:"connected" yaml:"connected"`
-}
-
-// Availability is an alternating up/down process: up a fraction Frac of the time, up
-// periods exponential with mean Lambda seconds.
-type Availability struct {
-	Frac   float64 `json:"frac" yaml:"frac"`
-	Lambda float64 `json:"lambda" yaml:"lambda"`
-}
-
-// ScenarioProject is the emulation-only part of a project: its scheduler server's
-// up/down process (an RPC to a down server fails).
-type ScenarioProject struct {
-	Name      string       `json:"name" yaml:"name"`
-	MasterURL string       `json:"master_url" yaml:"master_url"`
-	Available Availability `json:"available" yaml:"available"`
-}
-
-// NormalDist is a normal distribution; samples are clamped at 0.
-type NormalDist struct {
-	Mean   float64 `json:"mean" yaml:"mean"`
-	StdDev float64 `json:"std_dev" yaml:"std_dev"`
-}
-
-// ScenarioApp is how a project's emulated server generates jobs of one app.
-type ScenarioApp struct {
-	Project string `json:"project" yaml:"project"`
-	Name    string `json:"name" yaml:"name"`
-	// LatencyBound: a job's deadline is its send time plus this, seconds.
-	LatencyBound float64 `json:"latency_bound" yaml:"latency_bound"`
-	// FpopsEst is the real work of each generated job, FLOPs.
-	FpopsEst float64 `json:"fpops_est" yaml:"fpops_est"`
-	// Fpops is the distribution of the work estimate the client sees.
-	Fpops NormalDist `json:"fpops" yaml:"fpops"`
-	// Weight is the app's relative chance when a job is generated.
-	Weight        float64 `json:"weight" yaml:"weight"`
-	MaxConcurrent int     `json:"max_concurrent,omitempty" yaml:"max_concurrent,omitempty"`
-}
 
 // GlobalPrefs are the global_prefs.xml values bkit uses.
 type GlobalPrefs struct {
@@ -100,10 +34,12 @@ var DefaultGlobalPrefs = GlobalPrefs{WorkBufMinDays: 0.1, WorkBufAdditionalDays:
 
 // LoadScenario reads the scenario directory dir (ReadScenario), each file at most
 // limits.DocumentBytes.
-func LoadScenario(dir string) (*Scenario, error) { return LoadScenarioLimit(dir, limits.DocumentBytes) }
+func LoadScenario(dir string) (*scenario.Scenario, error) {
+	return LoadScenarioLimit(dir, limits.DocumentBytes)
+}
 
 // LoadScenarioLimit is LoadScenario refusing a file of more than limit bytes.
-func LoadScenarioLimit(dir string, limit int64) (*Scenario, error) {
+func LoadScenarioLimit(dir string, limit int64) (*scenario.Scenario, error) {
 	if fi, err := os.Stat(dir); err != nil {
 		return nil, err
 	} else if !fi.IsDir() {
@@ -113,7 +49,9 @@ func LoadScenarioLimit(dir string, limit int64) (*Scenario, error) {
 }
 
 // ReadScenario reads a BOINC client emulator scenario from the root of fsys, exactly
-// as ../shared/boinc-emulator.md describes; dir names the directory in messages.
+// as ../shared/boinc-emulator.md describes, into lib/scenario's model (what the XML
+// leaves out stays nil there: the model's defaults are the emulator's); dir names the
+// directory in messages.
 //
 //   - client_state.xml (required), read as ImportClientState reads a client's state,
 //     with the emulator's additions and stricter rules: an <app> carries latency_bound
@@ -123,7 +61,7 @@ func LoadScenarioLimit(dir string, limit int64) (*Scenario, error) {
 //     flops (> 0) and an <app> of its project declared before it; a GPU app version
 //     needs <host_info> and its coprocessor before it; a <project> may hold
 //     <available><frac><lambda>; <time_stats> may hold on_, active_, gpu_active_ and
-//     connected_lambda (default DefaultLambda); an explicit <workunit> needs
+//     connected_lambda (default scenario.DefaultLambda); an explicit <workunit> needs
 //     rsc_fpops_est and a <result> report_deadline. A GPU's FLOPS per instance are
 //     GPUEfficiency × peak_flops × count (BOINC's quirk), and host_info's coprocessors
 //     need peak_flops. Unknown elements inside <app>, <fpops>, <available> and an app
@@ -136,19 +74,19 @@ func LoadScenarioLimit(dir string, limit int64) (*Scenario, error) {
 //
 // Projects have no scheduler URLs (the emulated server answers at the master URL). A
 // file of more than limits.DocumentBytes is refused (*limits.TooLargeError).
-func ReadScenario(fsys fs.FS, dir string) (*Scenario, error) {
+func ReadScenario(fsys fs.FS, dir string) (*scenario.Scenario, error) {
 	return readScenario(fsys, dir, limits.DocumentBytes)
 }
 
-func readScenario(fsys fs.FS, dir string, limit int64) (*Scenario, error) {
+func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, error) {
 	name := func(f string) string {
 		if dir == "" {
 			return f
 		}
 		return filepath.Join(dir, f)
 	}
-	sc := &Scenario{Dir: dir, Prefs: DefaultGlobalPrefs,
-		Lambdas: Lambdas{On: DefaultLambda, Active: DefaultLambda, GPUActive: DefaultLambda, Connected: DefaultLambda}}
+	sc := &scenario.Scenario{Dir: dir, Version: scenario.Version}
+	prefs := DefaultGlobalPrefs
 	f, err := fsys.Open("client_state.xml")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name("client_state.xml"), unwrapPath(err))
@@ -162,7 +100,7 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*Scenario, error) {
 	sc.Doc = cr.doc
 	fillAppParams(sc)
 	if f, err := fsys.Open("global_prefs.xml"); err == nil {
-		sc.Prefs, err = ReadGlobalPrefs(limits.NewReader(f, name("global_prefs.xml"), limit), name("global_prefs.xml"))
+		prefs, err = ReadGlobalPrefs(limits.NewReader(f, name("global_prefs.xml"), limit), name("global_prefs.xml"))
 		f.Close()
 		if err != nil {
 			return nil, err
@@ -185,7 +123,7 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*Scenario, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", name("cc_config.xml"), unwrapPath(err))
 	}
-	sc.Prefs.Apply(sc.Doc)
+	prefs.Apply(sc.Doc)
 	if err := state.Validate(sc.Doc); err != nil {
 		var se *state.Error
 		if errors.As(err, &se) {
@@ -272,9 +210,10 @@ var appElems = map[string]bool{"name": true, "latency_bound": true, "fpops_est":
 	"weight": true, "max_concurrent": true, "working_set": true, "user_friendly_name": true,
 	"non_cpu_intensive": true, "fraction_done_exact": true, "sporadic": true}
 
-// readScenarioApp reads the emulator's fields of an <app>.
-func readScenarioApp(e *elem, a state.App) (ScenarioApp, error) {
-	sa := ScenarioApp{Project: a.Project, Name: a.Name, Weight: 1, MaxConcurrent: a.MaxConcurrent}
+// readScenarioApp reads the emulator's fields of an <app>: what it leaves out stays
+// nil (weight 1, estimates at fpops_est), as does a <mean> of 0.
+func readScenarioApp(e *elem, a state.App) (scenario.App, error) {
+	sa := scenario.App{Project: a.Project, Name: a.Name}
 	for _, k := range e.kids {
 		if !appElems[k.name] {
 			return sa, fmt.Errorf("unknown element <%s>", k.name)
@@ -299,10 +238,14 @@ func readScenarioApp(e *elem, a state.App) (ScenarioApp, error) {
 		return sa, err
 	}
 	if f := e.child("fpops"); f != nil {
+		sa.Fpops = &scenario.NormalDist{}
 		for _, k := range f.kids {
+			var x float64
 			switch k.name {
 			case "mean":
-				sa.Fpops.Mean, err = k.nonNeg()
+				if x, err = k.nonNeg(); err == nil && x > 0 {
+					sa.Fpops.Mean = &x
+				}
 			case "std_dev":
 				sa.Fpops.StdDev, err = k.nonNeg()
 			default:
@@ -317,9 +260,11 @@ func readScenarioApp(e *elem, a state.App) (ScenarioApp, error) {
 		}
 	}
 	if k := e.child("weight"); k != nil {
-		if sa.Weight, err = k.nonNeg(); err != nil {
+		w, err := k.nonNeg()
+		if err != nil {
 			return sa, err
 		}
+		sa.Weight = &w
 	}
 	return sa, nil
 }
@@ -334,9 +279,8 @@ const (
 // fillAppParams gives each app without <latency_bound> or <fpops_est> what BOINC's
 // emulator gives it (get_app_params): the latency of its first explicit result
 // (report_deadline − received_time) and the rsc_fpops_est of its first explicit
-// workunit, else DefaultLatencyBound and DefaultFpopsEst; an app without <fpops> has
-// its estimates' mean at fpops_est.
-func fillAppParams(sc *Scenario) {
+// workunit, else DefaultLatencyBound and DefaultFpopsEst.
+func fillAppParams(sc *scenario.Scenario) {
 	doc := sc.Doc
 	appOf := func(t *state.Task) (project, app string) {
 		for _, av := range doc.AppVersions {
@@ -366,25 +310,26 @@ func fillAppParams(sc *Scenario) {
 		if a.FpopsEst == 0 {
 			a.FpopsEst = DefaultFpopsEst
 		}
-		if a.Fpops.Mean == 0 {
-			a.Fpops.Mean = a.FpopsEst
-		}
 	}
 }
 
 // readAvailability reads a project's <available><frac><lambda>.
-func readAvailability(e *elem) (Availability, error) {
-	av := Availability{Frac: 1, Lambda: DefaultLambda}
+func readAvailability(e *elem) (scenario.Availability, error) {
+	var av scenario.Availability
 	for _, k := range e.kids {
+		var x float64
 		var err error
 		switch k.name {
 		case "frac":
-			av.Frac, err = k.fraction()
-		case "lambda":
-			av.Lambda, err = k.number()
-			if err == nil && av.Lambda <= 0 {
-				err = fmt.Errorf("<lambda>: must be > 0 seconds, got %g", av.Lambda)
+			if x, err = k.fraction(); err == nil {
+				av.Frac = &x
 			}
+		case "lambda":
+			x, err = k.number()
+			if err == nil && x <= 0 {
+				err = fmt.Errorf("<lambda>: must be > 0 seconds, got %g", x)
+			}
+			av.Lambda = &x
 		default:
 			err = fmt.Errorf("unknown element <%s>", k.name)
 		}

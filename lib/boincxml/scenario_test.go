@@ -7,9 +7,12 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/google/go-cmp/cmp"
 )
+
+func ptr[T any](v T) *T { return &v }
 
 // publicExample is BOINC's emulator's public example scenario, shipped in scenarios/.
 var publicExample = filepath.Join("..", "..", "scenarios", "example-2cpu-2to1")
@@ -33,9 +36,9 @@ func TestPublicExample(t *testing.T) {
 	if diff := cmp.Diff([]float64{200, 100}, shares); diff != "" {
 		t.Errorf("shares (-want +got)\n%s", diff)
 	}
-	wantApps := []ScenarioApp{
-		{Project: "X", Name: "x_app", LatencyBound: 172800, FpopsEst: 3.6e12, Fpops: NormalDist{Mean: 3.6e12}, Weight: 1},
-		{Project: "Y", Name: "y_app", LatencyBound: 172800, FpopsEst: 1.08e13, Fpops: NormalDist{Mean: 1.08e13}, Weight: 1},
+	wantApps := []scenario.App{
+		{Project: "X", Name: "x_app", LatencyBound: 172800, FpopsEst: 3.6e12, Fpops: &scenario.NormalDist{Mean: ptr(3.6e12)}},
+		{Project: "Y", Name: "y_app", LatencyBound: 172800, FpopsEst: 1.08e13, Fpops: &scenario.NormalDist{Mean: ptr(1.08e13)}},
 	}
 	if diff := cmp.Diff(wantApps, sc.Apps); diff != "" {
 		t.Errorf("apps (-want +got)\n%s", diff)
@@ -45,11 +48,8 @@ func TestPublicExample(t *testing.T) {
 			t.Errorf("%s: a job takes %g s, want %g", a.Name, secs, []float64{1800, 5400}[i])
 		}
 	}
-	if diff := cmp.Diff(DefaultGlobalPrefs, sc.Prefs); diff != "" {
-		t.Errorf("prefs (-want +got)\n%s", diff)
-	}
-	if sc.HostNCPUs != 2 || doc.Preferences.CPUSchedulingPeriod != 3600 || sc.Lambdas.On != DefaultLambda {
-		t.Errorf("ncpus %d, period %g, on_lambda %g", sc.HostNCPUs, doc.Preferences.CPUSchedulingPeriod, sc.Lambdas.On)
+	if on, _, _, _ := sc.Lambdas.Means(); doc.Preferences.CPUSchedulingPeriod != 3600 || on != scenario.DefaultLambda {
+		t.Errorf("period %g, on_lambda %g", doc.Preferences.CPUSchedulingPeriod, on)
 	}
 }
 
@@ -95,19 +95,16 @@ func TestReadScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Scenario{
-		HostNCPUs: 4,
-		Lambdas:   Lambdas{On: 7200, Active: DefaultLambda, GPUActive: DefaultLambda, Connected: 100},
-		Projects: []ScenarioProject{
-			{Name: "A", MasterURL: "http://a/", Available: Availability{Frac: 0.8, Lambda: 600}},
-			{Name: "B", MasterURL: "http://b/", Available: Availability{Frac: 1, Lambda: DefaultLambda}},
+	// What the XML leaves out stays nil: B's server, the lambdas not given, b's
+	// estimates and weight. The venue's max_ncpus_pct is not read.
+	want := &scenario.Scenario{
+		Version: scenario.Version,
+		Lambdas: &scenario.Lambdas{On: ptr(7200.0), Connected: ptr(100.0)},
+		Servers: []scenario.Server{{Project: "A", Available: scenario.Availability{Frac: ptr(0.8), Lambda: ptr(600.0)}}},
+		Apps: []scenario.App{
+			{Project: "A", Name: "a_gpu", LatencyBound: 86400, FpopsEst: 1e13, Fpops: &scenario.NormalDist{Mean: ptr(2e13), StdDev: 1e12}, Weight: ptr(3.0)},
+			{Project: "B", Name: "b", LatencyBound: 3600, FpopsEst: 1e12},
 		},
-		Apps: []ScenarioApp{
-			{Project: "A", Name: "a_gpu", LatencyBound: 86400, FpopsEst: 1e13, Fpops: NormalDist{Mean: 2e13, StdDev: 1e12}, Weight: 3, MaxConcurrent: 2},
-			{Project: "B", Name: "b", LatencyBound: 3600, FpopsEst: 1e12, Fpops: NormalDist{Mean: 1e12}, Weight: 1},
-		},
-		// cpu_usage_limit 0 means the default; the venue's max_ncpus_pct is not read
-		Prefs: GlobalPrefs{WorkBufMinDays: 0.25, WorkBufAdditionalDays: 0.5, CPUSchedulingPeriodMinutes: 30, MaxNCPUsPct: 60, CPUUsageLimit: 100},
 		Doc: &state.Document{
 			Version: 1,
 			Host: state.Host{
@@ -239,9 +236,9 @@ func TestScenarioAsBOINCReadsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ScenarioApp{
-		{Project: "X", Name: "a", LatencyBound: 7200, FpopsEst: 5e12, Fpops: NormalDist{Mean: 5e12}, Weight: 1},
-		{Project: "X", Name: "b", LatencyBound: DefaultLatencyBound, FpopsEst: DefaultFpopsEst, Fpops: NormalDist{Mean: DefaultFpopsEst}, Weight: 1},
+	want := []scenario.App{
+		{Project: "X", Name: "a", LatencyBound: 7200, FpopsEst: 5e12},
+		{Project: "X", Name: "b", LatencyBound: DefaultLatencyBound, FpopsEst: DefaultFpopsEst},
 	}
 	if diff := cmp.Diff(want, sc.Apps); diff != "" {
 		t.Errorf("apps (-want +got):\n%s", diff)
@@ -285,8 +282,15 @@ func FuzzScenario(f *testing.F) {
 		if err := state.Validate(sc.Doc); err != nil {
 			t.Errorf("scenario document is invalid: %v", err)
 		}
-		if len(sc.Projects) != len(sc.Doc.Projects) {
-			t.Errorf("%d scenario projects for %d projects", len(sc.Projects), len(sc.Doc.Projects))
+		projects := map[string]bool{}
+		for _, p := range sc.Doc.Projects {
+			projects[p.Name] = true
+		}
+		for _, s := range sc.Servers {
+			if !projects[s.Project] {
+				t.Errorf("a server for %q, not a project of the document", s.Project)
+			}
+			projects[s.Project] = false // one server each
 		}
 	})
 }

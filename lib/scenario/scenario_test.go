@@ -1,4 +1,4 @@
-package scenario
+package scenario_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/sim"
 	"github.com/bkit/bkit/lib/state"
 )
@@ -41,15 +42,20 @@ func directories(t *testing.T) []string {
 	return dirs
 }
 
-// emulation compares what lib/sim uses of a scenario.
+// emulation compares two scenarios as lib/sim sees them: their canonical forms (the
+// defaults spelt out), whatever their sources, without the run defaults (bsim's).
 var emulation = cmp.Options{
-	cmpopts.IgnoreFields(boincxml.Scenario{}, "Dir", "HostNCPUs", "Prefs"),
+	cmp.Transformer("Canonical", func(sc *scenario.Scenario) *scenario.Scenario {
+		c := sc.Canonical()
+		c.Dir, c.Run = "", nil
+		return c
+	}),
 	cmpopts.EquateEmpty(),
 }
 
-func runFor(t *testing.T, f *File, days float64) *sim.Result {
+func runFor(t *testing.T, sc *scenario.Scenario, days float64) *sim.Result {
 	t.Helper()
-	res, err := sim.Run(f.Scenario, sim.Config{Duration: days * 86400, Delta: 60, Policy: "seed", Seed: 1})
+	res, err := sim.Run(sc, sim.Config{Duration: days * 86400, Delta: 60, Policy: "seed", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,15 +69,16 @@ func TestRoundTrip(t *testing.T) {
 		want := runFor(t, mustLoad(t, dir), 2)
 		for _, format := range []state.Format{state.YAML, state.JSON} {
 			orig := mustLoad(t, dir)
-			data, err := Encode(orig, format)
+			data, err := scenario.Encode(orig, format)
 			if err != nil {
 				t.Fatalf("%s: encode %s: %v", dir, format, err)
 			}
-			back, err := Decode(data, "x."+string(format))
+			back, err := scenario.Decode(data, "x."+string(format))
 			if err != nil {
 				t.Fatalf("%s: decode %s: %v\n%s", dir, format, err, data)
 			}
-			if diff := cmp.Diff(orig.Scenario, back.Scenario, emulation); diff != "" {
+			// Encode writes what the directory gave, no more: the very same model.
+			if diff := cmp.Diff(orig, back, cmpopts.IgnoreFields(scenario.Scenario{}, "Dir"), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("%s %s round trip (-dir +file):\n%s", dir, format, diff)
 			}
 			if diff := cmp.Diff(want, runFor(t, back, 2)); diff != "" {
@@ -82,24 +89,24 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // mustLoad reads a scenario directory or file as bsim does.
-func mustLoad(t *testing.T, path string) *File {
+func mustLoad(t *testing.T, path string) *scenario.Scenario {
 	t.Helper()
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		sc, err := boincxml.LoadScenario(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &File{Scenario: sc}
+		return sc
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := Decode(data, path)
+	sc, err := scenario.Decode(data, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return sc
 }
 
 func fraction(t *testing.T, res *sim.Result, resource, project string) float64 {
@@ -115,18 +122,15 @@ func fraction(t *testing.T, res *sim.Result, resource, project string) float64 {
 // (nearly) all to B, the GPU 75 % to A and 25 % to B, as lib/sim checks the directory.
 // The file is the directory's scenario.
 func TestSeed002File(t *testing.T) {
-	f := mustLoad(t, seed002File)
-	if f.Run != (RunDefaults{Duration: 30 * 86400}) {
-		t.Fatalf("run defaults %+v, want 30 days", f.Run)
+	sc := mustLoad(t, seed002File)
+	duration, delta := sc.RunDefaults()
+	if duration != 30*86400 || delta != 0 {
+		t.Fatalf("run defaults %g, %g; want 30 days and none", duration, delta)
 	}
-	if diff := cmp.Diff(mustLoad(t, seed002Dir).Scenario, f.Scenario, emulation); diff != "" {
+	if diff := cmp.Diff(mustLoad(t, seed002Dir), sc, emulation); diff != "" {
 		t.Errorf("the file is not the directory's scenario (-dir +file):\n%s", diff)
 	}
-	delta := f.Run.Delta
-	if delta == 0 {
-		delta = 60
-	}
-	res, err := sim.Run(f.Scenario, sim.Config{Duration: f.Run.Duration, Delta: delta, Policy: "seed", Seed: 1})
+	res, err := sim.Run(sc, sim.Config{Duration: duration, Delta: 60, Policy: "seed", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +157,14 @@ func TestDocExample(t *testing.T) {
 	if m == nil {
 		t.Fatal("docs/scenario-file.md has no yaml block")
 	}
-	f, err := Decode(m[1], "docs/scenario-file.md")
+	sc, err := scenario.Decode(m[1], "docs/scenario-file.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Apps) == 0 || f.Run.Duration == 0 {
-		t.Errorf("the example sets no apps or run defaults: %+v", f)
+	if duration, _ := sc.RunDefaults(); len(sc.Apps) == 0 || duration == 0 {
+		t.Errorf("the example sets no apps or run defaults: %+v", sc)
 	}
-	if _, err := sim.Run(f.Scenario, sim.Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
+	if _, err := sim.Run(sc, sim.Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -181,7 +185,7 @@ func TestDocExample(t *testing.T) {
 			sketch.WriteString(strings.TrimPrefix(l, "//\t") + "\n")
 		}
 	}
-	if _, err := Decode([]byte(sketch.String()), "doc.go"); err != nil {
+	if _, err := scenario.Decode([]byte(sketch.String()), "doc.go"); err != nil {
 		t.Errorf("the package comment's example: %v\n%s", err, sketch.String())
 	}
 }
@@ -199,28 +203,34 @@ state:
 const apps = "apps:\n  - {project: A, name: a, latency_bound: 86400, fpops_est: 3.6e12}\n"
 
 func TestDecode(t *testing.T) {
-	f, err := Decode([]byte(base+apps+`lambdas: {on: 7200}
+	f, err := scenario.Decode([]byte(base+apps+`lambdas: {on: 7200}
 servers: [{project: B, available: {frac: 0.5}}]
 run: {duration: 36h, delta: 30}
 `), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &File{Scenario: &boincxml.Scenario{
-		Dir:       "s.yaml",
-		HostNCPUs: 1,
-		Lambdas:   boincxml.Lambdas{On: 7200, Active: 3600, GPUActive: 3600, Connected: 3600},
-		Projects: []boincxml.ScenarioProject{
-			{Name: "A", Available: boincxml.Availability{Frac: 1, Lambda: 3600}},
-			{Name: "B", Available: boincxml.Availability{Frac: 0.5, Lambda: 3600}},
-		},
-		Apps: []boincxml.ScenarioApp{{Project: "A", Name: "a", LatencyBound: 86400, FpopsEst: 3.6e12,
-			Fpops: boincxml.NormalDist{Mean: 3.6e12}, Weight: 1}},
-		Prefs: boincxml.GlobalPrefs{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.5,
-			CPUSchedulingPeriodMinutes: 60, MaxNCPUsPct: 100, CPUUsageLimit: 100},
-	}, Run: RunDefaults{Duration: 36 * 3600, Delta: 30}}
-	if diff := cmp.Diff(want, f, cmpopts.IgnoreFields(boincxml.Scenario{}, "Doc")); diff != "" {
+	// What the file leaves out stays nil; the methods give the defaults.
+	dur, delta := scenario.Seconds(36*3600), scenario.Seconds(30)
+	want := &scenario.Scenario{
+		Dir:     "s.yaml",
+		Version: 1,
+		Lambdas: &scenario.Lambdas{On: ptr(7200.0)},
+		Servers: []scenario.Server{{Project: "B", Available: scenario.Availability{Frac: ptr(0.5)}}},
+		Apps:    []scenario.App{{Project: "A", Name: "a", LatencyBound: 86400, FpopsEst: 3.6e12}},
+		Run:     &scenario.Run{Duration: &dur, Delta: &delta},
+	}
+	if diff := cmp.Diff(want, f, cmpopts.IgnoreFields(scenario.Scenario{}, "Doc")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	on, active, gpuActive, connected := f.Lambdas.Means()
+	frac, lambda := f.ServerAvailability("B")
+	fracA, _ := f.ServerAvailability("A")
+	a := &f.Apps[0]
+	if on != 7200 || active != 3600 || gpuActive != 3600 || connected != 3600 || frac != 0.5 || lambda != 3600 || fracA != 1 ||
+		a.EstimateMean() != 3.6e12 || a.EstimateStdDev() != 0 || a.JobWeight() != 1 {
+		t.Errorf("in force: lambdas %g %g %g %g, B's server %g %g, A's %g, app: mean %g sd %g weight %g",
+			on, active, gpuActive, connected, frac, lambda, fracA, a.EstimateMean(), a.EstimateStdDev(), a.JobWeight())
 	}
 	if f.Doc == nil || len(f.Doc.Projects) != 2 || f.Doc.Host.TimeStats.OnFrac != 1 {
 		t.Errorf("state %+v", f.Doc)
@@ -235,7 +245,7 @@ run: {duration: 36h, delta: 30}
   "apps": [{"project": "A", "name": "a", "latency_bound": 86400, "fpops_est": 3.6e12}],
   "lambdas": {"on": 7200}, "servers": [{"project": "B", "available": {"frac": 0.5}}],
   "run": {"duration": "36h", "delta": 30}}`
-	fj, err := Decode([]byte(js), "s.yaml")
+	fj, err := scenario.Decode([]byte(js), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +318,7 @@ func TestDecodeErrors(t *testing.T) {
 			"s.yaml: version: must be >= 1, got 0\ns.yaml: apps[0].latency_bound: must be > 0, got 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Decode([]byte(c.file), "s.yaml")
+			_, err := scenario.Decode([]byte(c.file), "s.yaml")
 			if err == nil {
 				t.Fatalf("no error, want %q", c.want)
 			}
@@ -323,36 +333,13 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-func TestSeconds(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want float64
-		out  string
-	}{
-		{"60", 60, "60"}, {"90.5", 90.5, "90.5"}, {"30d", 30 * 86400, "30d"}, {"36h", 36 * 3600, "36h"},
-		{"2w", 14 * 86400, "14d"}, {"30m", 1800, "1800"}, {"1.5d", 1.5 * 86400, "36h"}, {"1e-3", 0.001, "0.001"},
-	} {
-		var s seconds
-		if err := s.UnmarshalText([]byte(c.in)); err != nil || float64(s) != c.want {
-			t.Errorf("%q: %v, %v; want %v", c.in, float64(s), err, c.want)
-		}
-		if out, _ := s.text(); out != c.out {
-			t.Errorf("%q written as %q, want %q", c.in, out, c.out)
-		}
-	}
-	var s seconds
-	if err := s.UnmarshalText([]byte("1e308w")); err == nil {
-		t.Errorf("1e308w: %v, want an error", float64(s))
-	}
-}
-
 // TestSchemaFile keeps the shipped JSON Schema equal to the one generated from the types.
 func TestSchemaFile(t *testing.T) {
-	want, err := Schema()
+	want, err := scenario.Schema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(repo, SchemaPath)
+	path := filepath.Join(repo, scenario.SchemaPath)
 	if *update {
 		if err := os.WriteFile(path, want, 0o644); err != nil {
 			t.Fatal(err)
@@ -363,7 +350,7 @@ func TestSchemaFile(t *testing.T) {
 		t.Fatalf("%v (run go test ./lib/scenario -run Schema -update)", err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s is out of date with the Go types (go test ./lib/scenario -run Schema -update):\n%s", SchemaPath, diff)
+		t.Errorf("%s is out of date with the Go types (go test ./lib/scenario -run Schema -update):\n%s", scenario.SchemaPath, diff)
 	}
 }
 
@@ -391,12 +378,12 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	if sc, err := boincxml.LoadScenario("../sim/testdata/noisy"); err == nil {
-		if data, err := Encode(&File{Scenario: sc}, state.JSON); err == nil {
+		if data, err := scenario.Encode(sc.Canonical(), state.JSON); err == nil {
 			f.Add(data)
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := Decode(data, "fuzz")
+		file, err := scenario.Decode(data, "fuzz")
 		if err != nil {
 			var se *state.Error
 			if !errors.As(err, &se) {
@@ -405,11 +392,11 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		for _, format := range []state.Format{state.JSON, state.YAML} {
-			out, err := Encode(file, format)
+			out, err := scenario.Encode(file, format)
 			if err != nil {
 				t.Fatalf("encode %s: %v", format, err)
 			}
-			back, err := Decode(out, "fuzz")
+			back, err := scenario.Decode(out, "fuzz")
 			if err != nil {
 				t.Fatalf("re-decode %s: %v\n%s", format, err, out)
 			}
@@ -419,3 +406,5 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func ptr[T any](v T) *T { return &v }

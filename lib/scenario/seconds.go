@@ -9,12 +9,12 @@ import (
 	"github.com/bkit/bkit/lib/input"
 )
 
-// seconds is a duration in a scenario file: a number of seconds, or a string with a
+// Seconds is a duration in a scenario file: a number of seconds, or a string with a
 // unit as bsim's flags take it (input.ParseDuration: "90s", "30m", "36h", "30d",
 // "2w").
-type seconds float64
+type Seconds float64
 
-func (s *seconds) UnmarshalText(b []byte) error {
+func (s *Seconds) UnmarshalText(b []byte) error {
 	v, err := input.ParseDuration(string(b))
 	if err == nil && math.IsInf(v, 0) {
 		err = fmt.Errorf("want a finite duration, got %q", b)
@@ -22,11 +22,11 @@ func (s *seconds) UnmarshalText(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*s = seconds(v)
+	*s = Seconds(v)
 	return nil
 }
 
-func (s *seconds) UnmarshalJSON(b []byte) error {
+func (s *Seconds) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
 		var str string
 		if err := json.Unmarshal(b, &str); err != nil {
@@ -39,7 +39,7 @@ func (s *seconds) UnmarshalJSON(b []byte) error {
 
 // text is how a duration is written: with the unit d or h when that is exact, else
 // as seconds.
-func (s seconds) text() (string, bool) {
+func (s Seconds) text() (string, bool) {
 	v := float64(s)
 	for _, u := range []struct {
 		name string
@@ -55,7 +55,7 @@ func (s seconds) text() (string, bool) {
 	return strconv.FormatFloat(v, 'g', -1, 64), false
 }
 
-func (s seconds) MarshalJSON() ([]byte, error) {
+func (s Seconds) MarshalJSON() ([]byte, error) {
 	str, unit := s.text()
 	if unit {
 		return json.Marshal(str)
@@ -63,14 +63,14 @@ func (s seconds) MarshalJSON() ([]byte, error) {
 	return []byte(str), nil
 }
 
-func (s seconds) MarshalYAML() (any, error) {
+func (s Seconds) MarshalYAML() (any, error) {
 	if str, unit := s.text(); unit {
 		return str, nil
 	}
 	return float64(s), nil
 }
 
-func (seconds) JSONSchema() map[string]any {
+func (Seconds) JSONSchema() map[string]any {
 	return map[string]any{
 		"type":    []string{"number", "string"},
 		"pattern": `^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?[smhdw]?$`,

@@ -1,10 +1,6 @@
 package sim
 
-import (
-	"fmt"
-
-	"github.com/bkit/bkit/lib/boincxml"
-)
+import "fmt"
 
 // onOff is an alternating availability process (boinc-emulator.md): on periods are
 // exponential with mean lambda, off periods exponential with mean lambda/frac − lambda.
@@ -17,8 +13,8 @@ type onOff struct {
 	rng          stream
 }
 
-func newOnOff(a boincxml.Availability, start float64, rng stream) *onOff {
-	p := &onOff{frac: a.Frac, lambda: a.Lambda, on: a.Frac > 0, rng: rng}
+func newOnOff(frac, lambda, start float64, rng stream) *onOff {
+	p := &onOff{frac: frac, lambda: lambda, on: frac > 0, rng: rng}
 	if p.frac > 0 && p.frac < 1 {
 		// Start in the stationary state: on with probability frac.
 		p.on = rng.Float64() < p.frac

@@ -65,7 +65,7 @@ func benchShortJobs(b *testing.B, secs float64) {
 	for b.Loop() {
 		sc := load(b, publicExample)
 		for i := range sc.Apps {
-			sc.Apps[i].FpopsEst, sc.Apps[i].Fpops.Mean = secs*2e9, secs*2e9
+			sc.Apps[i].FpopsEst, sc.Apps[i].Fpops = secs*2e9, estimates(sc.Apps[i].Fpops)
 		}
 		if _, err := Run(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
 			b.Fatal(err)

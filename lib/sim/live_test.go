@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -59,7 +59,7 @@ func roundTrip(t *testing.T, s *Sim, edit func(doc *state.Document)) *Sim {
 // (two jobs, one RPC), one finishes with its digest and is reported on time, the other
 // is lost with the host's work; figures count what 'bsim serve' would have counted.
 func TestLive(t *testing.T) {
-	s, err := New(&boincxml.Scenario{Doc: liveDoc()}, Config{Duration: 86400, Delta: 600, Policy: "seed", Seed: 3})
+	s, err := New(&scenario.Scenario{Doc: liveDoc()}, Config{Duration: 86400, Delta: 600, Policy: "seed", Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLiveDigest(t *testing.T) {
 // TestLiveRefusesEmulatedApps: a live run's projects are real, so a scenario that
 // makes up jobs for one is refused.
 func TestLiveRefusesEmulatedApps(t *testing.T) {
-	sc := &boincxml.Scenario{Doc: liveDoc(), Apps: []boincxml.ScenarioApp{{Project: "A", Name: "nd", LatencyBound: 86400, FpopsEst: 1e12, Weight: 1, Fpops: boincxml.NormalDist{Mean: 1e12}}}}
+	sc := &scenario.Scenario{Doc: liveDoc(), Apps: []scenario.App{{Project: "A", Name: "nd", LatencyBound: 86400, FpopsEst: 1e12}}}
 	s, err := New(sc, Config{Duration: 86400, Delta: 600, Policy: "seed", Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -60,13 +59,13 @@ func TestFigures(t *testing.T) {
 // close to its fraction over a long time otherwise.
 func TestOnOff(t *testing.T) {
 	rng := newStream(1, 1)
-	if p := newOnOff(boincxml.Availability{Frac: 1, Lambda: 100}, 0, rng); !p.at(1e6) {
+	if p := newOnOff(1, 100, 0, rng); !p.at(1e6) {
 		t.Error("fraction 1 is off")
 	}
-	if p := newOnOff(boincxml.Availability{Frac: 0, Lambda: 100}, 0, rng); p.at(1e6) {
+	if p := newOnOff(0, 100, 0, rng); p.at(1e6) {
 		t.Error("fraction 0 is on")
 	}
-	p := newOnOff(boincxml.Availability{Frac: 0.3, Lambda: 600}, 0, rng)
+	p := newOnOff(0.3, 600, 0, rng)
 	on := 0
 	const n = 200000
 	for i := range n {

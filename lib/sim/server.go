@@ -4,8 +4,8 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/prsc"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -28,16 +28,17 @@ type server struct {
 	busy  prsc.BusyWork
 }
 
-// genApp is an app the server makes jobs of, with its app versions (indices in
-// doc.AppVersions).
+// genApp is an app the server makes jobs of, with its values in force (the scenario's
+// defaults filled in) and its app versions (indices in doc.AppVersions).
 type genApp struct {
-	boincxml.ScenarioApp
-	versions []int
+	scenario.App
+	weight, mean, stdDev float64
+	versions             []int
 }
 
 // newGenApp is app a with its project's versions of it.
-func newGenApp(doc *state.Document, a boincxml.ScenarioApp) genApp {
-	g := genApp{ScenarioApp: a}
+func newGenApp(doc *state.Document, a scenario.App) genApp {
+	g := genApp{App: a, weight: a.JobWeight(), mean: a.EstimateMean(), stdDev: a.EstimateStdDev()}
 	for v, av := range doc.AppVersions {
 		if av.Project == a.Project && av.App == a.Name {
 			g.versions = append(g.versions, v)
@@ -136,7 +137,7 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 				}
 			}
 			if best[a] >= 0 {
-				total += s.apps[a].Weight
+				total += s.apps[a].weight
 			}
 		}
 		if total <= 0 {
@@ -145,21 +146,21 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 		x := s.rng.Float64() * total
 		a := -1
 		for i := range s.apps {
-			if best[i] < 0 || s.apps[i].Weight <= 0 {
+			if best[i] < 0 || s.apps[i].weight <= 0 {
 				continue
 			}
 			a = i
-			if x < s.apps[i].Weight {
+			if x < s.apps[i].weight {
 				break
 			}
-			x -= s.apps[i].Weight
+			x -= s.apps[i].weight
 		}
 		app := &s.apps[a]
 		av := &doc.AppVersions[best[a]]
 		r := resIdx(av)
-		est := app.Fpops.Mean
-		if app.Fpops.StdDev > 0 {
-			est = math.Max(0, est+app.Fpops.StdDev*s.rng.NormFloat64())
+		est := app.mean
+		if app.stdDev > 0 {
+			est = math.Max(0, est+app.stdDev*s.rng.NormFloat64())
 		}
 		runtime := est / av.Speed(host) / availability
 		inst := av.Instances()

@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/rpc"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -85,7 +85,7 @@ type Sim struct {
 }
 
 // New prepares a run of scenario sc. The run takes sc.Doc over and changes it.
-func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
+func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	if !(cfg.Delta > 0) || math.IsInf(cfg.Delta, 0) {
 		return nil, fmt.Errorf("delta must be > 0 seconds, got %g", cfg.Delta)
 	}
@@ -120,23 +120,24 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 		return nil, fmt.Errorf("%g s in steps of %g s is more than %g steps", cfg.Duration, cfg.Delta, float64(maxSteps))
 	}
 	// process starts an availability process on its own stream, once sure it can end.
-	process := func(name string, a boincxml.Availability, id int) (*onOff, error) {
-		if err := checkProcess(name, a.Frac, a.Lambda, cfg.Duration); err != nil {
+	process := func(name string, frac, lambda float64, id int) (*onOff, error) {
+		if err := checkProcess(name, frac, lambda, cfg.Duration); err != nil {
 			return nil, err
 		}
-		return newOnOff(a, s.start, newStream(cfg.Seed, id)), nil
+		return newOnOff(frac, lambda, s.start, newStream(cfg.Seed, id)), nil
 	}
 	ts := doc.Host.TimeStats
-	if s.on, err = process("on", boincxml.Availability{Frac: ts.OnFrac, Lambda: sc.Lambdas.On}, streamOn); err != nil {
+	on, active, gpuActive, connected := sc.Lambdas.Means()
+	if s.on, err = process("on", ts.OnFrac, on, streamOn); err != nil {
 		return nil, err
 	}
-	if s.active, err = process("active", boincxml.Availability{Frac: ts.ActiveFrac, Lambda: sc.Lambdas.Active}, streamActive); err != nil {
+	if s.active, err = process("active", ts.ActiveFrac, active, streamActive); err != nil {
 		return nil, err
 	}
-	if s.gpuActive, err = process("gpu_active", boincxml.Availability{Frac: ts.GPUActiveFrac, Lambda: sc.Lambdas.GPUActive}, streamGPUActive); err != nil {
+	if s.gpuActive, err = process("gpu_active", ts.GPUActiveFrac, gpuActive, streamGPUActive); err != nil {
 		return nil, err
 	}
-	if s.connected, err = process("connected", boincxml.Availability{Frac: ts.ConnectedFrac, Lambda: sc.Lambdas.Connected}, streamConnected); err != nil {
+	if s.connected, err = process("connected", ts.ConnectedFrac, connected, streamConnected); err != nil {
 		return nil, err
 	}
 	s.rng = newStream(cfg.Seed, streamDecisions)
@@ -144,13 +145,8 @@ func New(sc *boincxml.Scenario, cfg Config) (*Sim, error) {
 	s.indexAppVersions()
 	for p, proj := range doc.Projects {
 		srv := &server{project: proj.Name, index: p, rng: newStream(cfg.Seed, streamServers+2*p+1)}
-		avail := boincxml.Availability{Frac: 1, Lambda: boincxml.DefaultLambda}
-		for _, sp := range sc.Projects {
-			if sp.Name == proj.Name {
-				avail = sp.Available
-			}
-		}
-		if srv.up, err = process("project "+proj.Name+" server", avail, streamServers+2*p); err != nil {
+		frac, lambda := sc.ServerAvailability(proj.Name)
+		if srv.up, err = process("project "+proj.Name+" server", frac, lambda, streamServers+2*p); err != nil {
 			return nil, err
 		}
 		for _, a := range sc.Apps {
@@ -207,19 +203,19 @@ func checkJobSizes(doc *state.Document, servers []*server, avSpeed []float64, cf
 					v = w
 				}
 			}
-			if v < 0 || a.Weight <= 0 || avSpeed[v] <= 0 {
+			if v < 0 || a.weight <= 0 || avSpeed[v] <= 0 {
 				continue // never sent
 			}
 			av := &doc.AppVersions[v]
 			res, _ := doc.Host.Resource(av.ResourceType())
 			slots := float64(res.Instances) / av.Instances() // jobs that run at once
-			est := a.Fpops.Mean / avSpeed[v]
+			est := a.mean / avSpeed[v]
 			held := slots
 			if bufferDays > 0 {
 				held = max(held, bufferDays*86400*slots/est) // +Inf when est is 0
 			}
 			why := fmt.Sprintf("project %s app %s: jobs estimated at %g s each (fpops mean %g on its fastest version, %g FLOPS); its client would hold about %.3g of them to fill a work buffer of %g days on %d %s",
-				srv.project, a.Name, est, a.Fpops.Mean, avSpeed[v], held, bufferDays, res.Instances, res.Type)
+				srv.project, a.Name, est, a.mean, avSpeed[v], held, bufferDays, res.Instances, res.Type)
 			if !(held <= maxHeldJobs) {
 				return fmt.Errorf("%s, more than the %d a run may hold (every step looks at each): make the jobs longer or the buffer smaller", why, maxHeldJobs)
 			}
@@ -250,7 +246,7 @@ func (s *Sim) newJob(t *state.Task, j job) job {
 }
 
 // Run runs scenario sc to the end and returns its figures.
-func Run(sc *boincxml.Scenario, cfg Config) (*Result, error) {
+func Run(sc *scenario.Scenario, cfg Config) (*Result, error) {
 	s, err := New(sc, cfg)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/scenario"
 )
 
 // publicExample is BOINC's emulator's public example scenario, shipped in scenarios/,
@@ -12,7 +13,7 @@ import (
 // TestPublicExampleBeatsBOINC; lib/programs/bsim's TestPublicExample runs it as a user would.
 const publicExample = "../../scenarios/example-2cpu-2to1"
 
-func load(t testing.TB, dir string) *boincxml.Scenario {
+func load(t testing.TB, dir string) *scenario.Scenario {
 	t.Helper()
 	sc, err := boincxml.LoadScenario(dir)
 	if err != nil {
@@ -62,4 +63,13 @@ func TestTraceChangesNothing(t *testing.T) {
 			t.Fatalf("run %+v outside [%g, %g]", r, tr.Start, tr.End)
 		}
 	}
+}
+
+// estimates is an app's estimate distribution with its mean at the app's fpops_est
+// (its spread kept), for tests that change fpops_est.
+func estimates(f *scenario.NormalDist) *scenario.NormalDist {
+	if f == nil {
+		return nil
+	}
+	return &scenario.NormalDist{StdDev: f.StdDev}
 }

@@ -10,7 +10,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -77,8 +77,8 @@ type WorldServer struct {
 
 // WorldAppList is the apps one server makes jobs of.
 type WorldAppList struct {
-	Project string                 `json:"project"`
-	Apps    []boincxml.ScenarioApp `json:"apps"`
+	Project string         `json:"project"`
+	Apps    []scenario.App `json:"apps"`
 }
 
 // WorldJob is what the emulator knows of a task and the client does not: its real work,
@@ -126,7 +126,7 @@ func (s *Sim) World(scenario string) (*World, error) {
 		w.Servers = append(w.Servers, WorldServer{Project: srv.project, Up: proc(srv.up), Seq: srv.seq, RNG: b})
 		al := WorldAppList{Project: srv.project}
 		for _, a := range srv.apps {
-			al.Apps = append(al.Apps, a.ScenarioApp)
+			al.Apps = append(al.Apps, a.App)
 		}
 		w.Apps = append(w.Apps, al)
 	}

@@ -263,7 +263,8 @@ func FuzzRestore(f *testing.F) {
 // run, and more steps than a run can take.
 func TestRunsThatWouldNeverEnd(t *testing.T) {
 	sc := load(t, "testdata/noisy")
-	sc.Lambdas.Connected = 1e-3
+	tiny := 1e-3
+	sc.Lambdas.Connected = &tiny
 	if _, err := New(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err == nil ||
 		!strings.Contains(err.Error(), "connected: periods of 0.000428") {
 		t.Errorf("tiny lambda: %v", err)
@@ -281,7 +282,7 @@ func TestTinyJobsRefused(t *testing.T) {
 	t.Parallel()
 	sc := load(t, publicExample)
 	for i := range sc.Apps {
-		sc.Apps[i].FpopsEst, sc.Apps[i].Fpops.Mean = 1e-300, 1e-300
+		sc.Apps[i].FpopsEst, sc.Apps[i].Fpops = 1e-300, estimates(sc.Apps[i].Fpops)
 	}
 	if _, err := New(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err == nil ||
 		!strings.Contains(err.Error(), "project X app x_app: jobs estimated at 5e-310 s") || !strings.Contains(err.Error(), "more than the 200000") {
@@ -289,7 +290,7 @@ func TestTinyJobsRefused(t *testing.T) {
 	}
 	sc = load(t, publicExample)
 	for i := range sc.Apps {
-		sc.Apps[i].FpopsEst, sc.Apps[i].Fpops.Mean = 2e10, 2e10 // 10 s at 2 GFLOPS
+		sc.Apps[i].FpopsEst, sc.Apps[i].Fpops = 2e10, estimates(sc.Apps[i].Fpops) // 10 s at 2 GFLOPS
 	}
 	if _, err := New(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
 		t.Errorf("10-second jobs for a day: %v", err)

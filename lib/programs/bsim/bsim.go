@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/plotcmd"
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/sim"
 	"github.com/urfave/cli/v3"
 )
@@ -200,20 +200,22 @@ func run(_ context.Context, cmd *cli.Command) error {
 type runDefaults struct{ Duration, Delta float64 }
 
 // loadScenario reads SCENARIO: a BOINC emulator directory or a bkit scenario file.
-func loadScenario(cmd *cli.Command, path string) (*boincxml.Scenario, runDefaults, error) {
+func loadScenario(cmd *cli.Command, path string) (*scenario.Scenario, runDefaults, error) {
 	limit, err := cliutil.MaxInput(cmd)
 	if err != nil {
 		return nil, runDefaults{}, err
 	}
-	f, err := readScenario(path, limit)
+	sc, err := readScenario(path, limit)
 	if err != nil {
 		return nil, runDefaults{}, err // readScenario's errors carry their exit status
 	}
-	if len(f.Doc.Projects) == 0 {
+	if len(sc.Doc.Projects) == 0 {
 		// A run would print figures of nothing ("projects": null).
 		return nil, runDefaults{}, cliutil.BadInput(fmt.Errorf("%s: the scenario has no projects: nothing to emulate", path))
 	}
-	return f.Scenario, runDefaults{Duration: f.Run.Duration, Delta: f.Run.Delta}, nil
+	var d runDefaults
+	d.Duration, d.Delta = sc.RunDefaults()
+	return sc, d, nil
 }
 
 // runConfig reads --duration, --delta and --seed; a flag not given takes the

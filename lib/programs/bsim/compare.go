@@ -209,11 +209,10 @@ func Compare(scenarios, policies []string, cfgs []sim.Config, limit int64, worke
 }
 
 func compareOne(path, policy string, cfg sim.Config, limit int64) (CompareRow, error) {
-	f, err := readScenario(path, limit)
+	sc, err := readScenario(path, limit)
 	if err != nil {
 		return CompareRow{}, err
 	}
-	sc := f.Scenario
 	cfg.Policy = policy
 	res, err := sim.Run(sc, cfg)
 	if err != nil {

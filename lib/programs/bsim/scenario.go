@@ -25,7 +25,7 @@ import (
 // *limits.TooLargeError). Invalid input, including a path that does not exist, is
 // marked with input.BadInput (exit status 2); other I/O errors are returned as they are
 // (status 1). errors.As with a *state.Error finds a scenario file's problems.
-func readScenario(path string, limit int64) (*scenario.File, error) {
+func readScenario(path string, limit int64) (*scenario.Scenario, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, ioError(path, err)
@@ -35,7 +35,7 @@ func readScenario(path string, limit int64) (*scenario.File, error) {
 		if err != nil {
 			return nil, classify(err)
 		}
-		return &scenario.File{Scenario: sc}, nil
+		return sc, nil
 	}
 	data, err := readFile(path, limit)
 	if limits.IsTooLarge(err) {
@@ -44,11 +44,11 @@ func readScenario(path string, limit int64) (*scenario.File, error) {
 	if err != nil {
 		return nil, ioError(path, err)
 	}
-	f, err := scenario.Decode(data, path)
+	sc, err := scenario.Decode(data, path)
 	if err != nil {
 		return nil, input.BadInput(err)
 	}
-	return f, nil
+	return sc, nil
 }
 
 func readFile(path string, limit int64) ([]byte, error) {
@@ -87,25 +87,28 @@ func classify(err error) error {
 // exportScenario converts the scenario at path — a BOINC client emulator scenario
 // directory, or a scenario file to re-encode — into a bkit scenario file in the given
 // format. Apps without an app version (which a directory may declare but whose jobs
-// can never be made) are left out; a YAML file starts with a comment naming its
-// source. Errors are readScenario's.
+// can never be made) are left out; the rest is written in its canonical form
+// (scenario.Canonical: what differs from the defaults, and every app's job parameters,
+// spelt out). A YAML file starts with a comment naming its source. Errors are
+// readScenario's.
 func exportScenario(path string, format state.Format, limit int64) ([]byte, error) {
-	f, err := readScenario(path, limit)
+	sc, err := readScenario(path, limit)
 	if err != nil {
 		return nil, err
 	}
+	sc = sc.Canonical()
 	versions := map[[2]string]bool{}
-	for _, av := range f.Doc.AppVersions {
+	for _, av := range sc.Doc.AppVersions {
 		versions[[2]string{av.Project, av.App}] = true
 	}
-	apps := f.Apps[:0:0]
-	for _, a := range f.Apps {
+	apps := sc.Apps[:0:0]
+	for _, a := range sc.Apps {
 		if versions[[2]string{a.Project, a.Name}] {
 			apps = append(apps, a)
 		}
 	}
-	f.Apps = apps
-	data, err := scenario.Encode(f, format)
+	sc.Apps = apps
+	data, err := scenario.Encode(sc, format)
 	if err != nil {
 		return nil, err
 	}
