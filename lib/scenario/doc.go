@@ -1,13 +1,16 @@
-// Package scenario owns the bkit scenario file: one YAML or JSON file (recognised by
-// content, as state documents are) that says everything bsim needs to emulate a run —
-// the client state document the run starts from (lib/state, version 1) plus what only
-// the emulation knows: the host's availability processes, each project's scheduler
-// up/down process, how each project's emulated server makes jobs, and defaults for the
-// run's length and step. It is the bkit-native alternative to a BOINC client emulator
-// scenario directory (lib/boincxml, ../shared/boinc-emulator.md) and carries the same
-// information: Decode reads a file and Encode writes one; both formats give a
-// *boincxml.Scenario that lib/sim runs. Which format a path holds is bsim's choice (a
-// directory is BOINC's), made in lib/programs/bsim, which reads and converts either.
+// Package scenario owns the scenario model, Scenario, and the bkit scenario file. A
+// scenario says everything bsim needs to emulate a run: the client state document the
+// run starts from (lib/state, version 1) plus what only the emulation knows: the host's
+// availability processes, each project's scheduler up/down process, how each project's
+// emulated server makes jobs, and defaults for the run's length and step.
+//
+// The model is the one lib/sim runs and both readers fill in: Decode reads a bkit
+// scenario file (one YAML or JSON file, recognised by content as state documents are)
+// and Encode writes one; lib/boincxml reads a BOINC client emulator scenario directory
+// (../shared/boinc-emulator.md), which carries the same information, into the same
+// types. The package is a leaf (lib/state and lib/input only), so that the XML reader
+// can import it; which format a path holds is bsim's choice (a directory is BOINC's),
+// made in lib/programs/bsim, which reads and converts either.
 //
 // # The file
 //
@@ -21,7 +24,7 @@
 //	lambdas:                    # optional: mean length, seconds, of an "on" period of the
 //	  on: 3600                  # host's processes whose fractions are state.host.time_stats
 //	  active: 3600              # (on_frac, active_frac, gpu_active_frac, connected_frac);
-//	  gpu_active: 3600          # each field defaults to 3600 (boincxml.DefaultLambda)
+//	  gpu_active: 3600          # each field defaults to 3600 (DefaultLambda)
 //	  connected: 3600
 //	servers:                    # optional: a project's scheduler up/down process (an RPC
 //	  - project: A              # to a down server fails); a project not listed is always up
