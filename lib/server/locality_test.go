@@ -38,7 +38,8 @@ func setupBatch(t *testing.T, st *store.Store) {
 			stmts = append(stmts,
 				fmt.Sprintf(`INSERT INTO workunit (id, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound, batch_id, cursor_id, job_num, first_file_num, last_file_num)
 					VALUES (%d, 1, 'b1_j%d', 1e12, 1e13, 500, 1, %d, %d, %d, %d)`, 100+j, j, j/2+1, j, j, j+1),
-				fmt.Sprintf(`INSERT INTO result (workunitid, appid, name) VALUES (%d, 1, 'b1_j%d_0')`, 100+j, j))
+				// A locality result carries its cursor and job (as the generator writes it).
+				fmt.Sprintf(`INSERT INTO result (workunitid, appid, name, cursor_id, job_num) VALUES (%d, 1, 'b1_j%d_0', %d, %d)`, 100+j, j, j/2+1, j))
 		}
 		for _, s := range stmts {
 			if _, err := tx.Exec(s); err != nil {

@@ -295,8 +295,9 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 				return err
 			}
 			var unsent int
-			if err := tx.queryRow(`SELECT COUNT(*) FROM workunit w WHERE w.cursor_id=? AND w.job_num>=?
-				AND EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state=?)`, c.ID, c.FirstUnfinishedJobNum, ServerStateUnsent).Scan(&unsent); err != nil {
+			// Jobs with an unsent result: one index range over the unsent results.
+			if err := tx.queryRow(`SELECT COUNT(DISTINCT job_num) FROM result WHERE cursor_id=? AND server_state=? AND job_num>=?`,
+				c.ID, ServerStateUnsent, c.FirstUnfinishedJobNum).Scan(&unsent); err != nil {
 				return err
 			}
 			n := locality.GenerateCount(unsent, cushion, c.FirstUngeneratedJobNum, c.LastJobNum)
@@ -351,8 +352,8 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 					return err
 				}
 				for k := 0; k < b.target; k++ {
-					if _, err := tx.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state) VALUES (?, ?, ?, ?, ?)`,
-						now, wuid, b.appid, fmt.Sprintf("%s_%d", name, k), ServerStateUnsent); err != nil {
+					if _, err := tx.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state, cursor_id, job_num) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+						now, wuid, b.appid, fmt.Sprintf("%s_%d", name, k), ServerStateUnsent, c.ID, j.JobNum); err != nil {
 						return err
 					}
 				}
@@ -424,6 +425,28 @@ func (t *Tx) ResultsChanged(ids []int64, now float64) error {
 	return nil
 }
 
+// ResultsJoinJobs gives the results of workunits ids their workunit's cursor and job
+// number (result.cursor_id, job_num: the scheduler's and the generator's index of a
+// cursor's unsent results in job order). Whatever adds results to a locality
+// workunit calls it in the same transaction (the generator writes them itself), or
+// the scheduler never sends those results.
+func (t *Tx) ResultsJoinJobs(ids []int64) error {
+	for lo := 0; lo < len(ids); lo += 500 {
+		part := ids[lo:min(len(ids), lo+500)]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		if _, err := t.exec(`UPDATE result SET cursor_id=(SELECT w.cursor_id FROM workunit w WHERE w.id=result.workunitid),
+			job_num=(SELECT w.job_num FROM workunit w WHERE w.id=result.workunitid)
+			WHERE cursor_id=0 AND workunitid IN (SELECT id FROM workunit WHERE cursor_id<>0 AND id IN (?`+strings.Repeat(",?", len(part)-1)+`))`,
+			args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Transition is one pass of seed 004's transitioner over every unfinished cursor of
 // the open batches: first_unfinished_job_num moves past finished jobs and
 // remaining_credit becomes the estimated credit of the cursor's unfinished jobs
@@ -480,7 +503,7 @@ func (s *Store) TransitionCursors(ctx context.Context, now float64, only map[int
 			if err != nil {
 				return err
 			}
-			ids, changedJobs, err := tx.transitionJobs(`WHERE w.cursor_id=? AND w.transition_time<>0`+tx.s.dialect.forUpdate, c.ID)
+			ids, changedJobs, err := tx.transitionJobs(`WHERE w.cursor_id=? AND w.transition_time>0`+tx.s.dialect.forUpdate, c.ID)
 			if err != nil {
 				return err
 			}

@@ -183,10 +183,9 @@ func (t *Tx) StreamServers(cursorID, stream, job, hostID int64) (int, error) {
 // and false when there is none.
 func (t *Tx) FirstTakeableJob(cursorID, fromJob, hostID int64) (int64, bool, error) {
 	var j int64
-	err := t.queryRow(`SELECT w.job_num FROM workunit w JOIN result r ON r.workunitid=w.id
-		WHERE w.cursor_id=? AND w.job_num>=? AND r.server_state=?
-		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=w.id AND r2.hostid=?)
-		ORDER BY w.job_num LIMIT 1`, cursorID, fromJob, ServerStateUnsent, hostID).Scan(&j)
+	err := t.queryRow(`SELECT r.job_num FROM result r WHERE r.cursor_id=? AND r.server_state=? AND r.job_num>=?
+		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?)
+		ORDER BY r.job_num LIMIT 1`, cursorID, ServerStateUnsent, fromJob, hostID).Scan(&j)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -259,9 +258,9 @@ func (t *Tx) UnsentCursorCandidates(cursorID, fromJob, toJob, hostID int64, limi
 	rows, err := t.query(`SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound,
 		w.first_file_num, w.last_file_num, w.batch_id
 		FROM result r JOIN workunit w ON w.id=r.workunitid
-		WHERE w.cursor_id=? AND w.job_num>=? AND w.job_num<=? AND r.server_state=?
+		WHERE r.cursor_id=? AND r.server_state=? AND r.job_num>=? AND r.job_num<=?
 		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?)
-		ORDER BY w.job_num, r.id LIMIT ?`+t.s.dialect.skipLocked, cursorID, fromJob, toJob, ServerStateUnsent, hostID, limit)
+		ORDER BY r.job_num, r.id LIMIT ?`+t.s.dialect.skipLocked, cursorID, ServerStateUnsent, fromJob, toJob, hostID, limit)
 	if err != nil {
 		return nil, err
 	}

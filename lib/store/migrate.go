@@ -336,6 +336,20 @@ var migrations = [][]string{
 			WHERE j.batch_id=locality_cursor.batch_id AND j.job_num>=locality_cursor.first_unfinished_job_num
 			AND j.job_num<=locality_cursor.last_job_num)*200/(86400*1e9), 0), 1e-300) WHERE remaining_credit>0`,
 	},
+	// 7: a locality result carries its workunit's cursor and job number (0 for other
+	// work), as it carries its app, so that a cursor's unsent results in job order are
+	// one index range: the scheduler's candidates, a host's first takeable job and the
+	// generator's count of unsent jobs read the unsent results only, not every
+	// workunit from first_unfinished_job_num on (in-order dispatch has thousands in
+	// progress there).
+	{
+		`ALTER TABLE result ADD COLUMN cursor_id BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE result ADD COLUMN job_num BIGINT NOT NULL DEFAULT 0`,
+		`UPDATE result SET cursor_id=(SELECT w.cursor_id FROM workunit w WHERE w.id=result.workunitid),
+			job_num=(SELECT w.job_num FROM workunit w WHERE w.id=result.workunitid)
+			WHERE workunitid IN (SELECT id FROM workunit WHERE cursor_id<>0)`,
+		`CREATE INDEX result_cursor ON result (cursor_id, server_state, job_num)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -92,17 +92,44 @@ func TestUpgradeRecountsCursors(t *testing.T) {
 	}
 	// Under migration 5: all jobs generated (as its generator did, transition_time
 	// set), job 2 finished and already off remaining_credit.
-	if _, err := s.Generate(ctx, 10, 2); err != nil {
-		t.Fatal(err)
+	var qs []string
+	for j := range 4 {
+		qs = append(qs, fmt.Sprintf(`INSERT INTO workunit (id, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound, transition_time,
+			batch_id, cursor_id, job_num) VALUES (%d, 1, 'b_j%d', %g, 0, 1000, 2, 1, 1, %d)`, j+1, j, 1e12*float64(j+1), j),
+			fmt.Sprintf(`INSERT INTO result (workunitid, appid, name) VALUES (%d, 1, 'b_j%d_0')`, j+1, j))
 	}
-	for _, q := range []string{`UPDATE workunit SET transition_time=2`, `UPDATE workunit SET canonical_resultid=1 WHERE job_num=2`,
-		fmt.Sprintf(`UPDATE locality_cursor SET remaining_credit=%v`, credit(0, 1, 3))} {
+	qs = append(qs, `UPDATE locality_cursor SET first_ungenerated_job_num=4`)
+	for _, q := range append(qs, `UPDATE workunit SET canonical_resultid=1 WHERE job_num=2`,
+		fmt.Sprintf(`UPDATE locality_cursor SET remaining_credit=%v`, credit(0, 1, 3))) {
 		if _, err := s.DB.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if applied, err := s.Migrate(ctx, 3); err != nil || len(applied) != 1 || applied[0] != 6 {
+	if applied, err := s.Migrate(ctx, 3); err != nil || len(applied) != 2 || applied[0] != 6 {
 		t.Fatalf("upgrade: applied %v, %v", applied, err)
+	}
+	// Migration 7: the results know their cursor and job.
+	var bad int
+	if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM result r JOIN workunit w ON w.id=r.workunitid
+		WHERE r.cursor_id<>w.cursor_id OR r.job_num<>w.job_num OR r.cursor_id=0`).Scan(&bad); err != nil || bad != 0 {
+		t.Fatalf("%d results without their cursor and job after the upgrade (%v)", bad, err)
+	}
+	// A result added later (the retry job's) gets them from its workunit.
+	if err := s.InTx(ctx, func(tx *Tx) error {
+		if _, err := tx.exec(`INSERT INTO result (workunitid, appid, name) SELECT id, appid, 'late' FROM workunit WHERE job_num=3`); err != nil {
+			return err
+		}
+		var wu int64
+		if err := tx.queryRow(`SELECT id FROM workunit WHERE job_num=3`).Scan(&wu); err != nil {
+			return err
+		}
+		return tx.ResultsJoinJobs([]int64{wu})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var late int64
+	if err := s.DB.QueryRowContext(ctx, `SELECT job_num FROM result WHERE name='late' AND cursor_id<>0`).Scan(&late); err != nil || late != 3 {
+		t.Fatalf("a late result: job %d, %v", late, err)
 	}
 	check := func(front int64, remaining float64) {
 		t.Helper()

@@ -417,6 +417,11 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 		if err := tx.WorkunitsChanged(changed, p.Now); err != nil {
 			return err
 		}
+		if nNew > 0 {
+			if err := tx.ResultsJoinJobs(retryIDs); err != nil { // a locality job's new results
+				return err
+			}
+		}
 		retried, created, lostHere = len(retryIDs), nNew, marked
 		return nil
 	})
