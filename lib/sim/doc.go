@@ -4,7 +4,8 @@
 // one scenario can be put side by side.
 //
 // A run (New, then Step until it returns false, then Result) starts from a scenario
-// read by lib/boincxml and advances a clock by delta seconds per step. The world
+// (lib/scenario's model, read from a BOINC directory by lib/boincxml or from a bkit
+// scenario file) and advances a clock by delta seconds per step. The world
 // around the client is the loop's: the host's availability processes (on, active, GPU
 // active, connected), each project's emulated server (up or down; when up it makes up
 // jobs to fill each request), the real work of each task, task progress, completion,
