@@ -46,6 +46,16 @@ const clientPrefs = `<global_preferences>
 </global_preferences>
 `
 
+// clientConfig makes the client report each result once its output is uploaded (at
+// its next scheduler poll, every few seconds) rather than when it next needs work:
+// the test waits for the reports.
+const clientConfig = `<cc_config>
+<options>
+<report_results_immediately>1</report_results_immediately>
+</options>
+</cc_config>
+`
+
 // TestRealBOINCClient runs Debian's boinc-client against `bserver serve` on loopback:
 // the client attaches with an account key, downloads the signed example app
 // (examples/boinc-app) and the jobs' input, runs the jobs, uploads their outputs and
@@ -81,11 +91,16 @@ func TestRealBOINCClient(t *testing.T) {
 	key := strings.TrimSpace(runOut(t, "user", "add", "--db", db, "--name", "alice"))
 	runOut(t, "app", "add", "--db", db, "upper")
 	runOut(t, "app-version", "add", "--db", db, "--app", "upper", "--version", "1", "--platform", "x86_64-pc-linux-gnu", "--file", appBin)
-	runOut(t, "work", "create", "--db", db, "--app", "upper", "--count", strconv.Itoa(njobs), "--fpops-est", "1e11",
+	// Jobs estimated at 0.1 s: a client's first request to a project asks for 1 s of
+	// work (BOINC's initial work request), so its first reply carries all of them
+	// instead of one, and the rest a work fetch later. The bound stays far above what
+	// the job takes, so the client never aborts one for its elapsed time.
+	runOut(t, "work", "create", "--db", db, "--app", "upper", "--count", strconv.Itoa(njobs), "--fpops-est", "1e8", "--fpops-bound", "1e12",
 		"--delay-bound", "1d", "--input", "in="+input, "--output", "out:100000")
 	url := startServe(t, db, "")
 
 	os.WriteFile(filepath.Join(cdir, "global_prefs_override.xml"), []byte(clientPrefs), 0o644)
+	os.WriteFile(filepath.Join(cdir, "cc_config.xml"), []byte(clientConfig), 0o644)
 	os.WriteFile(filepath.Join(cdir, "gui_rpc_auth.cfg"), []byte("bkit-test\n"), 0o600)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
