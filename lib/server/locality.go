@@ -126,9 +126,12 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 			if err != nil {
 				return err
 			}
-			progress := false
+			// Claim first, then read the claimed jobs' files in one query each (the
+			// batch files of a page of candidates are one contiguous run).
+			var claimed []store.LocalityCandidate
+			var versions []store.AppVersion
 			for _, c := range cands {
-				if !n.more() || st.full(reply) {
+				if !n.more() || st.full(reply) || len(reply.ResultsSent)+len(claimed) >= st.maxJobs {
 					break
 				}
 				av, ok := best[c.AppID]
@@ -142,13 +145,19 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 				if !ok {
 					continue
 				}
-				progress = true
-				files, err := tx.BatchFiles(c.BatchID, c.FirstFileNum, c.LastFileNum)
-				if err != nil {
+				st.wus[c.WUID] = true
+				n.fill(av, c.FpopsEst, caps)
+				claimed = append(claimed, c)
+				versions = append(versions, av)
+			}
+			progress := len(claimed) > 0
+			if progress {
+				if err := st.prefetch(claimed); err != nil {
 					return err
 				}
-				n.fill(av, c.FpopsEst, caps)
-				if err := st.addJob(reply, c.Candidate, av, now+c.DelayBound, files); err != nil {
+			}
+			for i, c := range claimed {
+				if err := st.addJob(reply, c.Candidate, versions[i], now+c.DelayBound, st.batchFiles(c)); err != nil {
 					return err
 				}
 			}

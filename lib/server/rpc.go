@@ -151,17 +151,28 @@ func fillHost(h *store.Host, req *boincxml.SchedulerRequest, now float64) {
 // report of someone else's or an unknown result can never be recorded (BOINC acks
 // those too, for the same reason).
 func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) error {
+	success := func(r boincxml.ReportedResult) bool {
+		return r.ExitStatus == 0 && (r.State == 0 || r.State == boincxml.ResultFilesUploaded)
+	}
+	// A real BOINC client sends no digest of its own: it uploaded its output files
+	// before reporting, so the validator compares the digests of what arrived
+	// (store.Tx.OutputDigests, one query for the request). A result with nothing
+	// uploaded keeps "".
+	var need []string
 	for _, r := range req.Results {
-		success := r.ExitStatus == 0 && (r.State == 0 || r.State == boincxml.ResultFilesUploaded)
+		if success(r) && r.OutputDigest == "" {
+			need = append(need, r.Name)
+		}
+	}
+	digests, err := tx.OutputDigests(need)
+	if err != nil {
+		return fmt.Errorf("reports: output digests: %w", err)
+	}
+	for _, r := range req.Results {
+		success := success(r)
 		digest := r.OutputDigest
 		if success && digest == "" {
-			// A real BOINC client sends no digest of its own: it uploaded its output
-			// files before reporting, so the validator compares the digests of what
-			// arrived (store.Tx.OutputDigest). A result with nothing uploaded keeps "".
-			var err error
-			if digest, err = tx.OutputDigest(r.Name); err != nil {
-				return fmt.Errorf("report %s: output digest: %w", r.Name, err)
-			}
+			digest = digests[r.Name]
 		}
 		st, err := tx.RecordReport(host.ID, store.Report{
 			Name: r.Name, Success: success, CPUTime: r.FinalCPUTime, ElapsedTime: r.FinalElapsedTime,

@@ -128,6 +128,66 @@ type sendState struct {
 	// uploads and sends no jobs with output files.
 	uploadKey []byte
 	wus       map[int64]bool // workunits this reply carries a result of
+
+	// Read ahead for the jobs being added (prefetch): their workunits' files and
+	// outputs, and the batch files of a run of locality jobs by batch and number.
+	wuIn      map[int64][]store.WUFile
+	wuOut     map[int64][]store.WUOutput
+	fetched   map[int64]bool
+	batchFile map[[2]int64]store.BatchFile
+}
+
+// prefetch reads what adding the claimed locality jobs needs in three queries: their
+// batch files (one contiguous run per batch) and their workunits' input files and
+// outputs, instead of three queries per job.
+func (st *sendState) prefetch(jobs []store.LocalityCandidate) error {
+	if st.fetched == nil {
+		st.wuIn, st.wuOut, st.fetched, st.batchFile = map[int64][]store.WUFile{}, map[int64][]store.WUOutput{}, map[int64]bool{}, map[[2]int64]store.BatchFile{}
+	}
+	type run struct{ first, last int64 }
+	runs := map[int64]run{}
+	var order []int64
+	ids := make([]int64, 0, len(jobs))
+	for _, c := range jobs {
+		ids = append(ids, c.WUID)
+		if c.LastFileNum < c.FirstFileNum {
+			continue
+		}
+		r, ok := runs[c.BatchID]
+		if !ok {
+			order = append(order, c.BatchID)
+			r = run{c.FirstFileNum, c.LastFileNum}
+		}
+		runs[c.BatchID] = run{min(r.first, c.FirstFileNum), max(r.last, c.LastFileNum)}
+	}
+	for _, b := range order {
+		files, err := st.tx.BatchFiles(b, runs[b].first, runs[b].last)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			st.batchFile[[2]int64{b, f.FileNum}] = f
+		}
+	}
+	in, out, err := st.tx.WUFilesOf(ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		st.wuIn[id], st.wuOut[id], st.fetched[id] = in[id], out[id], true
+	}
+	return nil
+}
+
+// batchFiles returns a prefetched locality job's batch files, in order.
+func (st *sendState) batchFiles(c store.LocalityCandidate) []store.BatchFile {
+	var out []store.BatchFile
+	for n := c.FirstFileNum; n <= c.LastFileNum; n++ {
+		if f, ok := st.batchFile[[2]int64{c.BatchID, n}]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (st *sendState) full(reply *boincxml.SchedulerReply) bool {
@@ -310,9 +370,12 @@ func (st *sendState) addJob(reply *boincxml.SchedulerReply, c store.Candidate, a
 		wu.FileRefs = append(wu.FileRefs, boincxml.ReplyFileRef{FileName: f.Name})
 		st.addFile(reply, boincxml.ReplyFileInfo{Name: f.Name, URL: f.URL, NBytes: f.NBytes, Sticky: true})
 	}
-	inputs, outputs, err := st.tx.WUFiles(c.WUID)
-	if err != nil {
-		return err
+	inputs, outputs := st.wuIn[c.WUID], st.wuOut[c.WUID]
+	if !st.fetched[c.WUID] {
+		var err error
+		if inputs, outputs, err = st.tx.WUFiles(c.WUID); err != nil {
+			return err
+		}
 	}
 	for _, f := range inputs {
 		wu.FileRefs = append(wu.FileRefs, boincxml.ReplyFileRef{FileName: f.Name, OpenName: f.OpenName})

@@ -124,6 +124,55 @@ type WUOutput struct {
 	MaxNBytes float64
 }
 
+// WUFilesOf returns the input files and outputs of workunits wuids, in order, by
+// workunit (absent: none): one query each for a reply's jobs instead of two per job.
+func (t *Tx) WUFilesOf(wuids []int64) (map[int64][]WUFile, map[int64][]WUOutput, error) {
+	in, out := map[int64][]WUFile{}, map[int64][]WUOutput{}
+	for lo := 0; lo < len(wuids); lo += 500 {
+		part := wuids[lo:min(len(wuids), lo+500)]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		list := `(?` + strings.Repeat(",?", len(part)-1) + `)`
+		rows, err := t.query(`SELECT workunitid, name, open_name, nbytes, md5_cksum FROM wu_file WHERE workunitid IN `+list+` ORDER BY workunitid, file_num`, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		for rows.Next() {
+			var id int64
+			var f WUFile
+			if err := rows.Scan(&id, &f.Name, &f.OpenName, &f.NBytes, &f.MD5); err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			in[id] = append(in[id], f)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, err
+		}
+		rows, err = t.query(`SELECT workunitid, open_name, max_nbytes FROM wu_output WHERE workunitid IN `+list+` ORDER BY workunitid, file_num`, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		for rows.Next() {
+			var id int64
+			var o WUOutput
+			if err := rows.Scan(&id, &o.OpenName, &o.MaxNBytes); err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			out[id] = append(out[id], o)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return in, out, nil
+}
+
 // WUFiles returns workunit wuid's input files and outputs, in order.
 func (t *Tx) WUFiles(wuid int64) ([]WUFile, []WUOutput, error) {
 	rows, err := t.query(`SELECT name, open_name, nbytes, md5_cksum FROM wu_file WHERE workunitid=? ORDER BY file_num`, wuid)
@@ -230,32 +279,52 @@ func (s *Store) UploadedFiles(ctx context.Context) ([]UploadedFile, error) {
 // lines "k:HEX\n" (file number and file SHA-256) when it has several; "" when none was
 // uploaded. Results whose outputs agree byte for byte get equal digests.
 func (t *Tx) OutputDigest(result string) (string, error) {
-	rows, err := t.query(`SELECT f.file_num, f.sha256 FROM result_file f JOIN result r ON r.id=f.resultid
-		WHERE r.name=? ORDER BY f.file_num`, result)
-	if err != nil {
-		return "", err
+	d, err := t.OutputDigests([]string{result})
+	return d[result], err
+}
+
+// OutputDigests is OutputDigest of several results in one query (a request's
+// reports); results with nothing uploaded are absent.
+func (t *Tx) OutputDigests(results []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(results) == 0 {
+		return out, nil
 	}
-	defer rows.Close()
-	var lines []string
-	var only string
-	for rows.Next() {
-		var k int
-		var h string
-		if err := rows.Scan(&k, &h); err != nil {
-			return "", err
+	lines := map[string][]string{}
+	only := map[string]string{}
+	for lo := 0; lo < len(results); lo += 500 {
+		part := results[lo:min(len(results), lo+500)]
+		args := make([]any, len(part))
+		for i, n := range part {
+			args[i] = n
 		}
-		only = h
-		lines = append(lines, fmt.Sprintf("%d:%s\n", k, h))
+		rows, err := t.query(`SELECT r.name, f.file_num, f.sha256 FROM result_file f JOIN result r ON r.id=f.resultid
+			WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`) ORDER BY r.name, f.file_num`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var name, h string
+			var k int
+			if err := rows.Scan(&name, &k, &h); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			only[name] = h
+			lines[name] = append(lines[name], fmt.Sprintf("%d:%s\n", k, h))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return "", err
+	for name, ls := range lines {
+		if len(ls) == 1 {
+			out[name] = "sha256:" + only[name]
+			continue
+		}
+		sum := sha256.Sum256([]byte(strings.Join(ls, "")))
+		out[name] = "sha256:" + hex.EncodeToString(sum[:])
 	}
-	switch len(lines) {
-	case 0:
-		return "", nil
-	case 1:
-		return "sha256:" + only, nil
-	}
-	sum := sha256.Sum256([]byte(strings.Join(lines, "")))
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return out, nil
 }
