@@ -233,6 +233,15 @@ func Run(ctx context.Context, c Config, dir string) (*Figures, error) {
 	if _, err := st.DB.ExecContext(ctx, `PRAGMA synchronous=OFF`); err != nil {
 		return nil, err
 	}
+	// The run's one process holds the database alone: keep the lock and the page
+	// cache between transactions (no lock calls and no re-reading of pages each
+	// transaction), with room for the whole database (the full case grows to about
+	// 100 MB; the default cache of 2 MB made most of the run's system time).
+	for _, p := range []string{`PRAGMA locking_mode=EXCLUSIVE`, `PRAGMA cache_size=-1048576`, `PRAGMA temp_store=MEMORY`} {
+		if _, err := st.DB.ExecContext(ctx, p); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := st.Migrate(ctx, start); err != nil {
 		return nil, err
 	}
