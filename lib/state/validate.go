@@ -138,14 +138,29 @@ func (v *validator) field(f field, fv reflect.Value) {
 	}
 }
 
+// semantics checks what no single field can say, in the order of the document's
+// references: the host's resources (each type once, a CPU), the projects (names once,
+// resource entries of the host's types), the apps, the app versions (their project,
+// app and resource) and the tasks (their project and app version). Each step returns
+// the names the next ones look up.
 func (v *validator) semantics(doc *Document) {
+	resources := v.hostResources(doc.Host.Resources)
+	projects := v.projects(doc, resources)
+	apps := v.apps(doc.Apps, projects)
+	versions := v.appVersions(doc, resources, projects, apps)
+	v.tasks(doc, projects, versions)
+}
+
+// hostResources checks the host's resources: a non-empty type each, no type twice, and
+// a CPU with at least one instance and FLOPS > 0. It returns the resources by type.
+func (v *validator) hostResources(rs []Resource) map[string]Resource {
 	resources := map[string]Resource{}
-	for i, r := range doc.Host.Resources {
+	for i, r := range rs {
 		p := fmt.Sprintf("host.resources[%d]", i)
 		switch {
 		case r.Type == "":
 			v.add(p+".type", "must not be empty")
-		case hasType(doc.Host.Resources[:i], r.Type):
+		case hasType(rs[:i], r.Type):
 			v.add(p+".type", "duplicate resource type %q", r.Type)
 		}
 		resources[r.Type] = r
@@ -158,11 +173,16 @@ func (v *validator) semantics(doc *Document) {
 			}
 		}
 	}
-	cpu, hasCPU := resources[ResourceCPU]
-	if !hasCPU {
+	if _, ok := resources[ResourceCPU]; !ok {
 		v.add("host.resources", "no resource of type cpu")
 	}
+	return resources
+}
 
+// projects checks the projects: a name each, no name twice, and resource entries of
+// the host's types, each type once, with no scheduling debt for the CPU (its
+// scheduling debt is the project's debt). It returns each name's index.
+func (v *validator) projects(doc *Document, resources map[string]Resource) map[string]int {
 	projects := make(map[string]int, len(doc.Projects))
 	for i, p := range doc.Projects {
 		path := fmt.Sprintf("projects[%d]", i)
@@ -186,9 +206,14 @@ func (v *validator) semantics(doc *Document) {
 			}
 		}
 	}
+	return projects
+}
 
+// apps checks the apps: a name each, of a known project, no (project, app) twice. It
+// returns the (project, app) pairs.
+func (v *validator) apps(list []App, projects map[string]int) map[[2]string]bool {
 	apps := map[[2]string]bool{}
-	for i, a := range doc.Apps {
+	for i, a := range list {
 		path := fmt.Sprintf("apps[%d]", i)
 		if a.Name == "" {
 			v.add(path+".name", "must not be empty")
@@ -202,7 +227,15 @@ func (v *validator) semantics(doc *Document) {
 		}
 		apps[key] = true
 	}
+	return apps
+}
 
+// appVersions checks the app versions: a name each, no name twice, a known project and
+// app, no more CPUs than the host has, and either CPUs only (avg_ncpus > 0) or a
+// coprocessor the host has, in no more instances than it has. It returns each name's
+// index.
+func (v *validator) appVersions(doc *Document, resources map[string]Resource, projects map[string]int, apps map[[2]string]bool) map[string]int {
+	cpu, hasCPU := resources[ResourceCPU]
 	versions := make(map[string]int, len(doc.AppVersions))
 	for i, av := range doc.AppVersions {
 		path := fmt.Sprintf("app_versions[%d]", i)
@@ -237,7 +270,12 @@ func (v *validator) semantics(doc *Document) {
 			v.add(path+".coproc.count", "uses %g instances of %s but the host has %d", av.Coproc.Count, r.Type, r.Instances)
 		}
 	}
+	return versions
+}
 
+// tasks checks the tasks: a name each, no name twice, a known project and an app
+// version of that project, and times at the last pass not past the task's times.
+func (v *validator) tasks(doc *Document, projects, versions map[string]int) {
 	tasks := make(map[string]struct{}, len(doc.Tasks))
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
