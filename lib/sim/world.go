@@ -143,7 +143,42 @@ func (s *Sim) World(scenario string) (*World, error) {
 // The document may have been changed by the client's programs in between (a
 // scheduling pass, a work request, a reply's backoffs), but its projects, resources and
 // app versions must be those of the run, and its tasks the run's, in order.
+//
+// It takes up the World's parts in turn (see World): the run and its clock, the
+// availability processes and the decisions' stream, the project servers, the real
+// work of each task (a live run's come from its session: restoreLive), the tallies.
 func Restore(doc *state.Document, w *World) (*Sim, error) {
+	s, err := restoreRun(doc, w)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.restoreStreams(w); err != nil {
+		return nil, err
+	}
+	s.indexAppVersions()
+	if err := s.restoreServers(w); err != nil {
+		return nil, err
+	}
+	if w.Live == nil {
+		if err := s.restoreJobs(w); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.restoreTallies(w); err != nil {
+		return nil, err
+	}
+	if w.Live != nil {
+		if err := s.restoreLive(w); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// restoreRun checks the world's version and policy, the document, and the run's clock,
+// and returns the run on doc as of w.Now, its processes, servers, jobs and tallies not
+// yet taken up.
+func restoreRun(doc *state.Document, w *World) (*Sim, error) {
 	if w.Version != WorldVersion {
 		return nil, fmt.Errorf("world version %d, want %d", w.Version, WorldVersion)
 	}
@@ -171,84 +206,112 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 	if math.IsInf(cfg.Delta, 0) || w.Now < w.Start || w.End < w.Start || (w.End-w.Start)/cfg.Delta > maxSteps {
 		return nil, fmt.Errorf("world clock out of order (start %g, now %g, end %g, delta %g)", w.Start, w.Now, w.End, w.Delta)
 	}
-	proc := func(name string, p Process) (*onOff, error) {
-		// The process would never move on (or never stop moving): refuse it rather than loop.
-		if !(p.Frac >= 0 && p.Frac <= 1) || math.IsNaN(p.Next) || math.IsInf(p.Next, 0) ||
-			(p.Frac > 0 && p.Frac < 1 && !(p.Lambda > 0 && !math.IsInf(p.Lambda, 0))) {
-			return nil, fmt.Errorf("%s: an availability process needs frac in [0, 1], lambda > 0 and a finite next flip (frac %g, lambda %g, next %g)", name, p.Frac, p.Lambda, p.Next)
-		}
-		if err := checkProcess(name, p.Frac, p.Lambda, max(w.End, w.Now)-min(p.Next, w.Start)); err != nil {
-			return nil, err
-		}
-		src := &rand.PCG{}
-		if err := src.UnmarshalBinary(p.RNG); err != nil {
-			return nil, fmt.Errorf("%s: %v", name, err)
-		}
-		return &onOff{frac: p.Frac, lambda: p.Lambda, on: p.On, next: p.Next, rng: stream{rand.New(src), src}}, nil
+	return s, nil
+}
+
+// restoreProcess is availability process p (name names it in errors) of world w, its
+// random stream where p left it. A process that would never move on (or never stop
+// moving) over the rest of w's run is refused rather than looped on.
+func restoreProcess(name string, p Process, w *World) (*onOff, error) {
+	if !(p.Frac >= 0 && p.Frac <= 1) || math.IsNaN(p.Next) || math.IsInf(p.Next, 0) ||
+		(p.Frac > 0 && p.Frac < 1 && !(p.Lambda > 0 && !math.IsInf(p.Lambda, 0))) {
+		return nil, fmt.Errorf("%s: an availability process needs frac in [0, 1], lambda > 0 and a finite next flip (frac %g, lambda %g, next %g)", name, p.Frac, p.Lambda, p.Next)
 	}
-	if s.on, err = proc("on", w.On); err != nil {
+	if err := checkProcess(name, p.Frac, p.Lambda, max(w.End, w.Now)-min(p.Next, w.Start)); err != nil {
 		return nil, err
 	}
-	if s.active, err = proc("active", w.Active); err != nil {
-		return nil, err
+	src := &rand.PCG{}
+	if err := src.UnmarshalBinary(p.RNG); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	if s.gpuActive, err = proc("gpu_active", w.GPUActive); err != nil {
-		return nil, err
+	return &onOff{frac: p.Frac, lambda: p.Lambda, on: p.On, next: p.Next, rng: stream{rand.New(src), src}}, nil
+}
+
+// restoreStreams takes up the host's availability processes and the decisions' random
+// stream.
+func (s *Sim) restoreStreams(w *World) error {
+	var err error
+	if s.on, err = restoreProcess("on", w.On, w); err != nil {
+		return err
 	}
-	if s.connected, err = proc("connected", w.Connected); err != nil {
-		return nil, err
+	if s.active, err = restoreProcess("active", w.Active, w); err != nil {
+		return err
+	}
+	if s.gpuActive, err = restoreProcess("gpu_active", w.GPUActive, w); err != nil {
+		return err
+	}
+	if s.connected, err = restoreProcess("connected", w.Connected, w); err != nil {
+		return err
 	}
 	dec := &rand.PCG{}
 	if err := dec.UnmarshalBinary(w.Decisions); err != nil {
-		return nil, fmt.Errorf("decisions: %v", err)
+		return fmt.Errorf("decisions: %v", err)
 	}
 	s.rng = stream{rand.New(dec), dec}
+	return nil
+}
 
-	s.indexAppVersions()
+// restoreServers takes up each project's emulated server, in the document's project
+// order: its up process, the count of jobs it made, its random stream and its apps.
+func (s *Sim) restoreServers(w *World) error {
+	doc := s.Doc
 	if len(w.Servers) != len(doc.Projects) || len(w.Apps) != len(doc.Projects) {
-		return nil, fmt.Errorf("the world has %d project servers, the document %d projects", len(w.Servers), len(doc.Projects))
+		return fmt.Errorf("the world has %d project servers, the document %d projects", len(w.Servers), len(doc.Projects))
 	}
 	for p, ws := range w.Servers {
 		if ws.Project != doc.Projects[p].Name || w.Apps[p].Project != ws.Project {
-			return nil, fmt.Errorf("projects[%d]: the world's server is for %q, the document's project is %q", p, ws.Project, doc.Projects[p].Name)
+			return fmt.Errorf("projects[%d]: the world's server is for %q, the document's project is %q", p, ws.Project, doc.Projects[p].Name)
 		}
-		up, err := proc("servers["+ws.Project+"].up", ws.Up)
+		up, err := restoreProcess("servers["+ws.Project+"].up", ws.Up, w)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		src := &rand.PCG{}
 		if err := src.UnmarshalBinary(ws.RNG); err != nil {
-			return nil, fmt.Errorf("servers[%s]: %v", ws.Project, err)
+			return fmt.Errorf("servers[%s]: %v", ws.Project, err)
 		}
 		srv := &server{project: ws.Project, index: p, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}}
 		for _, a := range w.Apps[p].Apps {
 			if a.Project != ws.Project {
-				return nil, fmt.Errorf("servers[%s]: an app of project %q", ws.Project, a.Project)
+				return fmt.Errorf("servers[%s]: an app of project %q", ws.Project, a.Project)
 			}
 			srv.apps = append(srv.apps, newGenApp(doc, a))
 		}
 		s.servers = append(s.servers, srv)
 	}
-	if w.Live == nil {
-		if len(w.Jobs) != len(doc.Tasks) {
-			return nil, fmt.Errorf("the world knows %d tasks, the document has %d", len(w.Jobs), len(doc.Tasks))
-		}
-		for i, j := range w.Jobs {
-			if j.Task != doc.Tasks[i].Name {
-				return nil, fmt.Errorf("tasks[%d]: the world's task is %q, the document's %q", i, j.Task, doc.Tasks[i].Name)
-			}
-			s.jobs = append(s.jobs, s.newJob(&doc.Tasks[i], job{real: j.Real, peak: j.Peak, finished: j.Finished}))
-		}
+	return nil
+}
+
+// restoreJobs takes up the emulator's knowledge of each task (its real work, the peak
+// FLOPs credited, whether its work is done), the world's jobs in the document's task
+// order.
+func (s *Sim) restoreJobs(w *World) error {
+	doc := s.Doc
+	if len(w.Jobs) != len(doc.Tasks) {
+		return fmt.Errorf("the world knows %d tasks, the document has %d", len(w.Jobs), len(doc.Tasks))
 	}
+	for i, j := range w.Jobs {
+		if j.Task != doc.Tasks[i].Name {
+			return fmt.Errorf("tasks[%d]: the world's task is %q, the document's %q", i, j.Task, doc.Tasks[i].Name)
+		}
+		s.jobs = append(s.jobs, s.newJob(&doc.Tasks[i], job{real: j.Real, peak: j.Peak, finished: j.Finished}))
+	}
+	return nil
+}
+
+// restoreTallies takes up the running sums of the figures of merit, which must have the
+// document's projects and resources, and starts the step's usage afresh.
+func (s *Sim) restoreTallies(w *World) error {
+	doc := s.Doc
 	s.m.init(doc)
 	t := w.Tallies
 	n, nr := len(doc.Projects), len(doc.Host.Resources)
 	if len(t.Used) != n || len(t.Met) != n || len(t.Missed) != n || len(t.SinceRan) != n || len(t.SumSq) != n || len(t.ByResource) != nr {
-		return nil, errors.New("the world's tallies do not match the document's projects and resources")
+		return errors.New("the world's tallies do not match the document's projects and resources")
 	}
 	for _, r := range t.ByResource {
 		if len(r) != n {
-			return nil, errors.New("the world's tallies do not match the document's projects and resources")
+			return errors.New("the world's tallies do not match the document's projects and resources")
 		}
 	}
 	s.m.total, s.m.used, s.m.wasted, s.m.byResource = t.Total, t.Used, t.Wasted, t.ByResource
@@ -258,12 +321,7 @@ func Restore(doc *state.Document, w *World) (*Sim, error) {
 	for p := range s.su.Used {
 		s.su.Used[p] = make([]float64, nr)
 	}
-	if w.Live != nil {
-		if err := s.restoreLive(w); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return nil
 }
 
 // EncodeWorld writes w as JSON. Numbers keep every bit: a run carried through files is
