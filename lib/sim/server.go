@@ -82,13 +82,42 @@ func (n *need) open() bool { return !n.closed && (n.secs > 0 || n.inst > 0) }
 // pass latency_bound. The delay starts at what the client reports (prsc.BusyTimes: the
 // work its round-robin simulation sees missing deadlines, 0 when nothing is late) and
 // grows by each job sent: its stretched run time × its share of the instances.
+//
+// In steps: startNeeds, then per job fastestVersions, pickApp, estimate, the deadline
+// check (need.late), need.use and makeJob.
 func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.WorkRequest, now float64, jobs *[]job) map[string]int {
 	host := &doc.Host
-	ts := host.TimeStats
-	availability := ts.OnFrac * ts.ActiveFrac
+	availability := host.TimeStats.OnFrac * host.TimeStats.ActiveFrac
 	if availability <= 0 {
 		availability = 1
 	}
+	needs := s.startNeeds(doc, req, now)
+	sent := map[string]int{}
+	for n := 0; n < maxJobsPerReply; n++ {
+		total := s.fastestVersions(doc, needs)
+		if total <= 0 {
+			break
+		}
+		a := s.pickApp(total)
+		app, av := &s.apps[a], &doc.AppVersions[s.best[a]]
+		r := resourceOf(host, av)
+		est := s.estimate(app)
+		if needs[r].late(est/av.Speed(host), app.LatencyBound) {
+			needs[r].closed = true
+			continue
+		}
+		needs[r].use(est/av.Speed(host)/availability, av.Instances(), host.Resources[r].Instances)
+		s.makeJob(doc, a, est, now, jobs)
+		sent[host.Resources[r].Type]++
+	}
+	return sent
+}
+
+// startNeeds is what request req asks of each host resource (in s.needs, good until the
+// next reply), each with the delay the client reports for it (prsc.BusyTimes) when
+// anything is asked at all.
+func (s *server) startNeeds(doc *state.Document, req *state.WorkRequest, now float64) []need {
+	host := &doc.Host
 	needs := s.needs[:0]
 	needs = append(needs, make([]need, len(host.Resources))...)
 	s.needs = needs
@@ -102,15 +131,6 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 			}
 		}
 	}
-	resIdx := func(av *state.AppVersion) int {
-		t := av.ResourceType()
-		for r := range host.Resources {
-			if host.Resources[r].Type == t {
-				return r
-			}
-		}
-		return -1
-	}
 	asked := false
 	for r := range needs {
 		asked = asked || needs[r].open()
@@ -120,70 +140,102 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 			needs[r].delay = d
 		}
 	}
-	sent := map[string]int{}
-	for n := 0; n < maxJobsPerReply; n++ {
-		// Apps that can still serve the request, and their fastest version for it.
-		var total float64
-		best := s.best[:0]
-		best = append(best, make([]int, len(s.apps))...)
-		s.best = best
-		for a := range s.apps {
-			best[a] = -1
-			var speed float64
-			for _, v := range s.apps[a].versions {
-				av := &doc.AppVersions[v]
-				if r := resIdx(av); r >= 0 && needs[r].open() && av.Speed(host) > speed {
-					best[a], speed = v, av.Speed(host)
-				}
-			}
-			if best[a] >= 0 {
-				total += s.apps[a].weight
+	return needs
+}
+
+// resourceOf is the host resource (index) app version av runs on, -1 if the host has
+// none.
+func resourceOf(host *state.Host, av *state.AppVersion) int {
+	t := av.ResourceType()
+	for r := range host.Resources {
+		if host.Resources[r].Type == t {
+			return r
+		}
+	}
+	return -1
+}
+
+// fastestVersions sets, per app, its fastest version (index in doc.AppVersions) on a
+// resource whose need is still open, or -1 (s.best), and returns the weight of the
+// apps that have one.
+func (s *server) fastestVersions(doc *state.Document, needs []need) float64 {
+	host := &doc.Host
+	var total float64
+	best := s.best[:0]
+	best = append(best, make([]int, len(s.apps))...)
+	s.best = best
+	for a := range s.apps {
+		best[a] = -1
+		var speed float64
+		for _, v := range s.apps[a].versions {
+			av := &doc.AppVersions[v]
+			if r := resourceOf(host, av); r >= 0 && needs[r].open() && av.Speed(host) > speed {
+				best[a], speed = v, av.Speed(host)
 			}
 		}
-		if total <= 0 {
-			break
+		if best[a] >= 0 {
+			total += s.apps[a].weight
 		}
-		x := s.rng.Float64() * total
-		a := -1
-		for i := range s.apps {
-			if best[i] < 0 || s.apps[i].weight <= 0 {
-				continue
-			}
-			a = i
-			if x < s.apps[i].weight {
-				break
-			}
-			x -= s.apps[i].weight
-		}
-		app := &s.apps[a]
-		av := &doc.AppVersions[best[a]]
-		r := resIdx(av)
-		est := app.mean
-		if app.stdDev > 0 {
-			est = math.Max(0, est+app.stdDev*s.rng.NormFloat64())
-		}
-		runtime := est / av.Speed(host) / availability
-		inst := av.Instances()
-		deadline := now + app.LatencyBound
-		if needs[r].delay+est/av.Speed(host) > app.LatencyBound {
-			needs[r].closed = true
+	}
+	return total
+}
+
+// pickApp draws an app by weight among those with a version (s.best), total being
+// their weight.
+func (s *server) pickApp(total float64) int {
+	x := s.rng.Float64() * total
+	a := -1
+	for i := range s.apps {
+		if s.best[i] < 0 || s.apps[i].weight <= 0 {
 			continue
 		}
-		needs[r].delay += runtime * inst / float64(host.Resources[r].Instances)
-		needs[r].secs -= runtime * inst
-		needs[r].inst -= inst
-		s.seq++
-		doc.Tasks = append(doc.Tasks, state.Task{
-			Name:           s.project + "_" + strconv.Itoa(s.seq),
-			Project:        s.project,
-			AppVersion:     av.Name,
-			State:          state.TaskReady,
-			EstimatedFlops: est,
-			ReportDeadline: deadline,
-			ReceivedTime:   now,
-		})
-		*jobs = append(*jobs, job{real: app.FpopsEst, project: s.index, av: best[a]})
-		sent[host.Resources[r].Type]++
+		a = i
+		if x < s.apps[i].weight {
+			break
+		}
+		x -= s.apps[i].weight
 	}
-	return sent
+	return a
+}
+
+// estimate is a job's estimated FLOPs: a sample of the app's <fpops>, clamped at 0.
+func (s *server) estimate(app *genApp) float64 {
+	est := app.mean
+	if app.stdDev > 0 {
+		est = math.Max(0, est+app.stdDev*s.rng.NormFloat64())
+	}
+	return est
+}
+
+// late is BOINC's deadline check: a job that would run secs seconds (its estimate ÷ its
+// version's speed, not stretched by availability) after the resource's estimated delay
+// would end after latencyBound.
+func (n *need) late(secs, latencyBound float64) bool {
+	return n.delay+secs > latencyBound
+}
+
+// use takes a job that runs runtime seconds on inst of the resource's instances off
+// the need, and adds its share of the instances to the delay.
+func (n *need) use(runtime, inst float64, instances int) {
+	n.delay += runtime * inst / float64(instances)
+	n.secs -= runtime * inst
+	n.inst -= inst
+}
+
+// makeJob appends a new job of app a, estimated at est FLOPs, to doc.Tasks (a ready
+// task of app a's chosen version, s.best[a], due latency_bound after now) and its real
+// work to jobs.
+func (s *server) makeJob(doc *state.Document, a int, est, now float64, jobs *[]job) {
+	app, v := &s.apps[a], s.best[a]
+	s.seq++
+	doc.Tasks = append(doc.Tasks, state.Task{
+		Name:           s.project + "_" + strconv.Itoa(s.seq),
+		Project:        s.project,
+		AppVersion:     doc.AppVersions[v].Name,
+		State:          state.TaskReady,
+		EstimatedFlops: est,
+		ReportDeadline: now + app.LatencyBound,
+		ReceivedTime:   now,
+	})
+	*jobs = append(*jobs, job{real: app.FpopsEst, project: s.index, av: v})
 }
