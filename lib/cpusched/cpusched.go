@@ -247,7 +247,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		}
 		w.done, w.antic = grow(w.done, nP), grow(w.antic, nP)
 		rp.TotalWorkDone = workDone(doc.Tasks, byProject, r.Type, w.done)
-		settleDebts(doc, &rp, w.runnable[ri], w.done, w.antic, !w.Quiet)
+		settleDebts(doc, &rp, w.runnable[ri], w.done, w.antic, w.Quiet)
 		rp.ExpectedPayOff = expectedPayOff(rp.TotalWorkDone, r.Instances, doc.Preferences.CPUSchedulingPeriod)
 		cpuFree = w.choose(doc.Tasks, byProject, w.antic, &rp, cpuFree, &apps, why)
 		if why != nil {

@@ -31,9 +31,9 @@ func workDone(tasks []state.Task, byProject [][]candidate, resource string, done
 // settleDebts is step 2 on resource rp.Type: a project without a runnable task there
 // (runnable[p] == 0) gets debt 0 and no part in the share sum; the others lose the work
 // they got (done[p]) and gain their share of rp.TotalWorkDone. Each project's new debt
-// is also written to debts[p]. With explain, the projects with work or a debt before are
+// is also written to debts[p]. Unless quiet, the projects with work or a debt before are
 // added to rp.Projects.
-func settleDebts(doc *state.Document, rp *ResourcePass, runnable []int, done, debts []float64, explain bool) {
+func settleDebts(doc *state.Document, rp *ResourcePass, runnable []int, done, debts []float64, quiet bool) {
 	var shareTotal float64
 	nWithWork := 0
 	for p := range doc.Projects {
@@ -53,7 +53,7 @@ func settleDebts(doc *state.Document, rp *ResourcePass, runnable []int, done, de
 		}
 		pd.DebtAfter = *debt
 		debts[p] = *debt
-		if (runnable[p] > 0 || pd.DebtBefore != 0) && explain {
+		if (runnable[p] > 0 || pd.DebtBefore != 0) && !quiet {
 			rp.Projects = append(rp.Projects, pd)
 		}
 	}

@@ -43,7 +43,7 @@ func TestSettleDebts(t *testing.T) {
 	doc.Projects[2].Debt = 5000
 	rp := ResourcePass{Type: state.ResourceCPU, TotalWorkDone: 2400}
 	debts := make([]float64, 3)
-	settleDebts(doc, &rp, []int{1, 2, 0}, []float64{1500, 900, 0}, debts, true)
+	settleDebts(doc, &rp, []int{1, 2, 0}, []float64{1500, 900, 0}, debts, false)
 	want := []float64{300, -300, 0}
 	if !cmp.Equal(debts, want) {
 		t.Errorf("debts = %v, want %v", debts, want)
@@ -67,7 +67,7 @@ func TestSettleDebts(t *testing.T) {
 	doc = gpuHost()
 	doc.Projects[0].ResourceShare, doc.Projects[1].ResourceShare = 0, 0
 	rp = ResourcePass{Type: "NVIDIA", TotalWorkDone: 600}
-	settleDebts(doc, &rp, []int{1, 1}, []float64{600, 0}, debts[:2], false)
+	settleDebts(doc, &rp, []int{1, 1}, []float64{600, 0}, debts[:2], true)
 	if got := []float64{doc.Projects[0].ResourceState("NVIDIA").SchedDebt, doc.Projects[1].ResourceState("NVIDIA").SchedDebt}; !cmp.Equal(got, []float64{-300, 300}) || !cmp.Equal(debts[:2], got) || len(rp.Projects) != 0 {
 		t.Errorf("GPU debts = %v (buffer %v, record %v), want [-300 300] and no record", got, debts[:2], rp.Projects)
 	}
