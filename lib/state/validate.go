@@ -142,19 +142,24 @@ func (v *validator) field(f field, fv reflect.Value) {
 // references: the host's resources (each type once, a CPU), the projects (names once,
 // resource entries of the host's types), the apps, the app versions (their project,
 // app and resource) and the tasks (their project and app version). Each step returns
-// the names the next ones look up.
+// the names the next ones look up. The tables are made here and filled by the steps,
+// so that the small ones stay off the heap.
 func (v *validator) semantics(doc *Document) {
-	resources := v.hostResources(doc.Host.Resources)
-	projects := v.projects(doc, resources)
-	apps := v.apps(doc.Apps, projects)
-	versions := v.appVersions(doc, resources, projects, apps)
+	resources := map[string]Resource{}
+	v.hostResources(doc.Host.Resources, resources)
+	projects := make(map[string]int, len(doc.Projects))
+	v.projects(doc, resources, projects)
+	apps := map[[2]string]bool{}
+	v.apps(doc.Apps, projects, apps)
+	versions := make(map[string]int, len(doc.AppVersions))
+	v.appVersions(doc, resources, projects, apps, versions)
 	v.tasks(doc, projects, versions)
 }
 
 // hostResources checks the host's resources: a non-empty type each, no type twice, and
-// a CPU with at least one instance and FLOPS > 0. It returns the resources by type.
-func (v *validator) hostResources(rs []Resource) map[string]Resource {
-	resources := map[string]Resource{}
+// a CPU with at least one instance and FLOPS > 0. It puts the resources by type in
+// resources.
+func (v *validator) hostResources(rs []Resource, resources map[string]Resource) {
 	for i, r := range rs {
 		p := fmt.Sprintf("host.resources[%d]", i)
 		switch {
@@ -176,14 +181,12 @@ func (v *validator) hostResources(rs []Resource) map[string]Resource {
 	if _, ok := resources[ResourceCPU]; !ok {
 		v.add("host.resources", "no resource of type cpu")
 	}
-	return resources
 }
 
 // projects checks the projects: a name each, no name twice, and resource entries of
 // the host's types, each type once, with no scheduling debt for the CPU (its
-// scheduling debt is the project's debt). It returns each name's index.
-func (v *validator) projects(doc *Document, resources map[string]Resource) map[string]int {
-	projects := make(map[string]int, len(doc.Projects))
+// scheduling debt is the project's debt). It puts each name's index in projects.
+func (v *validator) projects(doc *Document, resources map[string]Resource, projects map[string]int) {
 	for i, p := range doc.Projects {
 		path := fmt.Sprintf("projects[%d]", i)
 		if p.Name == "" {
@@ -206,13 +209,11 @@ func (v *validator) projects(doc *Document, resources map[string]Resource) map[s
 			}
 		}
 	}
-	return projects
 }
 
 // apps checks the apps: a name each, of a known project, no (project, app) twice. It
-// returns the (project, app) pairs.
-func (v *validator) apps(list []App, projects map[string]int) map[[2]string]bool {
-	apps := map[[2]string]bool{}
+// puts the (project, app) pairs in apps.
+func (v *validator) apps(list []App, projects map[string]int, apps map[[2]string]bool) {
 	for i, a := range list {
 		path := fmt.Sprintf("apps[%d]", i)
 		if a.Name == "" {
@@ -227,16 +228,14 @@ func (v *validator) apps(list []App, projects map[string]int) map[[2]string]bool
 		}
 		apps[key] = true
 	}
-	return apps
 }
 
 // appVersions checks the app versions: a name each, no name twice, a known project and
 // app, no more CPUs than the host has, and either CPUs only (avg_ncpus > 0) or a
-// coprocessor the host has, in no more instances than it has. It returns each name's
-// index.
-func (v *validator) appVersions(doc *Document, resources map[string]Resource, projects map[string]int, apps map[[2]string]bool) map[string]int {
+// coprocessor the host has, in no more instances than it has. It puts each name's index
+// in versions.
+func (v *validator) appVersions(doc *Document, resources map[string]Resource, projects map[string]int, apps map[[2]string]bool, versions map[string]int) {
 	cpu, hasCPU := resources[ResourceCPU]
-	versions := make(map[string]int, len(doc.AppVersions))
 	for i, av := range doc.AppVersions {
 		path := fmt.Sprintf("app_versions[%d]", i)
 		if av.Name == "" {
@@ -270,7 +269,6 @@ func (v *validator) appVersions(doc *Document, resources map[string]Resource, pr
 			v.add(path+".coproc.count", "uses %g instances of %s but the host has %d", av.Coproc.Count, r.Type, r.Instances)
 		}
 	}
-	return versions
 }
 
 // tasks checks the tasks: a name each, no name twice, a known project and an app

@@ -7,7 +7,7 @@ import (
 )
 
 // semantics' steps, one by one: each reports its own problems, in document order, and
-// hands the next steps the names they look up.
+// fills in the names the next steps look up.
 
 func checkProblems(t *testing.T, step string, v *validator, want ...string) {
 	t.Helper()
@@ -18,7 +18,8 @@ func checkProblems(t *testing.T, step string, v *validator, want ...string) {
 
 func TestHostResources(t *testing.T) {
 	var v validator
-	rs := v.hostResources([]Resource{{Type: "cpu", Instances: 0, Flops: 0}, {Type: ""}, {Type: "NVIDIA", Instances: 1}, {Type: "NVIDIA", Instances: 2}})
+	rs := map[string]Resource{}
+	v.hostResources([]Resource{{Type: "cpu", Instances: 0, Flops: 0}, {Type: ""}, {Type: "NVIDIA", Instances: 1}, {Type: "NVIDIA", Instances: 2}}, rs)
 	checkProblems(t, "host resources", &v,
 		"host.resources[0].instances: the CPU needs at least 1 instance, got 0",
 		"host.resources[0].flops: the CPU's FLOPS must be > 0, got 0",
@@ -28,7 +29,7 @@ func TestHostResources(t *testing.T) {
 		t.Errorf("resources by type = %v, want cpu, \"\" and the last NVIDIA", rs)
 	}
 	v = validator{}
-	v.hostResources([]Resource{{Type: "NVIDIA", Instances: 1}})
+	v.hostResources([]Resource{{Type: "NVIDIA", Instances: 1}}, map[string]Resource{})
 	checkProblems(t, "no CPU", &v, "host.resources: no resource of type cpu")
 }
 
@@ -42,7 +43,8 @@ func TestProjects(t *testing.T) {
 		},
 	}
 	var v validator
-	projects := v.projects(doc, map[string]Resource{"cpu": doc.Host.Resources[0], "NVIDIA": doc.Host.Resources[1]})
+	projects := map[string]int{}
+	v.projects(doc, map[string]Resource{"cpu": doc.Host.Resources[0], "NVIDIA": doc.Host.Resources[1]}, projects)
 	checkProblems(t, "projects", &v,
 		`projects[0].resources[1].type: duplicate resource type "NVIDIA"`,
 		`projects[0].resources[2].type: unknown resource type "ATI" (the host has cpu, NVIDIA)`,
@@ -56,7 +58,8 @@ func TestProjects(t *testing.T) {
 
 func TestApps(t *testing.T) {
 	var v validator
-	apps := v.apps([]App{{Project: "A", Name: "x"}, {Project: "B", Name: "x"}, {Project: "A", Name: ""}, {Project: "A", Name: "x"}}, map[string]int{"A": 0})
+	apps := map[[2]string]bool{}
+	v.apps([]App{{Project: "A", Name: "x"}, {Project: "B", Name: "x"}, {Project: "A", Name: ""}, {Project: "A", Name: "x"}}, map[string]int{"A": 0}, apps)
 	checkProblems(t, "apps", &v,
 		`apps[1].project: unknown project "B"`,
 		"apps[2].name: must not be empty",
@@ -81,7 +84,8 @@ func TestAppVersions(t *testing.T) {
 	}
 	resources := map[string]Resource{"cpu": doc.Host.Resources[0], "NVIDIA": doc.Host.Resources[1]}
 	var v validator
-	versions := v.appVersions(doc, resources, map[string]int{"A": 0}, map[[2]string]bool{{"A", "x"}: true})
+	versions := map[string]int{}
+	v.appVersions(doc, resources, map[string]int{"A": 0}, map[[2]string]bool{{"A", "x"}: true}, versions)
 	checkProblems(t, "app versions", &v,
 		`app_versions[1].name: duplicate app version name "ok"`,
 		`app_versions[1].project: unknown project "B"`,
@@ -97,7 +101,7 @@ func TestAppVersions(t *testing.T) {
 	}
 	// Without a CPU (reported by hostResources) the CPU count is not checked again.
 	v = validator{}
-	v.appVersions(doc, map[string]Resource{"NVIDIA": doc.Host.Resources[1]}, map[string]int{"A": 0, "B": 1}, map[[2]string]bool{{"A", "x"}: true, {"B", "y"}: true})
+	v.appVersions(doc, map[string]Resource{"NVIDIA": doc.Host.Resources[1]}, map[string]int{"A": 0, "B": 1}, map[[2]string]bool{{"A", "x"}: true, {"B", "y"}: true}, map[string]int{})
 	for _, p := range v.problems {
 		if p == "app_versions[1].avg_ncpus: uses 3 CPUs but the host has 2" {
 			t.Errorf("CPU count checked without a CPU: %s", p)
