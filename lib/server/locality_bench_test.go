@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,10 +55,24 @@ func BenchmarkLocalityAssignment(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// CPU time of the process per request beside the wall time: on a shared machine
+	// the wall tail is mostly the request waiting for a core (docs/decisions.md).
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	lat := make([]time.Duration, 0, b.N)
+	cpuLat := make([]time.Duration, 0, b.N)
+	// The setup's garbage (a million jobs' spec) is collected now, not during the
+	// requests measured: a server has no such heap.
+	spec = store.BatchSpec{}
+	credit = nil
+	runtime.GC()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		hostID := int64(i%nHosts + 1)
+		c0 := cpu()
 		t0 := time.Now()
 		err := st.InTx(ctx, func(tx *store.Tx) error {
 			host, err := tx.HostByID(hostID)
@@ -70,13 +86,17 @@ func BenchmarkLocalityAssignment(b *testing.B) {
 			return err
 		})
 		lat = append(lat, time.Since(t0))
+		cpuLat = append(cpuLat, cpu()-c0)
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
 	slices.Sort(lat)
-	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	slices.Sort(cpuLat)
+	pct := func(l []time.Duration, p float64) float64 { return float64(l[int(p*float64(len(l)-1))]) / 1e6 }
+	b.ReportMetric(pct(lat, 0.50), "p50-ms")
+	b.ReportMetric(pct(lat, 0.99), "p99-ms")
+	b.ReportMetric(pct(cpuLat, 0.50), "p50-cpu-ms")
+	b.ReportMetric(pct(cpuLat, 0.99), "p99-cpu-ms")
 }
