@@ -30,6 +30,10 @@
 //     when below the low-water mark or when an instance is idle. So a project with
 //     2-hour deadlines holds an hour of work, a reliable project with long deadlines a
 //     day, and an unreliable server's project keeps enough to ride out its outages.
+//   - Reporting (Next): a result overdue for reporting (seed 000's rule) is reported at
+//     the first RPC the host can make, whether or not any project needs work; seed
+//     000's Poll lets it wait while the host is low on work, and a host that is off
+//     much of the time may not get another chance before the deadline.
 package goals
 
 import (

@@ -2,8 +2,10 @@ package goals
 
 import (
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -134,5 +136,55 @@ func TestNextReportsFirst(t *testing.T) {
 	}
 	if p, ok := Next(d, 100, []int{1}); ok {
 		t.Errorf("after B: %+v; A holds more than it wants", p)
+	}
+}
+
+// TestNextReportsOverdue: jobs of a 10-hour latency (36,000 s), so each project holds at
+// most 0.3 × 36,000 = 10,800 s at its rate and asks below half that: A (1.5 CPUs) below
+// 8,100 CPU-seconds, B (0.5 CPU) below 2,700. A holds 9,000, B 3,000 and both CPUs run:
+// no project needs work. The host holds 12,000 CPU-seconds, 0.069 days of its 2 CPUs,
+// below seed 000's low-water mark of 0.1 days, so seed 000's Poll starts a get-work
+// session instead of reporting B's done result (due in 6,000 s); the goals policy
+// reports it, asking for nothing.
+func TestNextReportsOverdue(t *testing.T) {
+	const now = 100000
+	mk := func(aSecs float64) *state.Document {
+		d := doc()
+		d.Tasks = []state.Task{
+			task("a1", "A", "a", aSecs*1e9, now-3600, now+32400),
+			task("b1", "B", "b", 3000e9, now-3600, now+32400),
+			task("b0", "B", "b", 1000e9, now-30000, now+6000),
+		}
+		d.Tasks[0].State, d.Tasks[1].State, d.Tasks[2].State = state.TaskRunning, state.TaskRunning, state.TaskDone
+		return d
+	}
+	d := mk(9000)
+	if dec := rpc.Poll(d, now); dec.Action != rpc.GetWork {
+		t.Fatalf("seed 000's Poll: %v, want a get-work session (the case this rule is for)", dec.Action)
+	}
+	plan, ok := Next(d, now, nil)
+	if !ok || plan.Project != 1 || plan.Request.CPUReqSecs != 0 || plan.Request.CPUReqInstances != 0 ||
+		!strings.HasPrefix(plan.Request.Reason, `report: project "B" has a result overdue`) {
+		t.Errorf("first RPC %+v %v, want a report-only RPC to B", plan, ok)
+	}
+	if plan, ok := Next(d, now, []int{1}); ok {
+		t.Errorf("after B: %+v, want none", plan)
+	}
+	// B's last RPC failed: no report-only RPC (its server is likely down).
+	d = mk(9000)
+	d.Projects[1].NRPCFailures = 1
+	if plan, ok := Next(d, now, nil); ok {
+		t.Errorf("B failing: %+v, want none", plan)
+	}
+	// A holds 7,200 s, below its 8,100: Request's choice first, A asked for 16,200 − 7,200;
+	// then B's report.
+	d = mk(7200)
+	plan, ok = Next(d, now, nil)
+	if !ok || plan.Project != 0 || math.Abs(plan.Request.CPUReqSecs-9000) > 1e-6 {
+		t.Errorf("first RPC %+v %v, want A asked for 9000 s", plan, ok)
+	}
+	plan, ok = Next(d, now, []int{0})
+	if !ok || plan.Project != 1 || plan.Request.CPUReqSecs != 0 {
+		t.Errorf("second RPC %+v %v, want a report-only RPC to B", plan, ok)
 	}
 }

@@ -148,18 +148,7 @@ func Poll(doc *state.Document, now float64) Decision {
 			return d
 		}
 	}
-	rp, deadline := -1, 0.0
-	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
-		if !Overdue(t, now) || (rp >= 0 && t.ReportDeadline >= deadline) {
-			continue
-		}
-		j := slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == t.Project })
-		if j < 0 || !CanContact(&doc.Projects[j], now) {
-			continue
-		}
-		rp, deadline = j, t.ReportDeadline
-	}
+	rp, deadline := OverdueReport(doc, now, nil)
 	if rp < 0 {
 		if d.WorkDays < low {
 			d.Reason = fmt.Sprintf("estimated work %.4g days is below the low-water mark %g days, but every project is backed off", d.WorkDays, low)
@@ -175,6 +164,26 @@ func Poll(doc *state.Document, now float64) Decision {
 		d.Reason += "; it has the greatest debt, so ask for work up to the high-water mark"
 	}
 	return d
+}
+
+// OverdueReport is the project a report session goes to at now: of the projects that
+// may be contacted and are not in asked (indices in doc.Projects), the one with the
+// overdue result (Overdue) of earliest deadline, and that deadline; -1 when there is
+// none.
+func OverdueReport(doc *state.Document, now float64, asked []int) (project int, deadline float64) {
+	project = -1
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if !Overdue(t, now) || (project >= 0 && t.ReportDeadline >= deadline) {
+			continue
+		}
+		j := slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == t.Project })
+		if j < 0 || slices.Contains(asked, j) || !CanContact(&doc.Projects[j], now) {
+			continue
+		}
+		project, deadline = j, t.ReportDeadline
+	}
+	return project, deadline
 }
 
 // StartSession records the session Poll decided on in doc.RPCSession; a None decision

@@ -45,6 +45,27 @@ func doc(t testing.TB, ncpus int, projects []state.Project, tasks ...state.Task)
 	return d
 }
 
+// TestOverdueReport: A's result is due in 20 hours, B's in 10 and C's in 5 but C is
+// backed off: B first; with B asked, A; with both asked, none.
+func TestOverdueReport(t *testing.T) {
+	c := proj("C", 1, 0)
+	c.MinRPCTime = t0 + 60
+	d := doc(t, 1, []state.Project{proj("A", 1, 0), proj("B", 1, 0), c},
+		task("a", "A", state.TaskDone, 1, 1, t0+20*3600, t0),
+		task("b", "B", state.TaskDone, 1, 1, t0+10*3600, t0),
+		task("c", "C", state.TaskDone, 1, 1, t0+5*3600, t0),
+		task("b2", "B", state.TaskReady, 1, 0, t0+3600, 0))
+	for _, tc := range []struct {
+		asked    []int
+		project  int
+		deadline float64
+	}{{nil, 1, t0 + 10*3600}, {[]int{1}, 0, t0 + 20*3600}, {[]int{0, 1}, -1, 0}} {
+		if p, dl := OverdueReport(d, t0, tc.asked); p != tc.project || dl != tc.deadline {
+			t.Errorf("asked %v: project %d deadline %g, want %d %g", tc.asked, p, dl, tc.project, tc.deadline)
+		}
+	}
+}
+
 func TestOverdue(t *testing.T) {
 	day := float64(SecondsPerDay)
 	tests := []struct {

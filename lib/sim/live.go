@@ -106,7 +106,7 @@ func (s *Sim) restoreLive(w *World) error {
 			s.m.jobs++
 		}
 		if t.State == state.TaskReported {
-			s.m.report(j.project, t.ReportDeadline < w.Now, j.peak)
+			s.m.report(j.project, t.ReportDeadline < w.Now || !j.finished, j.peak)
 			continue
 		}
 		doc.Tasks[k] = *t

@@ -93,7 +93,7 @@ func (r *Result) OneLine() string {
 type metrics struct {
 	total       float64     // peak FLOPs available: CPUs while active, GPUs while GPU-active
 	used        []float64   // per project, peak FLOPs credited to its running tasks
-	wasted      float64     // peak FLOPs of results reported after their deadline
+	wasted      float64     // peak FLOPs of results reported after their deadline or given up unfinished
 	byResource  [][]float64 // [resource][project] peak FLOPs
 	met, missed []int
 	ran         []bool // per project: computed in the current step
@@ -163,7 +163,9 @@ func (m *metrics) step(doc *state.Document, dt float64, on, active, gpuActive bo
 	}
 }
 
-// report counts a result reported by project p: late ones waste their FLOPs.
+// report counts a result reported by project p: one missed (reported after its
+// deadline, or given up unfinished: the goals policy abandons a task that can no longer
+// meet its deadline) wastes its FLOPs.
 func (m *metrics) report(p int, late bool, peak float64) {
 	if late {
 		m.missed[p]++

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -75,5 +76,40 @@ func TestOnOff(t *testing.T) {
 	}
 	if f := float64(on) / n; math.Abs(f-0.3) > 0.02 {
 		t.Errorf("on %.3f of the time, want 0.3", f)
+	}
+}
+
+// TestAbandonedIsWasted: a task given up unfinished (the goals policy abandons one that
+// can no longer meet its deadline) is a missed deadline and its FLOPs are wasted, even
+// when it is reported before its deadline. One 1-GFLOPS CPU, steps of 600 s: the task
+// (7,200 s of work, due in 20,000 s) runs the first step, 600e9 FLOPs; it is then given
+// up, and the next step's report counts 600e9 wasted of the 1,200e9 the two steps had.
+func TestAbandonedIsWasted(t *testing.T) {
+	doc := &state.Document{
+		Version: state.Version,
+		Host: state.Host{Resources: []state.Resource{{Type: state.ResourceCPU, Instances: 1, Flops: 1e9}},
+			TimeStats: state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1}},
+		Preferences: state.Preferences{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.5, CPUSchedulingPeriod: 3600},
+		Projects:    []state.Project{{Name: "A", ResourceShare: 1, SchedulerURLs: []string{"http://a/cgi"}}},
+		AppVersions: []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1}},
+		Tasks: []state.Task{{Name: "x", Project: "A", AppVersion: "a", State: state.TaskReady, EstimatedFlops: 7200e9,
+			ReceivedTime: DefaultStart, ReportDeadline: DefaultStart + 20000}},
+	}
+	s, err := New(&scenario.Scenario{Doc: doc}, Config{Duration: 1200, Delta: 600, Policy: "goals", Seed: 1, ExistingJobsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Step()
+	if got := s.Doc.Tasks[0].FlopsDone; got != 600e9 {
+		t.Fatalf("after a step the task did %g FLOPs, want 600e9", got)
+	}
+	s.Doc.Tasks[0].State = state.TaskDone // given up
+	s.Step()
+	res := s.Result()
+	if len(s.Doc.Tasks) != 0 || res.Projects[0].DeadlinesMissed != 1 || res.Projects[0].DeadlinesMet != 0 {
+		t.Errorf("tasks left %d, met/missed %d/%d, want 0 and 0/1", len(s.Doc.Tasks), res.Projects[0].DeadlinesMet, res.Projects[0].DeadlinesMissed)
+	}
+	if res.WastedFraction != 0.5 {
+		t.Errorf("wasted fraction %g, want 0.5", res.WastedFraction)
 	}
 }

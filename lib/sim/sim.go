@@ -161,8 +161,9 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 		return nil, err
 	}
 	for _, t := range doc.Tasks {
-		// Explicit jobs: the estimate is all the emulator knows of their work.
-		s.jobs = append(s.jobs, s.newJob(&t, job{real: t.EstimatedFlops}))
+		// Explicit jobs: the estimate is all the emulator knows of their work; one the
+		// scenario has done already finished it.
+		s.jobs = append(s.jobs, s.newJob(&t, job{real: t.EstimatedFlops, finished: t.State == state.TaskDone}))
 	}
 	s.m.init(doc)
 	if cfg.Trace {
@@ -396,7 +397,7 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	reported := false
 	for _, i := range rpc.ReportTasks(doc, p.Name) {
 		t := &doc.Tasks[i]
-		s.m.report(r.Project, t.ReportDeadline < now, s.jobs[i].peak)
+		s.m.report(r.Project, t.ReportDeadline < now || !s.jobs[i].finished, s.jobs[i].peak)
 		t.State = state.TaskReported
 		reported = true
 	}

@@ -104,14 +104,15 @@ Policies:
   goals seed 001's goals where the seeds' algorithms fall short (lib/goals): debts that
         keep accruing while a project's server is down, a deadline mode for the tasks
         the round-robin simulation sees late, per-project buffers in wall-clock time
-        (on and active fractions counted) within half the jobs' latency, and late
-        unstartable tasks abandoned
+        (on and active fractions counted) within 0.3 of the jobs' latency, results
+        reported as soon as they are overdue, and late tasks abandoned
 
 Figures (BOINC's emulator's definitions): wasted fraction (peak FLOPs of results
-reported after their deadline ÷ the peak FLOPs available), idle fraction, share
-violation (Σ|used − share × total used| ÷ total used), monotony (X/(X+1), X the mean
-RMS time since a project last ran ÷ (scheduling period × projects)), RPCs per job
-(RPCs ÷ 2 × jobs received); and Jain's fairness index over share-normalised use.
+reported after their deadline, or given up unfinished, ÷ the peak FLOPs available),
+idle fraction, share violation (Σ|used − share × total used| ÷ total used), monotony
+(X/(X+1), X the mean RMS time since a project last ran ÷ (scheduling period ×
+projects)), RPCs per job (RPCs ÷ 2 × jobs received); and Jain's fairness index over
+share-normalised use.
 -o table ends with the emulator's one-line form 'wf W if I sv S m M r R'. The same
 scenario, policy and --seed give byte-identical output.`,
 			[]string{
