@@ -1,8 +1,10 @@
 package cliutil
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,6 +25,16 @@ import (
 // drops the lock when the process dies, so a temporary file that can be locked is an
 // orphan, and one that cannot be belongs to a write in progress.
 func WriteFileAtomic(path string, data []byte) error {
+	return WriteFileAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileAtomicFunc is WriteFileAtomic of what write writes, through a buffer: the
+// content is streamed to the temporary file instead of being held whole in memory
+// first. When write fails, path is untouched.
+func WriteFileAtomicFunc(path string, write func(io.Writer) error) error {
 	target, err := resolveLinks(path)
 	if err != nil {
 		return err
@@ -34,7 +46,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	dir, base := filepath.Dir(target), filepath.Base(target)
 	removeOrphanTemps(dir, base)
 	for attempt := 0; ; attempt++ {
-		err := writeAndRename(dir, base, target, data, perm)
+		err := writeAndRename(dir, base, target, write, perm)
 		if !errors.Is(err, errTempRemoved) || attempt >= 3 {
 			return err
 		}
@@ -45,7 +57,7 @@ func WriteFileAtomic(path string, data []byte) error {
 // instant before we locked it; write a new one.
 var errTempRemoved = errors.New("temporary file removed before it was locked")
 
-func writeAndRename(dir, base, target string, data []byte, perm os.FileMode) (err error) {
+func writeAndRename(dir, base, target string, write func(io.Writer) error, perm os.FileMode) (err error) {
 	tmp, err := os.CreateTemp(dir, tempPrefix(base)+"*")
 	if err != nil {
 		return err
@@ -64,7 +76,11 @@ func writeAndRename(dir, base, target string, data []byte, perm os.FileMode) (er
 		tmp.Close()
 		return errTempRemoved
 	}
-	if _, err = tmp.Write(data); err != nil {
+	bw := bufio.NewWriterSize(tmp, 64<<10)
+	if err = write(bw); err != nil {
+		return err
+	}
+	if err = bw.Flush(); err != nil {
 		return err
 	}
 	if err = tmp.Chmod(perm); err != nil {

@@ -1,6 +1,7 @@
 package cliutil
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -54,6 +55,9 @@ func ReadState(cmd *cli.Command) (*Input, error) {
 // WriteState writes the decided document as -o and --in-place say. With -o table, table
 // writes the human explanation to standard output instead of the document (and with
 // --in-place the file is still replaced by the document, in its own format).
+//
+// The document is streamed through a buffer (lib/state's Write), never held whole as
+// bytes: on this machine memory first touched costs about as much as the decision.
 func WriteState(cmd *cli.Command, in *Input, table func(io.Writer) error) error {
 	out := cmd.String(FlagOutput)
 	stdout := cmd.Root().Writer
@@ -62,11 +66,9 @@ func WriteState(cmd *cli.Command, in *Input, table func(io.Writer) error) error 
 		if out == string(state.JSON) || out == string(state.YAML) {
 			format = state.Format(out)
 		}
-		data, err := state.Encode(in.Doc, format)
-		if err != nil {
-			return err
-		}
-		if err := WriteFileAtomic(cmd.String(FlagState), data); err != nil {
+		if err := WriteFileAtomicFunc(cmd.String(FlagState), func(w io.Writer) error {
+			return state.Write(w, in.Doc, format)
+		}); err != nil {
 			return err
 		}
 		if out == "table" && table != nil {
@@ -81,12 +83,11 @@ func WriteState(cmd *cli.Command, in *Input, table func(io.Writer) error) error 
 	if out != "" {
 		format = state.Format(out)
 	}
-	data, err := state.Encode(in.Doc, format)
-	if err != nil {
+	bw := bufio.NewWriterSize(stdout, 64<<10)
+	if err := state.Write(bw, in.Doc, format); err != nil {
 		return err
 	}
-	_, err = stdout.Write(data)
-	return err
+	return bw.Flush()
 }
 
 // DocumentFlags are the flags of a program that reads a state document and writes it

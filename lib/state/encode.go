@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strconv"
@@ -16,6 +17,22 @@ import (
 
 // Encode writes doc in the given format, ending with a newline.
 func Encode(doc *Document, format Format) ([]byte, error) {
+	var b bytes.Buffer
+	if format == JSON {
+		b.Grow(256 * (len(doc.Tasks) + len(doc.Projects) + len(doc.AppVersions) + 8))
+	}
+	if err := Write(&b, doc, format); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Write writes doc to w as Encode encodes it. JSON is written as it is encoded, a list
+// element at a time, so that a large document is not held twice in memory; if encoding
+// fails (a number that is not finite: Validate refuses them in any input, so only a
+// faulty decision makes one), w has received part of the document. Give w a buffer
+// (bufio.Writer): Write makes many small writes.
+func Write(w io.Writer, doc *Document, format Format) error {
 	// Write empty lists as [] rather than null.
 	if doc.Projects == nil {
 		doc.Projects = []Project{}
@@ -28,11 +45,16 @@ func Encode(doc *Document, format Format) ([]byte, error) {
 	}
 	switch format {
 	case JSON:
-		return encodeJSON(doc)
+		return writeJSON(w, doc)
 	case YAML:
-		return EncodeValue(doc, YAML)
+		data, err := EncodeValue(doc, YAML)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
 	}
-	return nil, fmt.Errorf("unknown format %q", format)
+	return fmt.Errorf("unknown format %q", format)
 }
 
 // plainFloats writes numbers below 1e11 without an exponent, so that Unix times read as
@@ -51,13 +73,21 @@ func plainFloats(n *yaml.Node) {
 	}
 }
 
-// encodeJSON writes the document indented, except that each element of a top-level list
+// writeJSON writes the document indented, except that each element of a top-level list
 // (a project, an app version, a task) stays on one line: a 10,000-task document is
 // written several times faster than fully indented, and reads and diffs a task a line.
-func encodeJSON(doc *Document) ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(256 * (len(doc.Tasks) + len(doc.Projects) + len(doc.AppVersions) + 8))
-	b.WriteString("{")
+func writeJSON(w io.Writer, doc *Document) error {
+	// Each element is encoded into one buffer, reused, then written: no garbage per
+	// element. The encoder adds a newline after each value, left out here.
+	var elem bytes.Buffer
+	enc := json.NewEncoder(&elem)
+	write := func(s string) error {
+		_, err := io.WriteString(w, s)
+		return err
+	}
+	if err := write("{"); err != nil {
+		return err
+	}
 	v := reflect.ValueOf(doc).Elem()
 	t := v.Type()
 	first := true
@@ -67,35 +97,48 @@ func encodeJSON(doc *Document) ([]byte, error) {
 		if opts == "omitempty" && fv.IsZero() || (fv.Kind() == reflect.Slice && fv.Len() == 0 && opts == "omitempty") {
 			continue
 		}
-		if !first {
-			b.WriteString(",")
+		sep := ","
+		if first {
+			sep = ""
 		}
 		first = false
-		b.WriteString("\n  " + strconv.Quote(name) + ": ")
+		if err := write(sep + "\n  " + strconv.Quote(name) + ": "); err != nil {
+			return err
+		}
 		if fv.Kind() == reflect.Slice && fv.Len() > 0 {
-			b.WriteString("[")
-			for j := 0; j < fv.Len(); j++ {
-				if j > 0 {
-					b.WriteString(",")
-				}
-				b.WriteString("\n    ")
-				elem, err := json.Marshal(fv.Index(j).Interface())
-				if err != nil {
-					return nil, err
-				}
-				b.Write(elem)
+			if err := write("["); err != nil {
+				return err
 			}
-			b.WriteString("\n  ]")
+			for j := 0; j < fv.Len(); j++ {
+				sep := ",\n    "
+				if j == 0 {
+					sep = "\n    "
+				}
+				elem.Reset()
+				elem.WriteString(sep)
+				// A pointer to the element: an interface holding the element itself
+				// would be a copy of it.
+				if err := enc.Encode(fv.Index(j).Addr().Interface()); err != nil {
+					return err
+				}
+				if _, err := w.Write(bytes.TrimSuffix(elem.Bytes(), []byte("\n"))); err != nil {
+					return err
+				}
+			}
+			if err := write("\n  ]"); err != nil {
+				return err
+			}
 			continue
 		}
 		part, err := json.MarshalIndent(fv.Interface(), "  ", "  ")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		b.Write(part)
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
 	}
-	b.WriteString("\n}\n")
-	return b.Bytes(), nil
+	return write("\n}\n")
 }
 
 // EncodeValue writes v, any value with json and yaml tags, as Encode writes documents
