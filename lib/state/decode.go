@@ -124,6 +124,8 @@ func withFile(err error, file string) error {
 // decodeJSON takes the fast path of encoding/json; when it fails, the slower decoder
 // that tracks field paths runs over the same bytes to say where the problem is.
 func decodeJSON(data []byte, v any) error {
+	exact, counts := jsonKeysExactCounts(data, reflect.TypeOf(v))
+	presize(v, counts)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -131,7 +133,7 @@ func decodeJSON(data []byte, v any) error {
 		if _, extra := dec.Token(); extra != io.EOF {
 			return &Error{Problems: []string{"unexpected data after the document"}}
 		}
-		if jsonKeysExact(data, reflect.TypeOf(v)) {
+		if exact {
 			return nil
 		}
 		// A key given twice or in another case: the walker names it.
@@ -148,6 +150,23 @@ func decodeJSON(data []byte, v any) error {
 		return perr
 	}
 	return &Error{Problems: []string{strings.TrimPrefix(err.Error(), "json: ")}}
+}
+
+// presize gives each nil slice field of the struct v points to the capacity counts
+// says its array in the input has (the decoder fills a slice it is given from index 0,
+// as encoding/json does, and grows it only when it is full). A slice v already holds is
+// left alone: the decoder merges into its elements.
+func presize(v any, counts []int) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return
+	}
+	st := rv.Elem()
+	for i, n := range counts {
+		if f := st.Field(i); n > 0 && f.Kind() == reflect.Slice && f.IsNil() && f.CanSet() {
+			f.Set(reflect.MakeSlice(f.Type(), 0, n))
+		}
+	}
 }
 
 func decodeYAML(data []byte, v any) error {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding"
 	"reflect"
 	"sync"
@@ -17,16 +18,29 @@ import (
 // common path, so it costs little beside the decode itself. When it reports false, the
 // caller runs the path-tracking decoder to say where the problem is.
 func jsonKeysExact(data []byte, t reflect.Type) bool {
-	s := keyScanner{data: data}
+	ok, _ := jsonKeysExactCounts(data, t)
+	return ok
+}
+
+// jsonKeysExactCounts is jsonKeysExact that also counts, when data is an object, the
+// elements of each array given as one of its fields: counts[i] for the struct field of
+// index i (-1: not an array). The decoder is handed slices of those capacities, so that
+// it does not grow a 10,000-task list through a dozen copies.
+func jsonKeysExactCounts(data []byte, t reflect.Type) (exact bool, counts []int) {
+	s := keyScanner{data: data, depth: -1}
 	s.ws()
-	ok := s.value(t)
-	return ok && !s.bad
+	ok := s.value(planOf(t))
+	return ok && !s.bad, s.counts
 }
 
 type keyScanner struct {
 	data []byte
 	i    int
 	bad  bool // malformed input where the decoder saw none: let the slow path judge
+
+	depth  int   // of the object being scanned, the outermost 0
+	length int   // the elements of the array scanned last, -1 after any other value
+	counts []int // of the outermost object's array fields, by field index
 }
 
 var (
@@ -53,43 +67,67 @@ func (s *keyScanner) peek() byte {
 	return s.data[s.i]
 }
 
-// keyPlan is what the scan needs of a Go type, worked out once per type.
+// keyPlan is what the scan needs of a Go type, worked out once per type. Plans point to
+// the plans of their fields and elements, so that the scan looks up no type as it goes.
 type keyPlan struct {
 	kind   reflect.Kind // Struct, Map, Slice, or Invalid for a value whose keys are not checked
 	fields *structInfo
 	nField int
-	elem   reflect.Type // of a map or slice
+	field  []*keyPlan // of fields.list[i]'s type
+	elem   *keyPlan   // of a map's or slice's element type
 }
 
-var keyPlans sync.Map // reflect.Type -> *keyPlan
+var (
+	keyPlans sync.Map   // reflect.Type -> *keyPlan, complete plans only
+	planMu   sync.Mutex // held while plans are built
+)
 
 func planOf(t reflect.Type) *keyPlan {
 	if p, ok := keyPlans.Load(t); ok {
 		return p.(*keyPlan)
 	}
-	orig := t
+	planMu.Lock()
+	defer planMu.Unlock()
+	building := map[reflect.Type]*keyPlan{}
+	p := buildPlan(t, building)
+	for t, p := range building { // published once complete, cycles and all
+		keyPlans.Store(t, p)
+	}
+	return p
+}
+
+func buildPlan(t reflect.Type, building map[reflect.Type]*keyPlan) *keyPlan {
+	if p, ok := keyPlans.Load(t); ok {
+		return p.(*keyPlan)
+	}
+	if p, ok := building[t]; ok {
+		return p
+	}
+	p := &keyPlan{}
+	building[t] = p
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	p := &keyPlan{}
 	custom := t.Kind() != reflect.Interface &&
 		(reflect.PointerTo(t).Implements(jsonUnmarshalerType) || (t.Kind() != reflect.Struct && reflect.PointerTo(t).Implements(textUnmarshalerType)))
 	switch {
 	case custom: // its own decoder reads it
 	case t.Kind() == reflect.Struct:
 		p.kind, p.fields, p.nField = reflect.Struct, fieldsOf(t), t.NumField()
+		p.field = make([]*keyPlan, len(p.fields.list))
+		for i, f := range p.fields.list {
+			p.field[i] = buildPlan(f.typ, building)
+		}
 	case t.Kind() == reflect.Map:
-		p.kind, p.elem = reflect.Map, t.Elem()
+		p.kind, p.elem = reflect.Map, buildPlan(t.Elem(), building)
 	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
-		p.kind, p.elem = reflect.Slice, t.Elem()
+		p.kind, p.elem = reflect.Slice, buildPlan(t.Elem(), building)
 	}
-	keyPlans.Store(orig, p)
 	return p
 }
 
-// value checks the value at s.i, of Go type t.
-func (s *keyScanner) value(t reflect.Type) bool {
-	p := planOf(t)
+// value checks the value at s.i, of the type planned by p.
+func (s *keyScanner) value(p *keyPlan) bool {
 	switch s.peek() {
 	case '{':
 		switch p.kind {
@@ -109,6 +147,19 @@ func (s *keyScanner) value(t reflect.Type) bool {
 }
 
 func (s *keyScanner) object(p *keyPlan) bool {
+	s.depth++
+	ok := s.members(p)
+	s.depth--
+	return ok
+}
+
+func (s *keyScanner) members(p *keyPlan) bool {
+	if s.depth == 0 {
+		s.counts = make([]int, p.nField)
+		for i := range s.counts {
+			s.counts[i] = -1
+		}
+	}
 	fields := p.fields
 	guess := 0
 	var seenSmall uint64
@@ -151,8 +202,12 @@ func (s *keyScanner) object(p *keyPlan) bool {
 			}
 			seenSmall |= 1 << f.index
 		}
-		if !s.value(f.typ) {
+		s.length = -1
+		if !s.value(p.field[f.pos]) {
 			return false
+		}
+		if s.depth == 0 {
+			s.counts[f.index] = s.length
 		}
 		if done, ok := s.next('}'); !ok {
 			return false
@@ -163,7 +218,7 @@ func (s *keyScanner) object(p *keyPlan) bool {
 	return false
 }
 
-func (s *keyScanner) mapObject(elem reflect.Type) bool {
+func (s *keyScanner) mapObject(elem *keyPlan) bool {
 	seen := map[string]bool{}
 	s.i++
 	s.ws()
@@ -189,20 +244,22 @@ func (s *keyScanner) mapObject(elem reflect.Type) bool {
 	return false
 }
 
-func (s *keyScanner) array(elem reflect.Type) bool {
+func (s *keyScanner) array(elem *keyPlan) bool {
 	s.i++
 	s.ws()
 	if s.peek() == ']' {
 		s.i++
+		s.length = 0
 		return true
 	}
-	for !s.bad {
+	for n := 1; !s.bad; n++ {
 		if !s.value(elem) {
 			return false
 		}
 		if done, ok := s.next(']'); !ok {
 			return false
 		} else if done {
+			s.length = n
 			return true
 		}
 	}
@@ -233,20 +290,10 @@ func (s *keyScanner) key() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i
-	escaped := false
-	s.i++
-	for s.i < len(s.data) && s.data[s.i] != '"' {
-		if s.data[s.i] == '\\' {
-			escaped = true
-			s.i++
-		}
-		s.i++
-	}
-	if s.i >= len(s.data) {
-		s.bad = true
+	escaped := s.str()
+	if s.bad {
 		return nil, false
 	}
-	s.i++
 	raw := s.data[start:s.i]
 	key := raw[1 : len(raw)-1]
 	if escaped {
@@ -304,17 +351,28 @@ func (s *keyScanner) skip() bool {
 	return true
 }
 
-func (s *keyScanner) str() {
+// str moves past the string at s.i and reports whether it holds an escape.
+func (s *keyScanner) str() (escaped bool) {
 	s.i++
-	for s.i < len(s.data) && s.data[s.i] != '"' {
-		if s.data[s.i] == '\\' {
-			s.i++
+	for {
+		// The closing quote is the next one unless a backslash comes before it.
+		q := bytes.IndexByte(s.data[s.i:], '"')
+		if q < 0 {
+			s.i = len(s.data)
+			s.bad = true
+			return escaped
 		}
-		s.i++
+		b := bytes.IndexByte(s.data[s.i:s.i+q], '\\')
+		if b < 0 {
+			s.i += q + 1
+			return escaped
+		}
+		escaped = true
+		s.i += b + 2 // past the backslash and the character it escapes
+		if s.i > len(s.data) {
+			s.i = len(s.data)
+			s.bad = true
+			return escaped
+		}
 	}
-	if s.i >= len(s.data) {
-		s.bad = true
-		return
-	}
-	s.i++
 }
