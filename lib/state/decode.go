@@ -384,6 +384,9 @@ type field struct {
 type structInfo struct {
 	list   []field
 	byName map[string]field
+	// visit lists, in order, the fields the validator looks at: those with bounds or an
+	// enumeration, and those that hold structs (through a pointer or a slice).
+	visit []int
 }
 
 var fieldCache sync.Map // reflect.Type -> *structInfo
@@ -405,6 +408,10 @@ func fieldsOf(t reflect.Type) *structInfo {
 		f.gt = tagFloat(sf, "gt")
 		if e := sf.Tag.Get("enum"); e != "" {
 			f.enum = strings.Split(e, ",")
+		}
+		k := sf.Type.Kind()
+		if f.min != nil || f.max != nil || f.gt != nil || f.enum != nil || k == reflect.Struct || k == reflect.Pointer || k == reflect.Slice {
+			si.visit = append(si.visit, f.pos)
 		}
 		si.list = append(si.list, f)
 		si.byName[name] = f

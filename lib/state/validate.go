@@ -91,23 +91,31 @@ func (v *validator) bounds(val reflect.Value) {
 		if val.Type().Elem().Kind() != reflect.Struct {
 			return
 		}
+		si := fieldsOf(val.Type().Elem())
 		for i := 0; i < val.Len(); i++ {
 			v.stack = append(v.stack, segment{index: i})
-			v.bounds(val.Index(i))
+			v.structBounds(val.Index(i), si)
 			v.stack = v.stack[:len(v.stack)-1]
 		}
 	case reflect.Struct:
-		for _, f := range fieldsOf(val.Type()).list {
-			fv := val.Field(f.index)
-			v.stack = append(v.stack, segment{name: f.name})
-			v.field(f, fv)
-			v.bounds(fv)
-			v.stack = v.stack[:len(v.stack)-1]
-		}
+		v.structBounds(val, fieldsOf(val.Type()))
 	}
 }
 
-func (v *validator) field(f field, fv reflect.Value) {
+// structBounds checks the fields of a struct value that have bounds or hold values that
+// may (si.visit, in field order, so that problems are listed in the document's order).
+func (v *validator) structBounds(val reflect.Value, si *structInfo) {
+	for _, pos := range si.visit {
+		f := &si.list[pos]
+		fv := val.Field(f.index)
+		v.stack = append(v.stack, segment{name: f.name})
+		v.field(f, fv)
+		v.bounds(fv)
+		v.stack = v.stack[:len(v.stack)-1]
+	}
+}
+
+func (v *validator) field(f *field, fv reflect.Value) {
 	if fv.Kind() == reflect.Pointer {
 		if fv.IsNil() {
 			return
