@@ -47,14 +47,17 @@ func WriteFileAtomicFunc(path string, write func(io.Writer) error) error {
 	removeOrphanTemps(dir, base)
 	for attempt := 0; ; attempt++ {
 		err := writeAndRename(dir, base, target, write, perm)
-		if !errors.Is(err, errTempRemoved) || attempt >= 3 {
+		if !errors.Is(err, errTempRemoved) || attempt >= 99 {
 			return err
 		}
 	}
 }
 
 // errTempRemoved: another writer took our fresh temporary file for an orphan in the
-// instant before we locked it; write a new one.
+// instant before we locked it; write a new one. Each sweep can take at most the files
+// created before it, so a writer loses only to a sweep that overlaps its create-to-lock
+// window: with 8 writers hammering one file (TestWriteFileAtomicConcurrent) 4 attempts
+// were not always enough (1 run in 30), 100 are far more than ever needed.
 var errTempRemoved = errors.New("temporary file removed before it was locked")
 
 func writeAndRename(dir, base, target string, write func(io.Writer) error, perm os.FileMode) (err error) {
