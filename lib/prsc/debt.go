@@ -98,10 +98,22 @@ func AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
 // DebtWork keeps AccumulateDebt's buffers from one call to the next, for a caller that
 // accounts every step (the emulator). The zero value is ready; w.AccumulateDebt and
 // AccumulateDebt compute alike, to the last bit.
+//
+// Besides the buffers it keeps what changes seldom: where each project's entry for each
+// resource is (entry), and the groups with the shares they were made from (linked,
+// shares). A call checks them against the document and makes them again when they no
+// longer hold, so that a step in which no flag, share or pattern of use changed (almost
+// every step of a run) does no union-find and no look-up by name.
 type DebtWork struct {
 	speed, useR, wR, groupU, groupW, delta []float64
 	part                                   []bool // [p*nr+r]: project p takes part on resource r
 	parent, nR, groupN                     []int
+
+	entry   []int     // [p*nr+r]: index of resource r's entry in projects[p].Resources, -1 none
+	entries []int     // [p]: len(projects[p].Resources) when entry was made
+	linked  []bool    // part when the groups (parent, wR, nR, groupW, groupN) were made; nil: never
+	shares  []float64 // [p]: the resource shares then
+	root    []int     // [p] then [np+r]: each one's group
 }
 
 // grow returns b with length n, every element zero, reusing its storage.
@@ -122,8 +134,11 @@ func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt floa
 		return
 	}
 	w.participation(doc, used)
-	w.resourceUse(doc, used)
-	w.groups(doc, dt)
+	if !w.sameGroups(doc) {
+		w.shareSums(doc)
+		w.groups(doc)
+	}
+	w.resourceUse(doc, used, dt)
 	for p := range doc.Projects {
 		w.settle(doc, p, used[p], dt)
 	}
@@ -133,26 +148,79 @@ func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt floa
 // is set or it used r in the interval.
 func (w *DebtWork) participation(doc *state.Document, used [][]float64) {
 	h := &doc.Host
-	nr := len(h.Resources)
-	part := grow(w.part, len(doc.Projects)*nr)
+	np, nr := len(doc.Projects), len(h.Resources)
+	w.indexEntries(doc)
+	part := grow(w.part, np*nr)
 	w.part = part
 	for p := range doc.Projects {
-		for r, res := range h.Resources {
-			var d bool
-			for k := range doc.Projects[p].Resources {
-				if doc.Projects[p].Resources[k].Type == res.Type {
-					d = doc.Projects[p].Resources[k].AccumulateDebt
-				}
+		prs := doc.Projects[p].Resources
+		for r := range nr {
+			d := false
+			if k := w.entry[p*nr+r]; k >= 0 {
+				d = prs[k].AccumulateDebt
 			}
 			part[p*nr+r] = d || used[p][r] > 0
 		}
 	}
 }
 
-// resourceUse sets, per resource r, its relative speed, the instances used in the
-// interval (useR[r]), and the resource shares (wR[r]) and count (nR[r]) of the
-// projects taking part on it.
-func (w *DebtWork) resourceUse(doc *state.Document, used [][]float64) {
+// indexEntries brings w.entry up to date: a project's entries are found again when
+// their count changed or one no longer has the type it had. (A valid document has one
+// entry per type at most, so the first match is the only one.)
+func (w *DebtWork) indexEntries(doc *state.Document) {
+	h := &doc.Host
+	np, nr := len(doc.Projects), len(h.Resources)
+	if len(w.entry) != np*nr || len(w.entries) != np {
+		w.entry, w.entries = make([]int, np*nr), make([]int, np)
+		for p := range w.entries {
+			w.entries[p] = -1 // never matches a length: found below
+		}
+	}
+	for p := range doc.Projects {
+		prs := doc.Projects[p].Resources
+		same := w.entries[p] == len(prs)
+		for r := 0; same && r < nr; r++ {
+			k := w.entry[p*nr+r]
+			same = k < 0 || prs[k].Type == h.Resources[r].Type
+		}
+		if same {
+			continue
+		}
+		for r := range nr {
+			w.entry[p*nr+r] = -1
+			for k := range prs {
+				if prs[k].Type == h.Resources[r].Type {
+					w.entry[p*nr+r] = k
+					break
+				}
+			}
+		}
+		w.entries[p] = len(prs)
+	}
+}
+
+// sameGroups reports whether the groups made last hold: the same participation and
+// the same resource shares.
+func (w *DebtWork) sameGroups(doc *state.Document) bool {
+	if w.linked == nil || len(w.linked) != len(w.part) || len(w.shares) != len(doc.Projects) {
+		return false
+	}
+	for i, b := range w.part {
+		if w.linked[i] != b {
+			return false
+		}
+	}
+	for p := range doc.Projects {
+		if w.shares[p] != doc.Projects[p].ResourceShare {
+			return false
+		}
+	}
+	return true
+}
+
+// shareSums sets, per resource r, the resource shares (wR[r]) and count (nR[r]) of the
+// projects taking part on it, and each resource's relative speed.
+func (w *DebtWork) shareSums(doc *state.Document) {
 	h := &doc.Host
 	nr := len(h.Resources)
 	speed := grow(w.speed, nr)
@@ -160,11 +228,10 @@ func (w *DebtWork) resourceUse(doc *state.Document, used [][]float64) {
 	for r, res := range h.Resources {
 		speed[r] = RelativeSpeed(h, res)
 	}
-	useR, wR, nR := grow(w.useR, nr), grow(w.wR, nr), grow(w.nR, nr)
-	w.useR, w.wR, w.nR = useR, wR, nR
+	wR, nR := grow(w.wR, nr), grow(w.nR, nr)
+	w.wR, w.nR = wR, nR
 	for p := range doc.Projects {
 		for r := range nr {
-			useR[r] += used[p][r]
 			if w.part[p*nr+r] {
 				wR[r] += doc.Projects[p].ResourceShare
 				nR[r]++
@@ -174,10 +241,11 @@ func (w *DebtWork) resourceUse(doc *state.Document, used [][]float64) {
 }
 
 // groups links projects and resources by participation into groups (a union-find over
-// projects 0..np-1 and resources np..np+nr-1, w.parent) and sets, per group (indexed by
-// its root), the processing done in dt seconds in CPU seconds (groupU) and the
-// resource shares (groupW) and count (groupN) of its projects.
-func (w *DebtWork) groups(doc *state.Document, dt float64) {
+// projects 0..np-1 and resources np..np+nr-1, w.parent), notes each one's group
+// (w.root) and sets, per group (indexed by its root), the resource shares (groupW) and
+// count (groupN) of its projects. It records the participation and shares it was made
+// from.
+func (w *DebtWork) groups(doc *state.Document) {
 	np, nr := len(doc.Projects), len(doc.Host.Resources)
 	parent := grow(w.parent, np+nr)
 	w.parent = parent
@@ -191,15 +259,40 @@ func (w *DebtWork) groups(doc *state.Document, dt float64) {
 			}
 		}
 	}
-	groupU, groupW, groupN := grow(w.groupU, np+nr), grow(w.groupW, np+nr), grow(w.groupN, np+nr)
-	w.groupU, w.groupW, w.groupN = groupU, groupW, groupN
-	for r := range nr {
-		groupU[find(parent, np+r)] += w.useR[r] * dt * w.speed[r]
+	root := grow(w.root, np+nr)
+	w.root = root
+	for i := range root {
+		root[i] = find(parent, i)
 	}
+	groupW, groupN := grow(w.groupW, np+nr), grow(w.groupN, np+nr)
+	w.groupW, w.groupN = groupW, groupN
 	for p := range doc.Projects {
-		g := find(parent, p)
+		g := root[p]
 		groupW[g] += doc.Projects[p].ResourceShare
 		groupN[g]++
+	}
+	w.linked = append(w.linked[:0], w.part...)
+	w.shares = w.shares[:0]
+	for p := range doc.Projects {
+		w.shares = append(w.shares, doc.Projects[p].ResourceShare)
+	}
+}
+
+// resourceUse sets, per resource r, the instances used in the interval (useR[r]), and
+// per group the processing done in dt seconds in CPU seconds (groupU).
+func (w *DebtWork) resourceUse(doc *state.Document, used [][]float64, dt float64) {
+	np, nr := len(doc.Projects), len(doc.Host.Resources)
+	useR := grow(w.useR, nr)
+	w.useR = useR
+	for p := range np {
+		for r := range nr {
+			useR[r] += used[p][r]
+		}
+	}
+	groupU := grow(w.groupU, np+nr)
+	w.groupU = groupU
+	for r := range nr {
+		groupU[w.root[np+r]] += useR[r] * dt * w.speed[r]
 	}
 }
 
@@ -220,7 +313,7 @@ func find(parent []int, i int) int {
 func (w *DebtWork) settle(doc *state.Document, p int, used []float64, dt float64) {
 	h := &doc.Host
 	nr := len(h.Resources)
-	g := find(w.parent, p)
+	g := w.root[p]
 	pp := w.part[p*nr : (p+1)*nr]
 	if g == p && !anyTrue(pp) {
 		return // takes part nowhere
@@ -247,9 +340,15 @@ func (w *DebtWork) settle(doc *state.Document, p int, used []float64, dt float64
 			}
 		}
 	}
+	prj := &doc.Projects[p]
 	for r := range h.Resources {
 		if pp[r] || used[r] > 0 {
-			doc.Projects[p].ResourceState(h.Resources[r].Type).LongTermDebt += delta[r]
+			if k := w.entry[p*nr+r]; k >= 0 {
+				prj.Resources[k].LongTermDebt += delta[r]
+			} else {
+				prj.ResourceState(h.Resources[r].Type).LongTermDebt += delta[r]
+				w.entries[p] = -1 // an entry was added: find them again
+			}
 		}
 	}
 }

@@ -41,13 +41,15 @@ func TestParticipation(t *testing.T) {
 	}
 }
 
-// Per resource: the CPU's use is 2, by participants of shares 1 + 3; the GPU's 1, B
+// Per resource (shareSums, then resourceUse): the CPU's use is 2, by participants of shares 1 + 3; the GPU's 1, B
 // alone taking part (C's share does not count); the GPU's speed is 3.
 func TestResourceUse(t *testing.T) {
 	doc, used := oneInterval()
 	var w DebtWork
 	w.participation(doc, used)
-	w.resourceUse(doc, used)
+	w.shareSums(doc)
+	w.groups(doc)
+	w.resourceUse(doc, used, 10)
 	got := [][]float64{w.speed, w.useR, w.wR, {float64(w.nR[0]), float64(w.nR[1])}}
 	want := [][]float64{{1, 3}, {2, 1}, {4, 3}, {2, 1}}
 	if d := cmp.Diff(want, got); d != "" {
@@ -61,8 +63,9 @@ func TestGroups(t *testing.T) {
 	doc, used := oneInterval()
 	var w DebtWork
 	w.participation(doc, used)
-	w.resourceUse(doc, used)
-	w.groups(doc, 10)
+	w.shareSums(doc)
+	w.groups(doc)
+	w.resourceUse(doc, used, 10)
 	g := find(w.parent, 0)
 	for _, i := range []int{1, 3, 4} { // B, the CPU, the GPU
 		if find(w.parent, i) != g {
@@ -100,8 +103,9 @@ func TestSettle(t *testing.T) {
 	doc, used := oneInterval()
 	var w DebtWork
 	w.participation(doc, used)
-	w.resourceUse(doc, used)
-	w.groups(doc, 10)
+	w.shareSums(doc)
+	w.groups(doc)
+	w.resourceUse(doc, used, 10)
 	want := [][]float64{{-7.5, 0}, {12, -1.5}, {0, 0}}
 	for p := range doc.Projects {
 		w.settle(doc, p, used[p], 10)

@@ -3,6 +3,7 @@ package prsc
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bkit/bkit/lib/state"
@@ -214,7 +215,9 @@ func TestDFlagTransitions(t *testing.T) {
 }
 
 // TestDebtWorkIsAccumulateDebt: one DebtWork used interval after interval, on documents
-// that grow a project and lose one, changes the debts exactly as AccumulateDebt does.
+// that grow a project and lose one, whose D flags, shares and resource entries change
+// (what it keeps from call to call must be made again), changes the debts exactly as
+// AccumulateDebt does.
 func TestDebtWorkIsAccumulateDebt(t *testing.T) {
 	a, b := seedExample(), seedExample()
 	var w DebtWork
@@ -229,6 +232,23 @@ func TestDebtWorkIsAccumulateDebt(t *testing.T) {
 				d.Projects = d.Projects[1:]
 			}
 		}
+		for _, d := range []*state.Document{a, b} {
+			switch {
+			case i%250 == 100:
+				d.Projects[0].Resources[0].AccumulateDebt = !d.Projects[0].Resources[0].AccumulateDebt
+			case i == 1500:
+				d.Projects[len(d.Projects)-1].ResourceShare *= 3
+			case i == 2500 || i == 2700:
+				// An entry removed (AccumulateDebt adds it back when used), then the
+				// entries reordered.
+				prs := d.Projects[0].Resources
+				if i == 2500 {
+					d.Projects[0].Resources = prs[len(prs)-1:]
+				} else {
+					slices.Reverse(prs)
+				}
+			}
+		}
 		used := make([][]float64, len(a.Projects))
 		for p := range used {
 			used[p] = []float64{float64((i+p)%3) / 2, float64((i*7+p)%2) * 0.5}
@@ -240,5 +260,29 @@ func TestDebtWorkIsAccumulateDebt(t *testing.T) {
 				t.Fatalf("interval %d, project %s (-fresh +DebtWork):\n%s", i, a.Projects[p].Name, d)
 			}
 		}
+	}
+}
+
+// TestDebtWorkSeesNewEntry: an entry added to a project between two calls (as
+// ApplyReply adds one) counts at the next call, its D flag making the project take part.
+func TestDebtWorkSeesNewEntry(t *testing.T) {
+	a, b := seedExample(), seedExample()
+	a.Projects[0].Resources, b.Projects[0].Resources = nil, nil
+	used := [][]float64{{0, 0}, {1, 1}}
+	var w DebtWork
+	for i := range 3 {
+		if i == 1 {
+			for _, d := range []*state.Document{a, b} {
+				d.Projects[0].Resources = append(d.Projects[0].Resources, state.ProjectResource{Type: "cpu", AccumulateDebt: true})
+			}
+		}
+		AccumulateDebt(a, used, 60)
+		w.AccumulateDebt(b, used, 60)
+		if d := cmp.Diff(a.Projects, b.Projects); d != "" {
+			t.Fatalf("interval %d (-fresh +DebtWork):\n%s", i, d)
+		}
+	}
+	if a.Projects[0].Resources[0].LongTermDebt == 0 {
+		t.Errorf("the new entry's project took no part: %+v", a.Projects[0])
 	}
 }
