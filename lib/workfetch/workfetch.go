@@ -35,6 +35,10 @@ import (
 	"github.com/bkit/bkit/lib/state"
 )
 
+// linearMax is the count of projects up to which a name is looked up by comparing
+// names one by one rather than by hashing.
+const linearMax = 8
+
 // SecondsPerDay converts the preferences' connection period (days) to seconds.
 const SecondsPerDay = 86400
 
@@ -208,7 +212,17 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 			w.names = append(w.names, p.Name)
 		}
 	}
-	byName := w.byName
+	// With few projects a look-up compares names one by one: the tasks of a run hold
+	// the very strings the projects do, so each comparison is a pointer check, faster
+	// than hashing (as lib/cpusched's index does).
+	project := func(name string) (int, bool) {
+		if len(w.names) <= linearMax {
+			i := slices.Index(w.names, name)
+			return i, i >= 0
+		}
+		i, ok := w.byName[name]
+		return i, ok
+	}
 
 	// Bucket the runnable results by project with a counting sort, then order each
 	// bucket by increasing deadline. Equal deadlines keep document order: the CPU
@@ -219,8 +233,12 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 	w.owner, w.start = owner, start
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
-		p, ok := byName[t.Project]
-		if !ok || !t.State.Runnable() {
+		if !t.State.Runnable() {
+			owner[i] = -1
+			continue
+		}
+		p, ok := project(t.Project)
+		if !ok {
 			p = -1
 		} else {
 			start[p+1]++
