@@ -45,8 +45,9 @@ type seedPolicy struct {
 	//   - cpusched.Due is false until the next pass's time, a new result, or a change
 	//     in which tasks are runnable: after a false answer, the fingerprint of the
 	//     runnable set (count, running count, latest receipt) must change first;
-	//   - seed 001 cannot need work before fetchCheck (see nextFetchCheck) unless a
-	//     task has finished since (finished differs from the loop's count).
+	//   - seed 001's decision cannot change an RPC before fetchCheck (see
+	//     nextFetchCheck) unless a task has finished since (finished differs from the
+	//     loop's count) or an RPC was made (Replied).
 	dueFP        fingerprint
 	dueQuiet     bool
 	fetchCheck   float64
@@ -126,8 +127,11 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 
 // Replied is bdevices reply: the per-resource backoffs and D flags, jitter drawn from
 // the reply's seed as bdevices draws it from --seed.
-func (*seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
+func (sp *seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
 	applyReply(doc, r, rep, now)
+	// An RPC changes what nextFetchCheck's bound was made from (min_rpc_time,
+	// backoffs, the tasks): decide again at the next poll.
+	sp.fetchCheck = math.Inf(-1)
 }
 
 // applyReply is bdevices reply after a successful RPC r: seed 002's per-resource
@@ -145,15 +149,20 @@ func applyReply(doc *state.Document, r RPC, rep Reply, now float64) {
 	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(&r.Request)}, false, now, prsc.NewRand(rep.Seed))
 }
 
-// nextFetchCheck is the earliest time seed 001's urgency can rise above dont_need_work
-// if no task finishes before: each project's ETTPRC S must fall below T, and with the
-// set of runnable results unchanged (new results only add to S) S falls at most as
-// fast as the whole host could work off the project's estimates: maxRate ÷ one CPU's
-// FLOPS ÷ avg_proc_rate seconds per second. Any other decision means check again at
-// the next poll.
+// nextFetchCheck is a time before which seed 001's decision cannot change any RPC the
+// loop makes, unless a task finishes or an RPC is made first (decideFetch and Replied
+// see to those). Two arguments give one each, and the later holds:
+//
+//   - dont_need_work stays: each project's ETTPRC S must fall below T first, and with
+//     the set of runnable results unchanged (new results only add to S) S falls at most
+//     as fast as the whole host could work off the project's estimates: maxRate ÷ one
+//     CPU's FLOPS ÷ avg_proc_rate seconds per second (fetchQuiet);
+//   - every request that could be sent stays 0 (requestsQuiet).
+//
+// Any other decision means check again at the next poll.
 func (sp *seedPolicy) nextFetchCheck(doc *state.Document, now float64) float64 {
 	d := &sp.fetch
-	if d.Urgency != workfetch.DontNeedWork || d.CPUFlops <= 0 {
+	if d.CPUFlops <= 0 {
 		return now
 	}
 	if sp.maxRate == 0 {
@@ -175,6 +184,16 @@ func (sp *seedPolicy) nextFetchCheck(doc *state.Document, now float64) float64 {
 	if sp.maxRate <= 0 {
 		return math.Inf(1)
 	}
+	return max(sp.fetchQuiet(now), sp.requestsQuiet(doc, now))
+}
+
+// fetchQuiet is when seed 001's urgency can rise above dont_need_work at the earliest
+// (now when it is above already): see nextFetchCheck.
+func (sp *seedPolicy) fetchQuiet(now float64) float64 {
+	d := &sp.fetch
+	if d.Urgency != workfetch.DontNeedWork {
+		return now
+	}
 	next := math.Inf(1)
 	for _, r := range d.Rows {
 		if math.IsInf(r.ETTPRC, 1) || r.AvgProcRate <= 0 {
@@ -183,6 +202,48 @@ func (sp *seedPolicy) nextFetchCheck(doc *state.Document, now float64) float64 {
 		next = min(next, now+(r.ETTPRC-d.T)*r.AvgProcRate*d.CPUFlops/sp.maxRate)
 	}
 	return next
+}
+
+// requestsQuiet is the earliest time at which a CPU request seed 001 makes could be
+// sent (now when one could be now). A project's request is read only while it can be
+// contacted for CPU work (rpc.Next: min_rpc_time passed, CPU not backed off), which
+// cannot begin before both times pass; while it can, a request of 0 (ETTPRC S >= 2T)
+// stays 0 until S could fall below 2T, at most as fast as in fetchQuiet. The bound
+// keeps a margin of 1e-9 × S for the rounding of the sums S is made of.
+func (sp *seedPolicy) requestsQuiet(doc *state.Document, now float64) float64 {
+	d := &sp.fetch
+	next := math.Inf(1)
+	for i := range d.Rows {
+		r, p := &d.Rows[i], &doc.Projects[i]
+		backoff := cpuBackoffUntil(p)
+		if !rpc.CanContact(p, now) || backoff > now {
+			next = min(next, max(p.MinRPCTime, backoff))
+			continue
+		}
+		if r.WorkRequest != 0 {
+			return now
+		}
+		if math.IsInf(r.ETTPRC, 1) || r.AvgProcRate <= 0 {
+			continue // its request is 0 whatever happens
+		}
+		gap := r.ETTPRC - 2*d.T - 1e-9*r.ETTPRC
+		if !(gap > 0) {
+			return now
+		}
+		next = min(next, now+gap*r.AvgProcRate*d.CPUFlops/sp.maxRate)
+	}
+	return next
+}
+
+// cpuBackoffUntil is the end of project p's CPU work-fetch backoff (prsc.BackedOff's
+// entry; 0 when it has none).
+func cpuBackoffUntil(p *state.Project) float64 {
+	for i := range p.Resources {
+		if p.Resources[i].Type == state.ResourceCPU {
+			return p.Resources[i].BackoffUntil
+		}
+	}
+	return 0
 }
 
 func (sp *seedPolicy) Account(doc *state.Document, u *StepUsage) {
