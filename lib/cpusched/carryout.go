@@ -62,21 +62,25 @@ func record(doc *state.Document, pass *Pass, avOf []int32) {
 }
 
 // nextPass is when the next pass is due at the latest: one scheduling period from now, or
-// earlier when a running task is expected to finish and free its processor. (A new
-// result is the caller's event: it should run a pass when one arrives.) prev is the
-// last pass's reason, given back when it is the same words (no new string to make).
+// earlier when a running task is expected to finish and free its processor. A task
+// already past its estimate is not expected at any time the estimate can tell: taken as
+// finishing now, it made every later step a pass until it ended; its end is seen when
+// it comes (Due). (A new result is the caller's event: it should run a pass when one
+// arrives.) prev is the last pass's reason, given back when it is the same words (no
+// new string to make).
 func nextPass(doc *state.Document, avOf []int32, now float64, prev string) (float64, string) {
 	at, first := now+doc.Preferences.CPUSchedulingPeriod, -1
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
-		if t.State != state.TaskRunning || t.EstimatedFlops <= 0 {
+		left := t.RemainingFlops()
+		if t.State != state.TaskRunning || left <= 0 {
 			continue
 		}
 		speed := doc.AppVersions[avOf[i]].Speed(&doc.Host) // a running task is runnable: avOf knows it
 		if speed <= 0 {
 			continue
 		}
-		if end := now + t.RemainingFlops()/speed; end < at {
+		if end := now + left/speed; end < at {
 			at, first = end, i
 		}
 	}

@@ -60,3 +60,68 @@ func TestRecord(t *testing.T) {
 		t.Errorf("cpu_sched = %+v, pass %+v; want %+v", doc.CPUSched, pass, want)
 	}
 }
+
+// Seed 001 runs the pass when a CPU is free, when a result arrives and when it has not
+// run for MV seconds. A running task is expected to free its CPU when its remaining
+// estimated work is done: a2 has 2e12 of 3.6e12 FLOPs left at 1 GFLOPS, 2000 s. A task
+// already past its estimate (over: 2e12 done of 1e12) frees nothing at any time the
+// estimate can tell, so it does not make the next pass due at once, pass after pass:
+// alone it leaves the scheduling period (5000 + 3600).
+func TestNextPassOverrun(t *testing.T) {
+	doc := host(2, map[string]float64{"A": 1}, "A")
+	addTask(doc, "over", "A", state.TaskRunning, 100, 1e6)
+	addTask(doc, "a2", "A", state.TaskRunning, 100, 1e6)
+	doc.Tasks[0].EstimatedFlops, doc.Tasks[0].FlopsDone = 1e12, 2e12
+	doc.Tasks[1].FlopsDone = 1.6e12
+	mustValid(t, doc)
+	Schedule(doc, 5000)
+	if got := *doc.CPUSched; got.NextPass != 7000 || got.NextPassReason != "task a2 expected to finish" {
+		t.Errorf("next pass = %+v, want 7000 (task a2 expected to finish)", got)
+	}
+	doc.Tasks = doc.Tasks[:1]
+	Schedule(doc, 5000)
+	if got := *doc.CPUSched; got.NextPass != 8600 || got.NextPassReason != "scheduling period" {
+		t.Errorf("next pass with only the overrun task = %+v, want 8600 (scheduling period)", got)
+	}
+	if due, why := Due(doc, 5060); due {
+		t.Errorf("a pass is due a step later (%s); want none before 8600", why)
+	}
+}
+
+// Due names the seed's three occasions for a pass (a CPU is free: a running task has
+// finished its work, or a processor is free with a task waiting for it; a new result;
+// the scheduling period is over), and the first pass. A running task with a
+// completed_time has finished computing (the emulator keeps it running until the pass
+// has counted its last CPU time).
+func TestDue(t *testing.T) {
+	doc := host(2, map[string]float64{"A": 1}, "A")
+	addTask(doc, "a1", "A", state.TaskRunning, 0, 1e6)
+	addTask(doc, "a2", "A", state.TaskRunning, 0, 1e6)
+	addTask(doc, "a3", "A", state.TaskReady, 0, 1e6)
+	mustValid(t, doc)
+	if due, why := Due(doc, 0); !due || why != "no pass has run yet" {
+		t.Errorf("first: %v (%s)", due, why)
+	}
+	doc.CPUSched = &state.CPUSched{LastPass: 1000, NextPass: 4600, NextPassReason: "scheduling period"}
+	for _, c := range []struct {
+		name string
+		edit func(d *state.Document)
+		now  float64
+		due  bool
+		why  string
+	}{
+		{"both CPUs busy, nothing new", func(*state.Document) {}, 4599, false, "next pass due at 4600 (scheduling period)"},
+		{"period over", func(*state.Document) {}, 4600, true, "next pass was due at 4600 (scheduling period)"},
+		{"a result arrived", func(d *state.Document) { d.Tasks[2].ReceivedTime = 1001 }, 2000, true, "new result a3"},
+		{"a CPU is free, a task waits", func(d *state.Document) { d.Tasks[1].State = state.TaskDone }, 2000, true, "a cpu instance is free"},
+		{"a task finished its work, not yet done", func(d *state.Document) { d.Tasks[1].CompletedTime = 1500 }, 2000, true, "task a2 finished"},
+		{"a CPU is free, nothing waits", func(d *state.Document) { d.Tasks[1].State, d.Tasks[2].State = state.TaskDone, state.TaskDone }, 2000, false, "next pass due at 4600 (scheduling period)"},
+	} {
+		d := *doc
+		d.Tasks = append([]state.Task(nil), doc.Tasks...)
+		c.edit(&d)
+		if due, why := Due(&d, c.now); due != c.due || why != c.why {
+			t.Errorf("%s: Due = %v (%s), want %v (%s)", c.name, due, why, c.due, c.why)
+		}
+	}
+}

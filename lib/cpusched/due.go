@@ -5,8 +5,10 @@ import (
 )
 
 // Due reports whether a pass is due at now, and why: no pass has run yet, the scheduling
-// period is over, a result arrived since the last pass, or an instance is free while a
-// task waits for it.
+// period is over, a result arrived since the last pass, or a processor is free (seed
+// 001's three occasions). A processor is free when a running task has finished its
+// work (a completed_time; the emulator keeps such a task running until a pass has
+// counted its last CPU time) or when an instance is free while a task waits for it.
 func Due(doc *state.Document, now float64) (bool, string) {
 	var w Workspace
 	cause, i := w.due(doc, now)
@@ -18,6 +20,8 @@ func Due(doc *state.Document, now float64) (bool, string) {
 		return true, "next pass was due at " + num(s.NextPass) + " (" + s.NextPassReason + ")"
 	case dueNewResult:
 		return true, "new result " + doc.Tasks[i].Name
+	case dueFinished:
+		return true, "task " + doc.Tasks[i].Name + " finished"
 	case dueFree:
 		return true, "a " + doc.Host.Resources[i].Type + " instance is free"
 	}
@@ -39,6 +43,7 @@ const (
 	duePeriod             // the next pass's time has come
 	dueNewResult          // a result arrived since the last pass (the task's index)
 	dueFree               // an instance is free while a task waits (the resource's index)
+	dueFinished           // a running task has finished its work: its processor is free (the task's index)
 )
 
 // due is Due's decision: its cause and the task or resource it names.
@@ -58,6 +63,10 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 		t := &doc.Tasks[i]
 		if t.State == state.TaskReady && t.ReceivedTime > s.LastPass {
 			return dueNewResult, i
+		}
+		// Whether or not its end was foreseen (its estimate may be off either way).
+		if t.State == state.TaskRunning && t.CompletedTime > 0 {
+			return dueFinished, i
 		}
 		v := ix.appVersion(t.AppVersion)
 		av := &doc.AppVersions[v]

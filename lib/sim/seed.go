@@ -42,9 +42,10 @@ type seedPolicy struct {
 
 	// Skips that change no decision, only the time a run takes (the emulator calls
 	// these functions about 1,500 times per simulated day):
-	//   - cpusched.Due is false until the next pass's time, a new result, or a change
-	//     in which tasks are runnable: after a false answer, the fingerprint of the
-	//     runnable set (count, running count, latest receipt) must change first;
+	//   - cpusched.Due is false until the next pass's time, a new result, a running task
+	//     finishing its work, or a change in which tasks are runnable: after a false
+	//     answer, the fingerprint of the runnable set (count, running count, running
+	//     tasks finished, latest receipt) must change first;
 	//   - seed 001's decision cannot change an RPC before fetchCheck (see
 	//     nextFetchCheck) unless a task has finished since (finished differs from the
 	//     loop's count) or an RPC was made (Replied).
@@ -63,8 +64,8 @@ type seedPolicy struct {
 
 // fingerprint is what cpusched.Due's answer depends on besides the time.
 type fingerprint struct {
-	runnable, running int
-	lastReceived      float64
+	runnable, running, finished int
+	lastReceived                float64
 }
 
 func fingerprintOf(doc *state.Document) fingerprint {
@@ -77,6 +78,9 @@ func fingerprintOf(doc *state.Document) fingerprint {
 		}
 		if t.State == state.TaskRunning {
 			f.running++
+			if t.CompletedTime > 0 {
+				f.finished++
+			}
 		}
 	}
 	return f

@@ -32,8 +32,9 @@ Reads a client state document, runs one scheduling pass as of --now and writes t
 document back with the decision recorded: debts brought up to date from the work each
 project got since the last pass, tasks marked running or preempted, cpu_time_at_last_sched
 updated, and cpu_sched.next_pass set to when the next pass is due (the end of the
-scheduling period, or earlier when a running task is expected to finish). Call it again
-then, when a result arrives or when a processor becomes free; --if-due makes a loop that
+scheduling period, or earlier when a running task is expected to finish by its estimate).
+Call it again then, when a result arrives or when a processor becomes free (seed 001's
+three occasions); --if-due makes a loop that
 calls it often cheap and safe.
 
 Per processing resource (coprocessors first, then the CPU), the project with the largest
@@ -57,7 +58,7 @@ by bdevices debt (or bsim advance in an emulated run).
 		Flags: append([]cli.Flag{
 			cliutil.NowFlag(),
 			cliutil.PolicyFlag(),
-			&cli.BoolFlag{Name: "if-due", Usage: "run the pass only if one is due (first pass, next_pass reached, a new result, or a free processor with work waiting); otherwise write the document unchanged"},
+			&cli.BoolFlag{Name: "if-due", Usage: "run the pass only if one is due (first pass, next_pass reached, a new result, a running task that has finished its work, or a free processor with work waiting); otherwise write the document unchanged"},
 		}, cliutil.DocumentFlags("json", "yaml", "table")...),
 		Action: run,
 	}
