@@ -274,3 +274,51 @@ func TestLongRunMeetsShares(t *testing.T) {
 		t.Errorf("A got %.3f of the CPU time, want 0.75", frac)
 	}
 }
+
+// The expected pay-off is the work done in the last period ÷ num_cpus (seed 001), not a
+// whole scheduling period once work has been done. 2 CPUs, equal shares; A's two
+// running tasks did 600 s each: total 1200, pay-off 600. debt(A) = 0.5 × 1200 − 1200 =
+// −600, debt(B) = 0.5 × 1200 − 0 = +600. Pick 1: B (600 → 0); pick 2: B again, as
+// 0 > −600 (0 → −600). Both of A's tasks are preempted. (With a pay-off of 3600, B would
+// fall to −3000 at once and A would keep a CPU.)
+func TestPayOffIsWorkDonePerCPU(t *testing.T) {
+	doc := host(2, map[string]float64{"A": 1, "B": 1}, "A", "B")
+	addTask(doc, "a1", "A", state.TaskRunning, 600, 1e6)
+	addTask(doc, "a2", "A", state.TaskRunning, 600, 1e6)
+	addTask(doc, "b1", "B", state.TaskReady, 0, 1e6)
+	addTask(doc, "b2", "B", state.TaskReady, 0, 1e6)
+	mustValid(t, doc)
+	pass := Schedule(doc, 600)
+	if got := pass.Resources[0].ExpectedPayOff; got != 600 {
+		t.Errorf("expected pay-off = %g, want 600", got)
+	}
+	if diff := cmp.Diff(map[string]float64{"A": -600, "B": 600}, debts(doc)); diff != "" {
+		t.Errorf("debts (-want +got):\n%s", diff)
+	}
+	want := map[string]state.TaskState{"a1": "preempted", "a2": "preempted", "b1": "running", "b2": "running"}
+	if diff := cmp.Diff(want, states(doc)); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if got := []float64{pass.Resources[0].Projects[0].AnticipatedEnd, pass.Resources[0].Projects[1].AnticipatedEnd}; !cmp.Equal(got, []float64{-600, -600}) {
+		t.Errorf("anticipated debts at the end = %v, want [-600 -600]", got)
+	}
+}
+
+// Within the chosen project the seed takes a running task first, then a preempted one,
+// and starts a new result only in the last resort, whatever their deadlines: on one CPU
+// A keeps a_run (latest deadline), a_pre and a_new (earliest) wait. Among several
+// running (or preempted) tasks, where the seed says "some T", the one listed first in
+// the document.
+func TestRunningBeforePreemptedBeforeNew(t *testing.T) {
+	doc := host(1, map[string]float64{"A": 1}, "A")
+	addTask(doc, "a_new", "A", state.TaskReady, 0, 1)
+	addTask(doc, "a_pre", "A", state.TaskPreempted, 100, 2)
+	addTask(doc, "a_run", "A", state.TaskRunning, 100, 3)
+	addTask(doc, "a_run2", "A", state.TaskRunning, 100, 0)
+	mustValid(t, doc)
+	Schedule(doc, 100)
+	want := map[string]state.TaskState{"a_new": "ready", "a_pre": "preempted", "a_run": "running", "a_run2": "preempted"}
+	if diff := cmp.Diff(want, states(doc)); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+}
