@@ -125,3 +125,42 @@ func TestDue(t *testing.T) {
 		}
 	}
 }
+
+// A CPU is free for Due only when the pass could give it to a waiting task: CPUs that a
+// running GPU task takes are not free, and a task whose app runs max_concurrent tasks
+// cannot start. Otherwise every step would be a pass (with one step's work as pay-off)
+// while such a task waits, which is none of the seed's occasions.
+func TestDueFreeOnlyWhenAPassCouldUseIt(t *testing.T) {
+	// 2 CPUs: g1 on the GPU takes one, b1 the other; b2 waits for a CPU.
+	doc := host(2, map[string]float64{"A": 1, "B": 1}, "A", "B")
+	doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "A_gpu", Project: "A", AvgNCPUs: 1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	addTask(doc, "b1", "B", state.TaskRunning, 0, 100)
+	addTask(doc, "b2", "B", state.TaskReady, 0, 200)
+	doc.Tasks = append(doc.Tasks, state.Task{Name: "g1", Project: "A", AppVersion: "A_gpu", State: state.TaskRunning, ReportDeadline: 100})
+	doc.CPUSched = &state.CPUSched{LastPass: 1000, NextPass: 4600, NextPassReason: "scheduling period"}
+	mustValid(t, doc)
+	if due, why := Due(doc, 2000); due {
+		t.Errorf("GPU task on a CPU: Due = true (%s), want no pass: no CPU is free", why)
+	}
+	doc.Tasks[2].State = state.TaskDone // g1 ends: its CPU is free for b2
+	if due, why := Due(doc, 2000); !due || why != "a cpu instance is free" {
+		t.Errorf("after g1: Due = %v (%s), want a cpu instance free", due, why)
+	}
+
+	// 2 CPUs, one app that may run one task at a time: a2 cannot take the idle CPU.
+	doc = host(2, map[string]float64{"A": 1}, "A")
+	doc.AppVersions[0].App = "A_app"
+	doc.Apps = []state.App{{Project: "A", Name: "A_app", MaxConcurrent: 1}}
+	addTask(doc, "a1", "A", state.TaskRunning, 0, 100)
+	addTask(doc, "a2", "A", state.TaskReady, 0, 200)
+	doc.CPUSched = &state.CPUSched{LastPass: 1000, NextPass: 4600, NextPassReason: "scheduling period"}
+	mustValid(t, doc)
+	if due, why := Due(doc, 2000); due {
+		t.Errorf("app at max_concurrent: Due = true (%s), want no pass", why)
+	}
+	doc.Apps[0].MaxConcurrent = 2
+	if due, why := Due(doc, 2000); !due || why != "a cpu instance is free" {
+		t.Errorf("app below max_concurrent: Due = %v (%s), want a cpu instance free", due, why)
+	}
+}

@@ -59,6 +59,7 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 	nR := len(doc.Host.Resources)
 	used, small, waiting := grow(w.used, nR), grow(w.small, nR), grow(w.waiting, nR)
 	w.used, w.small, w.waiting = used, small, waiting
+	var coprocCPUs float64
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if t.State == state.TaskReady && t.ReceivedTime > s.LastPass {
@@ -74,11 +75,24 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 		switch t.State {
 		case state.TaskRunning:
 			used[r] += av.Instances()
+			if av.Coproc != nil {
+				coprocCPUs += av.AvgNCPUs
+			}
 		case state.TaskReady, state.TaskPreempted:
 			if n := av.Instances(); !waiting[r] || n < small[r] {
 				small[r], waiting[r] = n, true
 			}
 		}
+	}
+	// The CPUs coprocessor tasks take are not free for CPU tasks (the pass gives them
+	// first), and a task whose app is at max_concurrent waits for no free instance.
+	for r := range doc.Host.Resources {
+		if doc.Host.Resources[r].Type == state.ResourceCPU {
+			used[r] += coprocCPUs
+		}
+	}
+	if len(doc.Apps) > 0 {
+		w.waitingBelowLimit(doc, ix, small, waiting)
 	}
 	for r := range doc.Host.Resources {
 		if waiting[r] && small[r] <= float64(doc.Host.Resources[r].Instances)-used[r]+fitSlack {
@@ -86,4 +100,44 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 		}
 	}
 	return dueNot, -1
+}
+
+// waitingBelowLimit finds again, for each resource, the smallest need of a waiting task
+// (small, waiting), leaving out the tasks whose app already runs max_concurrent tasks.
+// Only a document with apps can have such limits, so other documents never come here.
+func (w *Workspace) waitingBelowLimit(doc *state.Document, ix *names, small []float64, waiting []bool) {
+	apps := newAppLimits(doc)
+	if len(apps.limit) == 0 {
+		return
+	}
+	appOf := func(av *state.AppVersion) int {
+		if a, ok := apps.of[[2]string{av.Project, av.App}]; ok && av.App != "" {
+			return a
+		}
+		return -1
+	}
+	for i := range doc.Tasks {
+		if t := &doc.Tasks[i]; t.State == state.TaskRunning {
+			if a := appOf(&doc.AppVersions[ix.appVersion(t.AppVersion)]); a >= 0 {
+				apps.running[a]++
+			}
+		}
+	}
+	clear(small)
+	clear(waiting)
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.State != state.TaskReady && t.State != state.TaskPreempted {
+			continue
+		}
+		v := ix.appVersion(t.AppVersion)
+		av := &doc.AppVersions[v]
+		if apps.full(appOf(av)) {
+			continue
+		}
+		r := w.avRes[v]
+		if n := av.Instances(); !waiting[r] || n < small[r] {
+			small[r], waiting[r] = n, true
+		}
+	}
 }
