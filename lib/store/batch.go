@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/bkit/bkit/lib/locality"
@@ -228,13 +229,13 @@ type cursorRef struct {
 	batchName   string
 }
 
-// openCursors lists the cursors of batches jobs may still be sent from, with
-// unfinished jobs (remaining_credit > 0) when unfinished is set, and among only when
-// only is not nil.
-func (s *Store) openCursors(ctx context.Context, unfinished bool, only map[int64]bool) ([]cursorRef, error) {
-	q := `SELECT c.id, b.id, b.name FROM locality_cursor c JOIN batch b ON b.id=c.batch_id WHERE b.state<=?`
-	if unfinished {
-		q += ` AND c.remaining_credit>0`
+// openCursors lists the cursors of batches jobs may still be sent from that have
+// unfinished jobs (remaining_credit > 0) and, when ungenerated is set, jobs still to
+// generate, among only when only is not nil.
+func (s *Store) openCursors(ctx context.Context, ungenerated bool, only map[int64]bool) ([]cursorRef, error) {
+	q := `SELECT c.id, b.id, b.name FROM locality_cursor c JOIN batch b ON b.id=c.batch_id WHERE b.state<=? AND c.remaining_credit>0`
+	if ungenerated {
+		q += ` AND c.first_ungenerated_job_num<=c.last_job_num`
 	}
 	rows, err := s.DB.QueryContext(ctx, q+` ORDER BY c.id`, BatchInProgress)
 	if err != nil {
@@ -281,6 +282,8 @@ func (s *Store) Generate(ctx context.Context, cushion int, now float64) (int, er
 // caller that knows which cursors had jobs sent since its last pass (blocality
 // simulate) skips the others, which have nothing to top up.
 func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, only map[int64]bool) (int, error) {
+	// A cursor whose jobs are all generated has nothing to do (counting its unsent
+	// jobs every pass was most of the generator's time once a batch was out).
 	cursors, err := s.openCursors(ctx, true, only)
 	if err != nil {
 		return 0, err
@@ -291,7 +294,7 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 		err := s.InTx(ctx, func(tx *Tx) error {
 			made = 0
 			c, err := tx.lockCursor(ref.id)
-			if err != nil {
+			if err != nil || c.FirstUngeneratedJobNum > c.LastJobNum {
 				return err
 			}
 			var unsent int
@@ -331,34 +334,65 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 			if err := rows.Err(); err != nil {
 				return err
 			}
+			if len(jobs) == 0 {
+				return nil
+			}
 			// transition_time 0: a fresh job is unfinished and its credit is in
 			// remaining_credit, so the transitioner has nothing to look at yet.
-			for _, j := range jobs {
-				name := fmt.Sprintf("%s_j%d", ref.batchName, j.JobNum)
-				r, err := tx.exec(`INSERT INTO workunit (create_time, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound,
-					min_quorum, target_nresults, max_error_results, max_total_results, max_success_results, transition_time,
-					retry_check_time, batch_id, cursor_id, job_num, first_file_num, last_file_num)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					now, b.appid, name, j.FpopsEst, 10*j.FpopsEst, b.delay, b.quorum, b.target, b.maxErr, b.maxTotal, b.maxSuccess,
-					0, now+b.delay, c.BatchID, c.ID, j.JobNum, j.FirstFileNum, j.LastFileNum)
-				if err != nil {
-					if isUniqueViolation(err) {
-						return fmt.Errorf("workunit %s generated twice: %w", name, ErrExists)
-					}
-					return err
-				}
-				wuid, err := r.LastInsertId()
-				if err != nil {
-					return err
-				}
-				for k := 0; k < b.target; k++ {
-					if _, err := tx.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state, cursor_id, job_num) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-						now, wuid, b.appid, fmt.Sprintf("%s_%d", name, k), ServerStateUnsent, c.ID, j.JobNum); err != nil {
-						return err
-					}
-				}
-				made++
+			// Multi-row INSERTs: the first pass of a big batch makes tens of thousands
+			// of workunits, and one statement per row was most of it.
+			names := make([]string, len(jobs))
+			for i, j := range jobs {
+				names[i] = ref.batchName + "_j" + strconv.FormatInt(j.JobNum, 10)
 			}
+			err = tx.insertRows(`INSERT INTO workunit (create_time, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound,
+				min_quorum, target_nresults, max_error_results, max_total_results, max_success_results, transition_time,
+				retry_check_time, batch_id, cursor_id, job_num, first_file_num, last_file_num)`, 18, len(jobs), func(i int) []any {
+				j := jobs[i]
+				return []any{now, b.appid, names[i], j.FpopsEst, 10 * j.FpopsEst, b.delay, b.quorum, b.target, b.maxErr, b.maxTotal, b.maxSuccess,
+					0, now + b.delay, c.BatchID, c.ID, j.JobNum, j.FirstFileNum, j.LastFileNum}
+			})
+			if err != nil {
+				if isUniqueViolation(err) {
+					return fmt.Errorf("a workunit of %s..%s generated twice: %w", names[0], names[len(names)-1], ErrExists)
+				}
+				return err
+			}
+			// The new workunits' ids, by job (the cursor's lock keeps every other
+			// generator out of this range).
+			wuids := make(map[int64]int64, len(jobs))
+			rows, err = tx.query(`SELECT id, job_num FROM workunit WHERE cursor_id=? AND job_num>=? AND job_num<=?`,
+				c.ID, jobs[0].JobNum, jobs[len(jobs)-1].JobNum)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id, num int64
+				if err := rows.Scan(&id, &num); err != nil {
+					rows.Close()
+					return err
+				}
+				wuids[num] = id
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for i, j := range jobs {
+				if wuids[j.JobNum] == 0 {
+					return fmt.Errorf("workunit %s: not found after its INSERT", names[i])
+				}
+			}
+			// Results in the order one INSERT per row gave them: by job, then replica.
+			err = tx.insertRows(`INSERT INTO result (create_time, workunitid, appid, name, server_state, cursor_id, job_num)`, 7,
+				len(jobs)*b.target, func(i int) []any {
+					w, k := i/b.target, i%b.target
+					return []any{now, wuids[jobs[w].JobNum], b.appid, names[w] + "_" + strconv.Itoa(k), ServerStateUnsent, c.ID, jobs[w].JobNum}
+				})
+			if err != nil {
+				return err
+			}
+			made = len(jobs)
 			_, err = tx.exec(`UPDATE locality_cursor SET first_ungenerated_job_num=? WHERE id=?`, c.FirstUngeneratedJobNum+int64(len(jobs)), c.ID)
 			return err
 		})
@@ -491,7 +525,7 @@ func (t *Tx) transitionJobs(q string, args ...any) (ids []int64, jobs []locality
 // generated job: the cushion of unsent jobs made that most of a pass
 // (docs/decisions.md).
 func (s *Store) TransitionCursors(ctx context.Context, now float64, only map[int64]bool) (changed, completed int, err error) {
-	cursors, err := s.openCursors(ctx, true, only)
+	cursors, err := s.openCursors(ctx, false, only)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -622,8 +656,9 @@ func (s *Store) Credit(ctx context.Context, timeout, now float64) (left int, err
 				host   int64
 				cursor int64
 				rate   float64
+				stored float64 // batch_host.credit
 			}
-			rows, err := tx.query(`SELECT bh.host_id, bh.cursor_id, h.expavg_credit, h.p_fpops, h.p_ncpus, h.on_frac, h.active_frac
+			rows, err := tx.query(`SELECT bh.host_id, bh.cursor_id, bh.credit, h.expavg_credit, h.p_fpops, h.p_ncpus, h.on_frac, h.active_frac
 				FROM batch_host bh JOIN host h ON h.id=bh.host_id WHERE bh.batch_id=?`, batch)
 			if err != nil {
 				return err
@@ -633,7 +668,7 @@ func (s *Store) Credit(ctx context.Context, timeout, now float64) (left int, err
 				var m member
 				var expavg, fpops, on, active float64
 				var ncpus int
-				if err := rows.Scan(&m.host, &m.cursor, &expavg, &fpops, &ncpus, &on, &active); err != nil {
+				if err := rows.Scan(&m.host, &m.cursor, &m.stored, &expavg, &fpops, &ncpus, &on, &active); err != nil {
 					rows.Close()
 					return err
 				}
@@ -644,15 +679,23 @@ func (s *Store) Credit(ctx context.Context, timeout, now float64) (left int, err
 			if err := rows.Err(); err != nil {
 				return err
 			}
+			// Only rows whose values change are written: most members' rates and most
+			// teams are the same from one pass to the next.
 			rates := map[int64][]float64{}
 			for _, m := range members {
 				rates[m.cursor] = append(rates[m.cursor], m.rate)
+				if m.rate == m.stored {
+					continue
+				}
 				if _, err := tx.exec(`UPDATE batch_host SET credit=? WHERE batch_id=? AND host_id=?`, m.rate, batch, m.host); err != nil {
 					return err
 				}
 			}
 			for _, c := range cursors {
 				sum, fastest := locality.TeamCredit(rates[c.ID])
+				if sum == c.ExpavgCredit && len(rates[c.ID]) == c.NHosts && fastest == c.MaxHostCredit {
+					continue
+				}
 				if _, err := tx.exec(`UPDATE locality_cursor SET expavg_credit=?, nhosts=?, max_host_credit=? WHERE id=?`,
 					sum, len(rates[c.ID]), fastest, c.ID); err != nil {
 					return err
