@@ -126,7 +126,8 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 			if err != nil {
 				return err
 			}
-			// Claim first, then read the claimed jobs' files in one query each (the
+			// Choose the page's jobs, claim them in one UPDATE per app version and
+			// deadline (usually one), then read their files in one query each (the
 			// batch files of a page of candidates are one contiguous run).
 			var claimed []store.LocalityCandidate
 			var versions []store.AppVersion
@@ -138,17 +139,13 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 				if !ok || st.wus[c.WUID] {
 					continue // a second replica of a job this reply already carries
 				}
-				ok, err := tx.ClaimResult(c.ResultID, host.ID, av.ID, now, now+c.DelayBound)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue
-				}
 				st.wus[c.WUID] = true
 				n.fill(av, c.FpopsEst, caps)
 				claimed = append(claimed, c)
 				versions = append(versions, av)
+			}
+			if err := claimAll(tx, claimed, versions, host.ID, now); err != nil {
+				return err
 			}
 			progress := len(claimed) > 0
 			if progress {
@@ -167,6 +164,30 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 				}
 				prev, stream = stream, -1 // the stream has nothing more for this host: choose another
 			}
+		}
+	}
+	return nil
+}
+
+// claimAll claims the chosen candidates for the host (store.Tx.ClaimResults: all or
+// the transaction runs again), grouped by app version and deadline.
+func claimAll(tx *store.Tx, cands []store.LocalityCandidate, versions []store.AppVersion, hostID int64, now float64) error {
+	type key struct {
+		version  int64
+		deadline float64
+	}
+	var order []key
+	ids := map[key][]int64{}
+	for i, c := range cands {
+		k := key{versions[i].ID, now + c.DelayBound}
+		if _, ok := ids[k]; !ok {
+			order = append(order, k)
+		}
+		ids[k] = append(ids[k], c.ResultID)
+	}
+	for _, k := range order {
+		if err := tx.ClaimResults(ids[k], hostID, k.version, now, k.deadline); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -168,19 +168,24 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 	if err != nil {
 		return fmt.Errorf("reports: output digests: %w", err)
 	}
-	for _, r := range req.Results {
+	reports := make([]store.Report, len(req.Results))
+	for i, r := range req.Results {
 		success := success(r)
 		digest := r.OutputDigest
 		if success && digest == "" {
 			digest = digests[r.Name]
 		}
-		st, err := tx.RecordReport(host.ID, store.Report{
+		reports[i] = store.Report{
 			Name: r.Name, Success: success, CPUTime: r.FinalCPUTime, ElapsedTime: r.FinalElapsedTime,
 			ExitStatus: r.ExitStatus, ClientState: r.State, OutputDigest: digest,
-		}, now)
-		if err != nil {
-			return fmt.Errorf("report %s: %w", r.Name, err)
 		}
+	}
+	statuses, err := tx.RecordReports(host.ID, reports, now)
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	for i, r := range req.Results {
+		st := statuses[i]
 		switch st {
 		case store.ReportNotYours:
 			s.log().Warn("report of a result not sent to this host", "host", host.ID, "result", r.Name)

@@ -169,11 +169,13 @@ func (t *Tx) SetHostStream(batchID, hostID, stream int64) error {
 
 // StreamServers counts the hosts of cursorID's team other than hostID that work on
 // stream (their current one) and could take a result of job (they have none of its
-// workunit yet).
+// workunit yet). The holders of the job's results are read once (the job's workunit,
+// then its few results), not per member through each member's whole result history.
 func (t *Tx) StreamServers(cursorID, stream, job, hostID int64) (int, error) {
 	var n int
 	err := t.queryRow(`SELECT COUNT(*) FROM batch_host bh WHERE bh.cursor_id=? AND bh.stream=? AND bh.host_id<>?
-		AND NOT EXISTS (SELECT 1 FROM workunit w JOIN result r ON r.workunitid=w.id WHERE w.cursor_id=? AND w.job_num=? AND r.hostid=bh.host_id)`,
+		AND bh.host_id NOT IN (SELECT r.hostid FROM result r WHERE r.workunitid IN
+			(SELECT w.id FROM workunit w WHERE w.cursor_id=? AND w.job_num=?))`,
 		cursorID, stream, hostID, cursorID, job).Scan(&n)
 	return n, err
 }

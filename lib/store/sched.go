@@ -136,47 +136,79 @@ const (
 // in progress (or timed out with no reply, which a late report still fills in). The
 // conditional UPDATE makes a repeated report a no-op even when two arrive at once.
 func (t *Tx) RecordReport(hostID int64, r Report, now float64) (ReportStatus, error) {
-	outcome := OutcomeClientError
-	if r.Success {
-		outcome = OutcomeSuccess
-	}
-	res, err := t.exec(`UPDATE result SET server_state=?, outcome=?, client_state=?, received_time=?, cpu_time=?, elapsed_time=?,
-		exit_status=?, validate_state=?, output_digest=? WHERE name=? AND hostid=? AND (server_state=? OR (server_state=? AND outcome=?))`,
-		ServerStateOver, outcome, r.ClientState, now, r.CPUTime, r.ElapsedTime, r.ExitStatus, ValidateInit, r.OutputDigest,
-		r.Name, hostID, ServerStateInProgress, ServerStateOver, OutcomeNoReply)
+	st, err := t.RecordReports(hostID, []Report{r}, now)
 	if err != nil {
 		return 0, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, err
-	}
-	if n == 1 {
-		// Wake the transitioner (WorkunitsChanged) and the retry job for this
-		// workunit; a success of a workunit still looking for its canonical result
-		// waits for the validator (bretry validate), and the retry job leaves it alone
-		// until then.
-		if !r.Success {
-			_, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id=(SELECT workunitid FROM result WHERE name=?)`, ChangedAt(now), r.Name)
-			return ReportRecorded, err
+	return st[0], nil
+}
+
+// RecordReports is RecordReport for each of a request's reports, in order, with the
+// workunits of the recorded ones marked in one UPDATE per outcome instead of one per
+// report.
+func (t *Tx) RecordReports(hostID int64, reports []Report, now float64) ([]ReportStatus, error) {
+	out := make([]ReportStatus, len(reports))
+	var succeeded, failed []any
+	for i, r := range reports {
+		outcome := OutcomeClientError
+		if r.Success {
+			outcome = OutcomeSuccess
 		}
-		_, err := t.exec(`UPDATE workunit SET transition_time=?,
+		res, err := t.exec(`UPDATE result SET server_state=?, outcome=?, client_state=?, received_time=?, cpu_time=?, elapsed_time=?,
+		exit_status=?, validate_state=?, output_digest=? WHERE name=? AND hostid=? AND (server_state=? OR (server_state=? AND outcome=?))`,
+			ServerStateOver, outcome, r.ClientState, now, r.CPUTime, r.ElapsedTime, r.ExitStatus, ValidateInit, r.OutputDigest,
+			r.Name, hostID, ServerStateInProgress, ServerStateOver, OutcomeNoReply)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			out[i] = ReportRecorded
+			if r.Success {
+				succeeded = append(succeeded, r.Name)
+			} else {
+				failed = append(failed, r.Name)
+			}
+			continue
+		}
+		var owner int64
+		var state int
+		err = t.queryRow(`SELECT hostid, server_state FROM result WHERE name=?`, r.Name).Scan(&owner, &state)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			out[i] = ReportUnknown
+		case err != nil:
+			return nil, err
+		case owner == hostID && state == ServerStateOver:
+			out[i] = ReportDuplicate
+		default:
+			out[i] = ReportNotYours
+		}
+	}
+	// Wake the transitioner (WorkunitsChanged) and the retry job for the recorded
+	// results' workunits; a success of a workunit still looking for its canonical
+	// result waits for the validator (bretry validate), and the retry job leaves it
+	// alone until then.
+	for lo := 0; lo < len(failed); lo += 500 {
+		part := failed[lo:min(len(failed), lo+500)]
+		if _, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id IN (SELECT workunitid FROM result WHERE name IN (?`+
+			strings.Repeat(",?", len(part)-1)+`))`, append([]any{ChangedAt(now)}, part...)...); err != nil {
+			return nil, err
+		}
+	}
+	for lo := 0; lo < len(succeeded); lo += 500 {
+		part := succeeded[lo:min(len(succeeded), lo+500)]
+		if _, err := t.exec(`UPDATE workunit SET transition_time=?,
 			need_validate=CASE WHEN canonical_resultid=0 AND error_mask=0 THEN 1 ELSE need_validate END
-			WHERE id=(SELECT workunitid FROM result WHERE name=?)`, ChangedAt(now), r.Name)
-		return ReportRecorded, err
+			WHERE id IN (SELECT workunitid FROM result WHERE name IN (?`+strings.Repeat(",?", len(part)-1)+`))`,
+			append([]any{ChangedAt(now)}, part...)...); err != nil {
+			return nil, err
+		}
 	}
-	var owner int64
-	var state int
-	err = t.queryRow(`SELECT hostid, server_state FROM result WHERE name=?`, r.Name).Scan(&owner, &state)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return ReportUnknown, nil
-	case err != nil:
-		return 0, err
-	case owner == hostID && state == ServerStateOver:
-		return ReportDuplicate, nil
-	}
-	return ReportNotYours, nil
+	return out, nil
 }
 
 // Candidate is an unsent result with its workunit's figures: a job the scheduler may
@@ -242,6 +274,41 @@ func (t *Tx) ClaimResult(resultID, hostID, appVersionID int64, now, deadline flo
 		return false, fmt.Errorf("claim of result %d changed %d rows", resultID, n)
 	}
 	return n == 1, nil
+}
+
+// errClaimRace is a result a transaction read as its candidate and found claimed by
+// another when it claimed it (ClaimResults); InTx runs the transaction again.
+var errClaimRace = errors.New("store: a result read as a candidate was claimed by another transaction")
+
+// ClaimResults hands unsent results to hostID, all of them or none, in one UPDATE
+// (one per request's page of jobs instead of one per job). It is for results this
+// transaction read as candidates (UnsentCursorCandidates): on MySQL the candidate
+// query locked them, and on SQLite the transaction holds the write lock from its
+// BEGIN, so no other transaction can claim them meanwhile. Should one be claimed all
+// the same, the transaction fails with an error InTx retries, so nothing is sent
+// twice. (The unary plus keeps SQLite's planner off the server_state index, which
+// would scan every unsent result; both engines then read the rows by id.)
+func (t *Tx) ClaimResults(resultIDs []int64, hostID, appVersionID int64, now, deadline float64) error {
+	for lo := 0; lo < len(resultIDs); lo += 500 {
+		part := resultIDs[lo:min(len(resultIDs), lo+500)]
+		args := []any{ServerStateInProgress, hostID, appVersionID, now, deadline, ServerStateUnsent}
+		for _, id := range part {
+			args = append(args, id)
+		}
+		res, err := t.exec(`UPDATE result SET server_state=?, hostid=?, app_version_id=?, sent_time=?, report_deadline=?
+		WHERE +server_state=? AND id IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n != int64(len(part)) {
+			return fmt.Errorf("%w: %d of %d results claimed", errClaimRace, n, len(part))
+		}
+	}
+	return nil
 }
 
 // ResultRow is a result as tests and reports read it.

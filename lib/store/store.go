@@ -230,6 +230,9 @@ type Tx struct {
 	s   *Store
 	tx  *sql.Tx
 	ctx context.Context
+	// bound holds the prepared statements bound to this transaction, so a query run
+	// once per job or report binds once per transaction.
+	bound map[string]*sql.Stmt
 }
 
 // stmt returns the prepared form of query bound to this transaction, or nil when the
@@ -240,6 +243,9 @@ func (t *Tx) stmt(query string) *sql.Stmt {
 	if !t.s.dialect.prepare {
 		return nil
 	}
+	if st, ok := t.bound[query]; ok {
+		return st
+	}
 	t.s.mu.Lock()
 	st, ok := t.s.stmts[query]
 	if !ok {
@@ -249,7 +255,11 @@ func (t *Tx) stmt(query string) *sql.Stmt {
 	if !ok {
 		return nil
 	}
-	return t.tx.StmtContext(t.ctx, st)
+	if t.bound == nil {
+		t.bound = map[string]*sql.Stmt{}
+	}
+	t.bound[query] = t.tx.StmtContext(t.ctx, st)
+	return t.bound[query]
 }
 
 // prepareWanted prepares the queries transactions ran unprepared. Parsing SQL costs
@@ -391,8 +401,12 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 }
 
 // retryable reports whether err is the engine aborting a transaction for contention,
-// so that running it again may succeed.
+// or a claim finding its candidate taken (ClaimResults), so that running it again may
+// succeed.
 func retryable(err error) bool {
+	if errors.Is(err, errClaimRace) {
+		return true
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		return me.Number == 1213 || me.Number == 1205 // deadlock, lock wait timeout
