@@ -196,10 +196,13 @@ func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int) (Pla
 
 // PollIfOverdue is Poll, asked only for report sessions: those need an overdue result
 // (Overdue), so without one Poll is not run (the emulator polls ~1,500 times a day).
+// Only a Report decision has its Reason: the others are not what the caller asked
+// for, and putting their figures into words was most of a step of the emulator while
+// a project with overdue results could not be contacted.
 func PollIfOverdue(doc *state.Document, now float64) Decision {
 	for i := range doc.Tasks {
 		if Overdue(&doc.Tasks[i], now) {
-			return Poll(doc, now)
+			return poll(doc, now, false)
 		}
 	}
 	return Decision{Action: None}

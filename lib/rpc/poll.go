@@ -135,21 +135,33 @@ type Decision struct {
 // that can be contacted (GreatestDebt), and work is asked for only while estimated work
 // is below the high-water mark.
 func Poll(doc *state.Document, now float64) Decision {
+	return poll(doc, now, true)
+}
+
+// poll is Poll; with explain false only a Report decision is given its Reason.
+func poll(doc *state.Document, now float64, explain bool) Decision {
 	low, high := WaterMarks(&doc.Preferences)
 	d := Decision{WorkDays: EstimatedWorkDays(doc), LowWater: low, HighWater: high}
 	if s := doc.RPCSession; s != nil {
-		d.Reason = "a " + s.Kind + " session is active (started " + fmtG(s.Started) + ")"
+		if explain {
+			d.Reason = "a " + s.Kind + " session is active (started " + fmtG(s.Started) + ")"
+		}
 		return d
 	}
 	if d.WorkDays < low {
 		if i := GreatestDebt(doc, now, nil); i >= 0 {
 			d.Action = GetWork
-			d.Reason = "estimated work " + fmtG4(d.WorkDays) + " days is below the low-water mark " + fmtG(low) + " days"
+			if explain {
+				d.Reason = "estimated work " + fmtG4(d.WorkDays) + " days is below the low-water mark " + fmtG(low) + " days"
+			}
 			return d
 		}
 	}
 	rp, deadline := OverdueReport(doc, now, nil)
 	if rp < 0 {
+		if !explain {
+			return d
+		}
 		if d.WorkDays < low {
 			d.Reason = "estimated work " + fmtG4(d.WorkDays) + " days is below the low-water mark " + fmtG(low) + " days, but every project is backed off"
 		} else {

@@ -192,10 +192,22 @@ func TestPoll(t *testing.T) {
 			if got.Reason == "" {
 				t.Errorf("no reason given")
 			}
+			// Without its words (PollIfOverdue's), the decision is the same, and a
+			// report's reason is Poll's.
+			quiet := poll(d, t0, false)
+			if got.Action == Report && quiet.Reason != got.Reason {
+				t.Errorf("quiet report's reason %q, want Poll's %q", quiet.Reason, got.Reason)
+			}
+			if got.Action != Report && quiet.Reason != "" {
+				t.Errorf("quiet %s decision has a reason: %q", quiet.Action, quiet.Reason)
+			}
 			tt.want.LowWater, tt.want.HighWater = 0.5, 1.5
-			got.Reason = ""
+			got.Reason, quiet.Reason = "", ""
 			if diff := cmp.Diff(tt.want, got, approx); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(got, quiet); diff != "" {
+				t.Errorf("quiet (-Poll +quiet)\n%s", diff)
 			}
 		})
 	}
