@@ -42,7 +42,19 @@ type Plan struct {
 // The chosen RPC's request is recorded in doc.Request, for the server and for
 // bdevices reply. Without seed 001's decision in the document, see NextSeed000.
 func Next(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (Plan, bool) {
-	r, ok := next(doc, now, asked, coproc)
+	return nextRecorded(doc, now, asked, coproc, true)
+}
+
+// NextQuiet is Next without its words: the plan's Why and its request's Reason are
+// empty; every choice and number is Next's. The emulator plans about 1,500 times a
+// simulated day and shows none of them: putting them into words was most of a long
+// run's allocations.
+func NextQuiet(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (Plan, bool) {
+	return nextRecorded(doc, now, asked, coproc, false)
+}
+
+func nextRecorded(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest, explain bool) (Plan, bool) {
+	r, ok := next(doc, now, asked, coproc, explain)
 	if ok {
 		record(doc, &r, now)
 	}
@@ -51,36 +63,44 @@ func Next(doc *state.Document, now float64, asked []int, coproc func() state.Wor
 
 func record(doc *state.Document, r *Plan, now float64) {
 	r.Request.Time, r.Request.Project = now, doc.Projects[r.Project].Name
-	req := r.Request
-	doc.Request = &req
+	// In place when there is one: the emulator makes an RPC every few steps, and a new
+	// record each time was most of a long run's allocations.
+	if doc.Request == nil {
+		doc.Request = new(state.WorkRequest)
+	}
+	*doc.Request = r.Request
 }
 
-func next(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest) (Plan, bool) {
+// next is Next's choice; explain puts it into words.
+func next(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest, explain bool) (Plan, bool) {
 	coprocs := len(doc.Host.Resources) > 1
 	if len(asked) == 0 {
-		if d := PollIfOverdue(doc, now); d.Action == Report {
+		if d := pollIfOverdue(doc, now, explain); d.Action == Report {
 			p := projectIndex(doc, d.Project)
-			r := Plan{Project: p, Why: "report: " + d.Reason}
+			r := Plan{Project: p}
+			if explain {
+				r.Why = "report: " + d.Reason
+			}
 			if d.AskWork {
-				r.Request, _ = cpuRequest(doc, now, nil, p)
+				r.Request, _ = cpuRequest(doc, now, nil, p, explain)
 				if coprocs {
-					withCoprocs(&r.Request, doc.Projects[p].Name, coproc())
+					withCoprocs(&r.Request, doc.Projects[p].Name, coproc(), explain)
 				}
 			}
 			r.Request.Reason = r.Why
 			return r, true
 		}
 	}
-	if req, ok := cpuRequest(doc, now, asked, -1); ok {
+	if req, ok := cpuRequest(doc, now, asked, -1, explain); ok {
 		if coprocs {
-			withCoprocs(&req, req.Project, coproc())
+			withCoprocs(&req, req.Project, coproc(), explain)
 		}
 		return Plan{Project: projectIndex(doc, req.Project), Request: req, Why: req.Reason}, true
 	}
 	if !coprocs {
 		return Plan{}, false
 	}
-	return coprocRequest(doc, coproc(), asked)
+	return coprocRequest(doc, coproc(), asked, explain)
 }
 
 // withCoprocs adds to req, a CPU request to project, the coprocessor part of seed
@@ -90,7 +110,7 @@ func next(doc *state.Document, now float64, asked []int, coproc func() state.Wor
 // project has CPU and GPU jobs asked it for CPU work at every step (seed 001 keeps it
 // supplied) and, the project being contacted already, never for GPU work: its GPU
 // stood idle.
-func withCoprocs(req *state.WorkRequest, project string, c state.WorkRequest) {
+func withCoprocs(req *state.WorkRequest, project string, c state.WorkRequest, explain bool) {
 	if c.Project != project {
 		return
 	}
@@ -100,7 +120,7 @@ func withCoprocs(req *state.WorkRequest, project string, c state.WorkRequest) {
 			req.WorkReqSeconds = max(req.WorkReqSeconds, cr.ReqSecs)
 		}
 	}
-	if len(req.Coprocs) > 0 {
+	if len(req.Coprocs) > 0 && explain {
 		req.Reason += "; seed 002: " + c.Reason
 	}
 }
@@ -152,8 +172,8 @@ func seed000Request(doc *state.Document) state.WorkRequest {
 }
 
 // cpuRequest is seed 001's CPU request, as bfetch recorded it: see Next. With only
-// >= 0, just that project's request is returned.
-func cpuRequest(doc *state.Document, now float64, asked []int, only int) (state.WorkRequest, bool) {
+// >= 0, just that project's request is returned; explain puts it into words.
+func cpuRequest(doc *state.Document, now float64, asked []int, only int, explain bool) (state.WorkRequest, bool) {
 	if doc.WorkFetch == nil {
 		return state.WorkRequest{}, false
 	}
@@ -172,13 +192,15 @@ func cpuRequest(doc *state.Document, now float64, asked []int, only int) (state.
 		return state.WorkRequest{}, false
 	}
 	p := &doc.Projects[best]
-	return state.WorkRequest{Time: now, Project: p.Name,
-		Reason:         fmt.Sprintf("seed 001 (%s): work request %s", doc.WorkFetch.Urgency, workfetch.Seconds(p.WorkRequest)),
-		WorkReqSeconds: p.WorkRequest, CPUReqSecs: p.WorkRequest}, true
+	req := state.WorkRequest{Time: now, Project: p.Name, WorkReqSeconds: p.WorkRequest, CPUReqSecs: p.WorkRequest}
+	if explain {
+		req.Reason = fmt.Sprintf("seed 001 (%s): work request %s", doc.WorkFetch.Urgency, workfetch.Seconds(p.WorkRequest))
+	}
+	return req, true
 }
 
 // coprocRequest sends the coprocessor part of seed 002's request req (see Next).
-func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int) (Plan, bool) {
+func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int, explain bool) (Plan, bool) {
 	p := projectIndex(doc, req.Project)
 	if p < 0 || slices.Contains(asked, p) {
 		return Plan{}, false
@@ -190,7 +212,11 @@ func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int) (Pla
 	if len(prsc.Requested(&req)) == 0 {
 		return Plan{}, false
 	}
-	req.Reason = "seed 002: " + req.Reason
+	if explain {
+		req.Reason = "seed 002: " + req.Reason
+	} else {
+		req.Reason = ""
+	}
 	return Plan{Project: p, Request: req, Why: req.Reason}, true
 }
 
@@ -200,9 +226,14 @@ func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int) (Pla
 // for, and putting their figures into words was most of a step of the emulator while
 // a project with overdue results could not be contacted.
 func PollIfOverdue(doc *state.Document, now float64) Decision {
+	return pollIfOverdue(doc, now, true)
+}
+
+// pollIfOverdue is PollIfOverdue; explain false leaves a report's Reason empty too.
+func pollIfOverdue(doc *state.Document, now float64, explain bool) Decision {
 	for i := range doc.Tasks {
 		if Overdue(&doc.Tasks[i], now) {
-			return poll(doc, now, false)
+			return poll(doc, now, false, explain)
 		}
 	}
 	return Decision{Action: None}

@@ -1,11 +1,14 @@
 package rpc
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/bkit/bkit/lib/state"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // NextSeed000: seed 000 alone. 2 CPUs, low 0.5 days, high 1.5 days.
@@ -169,4 +172,77 @@ func TestNextCPURequestCarriesSameProjectsCoprocs(t *testing.T) {
 	if !ok || r.Project != 1 || r.Request.CPUReqSecs != 0 || len(r.Request.Coprocs) != 1 {
 		t.Fatalf("then B for the GPU: %+v %v", r, ok)
 	}
+}
+
+// TestNextQuietIsNextWithoutWords: NextQuiet chooses and records what Next does, for
+// CPU work, coprocessor work (with the CPU RPC and on its own) and a report asking for
+// work, and leaves every reason empty.
+func TestNextQuietIsNextWithoutWords(t *testing.T) {
+	// C's result is overdue and C, without CPU time, has the greatest debt; A's ready
+	// task is a day of work: between the water marks, so C's report asks for work.
+	d := doc(t, 2, []state.Project{proj("A", 100, 10), proj("B", 100, 10), proj("C", 100, 0)},
+		task("over", "C", state.TaskDone, 1, 1, t0+3600, t0-60), task("work", "A", state.TaskReady, 2*cpuDay, 0, t0+9e5, 0))
+	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	d.AppVersions = append(d.AppVersions,
+		state.AppVersion{Name: "a_gpu", Project: "A", AvgNCPUs: 0.1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+		state.AppVersion{Name: "b_gpu", Project: "B", AvgNCPUs: 0.1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	d.WorkFetch = &state.WorkFetch{Time: t0, Urgency: "need_work"}
+	d.Projects[0].WorkRequest, d.Projects[2].WorkRequest = 1000, 500
+	if err := state.Validate(d); err != nil {
+		t.Fatal(err)
+	}
+	gpuFrom := func(p string) func() state.WorkRequest {
+		return func() state.WorkRequest {
+			return state.WorkRequest{Project: p, Reason: "NVIDIA idle", CPUReqSecs: 500, WorkReqSeconds: 3600,
+				Coprocs: []state.CoprocRequest{{Type: "NVIDIA", ReqSecs: 3600, ReqInstances: 1}}}
+		}
+	}
+	noWords := cmpopts.IgnoreFields(state.WorkRequest{}, "Reason")
+	for _, gpu := range []string{"A", "B", "C"} {
+		var asked []int
+		for step := 0; ; step++ {
+			loud, quiet := clone(t, d), clone(t, d)
+			lp, lok := Next(loud, t0, asked, gpuFrom(gpu))
+			qp, qok := NextQuiet(quiet, t0, asked, gpuFrom(gpu))
+			if lok != qok {
+				t.Fatalf("GPU to %s, RPC %d: Next %v, NextQuiet %v", gpu, step, lok, qok)
+			}
+			if !lok {
+				if step < 2 {
+					t.Errorf("GPU to %s: only %d RPCs", gpu, step)
+				}
+				break
+			}
+			if lp.Why == "" || lp.Request.Reason == "" {
+				t.Errorf("GPU to %s, RPC %d: Next gave no words: %+v", gpu, step, lp)
+			}
+			if qp.Why != "" || qp.Request.Reason != "" || quiet.Request.Reason != "" {
+				t.Errorf("GPU to %s, RPC %d: NextQuiet's words %q, %q, %q", gpu, step, qp.Why, qp.Request.Reason, quiet.Request.Reason)
+			}
+			if step == 0 && (!strings.HasPrefix(lp.Why, "report: ") || lp.Request.CPUReqSecs != 500) {
+				t.Errorf("GPU to %s: first RPC %+v, want C's report asking for 500 s", gpu, lp)
+			}
+			lp.Why = ""
+			if diff := cmp.Diff(lp, qp, noWords); diff != "" {
+				t.Errorf("GPU to %s, RPC %d (-Next +NextQuiet):\n%s", gpu, step, diff)
+			}
+			if diff := cmp.Diff(loud, quiet, noWords); diff != "" {
+				t.Errorf("GPU to %s, RPC %d, document (-Next +NextQuiet):\n%s", gpu, step, diff)
+			}
+			asked = append(asked, lp.Project)
+		}
+	}
+}
+
+func clone(t *testing.T, d *state.Document) *state.Document {
+	t.Helper()
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c state.Document
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
 }

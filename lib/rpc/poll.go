@@ -135,11 +135,12 @@ type Decision struct {
 // that can be contacted (GreatestDebt), and work is asked for only while estimated work
 // is below the high-water mark.
 func Poll(doc *state.Document, now float64) Decision {
-	return poll(doc, now, true)
+	return poll(doc, now, true, true)
 }
 
-// poll is Poll; with explain false only a Report decision is given its Reason.
-func poll(doc *state.Document, now float64, explain bool) Decision {
+// poll is Poll; with explain false only a Report decision is given its Reason, and
+// with explainReport false not that either.
+func poll(doc *state.Document, now float64, explain, explainReport bool) Decision {
 	low, high := WaterMarks(&doc.Preferences)
 	d := Decision{WorkDays: EstimatedWorkDays(doc), LowWater: low, HighWater: high}
 	if s := doc.RPCSession; s != nil {
@@ -171,6 +172,9 @@ func poll(doc *state.Document, now float64, explain bool) Decision {
 	}
 	d.Action, d.Project = Report, doc.Projects[rp].Name
 	d.AskWork = d.WorkDays < high && GreatestDebt(doc, now, nil) == rp
+	if !explainReport {
+		return d
+	}
 	d.Reason = "project " + strconv.Quote(d.Project) + " has a result overdue for reporting (deadline " + fmtG(deadline) + ")"
 	if d.AskWork {
 		d.Reason += "; it has the greatest debt, so ask for work up to the high-water mark"
@@ -265,7 +269,12 @@ func MasterFetches(doc *state.Document) []int {
 // order: a report-result session (or any RPC to the project) reports all of them, not
 // only the overdue ones.
 func ReportTasks(doc *state.Document, name string) []int {
-	var out []int
+	return AppendReportTasks(nil, doc, name)
+}
+
+// AppendReportTasks appends ReportTasks' indices to out (the emulator reuses one
+// buffer for every RPC).
+func AppendReportTasks(out []int, doc *state.Document, name string) []int {
 	for i := range doc.Tasks {
 		if t := &doc.Tasks[i]; t.Project == name && t.State == state.TaskDone {
 			out = append(out, i)

@@ -194,7 +194,7 @@ func TestPoll(t *testing.T) {
 			}
 			// Without its words (PollIfOverdue's), the decision is the same, and a
 			// report's reason is Poll's.
-			quiet := poll(d, t0, false)
+			quiet := poll(d, t0, false, true)
 			if got.Action == Report && quiet.Reason != got.Reason {
 				t.Errorf("quiet report's reason %q, want Poll's %q", quiet.Reason, got.Reason)
 			}
