@@ -46,13 +46,13 @@ func carryOut(doc *state.Document, chosen []bool, avOf []int32, why []TaskDecisi
 }
 
 // record sets when the next pass is due (nextPass) in pass and records the pass in the
-// document's cpu_sched.
-func record(doc *state.Document, pass *Pass, avOf []int32) {
+// document's cpu_sched; quiet leaves the reason empty.
+func record(doc *state.Document, pass *Pass, avOf []int32, quiet bool) {
 	prev := ""
 	if doc.CPUSched != nil {
 		prev = doc.CPUSched.NextPassReason
 	}
-	pass.NextPass, pass.NextPassReason = nextPass(doc, avOf, pass.Now, prev)
+	pass.NextPass, pass.NextPassReason = nextPass(doc, avOf, pass.Now, prev, quiet)
 	// In place when there is one: the emulator passes every few steps, and a new record
 	// each time was most of a quiet step's allocations.
 	if doc.CPUSched == nil {
@@ -67,8 +67,8 @@ func record(doc *state.Document, pass *Pass, avOf []int32) {
 // finishing now, it made every later step a pass until it ended; its end is seen when
 // it comes (Due). (A new result is the caller's event: it should run a pass when one
 // arrives.) prev is the last pass's reason, given back when it is the same words (no
-// new string to make).
-func nextPass(doc *state.Document, avOf []int32, now float64, prev string) (float64, string) {
+// new string to make); quiet gives no reason.
+func nextPass(doc *state.Document, avOf []int32, now float64, prev string, quiet bool) (float64, string) {
 	at, first := now+doc.Preferences.CPUSchedulingPeriod, -1
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
@@ -83,6 +83,9 @@ func nextPass(doc *state.Document, avOf []int32, now float64, prev string) (floa
 		if end := now + left/speed; end < at {
 			at, first = end, i
 		}
+	}
+	if quiet {
+		return at, ""
 	}
 	if first < 0 {
 		return at, "scheduling period"

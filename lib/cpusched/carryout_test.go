@@ -54,10 +54,16 @@ func TestRecord(t *testing.T) {
 	addTask(doc, "a1", "A", state.TaskReady, 0, 1e6)
 	w, _, _ := grouped(t, doc)
 	pass := Pass{Now: 500}
-	record(doc, &pass, w.avOf)
+	record(doc, &pass, w.avOf, false)
 	want := state.CPUSched{LastPass: 500, NextPass: 4100, NextPassReason: "scheduling period"}
 	if doc.CPUSched == nil || *doc.CPUSched != want || pass.NextPass != 4100 || pass.NextPassReason != want.NextPassReason {
 		t.Errorf("cpu_sched = %+v, pass %+v; want %+v", doc.CPUSched, pass, want)
+	}
+	// Quiet: the same times, no reason.
+	record(doc, &pass, w.avOf, true)
+	want.NextPassReason = ""
+	if *doc.CPUSched != want || pass.NextPassReason != "" {
+		t.Errorf("quiet: cpu_sched = %+v, pass %+v; want %+v", doc.CPUSched, pass, want)
 	}
 }
 

@@ -125,7 +125,9 @@ func Schedule(doc *state.Document, now float64) *Pass {
 // the last bit; the Pass it returns is valid until its next Schedule.
 type Workspace struct {
 	// Quiet leaves out of the Pass what only explains it (Tasks, and Projects of each
-	// resource): the decisions and the document are the same.
+	// resource), and out of the document the words of cpu_sched.next_pass_reason
+	// (empty): the decisions and every other field are the same. (A pass set off by a
+	// task expected to finish named it in a new string, one per task of a long run.)
 	Quiet bool
 
 	names names
@@ -257,7 +259,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		w.pass.Resources = append(w.pass.Resources, rp)
 	}
 	w.pass.Tasks = carryOut(doc, w.chosen, w.avOf, why)
-	record(doc, &w.pass, w.avOf)
+	record(doc, &w.pass, w.avOf, w.Quiet)
 	return &w.pass
 }
 

@@ -57,6 +57,10 @@ func TestWorkspaceIsSchedule(t *testing.T) {
 				t.Fatalf("step %d: documents differ (-fresh +workspace):\n%s", step, d)
 			}
 			q := quiet.Schedule(qdoc, now)
+			if qdoc.CPUSched.NextPassReason != "" {
+				t.Fatalf("step %d: a quiet pass gave the reason %q", step, qdoc.CPUSched.NextPassReason)
+			}
+			qdoc.CPUSched.NextPassReason = fresh.CPUSched.NextPassReason
 			if d := cmp.Diff(fresh, qdoc); d != "" || len(q.Tasks) != 0 || q.NextPass != want.NextPass {
 				t.Fatalf("step %d: a quiet pass decides otherwise (-fresh +quiet):\n%s", step, d)
 			}
