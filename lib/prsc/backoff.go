@@ -75,5 +75,13 @@ func ContactBackoffUntil(h *state.Host, p *state.Project) float64 {
 // seed; the emulator hands the same seed to the same source, so that a shell loop of
 // the programs and bsim draw the same numbers.
 func NewRand(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	pcg := new(rand.PCG)
+	Reseed(pcg, seed)
+	return rand.New(pcg)
+}
+
+// Reseed sets pcg to the state NewRand(seed)'s source starts from, for a caller that
+// draws every reply's jitter from one source (the emulator: no allocation per reply).
+func Reseed(pcg *rand.PCG, seed uint64) {
+	pcg.Seed(seed, seed^0x9e3779b97f4a7c15)
 }

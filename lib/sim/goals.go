@@ -12,7 +12,9 @@ func init() { Register(goals.Name, func() Policy { return &goalsPolicy{} }) }
 // goalsPolicy is lib/goals in the loop: seed 001's goals where its algorithm falls
 // short (the package comment of lib/goals gives the rules). Reporting is seed 000's, as
 // for every policy; replies are seed 002's backoffs and D flags (prsc.ApplyReply).
-type goalsPolicy struct{}
+type goalsPolicy struct {
+	jitter replyRand // the replies' random source
+}
 
 func (*goalsPolicy) Begin(doc *state.Document) { prsc.SetDFromAppVersions(doc, true) }
 
@@ -29,8 +31,8 @@ func (*goalsPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC,
 	return RPC(r), ok
 }
 
-func (*goalsPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
-	applyReply(doc, r, rep, now)
+func (gp *goalsPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
+	applyReply(doc, r, rep, now, &gp.jitter)
 }
 
 func (*goalsPolicy) Account(doc *state.Document, u *StepUsage) {

@@ -55,7 +55,7 @@ type RPC struct {
 // client draws in answer (a shell loop hands it to bdevices reply --seed).
 type Reply struct {
 	Failed bool
-	Jobs   map[string]int
+	Jobs   map[string]int // the server's: good until its next reply
 	Seed   uint64
 }
 

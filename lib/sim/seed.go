@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/bkit/bkit/lib/cpusched"
@@ -56,6 +57,7 @@ type seedPolicy struct {
 	seenFinished int     // the count when seed 001 last decided
 	maxRate      float64 // FLOPS the host can give at most, all resources together
 
+	jitter replyRand           // the replies' random source
 	debts  prsc.DebtWork       // AccumulateDebt's buffers
 	decide prsc.DecideWork     // seed 002's decision's buffers (bdevices request)
 	sched  cpusched.Workspace  // the passes' buffers and index
@@ -113,7 +115,7 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 // coprocessors, and rpc.Next's choice among them.
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	sp.decideFetch(doc, now)
-	r, ok := rpc.Next(doc, now, asked, func() state.WorkRequest { return sp.decide.Decide(doc, now).Request })
+	r, ok := rpc.NextQuiet(doc, now, asked, func() state.WorkRequest { return sp.decide.Decide(doc, now).Request })
 	return RPC(r), ok
 }
 
@@ -132,7 +134,7 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 // Replied is bdevices reply: the per-resource backoffs and D flags, jitter drawn from
 // the reply's seed as bdevices draws it from --seed.
 func (sp *seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
-	applyReply(doc, r, rep, now)
+	applyReply(doc, r, rep, now, &sp.jitter)
 	// An RPC changes what nextFetchCheck's bound was made from (min_rpc_time,
 	// backoffs, the tasks): decide again at the next poll.
 	sp.fetchCheck = math.Inf(-1)
@@ -141,7 +143,7 @@ func (sp *seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64
 // applyReply is bdevices reply after a successful RPC r: seed 002's per-resource
 // backoffs and D flags, jitter drawn from the reply's seed as bdevices draws it from
 // --seed.
-func applyReply(doc *state.Document, r RPC, rep Reply, now float64) {
+func applyReply(doc *state.Document, r RPC, rep Reply, now float64, jitter *replyRand) {
 	if rep.Failed {
 		return
 	}
@@ -150,7 +152,22 @@ func applyReply(doc *state.Document, r RPC, rep Reply, now float64) {
 		return
 	}
 	// The only error is an unknown project or resource, which the loop cannot produce.
-	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(&r.Request)}, false, now, prsc.NewRand(rep.Seed))
+	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(&r.Request)}, false, now, jitter.seeded(rep.Seed))
+}
+
+// replyRand is the source of a reply's jitter, kept from reply to reply: seeded with
+// the reply's seed it draws what prsc.NewRand's source would.
+type replyRand struct {
+	pcg rand.PCG
+	r   *rand.Rand
+}
+
+func (x *replyRand) seeded(seed uint64) *rand.Rand {
+	prsc.Reseed(&x.pcg, seed)
+	if x.r == nil {
+		x.r = rand.New(&x.pcg)
+	}
+	return x.r
 }
 
 // nextFetchCheck is a time before which seed 001's decision cannot change any RPC the

@@ -26,6 +26,7 @@ type server struct {
 	needs []need // fill's buffers, kept from one reply to the next
 	best  []int
 	busy  prsc.BusyWork
+	sent  map[string]int // the jobs of the last reply (Reply.Jobs until the next)
 }
 
 // genApp is an app the server makes jobs of, with its values in force (the scenario's
@@ -69,7 +70,8 @@ type need struct {
 func (n *need) open() bool { return !n.closed && (n.secs > 0 || n.inst > 0) }
 
 // fill makes jobs for request req at now and appends them to doc.Tasks (and their real
-// work to jobs). It returns the jobs sent per resource type.
+// work to jobs). It returns the jobs sent per resource type, in a map of s's that its
+// next fill empties (a reply is taken in before the next RPC: no map per RPC).
 //
 // As in BOINC's emulator (client/sim.cpp, simulate_rpc): each job picks an app by
 // weight among the apps with a version for a resource still asked for, and the fastest
@@ -92,7 +94,11 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 		availability = 1
 	}
 	needs := s.startNeeds(doc, req, now)
-	sent := map[string]int{}
+	if s.sent == nil {
+		s.sent = map[string]int{}
+	}
+	sent := s.sent
+	clear(sent)
 	for n := 0; n < maxJobsPerReply; n++ {
 		total := s.fastestVersions(doc, needs)
 		if total <= 0 {
@@ -228,8 +234,10 @@ func (n *need) use(runtime, inst float64, instances int) {
 func (s *server) makeJob(doc *state.Document, a int, est, now float64, jobs *[]job) {
 	app, v := &s.apps[a], s.best[a]
 	s.seq++
+	var buf [64]byte // the name is built on the stack: one allocation, the string's
+	name := string(strconv.AppendInt(append(append(buf[:0], s.project...), '_'), int64(s.seq), 10))
 	doc.Tasks = append(doc.Tasks, state.Task{
-		Name:           s.project + "_" + strconv.Itoa(s.seq),
+		Name:           name,
 		Project:        s.project,
 		AppVersion:     doc.AppVersions[v].Name,
 		State:          state.TaskReady,

@@ -77,6 +77,7 @@ type Sim struct {
 	avRes     []int     // host resource index of each app version
 	avSpeed   []float64 // FLOPS of each app version on the host
 	asked     []int
+	reports   []int // Serve's buffer
 
 	m    metrics
 	su   StepUsage
@@ -395,7 +396,8 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		return Reply{Failed: true}
 	}
 	reported := false
-	for _, i := range rpc.ReportTasks(doc, p.Name) {
+	s.reports = rpc.AppendReportTasks(s.reports[:0], doc, p.Name)
+	for _, i := range s.reports {
 		t := &doc.Tasks[i]
 		s.m.report(r.Project, t.ReportDeadline < now || !s.jobs[i].finished, s.jobs[i].peak)
 		t.State = state.TaskReported
