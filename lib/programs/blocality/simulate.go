@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/locality"
 	"github.com/bkit/bkit/lib/localitysim"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 	"github.com/urfave/cli/v3"
 )
 
@@ -111,7 +114,11 @@ for each job sent at (day, first file of the job), coloured by host.`,
 			}
 			fmt.Fprintf(w, "%d hosts (speeds ×%g, churn %g/day), %d files, %d jobs, redundancy %d, seed %d\n",
 				c.Hosts, c.Spread, c.Churn, c.Files, c.Jobs, c.Redundancy, c.Seed)
-			t := cliutil.NewTable(w, "figure", runs[0].Policy, runs[1].Policy)
+			// The header as it should read: tablewriter's auto-format splits "in-order"
+			// at the hyphen ("IN - ORDER").
+			t := cliutil.NewTable(w)
+			t.Options(tablewriter.WithHeaderAutoFormat(tw.Off))
+			t.Header("FIGURE", strings.ToUpper(runs[0].Policy), strings.ToUpper(runs[1].Policy))
 			row := func(name string, v func(f *localitysim.Figures) string) { t.Append(name, v(runs[0]), v(runs[1])) }
 			t.Append("team size", strconv.Itoa(c.TeamSize), "all hosts")
 			t.Append("stream length, jobs", strconv.FormatInt(c.StreamJobs, 10), "-")
