@@ -150,16 +150,19 @@ func (w *DebtWork) participation(doc *state.Document, used [][]float64) {
 	h := &doc.Host
 	np, nr := len(doc.Projects), len(h.Resources)
 	w.indexEntries(doc)
-	part := grow(w.part, np*nr)
-	w.part = part
+	if len(w.part) != np*nr {
+		w.part = make([]bool, np*nr)
+	}
+	part := w.part // every element is set below
 	for p := range doc.Projects {
 		prs := doc.Projects[p].Resources
-		for r := range nr {
+		entry, pp, u := w.entry[p*nr:(p+1)*nr], part[p*nr:(p+1)*nr], used[p][:nr]
+		for r := range pp {
 			d := false
-			if k := w.entry[p*nr+r]; k >= 0 {
+			if k := entry[r]; k >= 0 {
 				d = prs[k].AccumulateDebt
 			}
-			part[p*nr+r] = d || used[p][r] > 0
+			pp[r] = d || u[r] > 0
 		}
 	}
 }
@@ -282,17 +285,22 @@ func (w *DebtWork) groups(doc *state.Document) {
 // per group the processing done in dt seconds in CPU seconds (groupU).
 func (w *DebtWork) resourceUse(doc *state.Document, used [][]float64, dt float64) {
 	np, nr := len(doc.Projects), len(doc.Host.Resources)
-	useR := grow(w.useR, nr)
-	w.useR = useR
-	for p := range np {
-		for r := range nr {
-			useR[r] += used[p][r]
+	if len(w.useR) != nr {
+		w.useR = make([]float64, nr)
+	}
+	useR := w.useR
+	for r := range useR {
+		u := 0.0 // summed in project order, as the groups' sums are
+		for p := range np {
+			u += used[p][r]
 		}
+		useR[r] = u
 	}
 	groupU := grow(w.groupU, np+nr)
 	w.groupU = groupU
-	for r := range nr {
-		groupU[w.root[np+r]] += useR[r] * dt * w.speed[r]
+	root, speed := w.root[np:np+nr], w.speed[:nr]
+	for r, u := range useR {
+		groupU[root[r]] += u * dt * speed[r]
 	}
 }
 
@@ -318,29 +326,37 @@ func (w *DebtWork) settle(doc *state.Document, p int, used []float64, dt float64
 	if g == p && !anyTrue(pp) {
 		return // takes part nowhere
 	}
-	speed := w.speed
-	owed := w.groupU[g] * frac(doc.Projects[p].ResourceShare, w.groupW[g], w.groupN[g])
+	speed, wR, nR, useR, used := w.speed[:nr], w.wR[:nr], w.nR[:nr], w.useR[:nr], used[:nr]
+	prj := &doc.Projects[p]
+	share := prj.ResourceShare
+	owed := w.groupU[g] * frac(share, w.groupW[g], w.groupN[g])
 	credited, capacity := 0.0, 0.0
-	delta := grow(w.delta, nr)
-	w.delta = delta
-	for r := range h.Resources {
+	// The changes, on the stack for a host of a few resources (every step of a run).
+	var small [4]float64
+	var delta []float64
+	if nr <= len(small) {
+		delta = small[:nr]
+	} else {
+		big := grow(w.delta, nr) // (not delta into w: small would escape)
+		w.delta, delta = big, big
+	}
+	for r, res := range h.Resources {
 		if !pp[r] {
 			continue
 		}
-		local := frac(doc.Projects[p].ResourceShare, w.wR[r], w.nR[r]) * w.useR[r] * dt
+		local := frac(share, wR[r], nR[r]) * useR[r] * dt
 		delta[r] = local - used[r]*dt
 		credited += local * speed[r]
-		capacity += float64(h.Resources[r].Instances) * speed[r]
+		capacity += float64(res.Instances) * speed[r]
 	}
 	if rest := owed - credited; capacity > 0 {
-		for r := range h.Resources {
+		for r, res := range h.Resources {
 			if pp[r] {
 				// rest·(N_r·speed_r/capacity) CPU seconds, in instance-seconds of r.
-				delta[r] += rest * float64(h.Resources[r].Instances) / capacity
+				delta[r] += rest * float64(res.Instances) / capacity
 			}
 		}
 	}
-	prj := &doc.Projects[p]
 	for r := range h.Resources {
 		if pp[r] || used[r] > 0 {
 			if k := w.entry[p*nr+r]; k >= 0 {
