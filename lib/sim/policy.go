@@ -72,6 +72,14 @@ type StepUsage struct {
 	Finished int
 }
 
+// watcher is a policy that keeps answers from step to step which depend on the tasks
+// (seed's skips): the loop tells it when it changed them, outside the policy's own
+// calls — a task finished its work (compute), was settled, or was reported or received
+// (Serve).
+type watcher interface {
+	tasksChanged()
+}
+
 // carried is a policy whose decisions depend on the document alone (the state it keeps
 // between calls only skips work that would change no decision), so that a run of it can
 // be carried from program to program: each stage program starts it afresh.

@@ -43,15 +43,18 @@ type seedPolicy struct {
 
 	// Skips that change no decision, only the time a run takes (the emulator calls
 	// these functions about 1,500 times per simulated day):
-	//   - cpusched.Due is false until the next pass's time, a new result, a running task
-	//     finishing its work, or a change in which tasks are runnable: after a false
-	//     answer, the fingerprint of the runnable set (count, running count, running
-	//     tasks finished, latest receipt) must change first;
+	//   - cpusched.Due reads the tasks' states, receipt and completion times and the
+	//     last pass's record (cpu_sched): after a false answer it is false again until
+	//     the next pass's time, unless the loop changed the tasks (tasksChanged: a task
+	//     finished its work, was settled, reported or received) or an RPC was made;
 	//   - seed 001's decision cannot change an RPC before fetchCheck (see
 	//     nextFetchCheck) unless a task has finished since (finished differs from the
-	//     loop's count) or an RPC was made (Replied).
-	dueFP        fingerprint
+	//     loop's count) or an RPC was made (Replied);
+	//   - rpc.Next finds no RPC at a step's first poll, after once finding none, until
+	//     idleUntil (see NextRPC) unless the tasks change or an RPC is made.
 	dueQuiet     bool
+	idle         bool
+	idleUntil    float64
 	fetchCheck   float64
 	finished     int     // the loop's count at the last Account
 	seenFinished int     // the count when seed 001 last decided
@@ -64,30 +67,6 @@ type seedPolicy struct {
 	wf     workfetch.Workspace // seed 001's decision's buffers
 }
 
-// fingerprint is what cpusched.Due's answer depends on besides the time.
-type fingerprint struct {
-	runnable, running, finished int
-	lastReceived                float64
-}
-
-func fingerprintOf(doc *state.Document) fingerprint {
-	var f fingerprint
-	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
-		if t.State.Runnable() {
-			f.runnable++
-			f.lastReceived = max(f.lastReceived, t.ReceivedTime)
-		}
-		if t.State == state.TaskRunning {
-			f.running++
-			if t.CompletedTime > 0 {
-				f.finished++
-			}
-		}
-	}
-	return f
-}
-
 // Begin sets D(P,R) for every resource a project has app versions for, unless the
 // document already says anything about it (prsc.SetDFromAppVersions). Seed 002 defines
 // D(P,R) as "P would likely supply a job for R if we asked it", which an app version of
@@ -97,12 +76,11 @@ func fingerprintOf(doc *state.Document) fingerprint {
 func (sp *seedPolicy) Begin(doc *state.Document) { prsc.SetDFromAppVersions(doc, true) }
 
 func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
-	fp := fingerprintOf(doc)
-	if sp.dueQuiet && fp == sp.dueFP && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
+	if sp.dueQuiet && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
 		return false // Due would say no again: none of its inputs changed
 	}
 	if !sp.sched.Due(doc, now) {
-		sp.dueQuiet, sp.dueFP = true, fp
+		sp.dueQuiet = true
 		return false
 	}
 	sp.dueQuiet = false
@@ -113,11 +91,48 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 // NextRPC is, in a shell loop, bfetch, then bdevices request, then 'brpc poll': seed
 // 001's work-fetch decision recorded in the document, seed 002's request for the
 // coprocessors, and rpc.Next's choice among them.
+//
+// At a step's first poll on a host without coprocessors, once it found no RPC, it
+// finds none again until idleUntil: seed 001's decision is not made again before
+// fetchCheck (no task finished since) and no request it made can be sent (see
+// nextFetchCheck), and no done result becomes overdue for reporting (rpc.Overdue)
+// before overdueFrom. The loop's changes to the tasks and an RPC end the idle time
+// (tasksChanged, Replied).
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
+	first := len(asked) == 0
+	if first && sp.idle && now < sp.idleUntil && sp.finished == sp.seenFinished {
+		return RPC{}, false
+	}
 	sp.decideFetch(doc, now)
 	r, ok := rpc.NextQuiet(doc, now, asked, func() state.WorkRequest { return sp.decide.Decide(doc, now).Request })
+	sp.idle = !ok && first && len(doc.Host.Resources) == 1
+	if sp.idle {
+		sp.idleUntil = min(sp.fetchCheck, overdueFrom(doc))
+	}
 	return RPC(r), ok
 }
+
+// overdueFrom is a time before which no done task of doc is overdue for reporting
+// (rpc.Overdue: its report deadline a cushion away, or finished long enough ago), one
+// second early for the rounding of the sums; +Inf without done tasks.
+func overdueFrom(doc *state.Document) float64 {
+	at := math.Inf(1)
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.State != state.TaskDone {
+			continue
+		}
+		at = min(at, t.ReportDeadline-rpc.ReportDeadlineCushion)
+		if t.CompletedTime > 0 {
+			at = min(at, t.CompletedTime+rpc.MaxReportDelay)
+		}
+	}
+	return at - 1
+}
+
+// tasksChanged is the loop's word that it changed the tasks (watcher): Due's and
+// rpc.Next's answers are found again.
+func (sp *seedPolicy) tasksChanged() { sp.dueQuiet, sp.idle = false, false }
 
 // decideFetch is bfetch: seed 001's compute_work_request at now, recorded in doc. It
 // is skipped when it cannot change: before fetchCheck with no task finished since.
@@ -136,8 +151,9 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 func (sp *seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
 	applyReply(doc, r, rep, now, &sp.jitter)
 	// An RPC changes what nextFetchCheck's bound was made from (min_rpc_time,
-	// backoffs, the tasks): decide again at the next poll.
+	// backoffs, the tasks): decide again at the next poll, and plan and ask Due again.
 	sp.fetchCheck = math.Inf(-1)
+	sp.dueQuiet, sp.idle = false, false
 }
 
 // applyReply is bdevices reply after a successful RPC r: seed 002's per-resource

@@ -395,6 +395,8 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		rpc.RPCFailed(p, now, s.rng.Rand)
 		return Reply{Failed: true}
 	}
+	defer s.tasksChanged() // reported and received
+
 	reported := false
 	s.reports = rpc.AppendReportTasks(s.reports[:0], doc, p.Name)
 	for _, i := range s.reports {
@@ -447,7 +449,17 @@ func (s *Sim) Settle() int {
 		}
 	}
 	s.finishing = 0
+	if n > 0 {
+		s.tasksChanged()
+	}
 	return n
+}
+
+// tasksChanged tells a watcher policy that the loop changed the tasks.
+func (s *Sim) tasksChanged() {
+	if w, ok := s.policy.(watcher); ok {
+		w.tasksChanged()
+	}
 }
 
 // dropReported removes reported tasks: their story is told in the tallies, and a
@@ -533,6 +545,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 			j.finished = true
 			t.CompletedTime = now + run
 			s.finishing++
+			s.tasksChanged()
 		}
 	}
 }
