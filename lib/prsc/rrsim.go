@@ -86,28 +86,78 @@ func Simulate(doc *state.Document, now float64) *Sim {
 // simWork is the simulation's buffers, kept from one call to the next by a DecideWork:
 // the name indices, the per-resource project queues (and their job lists) and the Sim.
 type simWork struct {
-	project, appVersion, resource map[string]int
-	queues                        [][]simProj
-	sim                           Sim
+	projects, appVersions []string       // the names, in document order
+	project, appVersion   map[string]int // their indices, when there are many
+	avRes                 []int          // each app version's host resource
+	cpu                   int            // the CPU's index
+	queues                [][]simProj
+	sim                   Sim
 }
 
-// index fills w's name indices from doc, reusing their storage.
+// linearMax is the count of names up to which a name is looked up by comparing names
+// one by one: the emulator's documents hold the very strings the tasks do, so each
+// comparison is a pointer check, faster than hashing (as lib/cpusched's index does).
+const linearMax = 8
+
+// index fills w's name indices from doc, reusing their storage. A name or type that
+// is not there has index 0, as a map's look-up gives (a valid document names only
+// known ones); of two alike, the later counts.
 func (w *simWork) index(doc *state.Document) {
-	if w.project == nil {
-		w.project, w.appVersion, w.resource = map[string]int{}, map[string]int{}, map[string]int{}
+	w.projects, w.appVersions = w.projects[:0], w.appVersions[:0]
+	for _, p := range doc.Projects {
+		w.projects = append(w.projects, p.Name)
 	}
-	clear(w.project)
-	clear(w.appVersion)
-	clear(w.resource)
-	for i, p := range doc.Projects {
-		w.project[p.Name] = i
+	for _, av := range doc.AppVersions {
+		w.appVersions = append(w.appVersions, av.Name)
 	}
-	for i, av := range doc.AppVersions {
-		w.appVersion[av.Name] = i
+	w.project, w.appVersion = nameIndex(w.project, w.projects), nameIndex(w.appVersion, w.appVersions)
+	resource := func(t string) int {
+		r := 0
+		for i := range doc.Host.Resources {
+			if doc.Host.Resources[i].Type == t {
+				r = i
+			}
+		}
+		return r
 	}
-	for i, r := range doc.Host.Resources {
-		w.resource[r.Type] = i
+	w.cpu = resource(state.ResourceCPU)
+	w.avRes = w.avRes[:0]
+	for i := range doc.AppVersions {
+		w.avRes = append(w.avRes, resource(doc.AppVersions[i].ResourceType()))
 	}
+}
+
+// nameIndex is m (emptied) indexing names, or nil when names are few.
+func nameIndex(m map[string]int, names []string) map[string]int {
+	if len(names) <= linearMax {
+		return m
+	}
+	if m == nil {
+		m = map[string]int{}
+	}
+	clear(m)
+	for i, n := range names {
+		m[n] = i
+	}
+	return m
+}
+
+// lookUp is the index of name in names (m when they are many), 0 when absent.
+func lookUp(names []string, m map[string]int, name string) int {
+	if len(names) > linearMax {
+		return m[name]
+	}
+	for i := len(names) - 1; i >= 0; i-- {
+		if names[i] == name {
+			return i
+		}
+	}
+	return 0
+}
+
+func (w *simWork) projectIndex(name string) int { return lookUp(w.projects, w.project, name) }
+func (w *simWork) appVersionIndex(name string) int {
+	return lookUp(w.appVersions, w.appVersion, name)
 }
 
 // simulate is Simulate over period seconds, in w's buffers (the Sim returned is w's);
@@ -116,7 +166,6 @@ func (w *simWork) index(doc *state.Document) {
 func simulate(doc *state.Document, now, period float64, finish []float64, w *simWork) *Sim {
 	h := &doc.Host
 	w.index(doc)
-	rIndex := w.resource
 	np, nr := len(doc.Projects), len(h.Resources)
 	avail := doc.Host.TimeStats.OnFrac * doc.Host.TimeStats.ActiveFrac
 
@@ -144,13 +193,14 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 			if left <= 0 {
 				continue // no work left or no estimate: nothing to simulate
 			}
-			av := &doc.AppVersions[w.appVersion[t.AppVersion]]
-			r := rIndex[av.ResourceType()]
+			v := w.appVersionIndex(t.AppVersion)
+			av := &doc.AppVersions[v]
+			r := w.avRes[v]
 			rate := av.Speed(h) * avail
-			if r != rIndex[state.ResourceCPU] {
+			if r != w.cpu {
 				rate *= doc.Host.TimeStats.GPUActiveFrac
 			}
-			q := &queues[r][w.project[t.Project]]
+			q := &queues[r][w.projectIndex(t.Project)]
 			q.jobs = append(q.jobs, simJob{task: i, inst: av.Instances(), rate: rate, left: left})
 			q.remInst += av.Instances()
 		}
@@ -200,29 +250,35 @@ func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finis
 			used += projs[i].alloc
 		}
 		if first {
-			rs.NIdle = math.Max(0, n-used)
+			rs.NIdle = max(0, n-used)
 			first = false
 		}
 		// The next event: the first completion, or the end of the period.
 		dt := period - t
 		last := true
 		for i := range projs {
-			forRunning(&projs[i], func(j *simJob, eff float64) {
+			p := &projs[i]
+			for k, a := p.head, p.alloc; k < len(p.jobs) && a > 1e-12; k++ {
+				j := &p.jobs[k]
+				eff := running(j, &a)
 				if eff > 0 && j.left/eff < dt {
 					dt, last = j.left/eff, false
 				}
-			})
+			}
 		}
 		for i := range projs {
 			p := &projs[i]
-			end := forRunning(p, func(j *simJob, eff float64) {
+			end := p.head
+			for a := p.alloc; end < len(p.jobs) && a > 1e-12; end++ {
+				j := &p.jobs[end]
+				eff := running(j, &a)
 				// The task that set dt, and any due within rounding, is done.
 				if eff*dt*(1+1e-9) >= j.left {
 					j.left = 0
 				} else {
 					j.left -= eff * dt
 				}
-			})
+			}
 			// Retire finished tasks; the others stay in the running window.
 			for k := p.head; k < end; k++ {
 				if p.jobs[k].left > 0 {
@@ -239,7 +295,7 @@ func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finis
 				p.remInst = 0
 			}
 		}
-		rs.Shortfall += dt * math.Max(0, n-used)
+		rs.Shortfall += dt * max(0, n-used)
 		for i := range projs {
 			if ps := &rs.Projects[i]; !ps.BackedOff {
 				ps.Shortfall += dt * (ps.Share - projs[i].alloc)
@@ -252,19 +308,14 @@ func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finis
 	}
 }
 
-// forRunning calls f for each task of p that has instances now, with the FLOPS it runs
-// at, and returns the end of that running window in p.jobs. Only the first tasks of the
-// queue can have any: p.alloc is at most the instances of the tasks left.
-func forRunning(p *simProj, f func(j *simJob, eff float64)) int {
-	a := p.alloc
-	k := p.head
-	for ; k < len(p.jobs) && a > 1e-12; k++ {
-		j := &p.jobs[k]
-		g := math.Min(j.inst, a)
-		a -= g
-		f(j, j.rate*g/j.inst)
-	}
-	return k
+// running is the FLOPS task j runs at now, taking its instances out of a, what its
+// project's allocation has left. A project's tasks that have instances are the first
+// of its queue (p.jobs[p.head:]) while a stays above 1e-12: p.alloc is at most the
+// instances of the tasks left. (The builtin min is math.Min, inline.)
+func running(j *simJob, a *float64) float64 {
+	g := min(j.inst, *a)
+	*a -= g
+	return j.rate * g / j.inst
 }
 
 // allocate divides n instances among the projects with work left, by resource share,
@@ -275,25 +326,32 @@ func allocate(projs []simProj, n float64) {
 		projs[i].alloc = 0
 		projs[i].capped = projs[i].head == len(projs[i].jobs)
 	}
-	rem := fill(projs, n, func(p *simProj) float64 { return p.rs })
+	rem := fill(projs, n, false)
 	if rem > 1e-12 {
-		fill(projs, rem, func(p *simProj) float64 {
-			if p.rs == 0 {
-				return 1
-			}
-			return 0
-		})
+		fill(projs, rem, true)
 	}
+}
+
+// weight is a project's weight in fill: its resource share, or with zeroShares 1 for a
+// project of share 0 and 0 for the others.
+func weight(p *simProj, zeroShares bool) float64 {
+	if !zeroShares {
+		return p.rs
+	}
+	if p.rs == 0 {
+		return 1
+	}
+	return 0
 }
 
 // fill gives n instances to the uncapped projects of positive weight in proportion to
 // weight, capping each at remInst; it returns what nobody could use.
-func fill(projs []simProj, n float64, weight func(*simProj) float64) float64 {
+func fill(projs []simProj, n float64, zeroShares bool) float64 {
 	for {
 		w := 0.0
 		for i := range projs {
 			if !projs[i].capped {
-				w += weight(&projs[i])
+				w += weight(&projs[i], zeroShares)
 			}
 		}
 		if w == 0 || n <= 1e-12 {
@@ -303,7 +361,7 @@ func fill(projs []simProj, n float64, weight func(*simProj) float64) float64 {
 		start := n
 		for i := range projs {
 			p := &projs[i]
-			if pw := weight(p); !p.capped && pw > 0 && p.remInst <= start*pw/w {
+			if pw := weight(p, zeroShares); !p.capped && pw > 0 && p.remInst <= start*pw/w {
 				p.alloc, p.capped = p.remInst, true
 				n -= p.remInst
 				capped = true
@@ -314,7 +372,7 @@ func fill(projs []simProj, n float64, weight func(*simProj) float64) float64 {
 		}
 		for i := range projs {
 			p := &projs[i]
-			if pw := weight(p); !p.capped && pw > 0 {
+			if pw := weight(p, zeroShares); !p.capped && pw > 0 {
 				p.alloc = start * pw / w
 				p.capped = true
 			}
@@ -370,7 +428,6 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 	w.finish = completions(doc, now, &w.sim, w.finish)
 	finish := w.finish
 	// simulate indexed doc's names in w.sim.
-	appVersion, rIndex := w.sim.appVersion, w.sim.resource
 	if len(w.busy) < len(h.Resources) {
 		w.busy = append(w.busy, make([][]float64, len(h.Resources)-len(w.busy))...)
 	}
@@ -384,7 +441,8 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 		if math.IsInf(finish[i], 1) || now+finish[i] <= t.ReportDeadline {
 			continue
 		}
-		av := &doc.AppVersions[appVersion[t.AppVersion]]
+		v := w.sim.appVersionIndex(t.AppVersion)
+		av := &doc.AppVersions[v]
 		frac := ts.OnFrac * ts.ActiveFrac
 		if av.Coproc != nil {
 			frac *= ts.GPUActiveFrac
@@ -394,7 +452,7 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 			continue
 		}
 		dur := t.RemainingFlops() / speed / frac
-		b := busy[rIndex[av.ResourceType()]]
+		b := busy[w.sim.avRes[v]]
 		if len(b) == 0 || av.Instances() < 1 {
 			continue
 		}
