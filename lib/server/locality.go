@@ -122,7 +122,13 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 				r := locality.StreamRange(locality.Range{First: cursor.FirstJobNum, Last: cursor.LastJobNum}, batch.StreamJobs, stream)
 				span = locality.Range{First: max(r.First, cursor.FirstUnfinishedJobNum), Last: r.Last}
 			}
-			cands, err := tx.UnsentCursorCandidates(cursor.ID, span.First, span.Last, host.ID, min(batchSize(*n, best), st.maxJobs-len(reply.ResultsSent)))
+			// A page returns every unsent replica of a job and the host takes one, so it
+			// asks for the jobs it wants times the batch's redundancy: one query where a
+			// page used by half took two (the same jobs, in the same order). On MySQL
+			// the replicas it leaves stay locked until the request commits, as a page's
+			// always were.
+			limit := min(batchSize(*n, best), st.maxJobs-len(reply.ResultsSent)) * max(1, batch.Redundancy)
+			cands, err := tx.UnsentCursorCandidates(cursor.ID, span.First, span.Last, host.ID, limit)
 			if err != nil {
 				return err
 			}
