@@ -33,7 +33,7 @@ func fraction(t *testing.T, res *Result, resource, project string) float64 {
 
 // TestSeed002Example is seed 002's worked example as a run: a GPU twice as fast as the
 // CPU, A with GPU jobs only, B with both, equal shares: the CPU 100 % to B, the GPU 75 %
-// to A and 25 % to B. The GPU's split converges over weeks (70/30 after 10 days).
+// to A and 25 % to B. The GPU's split converges over weeks (73/27 after 10 days).
 func TestSeed002Example(t *testing.T) {
 	t.Parallel()
 	res := run(t, seed002GPU, "seed", 30, 1)

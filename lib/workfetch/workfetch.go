@@ -17,7 +17,10 @@
 //	work_request(P)  = max(0, (2T − S) × avg_proc_rate(P)), all 0 if nobody needs work
 //
 // estimated_cpu_time(R) is R's remaining estimated work (estimate minus work done, at
-// least 0) divided by one CPU's FLOPS (DESIGN.md section 5).
+// least 0) divided by one CPU's FLOPS (DESIGN.md section 5). P's runnable results are
+// those that run on the CPU: a result of an app version that uses a coprocessor feeds
+// that coprocessor, not the CPU scheduler, and its work is fetched by seed 002
+// (bdevices); counted here it would hide a starving CPU behind a GPU queue.
 //
 // Where the seed divides by zero — a project with resource share 0, all shares 0, an
 // active fraction of 0 — avg_proc_rate(P) is 0: the client will not spend CPU time on P,
@@ -31,7 +34,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/bkit/bkit/lib/state"
 )
@@ -70,7 +72,7 @@ func (u Urgency) String() string {
 type Row struct {
 	Project     string
 	Share       float64 // resource share as given
-	Runnable    int     // runnable results (ready, running, preempted)
+	Runnable    int     // runnable CPU results (ready, running, preempted)
 	MinResults  int     // min_results(P)
 	Skip        int     // results skipped by ETTPRC: min_results(P)−1, at least 0
 	CPUTime     float64 // estimated CPU seconds of all runnable results
@@ -163,6 +165,7 @@ type Workspace struct {
 	next         []int
 	results      []result
 	cpuTimes     []float64
+	coproc       []string // names of the app versions that use a coprocessor
 	d            Decision
 }
 
@@ -232,9 +235,17 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 	owner := grow(w.owner, len(doc.Tasks))
 	start := grow(w.start, len(doc.Projects)+1)
 	w.owner, w.start = owner, start
+	// A coprocessor's results are no CPU work (see the package comment): their names,
+	// few and usually none, are compared one by one.
+	w.coproc = w.coproc[:0]
+	for i := range doc.AppVersions {
+		if av := &doc.AppVersions[i]; av.ResourceType() != state.ResourceCPU {
+			w.coproc = append(w.coproc, av.Name)
+		}
+	}
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
-		if !t.State.Runnable() {
+		if !t.State.Runnable() || (len(w.coproc) > 0 && slices.Contains(w.coproc, t.AppVersion)) {
 			owner[i] = -1
 			continue
 		}
@@ -377,35 +388,19 @@ func (d *Decision) reason(decider int) string {
 // Seconds formats a duration in seconds for reasons and tables, whole seconds with a
 // larger unit beside them once it helps: "43200 s (12 h)", "never" for +Inf.
 func Seconds(s float64) string {
-	var buf [48]byte
-	return string(AppendSeconds(buf[:0], s))
-}
-
-// AppendSeconds appends Seconds(s) to b. It is strconv's, not fmt's: the emulator puts
-// a work request into words at every RPC. The numbers are fmt's %.0f and %.3g, which
-// are strconv's 'f' and 'g' ("+Inf" and "-Inf" aside: +Inf is "never" and -Inf never
-// reaches the 'f' cases).
-func AppendSeconds(b []byte, s float64) []byte {
-	unit, div := "", 0.0
 	switch {
 	case math.IsInf(s, 1):
-		return append(b, "never"...)
+		return "never"
 	case s >= 2*SecondsPerDay:
-		unit, div = " d)", SecondsPerDay
+		return fmt.Sprintf("%.0f s (%.3g d)", s, s/SecondsPerDay)
 	case s >= 7200:
-		unit, div = " h)", 3600
+		return fmt.Sprintf("%.0f s (%.3g h)", s, s/3600)
 	case s >= 120:
-		unit, div = " min)", 60
+		return fmt.Sprintf("%.0f s (%.3g min)", s, s/60)
 	case s >= 10:
-	default:
-		return append(strconv.AppendFloat(b, s, 'g', 3, 64), " s"...)
+		return fmt.Sprintf("%.0f s", s)
 	}
-	b = append(strconv.AppendFloat(b, s, 'f', 0, 64), " s"...)
-	if div == 0 {
-		return b
-	}
-	b = append(strconv.AppendFloat(append(b, " ("...), s/div, 'g', 3, 64), unit...)
-	return b
+	return fmt.Sprintf("%.3g s", s)
 }
 
 // Apply records d in doc: each project's work request and the urgency with its time.

@@ -219,6 +219,34 @@ func TestCompute(t *testing.T) {
 			{Project: "A", Runnable: 1, MinResults: 1, AvgProcRate: 1, ETTPRC: 1000, Urgency: NeedWork, WorkRequest: 16280},
 		},
 	}, {
+		// Seed 002's example host: 1 CPU, a GPU. B's GPU results feed the GPU, not the CPU
+		// scheduler (bdevices fetches their work): they are no CPU work. B's one CPU
+		// result (1000 s) is all it has for the CPU: rate 1/2 × 1 × 1 = 0.5,
+		// min_results = ceil(1/2) = 1, S = 1000/0.5 = 2000 < T, request
+		// (17280 − 2000) × 0.5 = 7640. A has only GPU results: none for the CPU, S = 0.
+		// (Counted as CPU work, B's 36000 s of GPU results would hide its starving CPU.)
+		name: "coprocessor results are not CPU work",
+		doc: func() *state.Document {
+			doc := newDoc(t, host{1, 1, 0.1}, []state.Project{project("A", 1), project("B", 1)},
+				task("b1", "B", state.TaskRunning, 1e12, 0, 100))
+			doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 2e9})
+			for _, p := range []string{"A", "B"} {
+				doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: p + "_gpu", Project: p, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+				for i := range 2 {
+					doc.Tasks = append(doc.Tasks, state.Task{Name: fmt.Sprint(p, "_g", i), Project: p, AppVersion: p + "_gpu", State: state.TaskReady, EstimatedFlops: 1.8e13, ReportDeadline: 200})
+				}
+			}
+			if err := state.Validate(doc); err != nil {
+				t.Fatal(err)
+			}
+			return doc
+		}(),
+		urgency: NeedWorkImmediately,
+		rows: []Row{
+			{Project: "A", MinResults: 1, AvgProcRate: 0.5, ETTPRC: 0, Urgency: NeedWorkImmediately, WorkRequest: 8640},
+			{Project: "B", Runnable: 1, MinResults: 1, AvgProcRate: 0.5, ETTPRC: 2000, Urgency: NeedWork, WorkRequest: 7640},
+		},
+	}, {
 		// T = 0: S < 0 never holds, not even for S = 0; nothing is fetched.
 		name: "connection period 0",
 		doc:  newDoc(t, host{1, 1, 0}, []state.Project{project("A", 1)}),
@@ -465,34 +493,5 @@ func TestWorkspaceDecideIsCompute(t *testing.T) {
 		}
 		doc.Tasks = append(doc.Tasks, state.Task{Name: fmt.Sprint("new", i), Project: doc.Projects[i%7].Name,
 			AppVersion: doc.Projects[i%7].Name + "_cpu", State: state.TaskReady, EstimatedFlops: 1e13 * float64(i%3), ReportDeadline: 1.7e9 + float64(i)})
-	}
-}
-
-// TestSecondsIsFmts: Seconds, built with strconv, writes what its fmt formats write,
-// around each unit's bounds and over many magnitudes.
-func TestSecondsIsFmts(t *testing.T) {
-	withFmt := func(s float64) string {
-		switch {
-		case math.IsInf(s, 1):
-			return "never"
-		case s >= 2*SecondsPerDay:
-			return fmt.Sprintf("%.0f s (%.3g d)", s, s/SecondsPerDay)
-		case s >= 7200:
-			return fmt.Sprintf("%.0f s (%.3g h)", s, s/3600)
-		case s >= 120:
-			return fmt.Sprintf("%.0f s (%.3g min)", s, s/60)
-		case s >= 10:
-			return fmt.Sprintf("%.0f s", s)
-		}
-		return fmt.Sprintf("%.3g s", s)
-	}
-	xs := []float64{0, math.Copysign(0, -1), 1e-7, 0.5, 9.9949, 9.9951, 10, 119.5, 120, 7199.5, 7200, 172799.5, 172800, 1e6, 1e21, -5, -1e9, math.Inf(1), math.Inf(-1), math.NaN()}
-	for x := 1e-9; x < 1e15; x *= 1.37 {
-		xs = append(xs, x, x+0.5)
-	}
-	for _, x := range xs {
-		if got, want := Seconds(x), withFmt(x); got != want {
-			t.Errorf("Seconds(%v) = %q, want %q", x, got, want)
-		}
 	}
 }

@@ -58,7 +58,8 @@ about every T days (preferences.connection_period_days). For each project P:
   ETTPRC(P)        = time until P is down to min_results(P)−1 runnable results: its
                      results' estimated CPU time (remaining FLOPs ÷ one CPU's FLOPS),
                      earliest deadline first, the min_results(P)−1 latest skipped,
-                     divided by avg_proc_rate(P)
+                     divided by avg_proc_rate(P); only results that run on the CPU
+                     count (a coprocessor's work is bdevices' to fetch)
 The urgency is need_work_immediately if some ETTPRC is 0 (and T > 0), need_work if
 some ETTPRC is below T, else dont_need_work. Then each project asks for
 max(0, (2T − ETTPRC) × avg_proc_rate) seconds, enough to last 2T; with dont_need_work
