@@ -30,9 +30,10 @@ import (
 //     master_url_fetch_pending, exp_avg_cpu and exp_avg_mod_time when present; debts of
 //     any client version: short_term_debt / cpu_short_term_debt (seed 001's debt),
 //     long_term_debt / cpu_long_term_debt / cuda_debt / ati_debt (seed 002 long-term
-//     debts), cuda_ and ati_short_term_debt, *_backoff_interval, *_backoff_time and
+//     debts), *_backoff_interval, *_backoff_time and
 //     <rsc_backoff_time|interval><name><value>. Per-resource entries for a type the host
-//     lacks are dropped.
+//     lacks are dropped. cuda_ and ati_short_term_debt are read and dropped (bsched
+//     schedules a coprocessor by its long-term debt).
 //   - <app> (name), <app_version> (app_name, version_num, plan_class, avg_ncpus
 //     (default 1), flops, <coproc><type><count>), <workunit> (name, app_name,
 //     rsc_fpops_est) and <result> belong to the most recent <project>, as in BOINC.
@@ -408,10 +409,10 @@ func perResourceField(k *elem, p *state.Project, resource func(string) *state.Pr
 		}
 		switch suffix {
 		case "_short_term_debt":
+			// A coprocessor's short-term debt has no place in the document: bsched
+			// schedules a coprocessor by its long-term debt (DESIGN section 5).
 			if t == state.ResourceCPU {
 				p.Debt = x
-			} else {
-				resource(t).SchedDebt = x
 			}
 		case "_long_term_debt", "_debt":
 			resource(t).LongTermDebt = x

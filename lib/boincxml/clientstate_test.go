@@ -42,7 +42,7 @@ func TestImportClientState(t *testing.T) {
 				// host order; ati_debt dropped (no ATI GPU); D(P,R) from the app versions
 				Resources: []state.ProjectResource{
 					{Type: "cpu", LongTermDebt: 3600, BackoffInterval: 600, BackoffUntil: 1700000600, AccumulateDebt: true},
-					{Type: "NVIDIA", LongTermDebt: -50, SchedDebt: 7, BackoffUntil: 1700001200, AccumulateDebt: true},
+					{Type: "NVIDIA", LongTermDebt: -50, BackoffUntil: 1700001200, AccumulateDebt: true}, // cuda_short_term_debt dropped
 				},
 			},
 			{Name: beta, MasterURL: betaURL, ResourceShare: 50, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},

@@ -6,9 +6,10 @@
 //
 //  1. work done: each running task's CPU time since the last pass (instance-seconds of
 //     elapsed time for a coprocessor);
-//  2. debts: a project without a runnable task on the resource gets debt 0 and no part
-//     in the share sum; the others lose the work they got and gain their share of the
-//     total;
+//  2. debts: on the CPU, seed 001's debt: a project without a runnable task gets debt 0
+//     and no part in the share sum; the others lose the work they got and gain their
+//     share of the total. On a coprocessor, seed 002's long-term debt of the project on
+//     that resource, as bdevices' debt stage keeps it, read and not changed (DESIGN §5);
 //  3. anticipated debt starts at the debt; while an instance is free, the project with the
 //     largest anticipated debt and a task that fits gets, in this order, its running task,
 //     a preempted task, or its ready result with the earliest deadline, and its

@@ -197,7 +197,7 @@ func TestFractionalCPUs(t *testing.T) {
 	}
 }
 
-// A GPU task is scheduled on the GPU by its scheduling debt there, and the CPUs it takes
+// A GPU task is scheduled on the GPU by its project's debt there, and the CPUs it takes
 // are no longer available to CPU tasks: 2 CPUs, a GPU task using 1 GPU and 1 CPU leaves
 // one CPU for B.
 func TestCoprocessorTasks(t *testing.T) {
@@ -215,9 +215,9 @@ func TestCoprocessorTasks(t *testing.T) {
 	if diff := cmp.Diff(want, states(doc)); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
-	// Only A has GPU work, so it did all of it and owes nothing: 600 - 600 = 0.
-	if got := doc.Projects[0].ResourceState("NVIDIA").SchedDebt; got != 0 {
-		t.Errorf("A's GPU scheduling debt = %g, want 0", got)
+	// The GPU's debts are seed 002's long-term debts, read: the pass adds no entry.
+	if len(doc.Projects[0].Resources) != 0 {
+		t.Errorf("the pass added resource entries %+v", doc.Projects[0].Resources)
 	}
 	if pass.Resources[0].Type != "NVIDIA" || pass.Resources[1].Instances != 1 {
 		t.Errorf("want the GPU scheduled first and 1 CPU left for CPU tasks, got %+v", pass.Resources)
@@ -320,5 +320,60 @@ func TestRunningBeforePreemptedBeforeNew(t *testing.T) {
 	want := map[string]state.TaskState{"a_new": "ready", "a_pre": "preempted", "a_run": "running", "a_run2": "preempted"}
 	if diff := cmp.Diff(want, states(doc)); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
+	}
+}
+
+// DESIGN §5: a coprocessor is scheduled by seed 002's per-resource long-term debts, in
+// the manner of seed 001's CPU debt. Two GPU instances; A's and B's tasks each ran the
+// whole 1200 s since the last pass, so the pay-off is 2400 / 2 = 1200 instance-seconds
+// per instance. Long-term debts A 2000, B 500 (bdevices keeps them); the old sched_debt
+// says the opposite (A 0, B 9000) and must not count. A (2000) keeps a1 running and
+// falls to 800; A (800 > 500) starts a2 and falls to -400; the GPU is full and B's b1
+// is preempted. (Under the old rule B's sched_debt, 9000 + 1200 − 1200, would have kept
+// b1 and started b2.) Nothing in the projects changes, and the CPU is seed 001's: B's
+// CPU task takes the CPU with its debt brought up to date as before.
+func TestCoprocessorByLongTermDebt(t *testing.T) {
+	doc := host(1, map[string]float64{"A": 1, "B": 1}, "A", "B")
+	doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 2, Flops: 2e9})
+	for _, p := range []string{"A", "B"} {
+		doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: p + "_gpu", Project: p, AvgNCPUs: 0, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	}
+	doc.Projects[0].Resources = []state.ProjectResource{{Type: "NVIDIA", LongTermDebt: 2000, SchedDebt: 0}}
+	doc.Projects[1].Resources = []state.ProjectResource{{Type: "NVIDIA", LongTermDebt: 500, SchedDebt: 9000}}
+	gpu := func(name, project string, st state.TaskState, elapsed, deadline float64) state.Task {
+		return state.Task{Name: name, Project: project, AppVersion: project + "_gpu", State: st, ElapsedTime: elapsed, ReportDeadline: deadline, EstimatedFlops: 1e15}
+	}
+	doc.Tasks = append(doc.Tasks,
+		gpu("a1", "A", state.TaskRunning, 1200, 500),
+		gpu("a2", "A", state.TaskReady, 0, 600),
+		gpu("b1", "B", state.TaskRunning, 1200, 100),
+		gpu("b2", "B", state.TaskReady, 0, 200))
+	addTask(doc, "b_cpu", "B", state.TaskRunning, 1200, 300)
+	mustValid(t, doc)
+	projects := cloneDoc(t, doc).Projects
+	projects[1].Debt = 0 // B alone on the CPU: debt += 1 × 1200 − 1200
+	pass := Schedule(doc, 10000)
+	want := map[string]state.TaskState{"a1": "running", "a2": "running", "b1": "preempted", "b2": "ready", "b_cpu": "running"}
+	if d := cmp.Diff(want, states(doc)); d != "" {
+		t.Errorf("states (-want +got):\n%s", d)
+	}
+	g := pass.Resources[0]
+	if g.Type != "NVIDIA" || g.ExpectedPayOff != 1200 || g.TotalWorkDone != 2400 {
+		t.Fatalf("GPU pass %+v, want NVIDIA first with work 2400 and pay-off 1200", g)
+	}
+	wantRec := []ProjectDebt{
+		{Project: "A", Runnable: 2, WorkDone: 1200, DebtBefore: 2000, DebtAfter: 2000, AnticipatedEnd: -400},
+		{Project: "B", Runnable: 2, WorkDone: 1200, DebtBefore: 500, DebtAfter: 500, AnticipatedEnd: 500},
+	}
+	if d := cmp.Diff(wantRec, g.Projects); d != "" {
+		t.Errorf("GPU record (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(projects, doc.Projects); d != "" {
+		t.Errorf("projects after the pass (-want +got):\n%s", d)
+	}
+	for _, d := range pass.Tasks {
+		if d.Name == "a2" && d.Reason() != "largest anticipated debt 800: starts its earliest-deadline result (deadline 600)" {
+			t.Errorf("a2's reason: %q", d.Reason())
+		}
 	}
 }

@@ -28,12 +28,17 @@ func workDone(tasks []state.Task, byProject [][]candidate, resource string, done
 	return total
 }
 
-// settleDebts is step 2 on resource rp.Type: a project without a runnable task there
-// (runnable[p] == 0) gets debt 0 and no part in the share sum; the others lose the work
-// they got (done[p]) and gain their share of rp.TotalWorkDone. Each project's new debt
-// is also written to debts[p]. Unless quiet, the projects with work or a debt before are
-// added to rp.Projects.
+// settleDebts is step 2 on resource rp.Type. On the CPU, seed 001's rule on the
+// project's debt: a project without a runnable task there (runnable[p] == 0) gets debt 0
+// and no part in the share sum; the others lose the work they got (done[p]) and gain
+// their share of rp.TotalWorkDone. On a coprocessor, the seed 002 long-term debts are
+// read instead (readDebts). Each project's debt is also written to debts[p]. Unless
+// quiet, the projects with work or a debt before are added to rp.Projects.
 func settleDebts(doc *state.Document, rp *ResourcePass, runnable []int, done, debts []float64, quiet bool) {
+	if rp.Type != state.ResourceCPU {
+		readDebts(doc, rp, runnable, done, debts, quiet)
+		return
+	}
 	var shareTotal float64
 	nWithWork := 0
 	for p := range doc.Projects {
@@ -43,7 +48,7 @@ func settleDebts(doc *state.Document, rp *ResourcePass, runnable []int, done, de
 		}
 	}
 	for p := range doc.Projects {
-		debt := debtOf(&doc.Projects[p], rp.Type)
+		debt := &doc.Projects[p].Debt
 		pd := ProjectDebt{Project: doc.Projects[p].Name, Runnable: runnable[p], WorkDone: done[p], DebtBefore: *debt}
 		if runnable[p] == 0 {
 			*debt = 0
@@ -59,13 +64,41 @@ func settleDebts(doc *state.Document, rp *ResourcePass, runnable []int, done, de
 	}
 }
 
-// debtOf is the scheduling debt of a project on a resource: the seed's debt for the CPU,
-// the resource entry's scheduling debt for a coprocessor.
-func debtOf(p *state.Project, resource string) *float64 {
-	if resource == state.ResourceCPU {
-		return &p.Debt
+// readDebts is step 2 on a coprocessor: the debt a project brings to the choice is its
+// seed 002 long-term debt on the resource, as bdevices' debt stage keeps it (DESIGN §5:
+// "GPU task scheduling on the client uses the per-resource debts of seed 002 in the
+// manner seed 001 uses CPU debt"). It is read, never changed here: the debt stage
+// already counts every instance-second the projects got, and counting them again would
+// count them twice. debts[p] is the project's debt, 0 for a project without a runnable
+// task on the resource (it competes for nothing). Both are in instance-seconds of the
+// resource, as the expected pay-off × instances that step 3 takes off the anticipated
+// debt. Unless quiet, the projects with work or a debt are added to rp.Projects, their
+// debt before and after alike. (The field sched_debt, a coprocessor debt this pass once
+// kept by seed 001's rule, is neither read nor written: docs/decisions.md.)
+func readDebts(doc *state.Document, rp *ResourcePass, runnable []int, done, debts []float64, quiet bool) {
+	for p := range doc.Projects {
+		ltd := longTermDebt(&doc.Projects[p], rp.Type)
+		debts[p] = 0
+		if runnable[p] > 0 {
+			debts[p] = ltd
+		}
+		if (runnable[p] > 0 || ltd != 0) && !quiet {
+			rp.Projects = append(rp.Projects, ProjectDebt{Project: doc.Projects[p].Name, Runnable: runnable[p], WorkDone: done[p], DebtBefore: ltd, DebtAfter: ltd})
+		}
 	}
-	return &p.ResourceState(resource).SchedDebt
+}
+
+// longTermDebt is project p's seed 002 long-term debt on a resource: its entry's
+// long_term_debt, or 0 when it has no entry for the resource (a missing entry means
+// all zero). It adds no entry: a pass leaves the projects' resource entries as it found
+// them.
+func longTermDebt(p *state.Project, resource string) float64 {
+	for i := range p.Resources {
+		if p.Resources[i].Type == resource {
+			return p.Resources[i].LongTermDebt
+		}
+	}
+	return 0
 }
 
 // shareFraction is a project's part of the work: its share of the shares of projects with

@@ -62,16 +62,42 @@ func TestSettleDebts(t *testing.T) {
 		t.Errorf("record (-want +got):\n%s", d)
 	}
 
-	// Quiet: the same debts, no record; a coprocessor's debt is the scheduling debt of the
-	// project's entry for it; all shares 0 count as equal shares.
-	doc = gpuHost()
-	doc.Projects[0].ResourceShare, doc.Projects[1].ResourceShare = 0, 0
-	rp = ResourcePass{Type: "NVIDIA", TotalWorkDone: 600}
+	// Quiet: the same debts, no record; all shares 0 count as equal shares.
+	doc = host(2, map[string]float64{"A": 0, "B": 0}, "A", "B")
+	rp = ResourcePass{Type: state.ResourceCPU, TotalWorkDone: 600}
 	settleDebts(doc, &rp, []int{1, 1}, []float64{600, 0}, debts[:2], true)
-	if got := []float64{doc.Projects[0].ResourceState("NVIDIA").SchedDebt, doc.Projects[1].ResourceState("NVIDIA").SchedDebt}; !cmp.Equal(got, []float64{-300, 300}) || !cmp.Equal(debts[:2], got) || len(rp.Projects) != 0 {
-		t.Errorf("GPU debts = %v (buffer %v, record %v), want [-300 300] and no record", got, debts[:2], rp.Projects)
+	if got := []float64{doc.Projects[0].Debt, doc.Projects[1].Debt}; !cmp.Equal(got, []float64{-300, 300}) || !cmp.Equal(debts[:2], got) || len(rp.Projects) != 0 {
+		t.Errorf("zero-share debts = %v (buffer %v, record %v), want [-300 300] and no record", got, debts[:2], rp.Projects)
 	}
-	if doc.Projects[0].Debt != 0 {
-		t.Errorf("the GPU pass changed A's CPU debt to %g", doc.Projects[0].Debt)
+}
+
+// Step 2 on a coprocessor reads each project's seed 002 long-term debt there and
+// changes nothing: not the long-term debts (bdevices' debt stage keeps them), not the
+// old sched_debt, not the CPU debt, and it adds no resource entry. A project without a
+// runnable task brings 0; one with neither a task nor a debt is left out of the record.
+func TestSettleDebtsCoprocessorReadsLongTermDebt(t *testing.T) {
+	doc := host(2, map[string]float64{"A": 1, "B": 1, "C": 1, "D": 1}, "A", "B", "C", "D")
+	doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 2e9})
+	doc.Projects[0].Debt = 77
+	doc.Projects[0].Resources = []state.ProjectResource{{Type: "NVIDIA", LongTermDebt: 1500, SchedDebt: -9000}}
+	doc.Projects[1].Resources = []state.ProjectResource{{Type: "cpu", LongTermDebt: -40}, {Type: "NVIDIA", LongTermDebt: -250, SchedDebt: 9000}}
+	doc.Projects[2].Resources = []state.ProjectResource{{Type: "NVIDIA", LongTermDebt: 60}}
+	before := cloneDoc(t, doc).Projects
+	rp := ResourcePass{Type: "NVIDIA", TotalWorkDone: 600}
+	debts := make([]float64, 4)
+	settleDebts(doc, &rp, []int{1, 2, 0, 0}, []float64{600, 0, 0, 0}, debts, false)
+	if want := []float64{1500, -250, 0, 0}; !cmp.Equal(debts, want) {
+		t.Errorf("debts = %v, want %v", debts, want)
+	}
+	if d := cmp.Diff(before, doc.Projects); d != "" {
+		t.Errorf("the coprocessor's step 2 changed the document (-before +after):\n%s", d)
+	}
+	wantRec := []ProjectDebt{
+		{Project: "A", Runnable: 1, WorkDone: 600, DebtBefore: 1500, DebtAfter: 1500},
+		{Project: "B", Runnable: 2, DebtBefore: -250, DebtAfter: -250},
+		{Project: "C", DebtBefore: 60, DebtAfter: 60},
+	}
+	if d := cmp.Diff(wantRec, rp.Projects); d != "" {
+		t.Errorf("record (-want +got):\n%s", d)
 	}
 }

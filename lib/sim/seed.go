@@ -22,7 +22,8 @@ func init() {
 // calls:
 //
 //   - scheduling: seed 001's pass (lib/cpusched, bsched) whenever cpusched.Due says one
-//     is due; coprocessors by their per-resource scheduling debts;
+//     is due; coprocessors by seed 002's per-resource long-term debts, which
+//     Account (bdevices debt) brought up to date at the end of the step before;
 //   - reporting: seed 000's poll (lib/rpc): a report-result session for a project with
 //     overdue results, asking for work too when rpc.Poll says so and seed 001 has a
 //     request for that project;

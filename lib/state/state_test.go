@@ -88,6 +88,37 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestOldSchedDebt: sched_debt, the coprocessor scheduling debt older bsched versions
+// kept, is no longer used, but a document that carries it still reads, is valid, and
+// keeps it when written back; a document without it is not given one.
+func TestOldSchedDebt(t *testing.T) {
+	const old = "version: 1\nhost: {resources: [{type: cpu, instances: 1, flops: 1e9}, {type: NVIDIA, instances: 1, flops: 2e9}]}\n" +
+		"projects: [{name: A, resource_share: 1, resources: [{type: NVIDIA, sched_debt: -300, long_term_debt: 40}]}]\n"
+	for _, f := range []Format{JSON, YAML} {
+		doc, _, err := Decode([]byte(old), "old.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Validate(doc); err != nil {
+			t.Fatalf("an old document with sched_debt is invalid: %v", err)
+		}
+		if got := doc.Projects[0].Resources[0]; got.SchedDebt != -300 || got.LongTermDebt != 40 {
+			t.Errorf("read %+v, want sched_debt -300, long_term_debt 40", got)
+		}
+		data, err := Encode(doc, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "sched_debt") {
+			t.Errorf("%s: sched_debt -300 not written back:\n%s", f, data)
+		}
+		doc.Projects[0].Resources[0].SchedDebt = 0
+		if data, _ = Encode(doc, f); strings.Contains(string(data), "sched_debt") {
+			t.Errorf("%s: sched_debt 0 written:\n%s", f, data)
+		}
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	const base = "version: 1\nhost: {resources: [{type: cpu, instances: 2, flops: 1e9}]}\n"
 	for _, c := range []struct{ name, doc, want string }{

@@ -89,7 +89,7 @@ type Project struct {
 // ProjectResource is the per-(project, resource) state of seed 002.
 type ProjectResource struct {
 	Type            string  `json:"type" yaml:"type" doc:"a host resource type" required:"true"`
-	SchedDebt       float64 `json:"sched_debt" yaml:"sched_debt" doc:"coprocessors only: the seed 001 scheduling debt of this project on this resource, instance-seconds (the CPU's is the project's debt)"`
+	SchedDebt       float64 `json:"sched_debt,omitempty" yaml:"sched_debt,omitempty" doc:"no longer used: the coprocessor scheduling debt older bsched versions kept; still accepted (and passed through unchanged) so that their documents read, but neither read nor written by any program: a coprocessor is scheduled by long_term_debt (DESIGN section 5)"`
 	LongTermDebt    float64 `json:"long_term_debt" yaml:"long_term_debt" doc:"seed 002: long-term debt on this resource, instance-seconds"`
 	AccumulateDebt  bool    `json:"accumulate_debt" yaml:"accumulate_debt" doc:"seed 002: the flag D(P,R), whether the project accumulates debt for this resource"`
 	BackoffInterval float64 `json:"backoff_interval" yaml:"backoff_interval" doc:"seed 002: current work-fetch backoff interval for this resource, seconds (0: none)" min:"0"`

@@ -39,7 +39,10 @@ calls it often cheap and safe.
 
 Per processing resource (coprocessors first, then the CPU), the project with the largest
 anticipated debt gets an instance for its running task, else a preempted task, else its
-ready result with the earliest deadline. -o table explains every decision.
+ready result with the earliest deadline. The CPU's debt is seed 001's (projects[].debt),
+brought up to date by the pass; a coprocessor's is seed 002's long-term debt of the
+project on that resource (projects[].resources[].long_term_debt), kept by bdevices debt
+(or bsim advance) and only read here. -o table explains every decision.
 
 --policy goals runs the goals policy's pass instead (lib/goals): a ready result that
 cannot meet its deadline even if started now is abandoned (done, never run); then per
@@ -101,8 +104,8 @@ func table(w io.Writer, pass *cpusched.Pass, doc *state.Document) error {
 	pt := cliutil.NewTable(w, "resource", "project", "share", "runnable", "work done", "debt before", "debt after", "anticipated at end")
 	for _, r := range pass.Resources {
 		for _, p := range r.Projects {
-			share := "-"
-			if p.Runnable > 0 {
+			share := "-" // a coprocessor's debt is not moved by shares here
+			if p.Runnable > 0 && r.Type == state.ResourceCPU {
 				share = fmt.Sprintf("%.1f%%", 100*p.ShareFraction)
 			}
 			pt.Append([]string{r.Type, p.Project, share, fmt.Sprint(p.Runnable), cliutil.Num(p.WorkDone),
@@ -119,8 +122,12 @@ func table(w io.Writer, pass *cpusched.Pass, doc *state.Document) error {
 		if h, ok := doc.Host.Resource(r.Type); ok && float64(h.Instances) != r.Instances {
 			left = fmt.Sprintf(" (the host's %d less %s that the running coprocessor tasks use)", h.Instances, cliutil.Num(float64(h.Instances)-r.Instances))
 		}
-		fmt.Fprintf(w, "%s: %s of %s instances given%s; work done since the last pass %s; expected pay-off %s per instance\n",
-			r.Type, cliutil.Num(r.Used), cliutil.Num(r.Instances), left, cliutil.Num(r.TotalWorkDone), cliutil.Num(r.ExpectedPayOff))
+		debts := "seed 001's debts, brought up to date by this pass"
+		if r.Type != state.ResourceCPU {
+			debts = "seed 002's long-term debts, as bdevices debt keeps them, read and not changed"
+		}
+		fmt.Fprintf(w, "%s: %s of %s instances given%s; work done since the last pass %s; expected pay-off %s per instance; debts: %s\n",
+			r.Type, cliutil.Num(r.Used), cliutil.Num(r.Instances), left, cliutil.Num(r.TotalWorkDone), cliutil.Num(r.ExpectedPayOff), debts)
 	}
 	fmt.Fprintf(w, "\nTasks:\n")
 	tt := cliutil.NewTable(w, "task", "project", "resource", "state", "reason")
