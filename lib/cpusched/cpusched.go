@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/bkit/bkit/lib/state"
 )
@@ -101,7 +102,7 @@ func (d *TaskDecision) Reason() string {
 	case WhyResumed:
 		return fmt.Sprintf("largest anticipated debt %s: resumes its preempted task", num(d.Anticipated))
 	case WhyStarted:
-		return fmt.Sprintf("largest anticipated debt %s: starts its earliest-deadline result (deadline %s)", num(d.Anticipated), num(d.Deadline))
+		return fmt.Sprintf("largest anticipated debt %s: starts its earliest-deadline result (deadline %s)", num(d.Anticipated), strconv.FormatFloat(d.Deadline, 'f', -1, 64))
 	case WhyNoRoom:
 		return fmt.Sprintf("needs %s %s, %s free; project's anticipated debt %s", num(d.Need), unit(d.Resource), num(math.Max(d.Free, 0)), num(d.Anticipated))
 	case WhyNoCPUs:
