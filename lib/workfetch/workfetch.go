@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/bkit/bkit/lib/state"
 )
@@ -388,19 +389,35 @@ func (d *Decision) reason(decider int) string {
 // Seconds formats a duration in seconds for reasons and tables, whole seconds with a
 // larger unit beside them once it helps: "43200 s (12 h)", "never" for +Inf.
 func Seconds(s float64) string {
+	var buf [48]byte
+	return string(AppendSeconds(buf[:0], s))
+}
+
+// AppendSeconds appends Seconds(s) to b. It is strconv's, not fmt's: the emulator puts
+// a work request into words at every RPC. The numbers are fmt's %.0f and %.3g, which
+// are strconv's 'f' and 'g' ("+Inf" and "-Inf" aside: +Inf is "never" and -Inf never
+// reaches the 'f' cases).
+func AppendSeconds(b []byte, s float64) []byte {
+	unit, div := "", 0.0
 	switch {
 	case math.IsInf(s, 1):
-		return "never"
+		return append(b, "never"...)
 	case s >= 2*SecondsPerDay:
-		return fmt.Sprintf("%.0f s (%.3g d)", s, s/SecondsPerDay)
+		unit, div = " d)", SecondsPerDay
 	case s >= 7200:
-		return fmt.Sprintf("%.0f s (%.3g h)", s, s/3600)
+		unit, div = " h)", 3600
 	case s >= 120:
-		return fmt.Sprintf("%.0f s (%.3g min)", s, s/60)
+		unit, div = " min)", 60
 	case s >= 10:
-		return fmt.Sprintf("%.0f s", s)
+	default:
+		return append(strconv.AppendFloat(b, s, 'g', 3, 64), " s"...)
 	}
-	return fmt.Sprintf("%.3g s", s)
+	b = append(strconv.AppendFloat(b, s, 'f', 0, 64), " s"...)
+	if div == 0 {
+		return b
+	}
+	b = append(strconv.AppendFloat(append(b, " ("...), s/div, 'g', 3, 64), unit...)
+	return b
 }
 
 // Apply records d in doc: each project's work request and the urgency with its time.

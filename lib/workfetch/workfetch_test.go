@@ -495,3 +495,32 @@ func TestWorkspaceDecideIsCompute(t *testing.T) {
 			AppVersion: doc.Projects[i%7].Name + "_cpu", State: state.TaskReady, EstimatedFlops: 1e13 * float64(i%3), ReportDeadline: 1.7e9 + float64(i)})
 	}
 }
+
+// TestSecondsIsFmts: Seconds, built with strconv, writes what its fmt formats write,
+// around each unit's bounds and over many magnitudes.
+func TestSecondsIsFmts(t *testing.T) {
+	withFmt := func(s float64) string {
+		switch {
+		case math.IsInf(s, 1):
+			return "never"
+		case s >= 2*SecondsPerDay:
+			return fmt.Sprintf("%.0f s (%.3g d)", s, s/SecondsPerDay)
+		case s >= 7200:
+			return fmt.Sprintf("%.0f s (%.3g h)", s, s/3600)
+		case s >= 120:
+			return fmt.Sprintf("%.0f s (%.3g min)", s, s/60)
+		case s >= 10:
+			return fmt.Sprintf("%.0f s", s)
+		}
+		return fmt.Sprintf("%.3g s", s)
+	}
+	xs := []float64{0, math.Copysign(0, -1), 1e-7, 0.5, 9.9949, 9.9951, 10, 119.5, 120, 7199.5, 7200, 172799.5, 172800, 1e6, 1e21, -5, -1e9, math.Inf(1), math.Inf(-1), math.NaN()}
+	for x := 1e-9; x < 1e15; x *= 1.37 {
+		xs = append(xs, x, x+0.5)
+	}
+	for _, x := range xs {
+		if got, want := Seconds(x), withFmt(x); got != want {
+			t.Errorf("Seconds(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
