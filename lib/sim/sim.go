@@ -78,6 +78,11 @@ type Sim struct {
 	avSpeed   []float64 // FLOPS of each app version on the host
 	asked     []int
 	reports   []int // Serve's buffer
+	// The running tasks (indices in Doc.Tasks, in order) while running holds: task
+	// states change in a pass (the policy's Schedule says when it ran one), when tasks
+	// are settled, and the indices when tasks are reported or received (Serve).
+	running     []int
+	runningHold bool
 
 	m    metrics
 	su   StepUsage
@@ -321,9 +326,11 @@ func (s *Sim) Step() bool {
 		if s.avail.Connected {
 			s.rpcs(now)
 		}
-		s.policy.Schedule(s.Doc, now)
-		if s.finishing > 0 && s.Settle() > 0 {
-			s.policy.Schedule(s.Doc, now)
+		if s.policy.Schedule(s.Doc, now) {
+			s.runningHold = false
+		}
+		if s.finishing > 0 && s.Settle() > 0 && s.policy.Schedule(s.Doc, now) {
+			s.runningHold = false
 		}
 	}
 	return s.Advance()
@@ -455,8 +462,10 @@ func (s *Sim) Settle() int {
 	return n
 }
 
-// tasksChanged tells a watcher policy that the loop changed the tasks.
+// tasksChanged tells a watcher policy that the loop changed the tasks, and lets go of
+// the running tasks' list.
 func (s *Sim) tasksChanged() {
+	s.runningHold = false
 	if w, ok := s.policy.(watcher); ok {
 		w.tasksChanged()
 	}
@@ -491,11 +500,17 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		return
 	}
 	cpuFlops := doc.Host.CPU().Flops
-	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
-		if t.State != state.TaskRunning {
-			continue
+	if !s.runningHold {
+		s.running = s.running[:0]
+		for i := range doc.Tasks {
+			if doc.Tasks[i].State == state.TaskRunning {
+				s.running = append(s.running, i)
+			}
 		}
+		s.runningHold = true
+	}
+	for _, i := range s.running {
+		t := &doc.Tasks[i]
 		j := &s.jobs[i]
 		v := j.av
 		av := &doc.AppVersions[v]
