@@ -258,5 +258,12 @@ func hasVersionFor(doc *state.Document, project, t string) bool {
 
 // projectIndex is the index of the project named name, or -1.
 func projectIndex(doc *state.Document, name string) int {
-	return slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == name })
+	// A loop, not slices.IndexFunc: its func takes each Project by value, a copy of
+	// the whole record per look-up (the emulator looks up at every RPC).
+	for i := range doc.Projects {
+		if doc.Projects[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }

@@ -193,7 +193,7 @@ func OverdueReport(doc *state.Document, now float64, asked []int) (project int, 
 		if !Overdue(t, now) || (project >= 0 && t.ReportDeadline >= deadline) {
 			continue
 		}
-		j := slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == t.Project })
+		j := projectIndex(doc, t.Project)
 		if j < 0 || slices.Contains(asked, j) || !CanContact(&doc.Projects[j], now) {
 			continue
 		}

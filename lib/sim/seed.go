@@ -3,7 +3,6 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/bkit/bkit/lib/cpusched"
 	"github.com/bkit/bkit/lib/prsc"
@@ -96,9 +95,8 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 // At a step's first poll on a host without coprocessors, once it found no RPC, it
 // finds none again until idleUntil: seed 001's decision is not made again before
 // fetchCheck (no task finished since) and no request it made can be sent (see
-// nextFetchCheck), and no done result becomes overdue for reporting (rpc.Overdue)
-// before overdueFrom. The loop's changes to the tasks and an RPC end the idle time
-// (tasksChanged, Replied).
+// nextFetchCheck), and no report can be made before reportFrom. The loop's changes to
+// the tasks and an RPC end the idle time (tasksChanged, Replied).
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	first := len(asked) == 0
 	if first && sp.idle && now < sp.idleUntil && sp.finished == sp.seenFinished {
@@ -108,27 +106,38 @@ func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RP
 	r, ok := rpc.NextQuiet(doc, now, asked, func() state.WorkRequest { return sp.decide.Decide(doc, now).Request })
 	sp.idle = !ok && first && len(doc.Host.Resources) == 1
 	if sp.idle {
-		sp.idleUntil = min(sp.fetchCheck, overdueFrom(doc))
+		sp.idleUntil = min(sp.fetchCheck, reportFrom(doc))
 	}
 	return RPC(r), ok
 }
 
-// overdueFrom is a time before which no done task of doc is overdue for reporting
-// (rpc.Overdue: its report deadline a cushion away, or finished long enough ago), one
-// second early for the rounding of the sums; +Inf without done tasks.
-func overdueFrom(doc *state.Document) float64 {
+// reportFrom is a time before which seed 000's poll starts no report session, with
+// the tasks and the projects' RPC times as they are: a report needs a done result
+// overdue for reporting (rpc.Overdue: its report deadline a cushion away, or finished
+// long enough ago) of a project that may be contacted (min_rpc_time passed). The
+// overdue times are taken one second early for the rounding of their sums; +Inf
+// without done tasks.
+func reportFrom(doc *state.Document) float64 {
 	at := math.Inf(1)
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if t.State != state.TaskDone {
 			continue
 		}
-		at = min(at, t.ReportDeadline-rpc.ReportDeadlineCushion)
+		overdue := t.ReportDeadline - rpc.ReportDeadlineCushion
 		if t.CompletedTime > 0 {
-			at = min(at, t.CompletedTime+rpc.MaxReportDelay)
+			overdue = min(overdue, t.CompletedTime+rpc.MaxReportDelay)
 		}
+		contact := math.Inf(-1) // a task of no known project: its time alone
+		for p := range doc.Projects {
+			if doc.Projects[p].Name == t.Project {
+				contact = doc.Projects[p].MinRPCTime
+				break
+			}
+		}
+		at = min(at, max(overdue-1, contact))
 	}
-	return at - 1
+	return at
 }
 
 // tasksChanged is the loop's word that it changed the tasks (watcher): Due's and
@@ -295,5 +304,10 @@ func (sp *seedPolicy) Account(doc *state.Document, u *StepUsage) {
 
 // projectIndex is the index of the project named name, or -1.
 func projectIndex(doc *state.Document, name string) int {
-	return slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == name })
+	for i := range doc.Projects {
+		if doc.Projects[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
