@@ -79,8 +79,34 @@ func sortCandidates(tasks []state.Task, byProject [][]candidate) {
 		return cmp.Compare(a.task, b.task)
 	}
 	for p := range byProject {
-		slices.SortFunc(byProject[p], byDeadline)
+		cands := byProject[p]
+		if len(cands) > 12 {
+			slices.SortFunc(cands, byDeadline)
+			continue
+		}
+		// An insertion sort, the comparison inline: a project holds a few candidates,
+		// mostly in order already. The keys are unique (task index last), so any sort
+		// gives this order.
+		for i := 1; i < len(cands); i++ {
+			for j := i; j > 0 && before(tasks, cands[j], cands[j-1]); j-- {
+				cands[j], cands[j-1] = cands[j-1], cands[j]
+			}
+		}
 	}
+}
+
+// before is byDeadline(a, b) < 0: running, preempted, then ready by earliest
+// deadline; document order last. (cmp.Compare's order: a NaN deadline first.)
+func before(tasks []state.Task, a, b candidate) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if a.rank == 2 {
+		if c := cmp.Compare(tasks[a.task].ReportDeadline, tasks[b.task].ReportDeadline); c != 0 {
+			return c < 0
+		}
+	}
+	return a.task < b.task
 }
 
 // explain completes the record of one resource after step 3: each project's

@@ -80,8 +80,10 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 		case state.TaskReady:
 			c.rank = 2
 		}
-		if a, ok := apps.of[[2]string{av.Project, av.App}]; ok && av.App != "" {
-			c.app = a
+		if apps.of != nil {
+			if a, ok := apps.of[[2]string{av.Project, av.App}]; ok && av.App != "" {
+				c.app = a
+			}
 		}
 		r := w.avRes[v]
 		w.cands[r][p] = append(w.cands[r][p], c)
