@@ -149,6 +149,21 @@ func byDeadline(a, b result) int {
 	return cmp.Compare(a.order, b.order)
 }
 
+// sortByDeadline sorts results byDeadline: a few (a project's runnable results on an
+// emulated host, mostly in order already) by an insertion sort with the comparison
+// inline, more by slices.SortFunc. The keys are unique: any sort gives this order.
+func sortByDeadline(results []result) {
+	if len(results) > 12 {
+		slices.SortFunc(results, byDeadline)
+		return
+	}
+	for i := 1; i < len(results); i++ {
+		for j := i; j > 0 && byDeadline(results[j], results[j-1]) < 0; j-- {
+			results[j], results[j-1] = results[j-1], results[j]
+		}
+	}
+}
+
 // Compute runs compute_work_request() over doc, which should be valid (state.Validate).
 // It does not change doc; Apply records the decision.
 func Compute(doc *state.Document) Decision {
@@ -279,14 +294,14 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 
 	cpuTimes := grow(w.cpuTimes, len(results))
 	w.cpuTimes = cpuTimes
-	for i, p := range doc.Projects {
+	for i := range doc.Projects {
 		bucket := results[start[i]:start[i+1]]
-		slices.SortFunc(bucket, byDeadline)
+		sortByDeadline(bucket)
 		times := cpuTimes[start[i]:start[i+1]]
 		for j, r := range bucket {
 			times[j] = r.cpuTime
 		}
-		d.Rows[i] = d.row(&p, times, ncpus, explain)
+		d.Rows[i] = d.row(&doc.Projects[i], times, ncpus, explain)
 	}
 
 	decider := -1
