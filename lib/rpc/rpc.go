@@ -80,7 +80,29 @@ func DecayedExpAvgCPU(p *state.Project, now float64) float64 {
 // ExpAvgCPU = decayed(now) + cpuTime, ExpAvgTime = now (never moved backwards). A
 // negative cpuTime counts as 0.
 func UpdateExpAvgCPU(p *state.Project, cpuTime, now float64) {
-	p.ExpAvgCPU = DecayedExpAvgCPU(p, now) + max(0, cpuTime)
+	var d ExpDecay
+	d.UpdateExpAvgCPU(p, cpuTime, now)
+}
+
+// ExpDecay is UpdateExpAvgCPU for a caller that brings the averages up to date step
+// after step (the emulator): it keeps the last decay factor, math.Exp of the last
+// interval, for the next interval of the same length. The zero value is ready; the
+// averages are UpdateExpAvgCPU's, to the last bit.
+type ExpDecay struct {
+	dt, factor float64
+	known      bool
+}
+
+// UpdateExpAvgCPU is UpdateExpAvgCPU with d's factor.
+func (d *ExpDecay) UpdateExpAvgCPU(p *state.Project, cpuTime, now float64) {
+	decayed := p.ExpAvgCPU
+	if dt := now - p.ExpAvgTime; !(p.ExpAvgTime <= 0 || dt <= 0) { // DecayedExpAvgCPU's test
+		if !d.known || dt != d.dt {
+			d.dt, d.factor, d.known = dt, math.Exp(-dt*ExpDecayRate), true
+		}
+		decayed = p.ExpAvgCPU * d.factor
+	}
+	p.ExpAvgCPU = decayed + max(0, cpuTime)
 	if now > p.ExpAvgTime {
 		p.ExpAvgTime = now
 	}

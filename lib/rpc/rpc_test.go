@@ -318,3 +318,28 @@ func TestMasterFetched(t *testing.T) {
 		t.Errorf("first URLs: %v %+v", out, p)
 	}
 }
+
+// TestExpDecayIsUpdateExpAvgCPU: one ExpDecay used update after update, with intervals
+// that repeat and change (and a clock that stands or goes back), gives the averages a
+// fresh UpdateExpAvgCPU gives, to the last bit.
+func TestExpDecayIsUpdateExpAvgCPU(t *testing.T) {
+	a, b := state.Project{ExpAvgCPU: 5000, ExpAvgTime: t0}, state.Project{ExpAvgCPU: 5000, ExpAvgTime: t0}
+	var d ExpDecay
+	now := t0
+	for i := range 500 {
+		switch {
+		case i%97 == 0:
+			now -= 30 // back: no decay
+		case i%50 < 40:
+			now += 60
+		default:
+			now += float64(i)
+		}
+		cpu := float64(i % 7 * 30)
+		UpdateExpAvgCPU(&a, cpu, now)
+		d.UpdateExpAvgCPU(&b, cpu, now)
+		if a.ExpAvgCPU != b.ExpAvgCPU || a.ExpAvgTime != b.ExpAvgTime {
+			t.Fatalf("update %d: UpdateExpAvgCPU %g at %g, ExpDecay %g at %g", i, a.ExpAvgCPU, a.ExpAvgTime, b.ExpAvgCPU, b.ExpAvgTime)
+		}
+	}
+}

@@ -32,16 +32,24 @@ func (p *onOff) period() float64 {
 	return p.rng.ExpFloat64() * mean
 }
 
-// at advances the process to time t and returns its state there.
+// at advances the process to time t and returns its state there. (Small enough to be
+// inlined: the loop asks every process at every step, and most do not flip.)
 func (p *onOff) at(t float64) bool {
-	if p.frac <= 0 || p.frac >= 1 {
-		return p.on
+	if p.next <= t && p.frac > 0 && p.frac < 1 {
+		p.advance(t)
 	}
+	return p.on
+}
+
+// advance flips the process until its next flip is after t. (Not inlined, so that at
+// can be.)
+//
+//go:noinline
+func (p *onOff) advance(t float64) {
 	for p.next <= t {
 		p.on = !p.on
 		p.next += p.period()
 	}
-	return p.on
 }
 
 // maxFlips bounds how often a process may flip over a run: a tiny lambda (or a tiny

@@ -61,6 +61,7 @@ type seedPolicy struct {
 	maxRate      float64 // FLOPS the host can give at most, all resources together
 
 	jitter replyRand           // the replies' random source
+	decay  rpc.ExpDecay        // exp_avg_cpu's decay factor of a step
 	debts  prsc.DebtWork       // AccumulateDebt's buffers
 	decide prsc.DecideWork     // seed 002's decision's buffers (bdevices request)
 	sched  cpusched.Workspace  // the passes' buffers and index
@@ -296,7 +297,7 @@ func cpuBackoffUntil(p *state.Project) float64 {
 func (sp *seedPolicy) Account(doc *state.Document, u *StepUsage) {
 	sp.finished = u.Finished
 	for p := range doc.Projects {
-		rpc.UpdateExpAvgCPU(&doc.Projects[p], u.CPUTime[p], u.Now)
+		sp.decay.UpdateExpAvgCPU(&doc.Projects[p], u.CPUTime[p], u.Now)
 	}
 	sp.debts.AccumulateDebt(doc, u.Used, u.DT)
 	doc.DebtTime = u.Now
