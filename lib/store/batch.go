@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -542,9 +543,14 @@ func (s *Store) TransitionCursors(ctx context.Context, now float64, only map[int
 				return err
 			}
 			// The front, a page at a time, up to the first job not finished or not
-			// generated.
+			// generated; nothing to read when the changed jobs just read say the first
+			// one is unfinished (most passes: one replica of it reported).
 			var front []locality.Job
-			for from, page := c.FirstUnfinishedJobNum, 8; from <= c.LastJobNum; page = min(4*page, 512) {
+			from := c.FirstUnfinishedJobNum
+			if slices.ContainsFunc(changedJobs, func(j locality.Job) bool { return j.Num == c.FirstUnfinishedJobNum && !j.Finished }) {
+				from = c.LastJobNum + 1
+			}
+			for page := 8; from <= c.LastJobNum; page = min(4*page, 512) {
 				_, jobs, err := tx.transitionJobs(`WHERE w.cursor_id=? AND w.job_num>=? ORDER BY w.job_num LIMIT ?`, c.ID, from, page)
 				if err != nil {
 					return err
