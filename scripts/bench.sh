@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-go test -run '^$' -bench . -benchmem ./lib/cpusched/ ./lib/workfetch/ ./lib/prsc/ ./lib/sim/ ./lib/simplot/ ./lib/programs/bsched/ | tee "$tmp/bench.txt" >&2
+go test -run '^$' -bench . -benchmem ./lib/cpusched/ ./lib/workfetch/ ./lib/prsc/ ./lib/rpc/ ./lib/sim/ ./lib/simplot/ ./lib/programs/bsched/ | tee "$tmp/bench.txt" >&2
 
 go build -o "$tmp/bsched" ./cmd/bsched
 go run ./scripts/gen-state -projects 100 -tasks 10000 -cpus 16 > "$tmp/big.json"

@@ -287,3 +287,66 @@ func TestDecideWorkIsDecide(t *testing.T) {
 		}
 	}
 }
+
+// emulatorDoc is a document of bsim's size on one of its steps: 2 projects on 4 CPUs,
+// 13 runnable tasks (4 running) and a done one, deadlines some of them miss; the tasks
+// hold the very strings of their projects and app versions, as the emulator's do.
+func emulatorDoc() *state.Document {
+	doc := &state.Document{
+		Version: 1,
+		Host: state.Host{
+			Resources: []state.Resource{{Type: "cpu", Instances: 4, Flops: 1e9}},
+			TimeStats: state.TimeStats{OnFrac: 0.95, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1},
+		},
+		Preferences: state.Preferences{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.5, CPUSchedulingPeriod: 3600},
+		Projects: []state.Project{
+			{Name: "A", ResourceShare: 60, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},
+			{Name: "B", ResourceShare: 40, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}},
+		},
+		AppVersions: []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1}, {Name: "b", Project: "B", AvgNCPUs: 1}},
+	}
+	for i := range 14 {
+		p := i % 2
+		st := state.TaskReady
+		switch {
+		case i < 4:
+			st = state.TaskRunning
+		case i == 13:
+			st = state.TaskDone
+		}
+		doc.Tasks = append(doc.Tasks, state.Task{
+			Name: fmt.Sprintf("t%d", i), Project: doc.Projects[p].Name, AppVersion: doc.AppVersions[p].Name, State: st,
+			EstimatedFlops: float64(1+p*5) * 3.6e12, FlopsDone: float64(i%3) * 1e12, ReportDeadline: float64(7200 + i*3600),
+		})
+	}
+	return doc
+}
+
+// BenchmarkBusyTimesEmulator is the round-robin simulation the emulated servers run for
+// every request (BusyWork), on the emulator's document. Allocations per op must be 0.
+func BenchmarkBusyTimesEmulator(b *testing.B) {
+	doc := emulatorDoc()
+	if err := state.Validate(doc); err != nil {
+		b.Fatal(err)
+	}
+	var w BusyWork
+	b.ReportAllocs()
+	for b.Loop() {
+		w.BusyTimes(doc, 0)
+	}
+}
+
+// BenchmarkAccumulateDebtEmulator is seed 002's debt accounting of one emulator step
+// (DebtWork), on the emulator's document. Allocations per op must be 0.
+func BenchmarkAccumulateDebtEmulator(b *testing.B) {
+	doc := emulatorDoc()
+	if err := state.Validate(doc); err != nil {
+		b.Fatal(err)
+	}
+	used := [][]float64{{2.5}, {1.5}}
+	var w DebtWork
+	b.ReportAllocs()
+	for b.Loop() {
+		w.AccumulateDebt(doc, used, 60)
+	}
+}

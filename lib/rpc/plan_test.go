@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -245,4 +246,26 @@ func clone(t *testing.T, d *state.Document) *state.Document {
 		t.Fatal(err)
 	}
 	return &c
+}
+
+// BenchmarkNextQuietEmulator is the emulator's planning at a step's first poll
+// (NextQuiet) on a document of its size, 2 projects and 14 tasks of which one done
+// result is overdue: a report asking for seed 001's request. Allocations per op must be
+// 0 (the request is recorded in place).
+func BenchmarkNextQuietEmulator(b *testing.B) {
+	var tasks []state.Task
+	for i := range 13 {
+		tasks = append(tasks, task(fmt.Sprintf("t%d", i), []string{"A", "B"}[i%2], state.TaskReady, cpuDay/4, 0, t0+9e5, 0))
+	}
+	tasks = append(tasks, task("over", "B", state.TaskDone, 1, 1, t0+3600, t0-60))
+	d := doc(b, 2, []state.Project{proj("A", 100, 10), proj("B", 100, 0)}, tasks...)
+	d.WorkFetch = &state.WorkFetch{Time: t0, Urgency: "need_work"}
+	d.Projects[1].WorkRequest = 500
+	none := func() state.WorkRequest { return state.WorkRequest{} }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := NextQuiet(d, t0, nil, none); !ok {
+			b.Fatal("no RPC")
+		}
+	}
 }

@@ -524,3 +524,38 @@ func TestSecondsIsFmts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecideEmulator is seed 001's decision as the emulator makes it (a
+// Workspace, no words) on a document of its size: 2 projects, 4 CPUs, 13 runnable tasks
+// and a done one. Allocations per op must be 0.
+func BenchmarkDecideEmulator(b *testing.B) {
+	doc := &state.Document{
+		Version:     1,
+		Host:        state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 4, Flops: 1e9}}, TimeStats: state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1}},
+		Preferences: state.Preferences{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.5, ConnectionPeriodDays: 0.1, CPUSchedulingPeriod: 3600},
+		Projects:    []state.Project{{Name: "A", ResourceShare: 60}, {Name: "B", ResourceShare: 40}},
+		AppVersions: []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1}, {Name: "b", Project: "B", AvgNCPUs: 1}},
+	}
+	for i := range 14 {
+		p := i % 2
+		st := state.TaskReady
+		switch {
+		case i < 4:
+			st = state.TaskRunning
+		case i == 13:
+			st = state.TaskDone
+		}
+		doc.Tasks = append(doc.Tasks, state.Task{
+			Name: fmt.Sprintf("t%d", i), Project: doc.Projects[p].Name, AppVersion: doc.AppVersions[p].Name, State: st,
+			EstimatedFlops: float64(1+p*5) * 3.6e12, FlopsDone: float64(i%3) * 1e12, ReportDeadline: float64(7200 + i*3600),
+		})
+	}
+	if err := state.Validate(doc); err != nil {
+		b.Fatal(err)
+	}
+	var w Workspace
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Decide(doc)
+	}
+}
