@@ -24,7 +24,6 @@ package cpusched
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/bkit/bkit/lib/state"
@@ -162,14 +161,14 @@ const linearMax = 8
 
 func (n *names) project(name string) int {
 	if len(n.projects) <= linearMax {
-		return slices.Index(n.projects, name)
+		return state.IndexName(n.projects, name)
 	}
 	return n.ix.Project[name]
 }
 
 func (n *names) appVersion(name string) int {
 	if len(n.appVersions) <= linearMax {
-		return slices.Index(n.appVersions, name)
+		return state.IndexName(n.appVersions, name)
 	}
 	return n.ix.AppVersion[name]
 }

@@ -147,8 +147,8 @@ func lookUp(names []string, m map[string]int, name string) int {
 	if len(names) > linearMax {
 		return m[name]
 	}
-	for i := len(names) - 1; i >= 0; i-- {
-		if names[i] == name {
+	for i := len(names) - 1; i >= 0; i-- { // the last, as a map built in order keeps
+		if state.SameName(names[i], name) {
 			return i
 		}
 	}

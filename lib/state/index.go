@@ -1,5 +1,7 @@
 package state
 
+import "unsafe"
+
 // Index gives the lookups every stage needs, built once per document: projects and app
 // versions by name, and each project's per-resource state.
 type Index struct {
@@ -85,4 +87,21 @@ func (av *AppVersion) Speed(h *Host) float64 {
 // RemainingFlops is the estimated work a task still has to do, never below 0.
 func (t *Task) RemainingFlops() float64 {
 	return max(0, t.EstimatedFlops-t.FlopsDone)
+}
+
+// IndexName is the index of the first name in names equal to name (SameName), or -1.
+func IndexName(names []string, name string) int {
+	for i, n := range names {
+		if SameName(n, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// SameName is a == b, comparing where the strings are stored before their bytes: the
+// emulator's tasks hold the very strings of their projects and app versions, so a
+// look-up by name is a pointer check, without the call a string comparison makes.
+func SameName(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }

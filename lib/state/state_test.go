@@ -256,3 +256,23 @@ func BenchmarkDecodeJSON(b *testing.B) {
 		}
 	}
 }
+
+// TestSameName: SameName is ==, whether the strings share their storage or not.
+func TestSameName(t *testing.T) {
+	a := "project"
+	b := string([]byte("project")) // equal bytes, other storage
+	for _, tt := range []struct {
+		x, y string
+		want bool
+	}{{a, a, true}, {a, b, true}, {a, "projecT", false}, {a, a[:6], false}, {"", "", true}, {a[:0], "", true}} {
+		if got := SameName(tt.x, tt.y); got != tt.want || got != (tt.x == tt.y) {
+			t.Errorf("SameName(%q, %q) = %v, want %v", tt.x, tt.y, got, tt.want)
+		}
+	}
+	if i := IndexName([]string{"a", b, a}, a); i != 1 {
+		t.Errorf("IndexName = %d, want 1", i)
+	}
+	if i := IndexName([]string{"a"}, a); i != -1 {
+		t.Errorf("IndexName of a missing name = %d, want -1", i)
+	}
+}

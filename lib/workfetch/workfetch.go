@@ -237,7 +237,7 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 	// than hashing (as lib/cpusched's index does).
 	project := func(name string) (int, bool) {
 		if len(w.names) <= linearMax {
-			i := slices.Index(w.names, name)
+			i := state.IndexName(w.names, name)
 			return i, i >= 0
 		}
 		i, ok := w.byName[name]
