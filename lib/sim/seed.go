@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/bkit/bkit/lib/cpusched"
 	"github.com/bkit/bkit/lib/prsc"
@@ -55,6 +56,7 @@ type seedPolicy struct {
 	dueQuiet     bool
 	idle         bool
 	idleUntil    float64
+	quietUntil   []float64 // per project: requestsQuiet's bound
 	fetchCheck   float64
 	finished     int     // the loop's count at the last Account
 	seenFinished int     // the count when seed 001 last decided
@@ -101,6 +103,13 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	first := len(asked) == 0
 	if first && sp.idle && now < sp.idleUntil && sp.finished == sp.seenFinished {
+		return RPC{}, false
+	}
+	// After an RPC at this step (asked), on a host without coprocessors, the next RPC
+	// could only be a CPU request to a project not asked yet: none while each one's
+	// request is known to be 0 or unsendable (othersQuiet), no task having finished.
+	if !first && len(doc.Host.Resources) == 1 && sp.decided && sp.finished == sp.seenFinished &&
+		len(sp.quietUntil) == len(doc.Projects) && sp.othersQuiet(now, asked) {
 		return RPC{}, false
 	}
 	sp.decideFetch(doc, now)
@@ -210,6 +219,10 @@ func (x *replyRand) seeded(seed uint64) *rand.Rand {
 // Any other decision means check again at the next poll.
 func (sp *seedPolicy) nextFetchCheck(doc *state.Document, now float64) float64 {
 	d := &sp.fetch
+	sp.quietUntil = sp.quietUntil[:0]
+	for range doc.Projects {
+		sp.quietUntil = append(sp.quietUntil, now) // unless requestsQuiet shows otherwise
+	}
 	if d.CPUFlops <= 0 {
 		return now
 	}
@@ -258,29 +271,45 @@ func (sp *seedPolicy) fetchQuiet(now float64) float64 {
 // cannot begin before both times pass; while it can, a request of 0 (ETTPRC S >= 2T)
 // stays 0 until S could fall below 2T, at most as fast as in fetchQuiet. The bound
 // keeps a margin of 1e-9 × S for the rounding of the sums S is made of.
+//
+// The bound of each project is kept (quietUntil): a project's request depends on its
+// own tasks and RPC times only, so after an RPC to another project it still holds.
 func (sp *seedPolicy) requestsQuiet(doc *state.Document, now float64) float64 {
 	d := &sp.fetch
 	next := math.Inf(1)
 	for i := range d.Rows {
 		r, p := &d.Rows[i], &doc.Projects[i]
+		q := math.Inf(1) // its request is 0 whatever happens, unless below
 		backoff := cpuBackoffUntil(p)
-		if !rpc.CanContact(p, now) || backoff > now {
-			next = min(next, max(p.MinRPCTime, backoff))
-			continue
+		switch {
+		case !rpc.CanContact(p, now) || backoff > now:
+			q = max(p.MinRPCTime, backoff)
+		case r.WorkRequest != 0:
+			q = now
+		case math.IsInf(r.ETTPRC, 1) || r.AvgProcRate <= 0:
+		default:
+			if gap := r.ETTPRC - 2*d.T - 1e-9*r.ETTPRC; gap > 0 {
+				q = now + gap*r.AvgProcRate*d.CPUFlops/sp.maxRate
+			} else {
+				q = now
+			}
 		}
-		if r.WorkRequest != 0 {
-			return now
-		}
-		if math.IsInf(r.ETTPRC, 1) || r.AvgProcRate <= 0 {
-			continue // its request is 0 whatever happens
-		}
-		gap := r.ETTPRC - 2*d.T - 1e-9*r.ETTPRC
-		if !(gap > 0) {
-			return now
-		}
-		next = min(next, now+gap*r.AvgProcRate*d.CPUFlops/sp.maxRate)
+		sp.quietUntil[i] = q
+		next = min(next, q)
 	}
 	return next
+}
+
+// othersQuiet reports whether no project but those in asked can be sent a CPU request
+// of seed 001's at now: each one's bound from the last decision (requestsQuiet) is
+// still ahead.
+func (sp *seedPolicy) othersQuiet(now float64, asked []int) bool {
+	for i, q := range sp.quietUntil {
+		if !(now < q) && !slices.Contains(asked, i) {
+			return false
+		}
+	}
+	return true
 }
 
 // cpuBackoffUntil is the end of project p's CPU work-fetch backoff (prsc.BackedOff's
