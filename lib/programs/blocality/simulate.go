@@ -27,7 +27,7 @@ Emulates --hosts hosts (speeds log-uniform over --spread×, 1 CPU each; --churn 
 leave per day, finishing and reporting their work first, and are replaced by new
 hosts; some volunteers own two hosts) drawing the jobs of one batch (--files files,
 --jobs jobs over runs of 1 to 3 files with varying density, --redundancy results
-each) through the scheduler bserver serve runs, in-process on a temporary SQLite
+each) through the scheduler bserver serve runs, in-process on a temporary in-memory SQLite
 database, with the work generator and transitioner every --daemon-interval and the
 locality daemon likewise. Clients keep BOINC's default work buffer (ask below 0.1
 day of work, for up to 0.6 day). Hosts keep every file they receive.
@@ -97,7 +97,7 @@ for each job sent at (day, first file of the job), coloured by host.`,
 			errs := make([]error, len(configs))
 			var wg sync.WaitGroup
 			for i, rc := range configs {
-				wg.Go(func() { runs[i], errs[i] = localitysim.TempRun(ctx, rc) })
+				wg.Go(func() { runs[i], errs[i] = localitysim.Run(ctx, rc) })
 			}
 			wg.Wait()
 			if err := errors.Join(errs...); err != nil {
