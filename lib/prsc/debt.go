@@ -1,6 +1,10 @@
 package prsc
 
-import "github.com/bkit/bkit/lib/state"
+import (
+	"math"
+
+	"github.com/bkit/bkit/lib/state"
+)
 
 // RelativeSpeed is the weight of resource r in the overall debt: its FLOPS per instance
 // divided by one CPU's, so that one second of a GPU twice as fast as a CPU counts as two
@@ -113,7 +117,19 @@ type DebtWork struct {
 	entries []int     // [p]: len(projects[p].Resources) when entry was made
 	linked  []bool    // part when the groups (parent, wR, nR, groupW, groupN) were made; nil: never
 	shares  []float64 // [p]: the resource shares then
-	root    []int     // [p] then [np+r]: each one's group
+	host    []state.Resource
+	root    []int // [p] then [np+r]: each one's group
+
+	// The last interval's changes ([p*nr+r], and whether each was added), its use
+	// (float bits) and length: an interval like it, with the groups unchanged, changes
+	// the debts by the very same amounts (each is a function of these alone), so they
+	// are added again without working them out (most steps of a run use the resources
+	// as the last one did).
+	last     []float64
+	lastAdd  []bool
+	lastUse  []uint64
+	lastDT   float64
+	lastHeld bool
 }
 
 // grow returns b with length n, every element zero, reusing its storage.
@@ -137,11 +153,55 @@ func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt floa
 	if !w.sameGroups(doc) {
 		w.shareSums(doc)
 		w.groups(doc)
+		w.lastHeld = false
+	}
+	if w.lastHeld && w.addLast(doc, used, dt) {
+		return
 	}
 	w.resourceUse(doc, used, dt)
+	np, nr := len(doc.Projects), len(doc.Host.Resources)
+	w.last, w.lastAdd = grow(w.last, np*nr), grow(w.lastAdd, np*nr)
+	w.lastUse = w.lastUse[:0]
+	for p := range used[:np] {
+		for _, u := range used[p][:nr] {
+			w.lastUse = append(w.lastUse, math.Float64bits(u))
+		}
+	}
+	w.lastDT, w.lastHeld = dt, true
 	for p := range doc.Projects {
 		w.settle(doc, p, used[p], dt)
 	}
+}
+
+// addLast adds the last interval's changes again when this one used the resources
+// alike (the same float bits) for as long, and every change goes to an entry the
+// project has (no entry to make); it reports whether it did.
+func (w *DebtWork) addLast(doc *state.Document, used [][]float64, dt float64) bool {
+	np, nr := len(doc.Projects), len(doc.Host.Resources)
+	if math.Float64bits(dt) != math.Float64bits(w.lastDT) || len(w.lastUse) != np*nr || len(w.last) != np*nr {
+		return false
+	}
+	for p := range np {
+		for r, u := range used[p][:nr] {
+			if math.Float64bits(u) != w.lastUse[p*nr+r] {
+				return false
+			}
+		}
+	}
+	for i, add := range w.lastAdd {
+		if add && w.entry[i] < 0 {
+			return false
+		}
+	}
+	for p := range doc.Projects {
+		prs := doc.Projects[p].Resources
+		for r := range nr {
+			if i := p*nr + r; w.lastAdd[i] {
+				prs[w.entry[i]].LongTermDebt += w.last[i]
+			}
+		}
+	}
+	return true
 }
 
 // participation sets part[p*nr+r]: project p takes part on resource r, since its D(P,R)
@@ -205,8 +265,14 @@ func (w *DebtWork) indexEntries(doc *state.Document) {
 // sameGroups reports whether the groups made last hold: the same participation and
 // the same resource shares.
 func (w *DebtWork) sameGroups(doc *state.Document) bool {
-	if w.linked == nil || len(w.linked) != len(w.part) || len(w.shares) != len(doc.Projects) {
+	if w.linked == nil || len(w.linked) != len(w.part) || len(w.shares) != len(doc.Projects) ||
+		len(w.host) != len(doc.Host.Resources) {
 		return false
+	}
+	for r := range w.host {
+		if w.host[r].Instances != doc.Host.Resources[r].Instances || w.host[r].Flops != doc.Host.Resources[r].Flops {
+			return false // the resources' speeds and capacities are the groups' too
+		}
 	}
 	for i, b := range w.part {
 		if w.linked[i] != b {
@@ -275,6 +341,7 @@ func (w *DebtWork) groups(doc *state.Document) {
 		groupN[g]++
 	}
 	w.linked = append(w.linked[:0], w.part...)
+	w.host = append(w.host[:0], doc.Host.Resources...)
 	w.shares = w.shares[:0]
 	for p := range doc.Projects {
 		w.shares = append(w.shares, doc.Projects[p].ResourceShare)
@@ -364,6 +431,9 @@ func (w *DebtWork) settle(doc *state.Document, p int, used []float64, dt float64
 			} else {
 				prj.ResourceState(h.Resources[r].Type).LongTermDebt += delta[r]
 				w.entries[p] = -1 // an entry was added: find them again
+			}
+			if len(w.last) == len(w.part) { // (the tests call settle alone)
+				w.last[p*nr+r], w.lastAdd[p*nr+r] = delta[r], true
 			}
 		}
 	}

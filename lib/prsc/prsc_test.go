@@ -251,10 +251,15 @@ func TestDebtWorkIsAccumulateDebt(t *testing.T) {
 		}
 		used := make([][]float64, len(a.Projects))
 		for p := range used {
-			used[p] = []float64{float64((i+p)%3) / 2, float64((i*7+p)%2) * 0.5}
+			j := i / 3 // three intervals alike in a row: the last interval's changes again
+			used[p] = []float64{float64((j+p)%3) / 2, float64((j*7+p)%2) * 0.5}
 		}
-		AccumulateDebt(a, used, 60)
-		w.AccumulateDebt(b, used, 60)
+		dt := 60.0
+		if i%3 == 2 && i%7 == 0 {
+			dt = 30 // as long as the last interval's use, not its length
+		}
+		AccumulateDebt(a, used, dt)
+		w.AccumulateDebt(b, used, dt)
 		for p := range a.Projects {
 			if d := cmp.Diff(a.Projects[p].Resources, b.Projects[p].Resources); d != "" {
 				t.Fatalf("interval %d, project %s (-fresh +DebtWork):\n%s", i, a.Projects[p].Name, d)
