@@ -69,6 +69,9 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 		if t.State == state.TaskRunning && t.CompletedTime > 0 {
 			return dueFinished, i
 		}
+		if !t.State.Runnable() {
+			continue // a done or reported task counts in neither sum
+		}
 		v := ix.appVersion(t.AppVersion)
 		av := &doc.AppVersions[v]
 		r := w.avRes[v]
