@@ -161,8 +161,10 @@ func (w *simWork) appVersionIndex(name string) int {
 }
 
 // simulate is Simulate over period seconds, in w's buffers (the Sim returned is w's);
-// with finish non-nil it also records when (seconds from now) each simulated task
-// completes, by task index.
+// with finish non-nil it records instead when (seconds from now) each simulated task
+// completes, by task index, and the Sim holds only the resources' types, instances
+// and idle instances (no shortfalls, no projects' parts: Completions' callers read the
+// completion times alone).
 func simulate(doc *state.Document, now, period float64, finish []float64, w *simWork) *Sim {
 	h := &doc.Host
 	w.index(doc)
@@ -219,6 +221,12 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 		}
 		*rs = ResourceSim{Type: res.Type, Instances: res.Instances, Projects: projects[:np]}
 		clear(rs.Projects)
+		if finish != nil {
+			// Only the completion times are wanted (Completions, BusyTimes, at every
+			// request of the emulator's servers): no shortfalls, no project's part.
+			simulateResource(queues[r], float64(res.Instances), period, rs, finish)
+			continue
+		}
 		total, n := 0.0, 0
 		for p := range doc.Projects {
 			rs.Projects[p].Project = doc.Projects[p].Name
@@ -295,10 +303,12 @@ func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finis
 				p.remInst = 0
 			}
 		}
-		rs.Shortfall += dt * max(0, n-used)
-		for i := range projs {
-			if ps := &rs.Projects[i]; !ps.BackedOff {
-				ps.Shortfall += dt * (ps.Share - projs[i].alloc)
+		if finish == nil { // (Completions wants the completion times alone)
+			rs.Shortfall += dt * max(0, n-used)
+			for i := range projs {
+				if ps := &rs.Projects[i]; !ps.BackedOff {
+					ps.Shortfall += dt * (ps.Share - projs[i].alloc)
+				}
 			}
 		}
 		if last {
