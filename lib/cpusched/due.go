@@ -55,11 +55,8 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 	if now >= s.NextPass {
 		return duePeriod, -1
 	}
-	ix := w.index(doc)
-	nR := len(doc.Host.Resources)
-	used, small, waiting := grow(w.used, nR), grow(w.small, nR), grow(w.waiting, nR)
-	w.used, w.small, w.waiting = used, small, waiting
-	var coprocCPUs float64
+	// The first task that calls for a pass by itself, before any look-up (a pass is due
+	// at most steps on which this is asked at all).
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if t.State == state.TaskReady && t.ReceivedTime > s.LastPass {
@@ -69,6 +66,14 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 		if t.State == state.TaskRunning && t.CompletedTime > 0 {
 			return dueFinished, i
 		}
+	}
+	ix := w.index(doc)
+	nR := len(doc.Host.Resources)
+	used, small, waiting := grow(w.used, nR), grow(w.small, nR), grow(w.waiting, nR)
+	w.used, w.small, w.waiting = used, small, waiting
+	var coprocCPUs float64
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
 		if !t.State.Runnable() {
 			continue // a done or reported task counts in neither sum
 		}
