@@ -92,6 +92,7 @@ type simWork struct {
 	cpu                   int            // the CPU's index
 	queues                [][]simProj
 	sim                   Sim
+	late                  *lateOnly // BusyTimes' simulations: see lateOnly
 }
 
 // linearMax is the count of names up to which a name is looked up by comparing names
@@ -224,7 +225,7 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 		if finish != nil {
 			// Only the completion times are wanted (Completions, BusyTimes, at every
 			// request of the emulator's servers): no shortfalls, no project's part.
-			simulateResource(queues[r], float64(res.Instances), period, rs, finish)
+			simulateResource(queues[r], float64(res.Instances), period, rs, finish, w.late)
 			continue
 		}
 		total, n := 0.0, 0
@@ -241,17 +242,33 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 				rs.Projects[p].Share = float64(res.Instances) * frac(doc.Projects[p].ResourceShare, total, n)
 			}
 		}
-		simulateResource(queues[r], float64(res.Instances), period, rs, finish)
+		simulateResource(queues[r], float64(res.Instances), period, rs, finish, nil)
 	}
 	return sim
 }
 
 // simulateResource runs one resource's simulation over [0, period], recording each
 // task's completion time in finish when it is not nil.
-func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finish []float64) {
+func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finish []float64, late *lateOnly) {
 	t := 0.0
 	first := true
+	lastDeadline := math.Inf(1) // no stop before the end
+	if late != nil {
+		lastDeadline = late.settled(projs, n, finish)
+	}
 	for t < period {
+		if late != nil && late.now+t > lastDeadline {
+			// Every task left would end after its deadline (each ends at t or later), and
+			// at a finite time (settled's bound): t says as much to BusyTimes.
+			for i := range projs {
+				for _, j := range projs[i].jobs[projs[i].head:] {
+					if math.IsInf(finish[j.task], 1) {
+						finish[j.task] = t
+					}
+				}
+			}
+			return
+		}
 		allocate(projs, n)
 		used := 0.0
 		for i := range projs {
@@ -326,6 +343,58 @@ func running(j *simJob, a *float64) float64 {
 	g := min(j.inst, *a)
 	*a -= g
 	return j.rate * g / j.inst
+}
+
+// lateOnly is what BusyTimes' simulation needs besides the jobs: BusyTimes reads of a
+// task's completion time only whether it is finite and whether it passes the task's
+// deadline, so the simulation may stop as soon as that is known for every task left.
+type lateOnly struct {
+	now   float64
+	tasks []state.Task
+}
+
+// settled decides up front, for the jobs of one resource's simulation, which end by
+// their deadline whatever happens (their finish is set to a bound of their completion,
+// which their deadline does not pass), and returns the latest deadline of the others
+// (+Inf when some job's completion cannot be bounded: the simulation then runs to its
+// end, as Completions' does; -Inf when every job is settled).
+//
+// The bound: at any moment of the simulation either all n instances are in use, or
+// every project is given the instances its tasks occupy (allocate is work-conserving:
+// it caps a project only at remInst) and so every task runs at its full rate. A job
+// therefore ends at the latest after W/n seconds of the first kind, W being every
+// job's instance-seconds of work (left ÷ rate × instances), plus left ÷ rate of the
+// second. The simulation computes in floating point (rounding of the order of 1e-16
+// per operation, allocations cut off at 1e-12 instances, tasks completed up to 1e-9 of
+// their work early, which only brings completions forward): 1e-6 more covers that many
+// times over. A job not settled is late once now + t passes its deadline (t only
+// grows, and its completion time is t plus a positive interval at some later event);
+// the bound also says that it ends, so its completion time is finite.
+func (l *lateOnly) settled(projs []simProj, n float64, finish []float64) float64 {
+	work := 0.0
+	for i := range projs {
+		for _, j := range projs[i].jobs {
+			if !(j.rate > 0 && j.inst > 0) {
+				return math.Inf(1)
+			}
+			work += j.left / j.rate * j.inst
+		}
+	}
+	if !(n > 0 && work < math.Inf(1)) {
+		return math.Inf(1)
+	}
+	last := math.Inf(-1)
+	for i := range projs {
+		for _, j := range projs[i].jobs {
+			deadline := l.tasks[j.task].ReportDeadline
+			if bound := (work/n + j.left/j.rate) * (1 + 1e-6); l.now+bound <= deadline {
+				finish[j.task] = bound
+			} else {
+				last = max(last, deadline) // (a NaN deadline: never stop early)
+			}
+		}
+	}
+	return last
 }
 
 // allocate divides n instances among the projects with work left, by resource share,
@@ -427,6 +496,7 @@ func BusyTimes(doc *state.Document, now float64) []float64 {
 // until the next call.
 type BusyWork struct {
 	sim    simWork
+	late   lateOnly
 	finish []float64
 	busy   [][]float64
 	out    []float64
@@ -435,7 +505,10 @@ type BusyWork struct {
 // BusyTimes is BusyTimes with w's buffers.
 func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 	h := &doc.Host
+	w.late = lateOnly{now: now, tasks: doc.Tasks}
+	w.sim.late = &w.late
 	w.finish = completions(doc, now, &w.sim, w.finish)
+	w.sim.late, w.late.tasks = nil, nil
 	finish := w.finish
 	// simulate indexed doc's names in w.sim.
 	if len(w.busy) < len(h.Resources) {

@@ -350,3 +350,102 @@ func BenchmarkAccumulateDebtEmulator(b *testing.B) {
 		w.AccumulateDebt(doc, used, 60)
 	}
 }
+
+// fullBusyTimes is BusyTimes worked out from Completions, the simulation run to its end:
+// what BusyTimes computed before it stopped its simulation early (lateOnly).
+func fullBusyTimes(doc *state.Document, now float64) []float64 {
+	finish := Completions(doc, now)
+	h := &doc.Host
+	busy := make([][]float64, len(h.Resources))
+	for r, res := range h.Resources {
+		busy[r] = make([]float64, res.Instances)
+	}
+	ts := h.TimeStats
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if math.IsInf(finish[i], 1) || now+finish[i] <= t.ReportDeadline {
+			continue
+		}
+		av := &doc.AppVersions[slices.IndexFunc(doc.AppVersions, func(av state.AppVersion) bool { return av.Name == t.AppVersion })]
+		frac := ts.OnFrac * ts.ActiveFrac
+		if av.Coproc != nil {
+			frac *= ts.GPUActiveFrac
+		}
+		speed := av.Speed(h)
+		if frac <= 0 || speed <= 0 {
+			continue
+		}
+		dur := t.RemainingFlops() / speed / frac
+		b := busy[slices.IndexFunc(h.Resources, func(r state.Resource) bool { return r.Type == av.ResourceType() })]
+		if len(b) == 0 || av.Instances() < 1 {
+			continue
+		}
+		best := 0
+		for k := range b {
+			if b[k] < b[best] {
+				best = k
+			}
+		}
+		for k := range int(av.Instances()) {
+			b[(best+k)%len(b)] += dur
+		}
+	}
+	out := make([]float64, len(h.Resources))
+	for r, b := range busy {
+		if len(b) > 0 {
+			out[r] = slices.Min(b)
+		}
+	}
+	return out
+}
+
+// TestBusyTimesStopsEarlyAlike: BusyTimes stops its simulation once every task left is
+// known to end late or on time; its delays are those of the whole simulation to the
+// last bit, on documents whose deadlines fall before, among and after the completions,
+// with resources never available, shares of zero and tasks of several instances.
+func TestBusyTimesStopsEarlyAlike(t *testing.T) {
+	var bw BusyWork
+	stopped := 0
+	for i := range 400 {
+		doc := emulatorDoc()
+		if i%2 == 1 {
+			doc = cpuDoc()
+			doc.Host.Resources[1].Instances = 1 + i%3
+			for k := range 12 {
+				av := []string{"a", "b", "bg"}[k%3]
+				doc.Tasks = append(doc.Tasks, task(fmt.Sprintf("t%d", k), map[string]string{"a": "A", "b": "B", "bg": "B"}[av], av,
+					[]state.TaskState{state.TaskReady, state.TaskRunning, state.TaskPreempted, state.TaskDone}[(k+i)%4], float64(1+(k*7+i)%5)*1e12))
+			}
+		}
+		switch i % 7 {
+		case 1:
+			doc.Projects[1].ResourceShare = 0
+		case 2:
+			doc.Host.TimeStats.GPUActiveFrac = 0 // coprocessor tasks never end
+		case 3:
+			doc.AppVersions[0].AvgNCPUs = 2 // two CPUs a task
+		case 4:
+			doc.AppVersions[1].AvgNCPUs = 0.5
+		case 5:
+			doc.Host.TimeStats.OnFrac = 0 // nothing ever ends
+		}
+		now := float64(i * 97)
+		for k := range doc.Tasks {
+			// From long past to well after every completion.
+			doc.Tasks[k].ReportDeadline = now + float64((k*131+i*37)%60)*1000 - 5000
+			if i%5 == 0 {
+				doc.Tasks[k].ReportDeadline = now + 1e6 // every task on time
+			}
+		}
+		want := fullBusyTimes(doc, now)
+		if diff := cmp.Diff(want, bw.BusyTimes(doc, now)); diff != "" {
+			t.Fatalf("document %d (-whole simulation +BusyTimes):\n%s", i, diff)
+		}
+		if want[0] > 0 {
+			stopped++
+		}
+	}
+	if stopped == 0 {
+		t.Fatal("no document had a delay: the test compares nothing but zeros")
+	}
+}
