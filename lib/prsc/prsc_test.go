@@ -291,3 +291,27 @@ func TestDebtWorkSeesNewEntry(t *testing.T) {
 		t.Errorf("the new entry's project took no part: %+v", a.Projects[0])
 	}
 }
+
+// TestDebtWorkSeesHostChange: intervals alike, but the host's resources change between
+// them (a faster GPU, a CPU more): the last interval's changes are not added again,
+// the debts move as AccumulateDebt moves them.
+func TestDebtWorkSeesHostChange(t *testing.T) {
+	a, b := seedExample(), seedExample()
+	used := [][]float64{{0, 1}, {1, 0}}
+	var w DebtWork
+	for i := range 6 {
+		for _, d := range []*state.Document{a, b} {
+			switch i {
+			case 2:
+				d.Host.Resources[1].Flops *= 1.5
+			case 4:
+				d.Host.Resources[0].Instances++
+			}
+		}
+		AccumulateDebt(a, used, 60)
+		w.AccumulateDebt(b, used, 60)
+		if d := cmp.Diff(a.Projects, b.Projects); d != "" {
+			t.Fatalf("interval %d (-fresh +DebtWork):\n%s", i, d)
+		}
+	}
+}
