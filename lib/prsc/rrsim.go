@@ -51,12 +51,14 @@ type simJob struct {
 	inst float64 // instances the task occupies
 	rate float64 // FLOPS when it has all of them
 	left float64 // FLOPs still to do
+	eff  float64 // FLOPS it runs at until the next event, while in the running window
 }
 
 type simProj struct {
 	rs      float64
 	jobs    []simJob
 	head    int     // jobs[:head] are done
+	end     int     // jobs[head:end] run until the next event
 	remInst float64 // instances of the jobs not done: the most the project can use
 	alloc   float64 // instances it is given now
 	capped  bool
@@ -93,6 +95,7 @@ type simWork struct {
 	queues                [][]simProj
 	sim                   Sim
 	late                  *lateOnly // BusyTimes' simulations: see lateOnly
+	byState               [3][]int  // runnable tasks: running, preempted, ready
 }
 
 // linearMax is the count of names up to which a name is looked up by comparing names
@@ -172,7 +175,8 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 	np, nr := len(doc.Projects), len(h.Resources)
 	avail := doc.Host.TimeStats.OnFrac * doc.Host.TimeStats.ActiveFrac
 
-	// queues[r][p], filled in three passes so each queue is in state order.
+	// queues[r][p], each queue in state order (running, preempted, ready), each state
+	// in document order.
 	if cap(w.queues) < nr {
 		w.queues = append(w.queues[:cap(w.queues)], make([][]simProj, nr-cap(w.queues))...)
 	}
@@ -186,12 +190,25 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 			queues[r][p] = simProj{rs: doc.Projects[p].ResourceShare, jobs: queues[r][p].jobs[:0]}
 		}
 	}
-	for _, want := range []state.TaskState{state.TaskRunning, state.TaskPreempted, state.TaskReady} {
-		for i := range doc.Tasks {
+	// The runnable tasks by state, each list in document order (one pass, the states
+	// compared with constants).
+	byState := &w.byState
+	for k := range byState {
+		byState[k] = byState[k][:0]
+	}
+	for i := range doc.Tasks {
+		switch doc.Tasks[i].State {
+		case state.TaskRunning:
+			byState[0] = append(byState[0], i)
+		case state.TaskPreempted:
+			byState[1] = append(byState[1], i)
+		case state.TaskReady:
+			byState[2] = append(byState[2], i)
+		}
+	}
+	for _, list := range byState {
+		for _, i := range list {
 			t := &doc.Tasks[i]
-			if t.State != want {
-				continue
-			}
 			left := t.RemainingFlops()
 			if left <= 0 {
 				continue // no work left or no estimate: nothing to simulate
@@ -283,36 +300,37 @@ func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finis
 		last := true
 		for i := range projs {
 			p := &projs[i]
-			for k, a := p.head, p.alloc; k < len(p.jobs) && a > 1e-12; k++ {
+			k := p.head
+			for a := p.alloc; k < len(p.jobs) && a > 1e-12; k++ {
 				j := &p.jobs[k]
-				eff := running(j, &a)
-				if eff > 0 && j.left/eff < dt {
-					dt, last = j.left/eff, false
+				j.eff = running(j, &a)
+				if j.eff > 0 && j.left/j.eff < dt {
+					dt, last = j.left/j.eff, false
 				}
 			}
+			p.end = k // the running window: p.jobs[p.head:p.end]
 		}
 		for i := range projs {
 			p := &projs[i]
-			end := p.head
-			for a := p.alloc; end < len(p.jobs) && a > 1e-12; end++ {
-				j := &p.jobs[end]
-				eff := running(j, &a)
+			// Each task of the window runs at the FLOPS found above for dt. A finished one
+			// is retired at once: swapped to the head, behind the tasks retired before
+			// it (jobs[:head] done, jobs[head:k] running on), as a pass of its own over
+			// the window after every update would do, in the same order.
+			for k := p.head; k < p.end; k++ {
+				j := &p.jobs[k]
 				// The task that set dt, and any due within rounding, is done.
-				if eff*dt*(1+1e-9) >= j.left {
+				if j.eff*dt*(1+1e-9) >= j.left {
 					j.left = 0
 				} else {
-					j.left -= eff * dt
+					j.left -= j.eff * dt
 				}
-			}
-			// Retire finished tasks; the others stay in the running window.
-			for k := p.head; k < end; k++ {
-				if p.jobs[k].left > 0 {
+				if j.left > 0 {
 					continue
 				}
 				if finish != nil {
-					finish[p.jobs[k].task] = t + dt
+					finish[j.task] = t + dt
 				}
-				p.remInst -= p.jobs[k].inst
+				p.remInst -= j.inst
 				p.jobs[k], p.jobs[p.head] = p.jobs[p.head], p.jobs[k]
 				p.head++
 			}
