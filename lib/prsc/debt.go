@@ -192,41 +192,48 @@ func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt float64) boo
 		len(w.entry) != n || len(w.entries) != np || len(w.shares) != np || len(w.host) != nr {
 		return false
 	}
-	for r := range w.host {
-		if w.host[r].Instances != h.Resources[r].Instances || w.host[r].Flops != h.Resources[r].Flops {
+	// (Slices of the lengths checked above: the loops below index them without bounds
+	// checks.)
+	resources, host := h.Resources[:nr], w.host[:nr]
+	for r := range resources {
+		if host[r].Instances != resources[r].Instances || host[r].Flops != resources[r].Flops {
 			return false
 		}
 	}
-	for p := range doc.Projects {
-		prj := &doc.Projects[p]
+	projects, shares, entries, used := doc.Projects[:np], w.shares[:np], w.entries[:np], used[:np]
+	lastUse, lastAdd, linked, entry := w.lastUse[:n], w.lastAdd[:n], w.linked[:n], w.entry[:n]
+	for p := range projects {
+		prj := &projects[p]
 		prs := prj.Resources
-		if w.shares[p] != prj.ResourceShare || w.entries[p] != len(prs) || len(used[p]) < nr {
+		u := used[p]
+		if shares[p] != prj.ResourceShare || entries[p] != len(prs) || len(u) < nr {
 			return false
 		}
-		for r, u := range used[p][:nr] {
+		for r, u := range u[:nr] {
 			i := p*nr + r
-			if math.Float64bits(u) != w.lastUse[i] {
+			if math.Float64bits(u) != lastUse[i] {
 				return false
 			}
 			d := false
-			if k := w.entry[i]; k >= 0 {
-				if !state.SameName(prs[k].Type, h.Resources[r].Type) {
+			if k := entry[i]; k >= 0 {
+				if !state.SameName(prs[k].Type, resources[r].Type) {
 					return false // indexEntries would look again
 				}
 				d = prs[k].AccumulateDebt
-			} else if w.lastAdd[i] {
+			} else if lastAdd[i] {
 				return false
 			}
-			if (d || u > 0) != w.linked[i] {
+			if (d || u > 0) != linked[i] {
 				return false
 			}
 		}
 	}
-	for p := range doc.Projects {
-		prs := doc.Projects[p].Resources
+	last := w.last[:n]
+	for p := range projects {
+		prs := projects[p].Resources
 		for r := range nr {
-			if i := p*nr + r; w.lastAdd[i] {
-				prs[w.entry[i]].LongTermDebt += w.last[i]
+			if i := p*nr + r; lastAdd[i] {
+				prs[entry[i]].LongTermDebt += last[i]
 			}
 		}
 	}
