@@ -273,7 +273,7 @@ func table(w io.Writer, dir string, cfg sim.Config, res *sim.Result) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	t = cliutil.NewTable(w, "resource", "project", "fraction of its use")
+	t = cliutil.NextTable(t, "resource", "project", "fraction of its use")
 	for _, r := range res.Resources {
 		for _, p := range r.Projects {
 			if err := t.Append([]string{r.Type, p.Name, pct(p.UsedFraction)}); err != nil {
