@@ -91,6 +91,7 @@ type simWork struct {
 	projects, appVersions []string       // the names, in document order
 	project, appVersion   map[string]int // their indices, when there are many
 	avRes                 []int          // each app version's host resource
+	avSpeed, avInst       []float64      // each app version's Speed on the host and Instances
 	cpu                   int            // the CPU's index
 	queues                [][]simProj
 	sim                   Sim
@@ -125,9 +126,12 @@ func (w *simWork) index(doc *state.Document) {
 		return r
 	}
 	w.cpu = resource(state.ResourceCPU)
-	w.avRes = w.avRes[:0]
+	w.avRes, w.avSpeed, w.avInst = w.avRes[:0], w.avSpeed[:0], w.avInst[:0]
 	for i := range doc.AppVersions {
-		w.avRes = append(w.avRes, resource(doc.AppVersions[i].ResourceType()))
+		av := &doc.AppVersions[i]
+		w.avRes = append(w.avRes, resource(av.ResourceType()))
+		w.avSpeed = append(w.avSpeed, av.Speed(&doc.Host))
+		w.avInst = append(w.avInst, av.Instances())
 	}
 }
 
@@ -214,15 +218,14 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 				continue // no work left or no estimate: nothing to simulate
 			}
 			v := w.appVersionIndex(t.AppVersion)
-			av := &doc.AppVersions[v]
 			r := w.avRes[v]
-			rate := av.Speed(h) * avail
+			rate := w.avSpeed[v] * avail
 			if r != w.cpu {
 				rate *= doc.Host.TimeStats.GPUActiveFrac
 			}
 			q := &queues[r][w.projectIndex(t.Project)]
-			q.jobs = append(q.jobs, simJob{task: i, inst: av.Instances(), rate: rate, left: left})
-			q.remInst += av.Instances()
+			q.jobs = append(q.jobs, simJob{task: i, inst: w.avInst[v], rate: rate, left: left})
+			q.remInst += w.avInst[v]
 		}
 	}
 
@@ -548,13 +551,13 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 		if av.Coproc != nil {
 			frac *= ts.GPUActiveFrac
 		}
-		speed := av.Speed(h)
+		speed := w.sim.avSpeed[v]
 		if frac <= 0 || speed <= 0 {
 			continue
 		}
 		dur := t.RemainingFlops() / speed / frac
 		b := busy[w.sim.avRes[v]]
-		if len(b) == 0 || av.Instances() < 1 {
+		if len(b) == 0 || w.sim.avInst[v] < 1 {
 			continue
 		}
 		best := 0
@@ -563,7 +566,7 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 				best = k
 			}
 		}
-		for k := range int(av.Instances()) {
+		for k := range int(w.sim.avInst[v]) {
 			b[(best+k)%len(b)] += dur
 		}
 	}
