@@ -219,20 +219,26 @@ func TestDFlagTransitions(t *testing.T) {
 // (what it keeps from call to call must be made again), changes the debts exactly as
 // AccumulateDebt does.
 func TestDebtWorkIsAccumulateDebt(t *testing.T) {
-	a, b := seedExample(), seedExample()
-	var w DebtWork
+	a, b, c := seedExample(), seedExample(), seedExample()
+	var w, wSame DebtWork
 	for i := range 3000 {
+		// c's DebtWork is told when nothing but the debts changed since its last call
+		// (AccumulateDebtSame), as the emulator tells it between replies.
+		same := i > 0 && i != 1000 && i != 2000
 		if i == 1000 {
-			for _, d := range []*state.Document{a, b} {
+			for _, d := range []*state.Document{a, b, c} {
 				d.Projects = append(d.Projects, state.Project{Name: "C", ResourceShare: 50})
 			}
 		}
 		if i == 2000 {
-			for _, d := range []*state.Document{a, b} {
+			for _, d := range []*state.Document{a, b, c} {
 				d.Projects = d.Projects[1:]
 			}
 		}
-		for _, d := range []*state.Document{a, b} {
+		if i%250 == 100 || i == 1500 || i == 2500 || i == 2700 {
+			same = false
+		}
+		for _, d := range []*state.Document{a, b, c} {
 			switch {
 			case i%250 == 100:
 				d.Projects[0].Resources[0].AccumulateDebt = !d.Projects[0].Resources[0].AccumulateDebt
@@ -260,9 +266,17 @@ func TestDebtWorkIsAccumulateDebt(t *testing.T) {
 		}
 		AccumulateDebt(a, used, dt)
 		w.AccumulateDebt(b, used, dt)
+		if same {
+			wSame.AccumulateDebtSame(c, used, dt)
+		} else {
+			wSame.AccumulateDebt(c, used, dt)
+		}
 		for p := range a.Projects {
 			if d := cmp.Diff(a.Projects[p].Resources, b.Projects[p].Resources); d != "" {
 				t.Fatalf("interval %d, project %s (-fresh +DebtWork):\n%s", i, a.Projects[p].Name, d)
+			}
+			if d := cmp.Diff(a.Projects[p].Resources, c.Projects[p].Resources); d != "" {
+				t.Fatalf("interval %d, project %s (-fresh +DebtWork, AccumulateDebtSame between changes):\n%s", i, a.Projects[p].Name, d)
 			}
 		}
 	}

@@ -52,7 +52,11 @@ type seedPolicy struct {
 	//     nextFetchCheck) unless a task has finished since (finished differs from the
 	//     loop's count) or an RPC was made (Replied);
 	//   - rpc.Next finds no RPC at a step's first poll, after once finding none, until
-	//     idleUntil (see NextRPC) unless the tasks change or an RPC is made.
+	//     idleUntil (see NextRPC) unless the tasks change or an RPC is made;
+	//   - the debts' inputs besides the step's use (the projects' resource entries, D
+	//     flags and shares, the host) change only in a reply (prsc.ApplyReply): from one
+	//     Account to the next without a reply, DebtWork compares the use alone
+	//     (debtsSame, AccumulateDebtSame).
 	dueQuiet     bool
 	idle         bool
 	idleUntil    float64
@@ -61,6 +65,7 @@ type seedPolicy struct {
 	finished     int     // the loop's count at the last Account
 	seenFinished int     // the count when seed 001 last decided
 	maxRate      float64 // FLOPS the host can give at most, all resources together
+	debtsSame    bool    // no reply since the last Account (see the skips above)
 
 	jitter replyRand           // the replies' random source
 	decay  rpc.ExpDecay        // exp_avg_cpu's decay factor of a step
@@ -170,6 +175,7 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 // the reply's seed as bdevices draws it from --seed.
 func (sp *seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
 	applyReply(doc, r, rep, now, &sp.jitter)
+	sp.debtsSame = false // the reply may change the D flags and add resource entries
 	// An RPC changes what nextFetchCheck's bound was made from (min_rpc_time,
 	// backoffs, the tasks): decide again at the next poll, and plan and ask Due again.
 	sp.fetchCheck = math.Inf(-1)
@@ -328,7 +334,12 @@ func (sp *seedPolicy) Account(doc *state.Document, u *StepUsage) {
 	for p := range doc.Projects {
 		sp.decay.UpdateExpAvgCPU(&doc.Projects[p], u.CPUTime[p], u.Now)
 	}
-	sp.debts.AccumulateDebt(doc, u.Used, u.DT)
+	if sp.debtsSame {
+		sp.debts.AccumulateDebtSame(doc, u.Used, u.DT)
+	} else {
+		sp.debts.AccumulateDebt(doc, u.Used, u.DT)
+	}
+	sp.debtsSame = true // until the next reply (Replied)
 	doc.DebtTime = u.Now
 }
 
