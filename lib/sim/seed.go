@@ -62,6 +62,9 @@ type seedPolicy struct {
 	idleUntil    float64
 	quietUntil   []float64 // per project: requestsQuiet's bound
 	fetchCheck   float64
+	fetchQuietAt float64 // fetchQuiet's part of fetchCheck
+	decisions    int     // seed 001's decisions made (tests count the skips)
+	bounded      bool    // fetchCheck is fetchQuietAt and quietUntil's bound (afterRPC)
 	finished     int     // the loop's count at the last Account
 	seenFinished int     // the count when seed 001 last decided
 	maxRate      float64 // FLOPS the host can give at most, all resources together
@@ -166,6 +169,7 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 		return
 	}
 	sp.decided = true
+	sp.decisions++
 	sp.fetch = *sp.wf.Decide(doc) // Compute's decision, without the reasons no one reads here
 	workfetch.Apply(doc, sp.fetch, now)
 	sp.fetchCheck, sp.seenFinished = sp.nextFetchCheck(doc, now), sp.finished
@@ -176,11 +180,42 @@ func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
 func (sp *seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
 	applyReply(doc, r, rep, now, &sp.jitter)
 	sp.debtsSame = false // the reply may change the D flags and add resource entries
-	// An RPC changes what nextFetchCheck's bound was made from (min_rpc_time,
-	// backoffs, the tasks): decide again at the next poll, and plan and ask Due again.
-	sp.fetchCheck = math.Inf(-1)
+	// An RPC changes what nextFetchCheck's bound was made from for the project asked
+	// (its min_rpc_time, backoffs and tasks): afterRPC says how long the decision still
+	// holds. Plan and ask Due again.
+	sp.fetchCheck = sp.afterRPC(doc, r.Project, now)
 	sp.dueQuiet, sp.idle = false, false
 }
+
+// afterRPC is nextFetchCheck's bound after an RPC (or master file read) to project
+// asked at now, with seed 001's decision unchanged; -Inf (decide again at the next
+// poll) unless the host has only CPUs, as NextRPC's skips assume too.
+//
+// The bound still holds for every other project: a project's request (requestsQuiet)
+// depends on its own tasks and RPC times only, which the RPC does not change. For the
+// project asked, its request is read only once it can be contacted for CPU work again
+// (rpc.Next: min_rpc_time passed, CPU not backed off): its bound becomes that time,
+// or now, when it may be contacted at once (decide again). dont_need_work's bound
+// (fetchQuiet) stays: the RPC reports done tasks (never runnable) and adds new ones,
+// which only add to a project's ETTPRC. A task that finishes ends the hold as before
+// (decideFetch compares the loop's count). TestHoldAfterRPCChangesNothing compares
+// runs with and without this bound.
+func (sp *seedPolicy) afterRPC(doc *state.Document, asked int, now float64) float64 {
+	if noHoldAfterRPC || !sp.decided || !sp.bounded || len(doc.Host.Resources) != 1 || len(sp.quietUntil) != len(doc.Projects) {
+		return math.Inf(-1)
+	}
+	p := &doc.Projects[asked]
+	backoff := cpuBackoffUntil(p)
+	if rpc.CanContact(p, now) && !(backoff > now) {
+		return math.Inf(-1)
+	}
+	sp.quietUntil[asked] = max(p.MinRPCTime, backoff)
+	return max(sp.fetchQuietAt, slices.Min(sp.quietUntil))
+}
+
+// noHoldAfterRPC, set by tests, makes seed 001 decide again after every RPC, as it
+// did before afterRPC.
+var noHoldAfterRPC bool
 
 // applyReply is bdevices reply after a successful RPC r: seed 002's per-resource
 // backoffs and D flags, jitter drawn from the reply's seed as bdevices draws it from
@@ -225,6 +260,7 @@ func (x *replyRand) seeded(seed uint64) *rand.Rand {
 // Any other decision means check again at the next poll.
 func (sp *seedPolicy) nextFetchCheck(doc *state.Document, now float64) float64 {
 	d := &sp.fetch
+	sp.bounded = false // (afterRPC: no hold unless the bound below is made)
 	sp.quietUntil = sp.quietUntil[:0]
 	for range doc.Projects {
 		sp.quietUntil = append(sp.quietUntil, now) // unless requestsQuiet shows otherwise
@@ -251,7 +287,8 @@ func (sp *seedPolicy) nextFetchCheck(doc *state.Document, now float64) float64 {
 	if sp.maxRate <= 0 {
 		return math.Inf(1)
 	}
-	return max(sp.fetchQuiet(now), sp.requestsQuiet(doc, now))
+	sp.fetchQuietAt, sp.bounded = sp.fetchQuiet(now), true
+	return max(sp.fetchQuietAt, sp.requestsQuiet(doc, now))
 }
 
 // fetchQuiet is when seed 001's urgency can rise above dont_need_work at the earliest
