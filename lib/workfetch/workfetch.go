@@ -202,6 +202,15 @@ func grow[T any](b []T, n int) []T {
 	return b
 }
 
+// resize returns b with length n, reusing its storage, its elements as they were: for
+// buffers whose every element the caller writes before reading (no clearing).
+func resize[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
 // compute is Compute; explain puts the reasons into words.
 func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 	cpu := doc.Host.CPU()
@@ -210,7 +219,7 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 		NCPUs:      cpu.Instances,
 		CPUFlops:   cpu.Flops,
 		ActiveFrac: doc.Host.TimeStats.ActiveFrac,
-		Rows:       grow(w.d.Rows, len(doc.Projects)),
+		Rows:       resize(w.d.Rows, len(doc.Projects)), // each row written below
 	}
 	d := &w.d
 	// A host without a usable CPU (only possible in an unvalidated document) processes
@@ -248,7 +257,7 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 	// bucket by increasing deadline. Equal deadlines keep document order: the CPU
 	// scheduler, choosing the earliest deadline, meets the earlier one in the document
 	// first, so the later one is the one ETTPRC treats as later and skips first.
-	owner := grow(w.owner, len(doc.Tasks))
+	owner := resize(w.owner, len(doc.Tasks)) // each task's written below
 	start := grow(w.start, len(doc.Projects)+1)
 	w.owner, w.start = owner, start
 	// A coprocessor's results are no CPU work (see the package comment): their names,
@@ -276,7 +285,7 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 	for i := 1; i < len(start); i++ {
 		start[i] += start[i-1]
 	}
-	results := grow(w.results, start[len(doc.Projects)])
+	results := resize(w.results, start[len(doc.Projects)]) // each slot written once below
 	next := append(w.next[:0], start[:len(doc.Projects)]...)
 	w.results, w.next = results, next
 	for i, p := range owner {
@@ -292,7 +301,7 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 		next[p]++
 	}
 
-	cpuTimes := grow(w.cpuTimes, len(results))
+	cpuTimes := resize(w.cpuTimes, len(results)) // each bucket's written below
 	w.cpuTimes = cpuTimes
 	for i := range doc.Projects {
 		bucket := results[start[i]:start[i+1]]
