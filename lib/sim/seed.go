@@ -87,7 +87,7 @@ type seedPolicy struct {
 func (sp *seedPolicy) Begin(doc *state.Document) { prsc.SetDFromAppVersions(doc, true) }
 
 func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
-	if sp.dueQuiet && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
+	if sp.dueQuiet && !noSkips && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
 		return false // Due would say no again: none of its inputs changed
 	}
 	if !sp.sched.Due(doc, now) {
@@ -110,13 +110,13 @@ func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
 // the tasks and an RPC end the idle time (tasksChanged, Replied).
 func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	first := len(asked) == 0
-	if first && sp.idle && now < sp.idleUntil && sp.finished == sp.seenFinished {
+	if first && sp.idle && !noSkips && now < sp.idleUntil && sp.finished == sp.seenFinished {
 		return RPC{}, false
 	}
 	// After an RPC at this step (asked), on a host without coprocessors, the next RPC
 	// could only be a CPU request to a project not asked yet: none while each one's
 	// request is known to be 0 or unsendable (othersQuiet), no task having finished.
-	if !first && len(doc.Host.Resources) == 1 && sp.decided && sp.finished == sp.seenFinished &&
+	if !first && !noSkips && len(doc.Host.Resources) == 1 && sp.decided && sp.finished == sp.seenFinished &&
 		len(sp.quietUntil) == len(doc.Projects) && sp.othersQuiet(now, asked) {
 		return RPC{}, false
 	}
@@ -125,6 +125,12 @@ func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RP
 	sp.idle = !ok && first && len(doc.Host.Resources) == 1
 	if sp.idle {
 		sp.idleUntil = min(sp.fetchCheck, reportFrom(doc))
+		if !sp.bounded {
+			// fetchCheck then says only that seed 001's decision stands (no app version
+			// can work its tasks off), not that no request it made can be sent: rpc.Next
+			// asks a project that has no app version yet once it may be contacted.
+			sp.idleUntil = min(sp.idleUntil, contactFrom(doc, now))
+		}
 	}
 	return RPC(r), ok
 }
@@ -158,6 +164,26 @@ func reportFrom(doc *state.Document) float64 {
 	return at
 }
 
+// contactFrom is the earliest time after now at which a project's min_rpc_time or CPU
+// backoff ends, +Inf when none is ahead: before it, no project becomes contactable.
+func contactFrom(doc *state.Document, now float64) float64 {
+	at := math.Inf(1)
+	for i := range doc.Projects {
+		p := &doc.Projects[i]
+		for _, t := range [2]float64{p.MinRPCTime, cpuBackoffUntil(p)} {
+			if t > now {
+				at = min(at, t)
+			}
+		}
+	}
+	return at
+}
+
+// noSkips, set by tests, turns off every skip of the seed policy (Due's, rpc.Next's
+// and seed 001's decision's), so that a run can be compared with one that asks every
+// function at every poll (TestSkipsChangeNothing).
+var noSkips bool
+
 // tasksChanged is the loop's word that it changed the tasks (watcher): Due's and
 // rpc.Next's answers are found again.
 func (sp *seedPolicy) tasksChanged() { sp.dueQuiet, sp.idle = false, false }
@@ -165,7 +191,7 @@ func (sp *seedPolicy) tasksChanged() { sp.dueQuiet, sp.idle = false, false }
 // decideFetch is bfetch: seed 001's compute_work_request at now, recorded in doc. It
 // is skipped when it cannot change: before fetchCheck with no task finished since.
 func (sp *seedPolicy) decideFetch(doc *state.Document, now float64) {
-	if sp.decided && now < sp.fetchCheck && sp.finished == sp.seenFinished {
+	if sp.decided && !noSkips && now < sp.fetchCheck && sp.finished == sp.seenFinished {
 		return
 	}
 	sp.decided = true
@@ -201,7 +227,7 @@ func (sp *seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64
 // (decideFetch compares the loop's count). TestHoldAfterRPCChangesNothing compares
 // runs with and without this bound.
 func (sp *seedPolicy) afterRPC(doc *state.Document, asked int, now float64) float64 {
-	if noHoldAfterRPC || !sp.decided || !sp.bounded || len(doc.Host.Resources) != 1 || len(sp.quietUntil) != len(doc.Projects) {
+	if noHoldAfterRPC || noSkips || !sp.decided || !sp.bounded || len(doc.Host.Resources) != 1 || len(sp.quietUntil) != len(doc.Projects) {
 		return math.Inf(-1)
 	}
 	p := &doc.Projects[asked]

@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/bkit/bkit/lib/scenario"
+)
+
+// TestSkipsChangeNothing runs the seed policy with its skips (Due not asked again,
+// no RPC planned while none can be made, seed 001's decision held) and without them,
+// asking every function at every poll: the figures and the counts must be the same.
+// live-2cpu.yaml (no app version, no server) is where an idle skip once held rpc.Next's
+// "no RPC" for good, though a project becomes contactable when its min_rpc_time passes
+// (1 RPC in 10 days where asking every poll makes 21).
+func TestSkipsChangeNothing(t *testing.T) {
+	// noSkips is a package variable: runs here are sequential.
+	data, err := os.ReadFile("../../scenarios/live-2cpu.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := func() *scenario.Scenario {
+		sc, err := scenario.Decode(data, "live-2cpu.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	scenarios := map[string]func() *scenario.Scenario{"live-2cpu.yaml": live}
+	for _, dir := range []string{"../../scenarios/deadlines-4cpu", "../../scenarios/down-2cpu", "../../scenarios/part-time-4cpu", seed002GPU, "testdata/noisy"} {
+		scenarios[dir] = func() *scenario.Scenario { return load(t, dir) }
+	}
+	for name, sc := range scenarios {
+		for _, c := range []struct {
+			seed  uint64
+			delta float64
+		}{{1, 60}, {2, 300}, {3, 17}} {
+			cfg := Config{Duration: 4 * 86400, Delta: c.delta, Policy: "seed", Seed: c.seed}
+			if name == "live-2cpu.yaml" {
+				cfg.Duration = 10 * 86400
+			}
+			run := func(off bool) string {
+				noSkips = off
+				defer func() { noSkips = false }()
+				s, err := New(sc(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for s.Step() {
+				}
+				return fmt.Sprintf("%+v rpcs %d jobs %d master %d", *s.Result(), s.m.rpcs, s.m.jobs, s.m.masterFetches)
+			}
+			if got, want := run(false), run(true); got != want {
+				t.Errorf("%s seed %d delta %g: with the skips\n%s\nwant (every function asked at every poll)\n%s", name, c.seed, c.delta, got, want)
+			}
+		}
+	}
+}
