@@ -145,7 +145,7 @@ func poll(doc *state.Document, now float64, explain, explainReport bool) Decisio
 	d := Decision{WorkDays: EstimatedWorkDays(doc), LowWater: low, HighWater: high}
 	if s := doc.RPCSession; s != nil {
 		if explain {
-			d.Reason = "a " + s.Kind + " session is active (started " + fmtG(s.Started) + ")"
+			d.Reason = "a " + s.Kind + " session is active (started " + fmtTime(s.Started) + ")"
 		}
 		return d
 	}
@@ -175,7 +175,7 @@ func poll(doc *state.Document, now float64, explain, explainReport bool) Decisio
 	if !explainReport {
 		return d
 	}
-	d.Reason = "project " + strconv.Quote(d.Project) + " has a result overdue for reporting (deadline " + fmtG(deadline) + ")"
+	d.Reason = "project " + strconv.Quote(d.Project) + " has a result overdue for reporting (deadline " + fmtTime(deadline) + ")"
 	if d.AskWork {
 		d.Reason += "; it has the greatest debt, so ask for work up to the high-water mark"
 	}
@@ -207,6 +207,10 @@ func OverdueReport(doc *state.Document, now float64, asked []int) (project int, 
 // the reason away, and fmt.Sprintf was a quarter of a 10-day down-2cpu run.
 func fmtG(x float64) string  { return strconv.FormatFloat(x, 'g', -1, 64) }
 func fmtG4(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+
+// fmtTime writes a time in Unix seconds in full, as the document holds it ('g' would
+// print 1.70005e+09, which a reader cannot match against a task's deadline).
+func fmtTime(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
 // StartSession records the session Poll decided on in doc.RPCSession; a None decision
 // changes nothing.
