@@ -184,41 +184,41 @@ func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt floa
 // compared with the last interval's before its changes are added again: what repeat
 // finds after checking everything else, which the caller's word makes needless.
 func (w *DebtWork) AccumulateDebtSame(doc *state.Document, used [][]float64, dt float64) {
-	if dt > 0 && w.sameUse(doc, used, dt) {
-		np, nr := len(doc.Projects), len(doc.Host.Resources)
-		n := np * nr
-		projects, lastAdd, entry, last := doc.Projects[:np], w.lastAdd[:n], w.entry[:n], w.last[:n]
-		for p := range projects {
-			prs := projects[p].Resources
-			for r := range nr {
-				if i := p*nr + r; lastAdd[i] {
-					prs[entry[i]].LongTermDebt += last[i]
-				}
-			}
+	np, nr := len(doc.Projects), len(doc.Host.Resources)
+	if dt > 0 && w.lastHeldFor(np, nr) && len(w.entries) == np && w.sameUseAsLast(used, dt, np, nr) {
+		// (an entry settle made is found again by the general path first: entries >= 0)
+		known := true
+		for _, e := range w.entries[:np] {
+			known = known && e >= 0
 		}
-		return
+		if known {
+			w.addLastChanges(doc)
+			return
+		}
 	}
 	w.AccumulateDebt(doc, used, dt)
 }
 
-// sameUse reports whether the last interval's changes can be added again for an
-// interval of dt seconds with this use, the rest being as it was (AccumulateDebtSame):
-// the same length and use to the bit, and an entry known for every change (an entry
-// settle made is found again by the general path first).
-func (w *DebtWork) sameUse(doc *state.Document, used [][]float64, dt float64) bool {
-	np, nr := len(doc.Projects), len(doc.Host.Resources)
+// lastHeldFor reports whether the last interval's changes are kept, for np projects and
+// nr resources, with the index of their entries.
+func (w *DebtWork) lastHeldFor(np, nr int) bool {
 	n := np * nr
-	if !w.lastHeld || math.Float64bits(dt) != math.Float64bits(w.lastDT) || len(used) < np ||
-		len(w.lastUse) != n || len(w.last) != n || len(w.lastAdd) != n || len(w.entry) != n || len(w.entries) != np {
+	return w.lastHeld && len(w.lastUse) == n && len(w.last) == n && len(w.lastAdd) == n && len(w.entry) == n
+}
+
+// sameUseAsLast reports whether an interval of dt seconds with this use is like the
+// last one: the same length and use, to the bit (lastHeldFor holds).
+func (w *DebtWork) sameUseAsLast(used [][]float64, dt float64, np, nr int) bool {
+	if math.Float64bits(dt) != math.Float64bits(w.lastDT) || len(used) < np {
 		return false
 	}
-	entries, used, lastUse := w.entries[:np], used[:np], w.lastUse[:n]
-	for p := range entries {
-		if entries[p] < 0 || len(used[p]) < nr {
+	lastUse := w.lastUse[:np*nr]
+	for p, u := range used[:np] {
+		if len(u) < nr {
 			return false
 		}
-		for r, u := range used[p][:nr] {
-			if math.Float64bits(u) != lastUse[p*nr+r] {
+		for r, x := range u[:nr] {
+			if math.Float64bits(x) != lastUse[p*nr+r] {
 				return false
 			}
 		}
@@ -226,9 +226,39 @@ func (w *DebtWork) sameUse(doc *state.Document, used [][]float64, dt float64) bo
 	return true
 }
 
-// repeat is the steps below when nothing they read changed since the last interval, in
-// one pass (most steps of a run): it adds the last interval's changes again, and
-// reports whether it did, when participation would find the same entries and the same
+// addLastChanges adds the last interval's changes again, each to the entry it went to
+// (lastHeldFor holds, and every change has an entry).
+func (w *DebtWork) addLastChanges(doc *state.Document) {
+	np, nr := len(doc.Projects), len(doc.Host.Resources)
+	n := np * nr
+	projects, lastAdd, entry, last := doc.Projects[:np], w.lastAdd[:n], w.entry[:n], w.last[:n]
+	for p := range projects {
+		prs := projects[p].Resources
+		for r := range nr {
+			if i := p*nr + r; lastAdd[i] {
+				prs[entry[i]].LongTermDebt += last[i]
+			}
+		}
+	}
+}
+
+// sameHost reports whether the host's resources are those the groups were made for
+// (their speeds and capacities are the groups' too).
+func (w *DebtWork) sameHost(doc *state.Document) bool {
+	if len(w.host) != len(doc.Host.Resources) {
+		return false
+	}
+	for r, res := range doc.Host.Resources {
+		if w.host[r].Instances != res.Instances || w.host[r].Flops != res.Flops {
+			return false
+		}
+	}
+	return true
+}
+
+// repeat is the steps below when nothing they read changed since the last interval
+// (most steps of a run): it adds the last interval's changes again, and reports
+// whether it did, when participation would find the same entries and the same
 // participation (part equal to linked, which it is after every call), sameGroups would
 // hold (host and shares alike) and addLast would add (the same length, the same use to
 // the bit, an entry for every change). It changes nothing else: the slow path would
@@ -237,33 +267,23 @@ func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt float64) boo
 	h := &doc.Host
 	np, nr := len(doc.Projects), len(h.Resources)
 	n := np * nr
-	if !w.lastHeld || math.Float64bits(dt) != math.Float64bits(w.lastDT) || len(used) < np ||
-		len(w.lastUse) != n || len(w.last) != n || len(w.lastAdd) != n || len(w.linked) != n || len(w.part) != n ||
-		len(w.entry) != n || len(w.entries) != np || len(w.shares) != np || len(w.host) != nr {
+	if !w.lastHeldFor(np, nr) || len(w.linked) != n || len(w.part) != n || len(w.entries) != np ||
+		len(w.shares) != np || !w.sameHost(doc) || !w.sameUseAsLast(used, dt, np, nr) {
 		return false
 	}
-	// (Slices of the lengths checked above: the loops below index them without bounds
+	// (Slices of the lengths checked above: the loop below indexes them without bounds
 	// checks.)
-	resources, host := h.Resources[:nr], w.host[:nr]
-	for r := range resources {
-		if host[r].Instances != resources[r].Instances || host[r].Flops != resources[r].Flops {
-			return false
-		}
-	}
+	resources := h.Resources[:nr]
 	projects, shares, entries, used := doc.Projects[:np], w.shares[:np], w.entries[:np], used[:np]
-	lastUse, lastAdd, linked, entry := w.lastUse[:n], w.lastAdd[:n], w.linked[:n], w.entry[:n]
+	lastAdd, linked, entry := w.lastAdd[:n], w.linked[:n], w.entry[:n]
 	for p := range projects {
 		prj := &projects[p]
 		prs := prj.Resources
-		u := used[p]
-		if shares[p] != prj.ResourceShare || entries[p] != len(prs) || len(u) < nr {
+		if shares[p] != prj.ResourceShare || entries[p] != len(prs) {
 			return false
 		}
-		for r, u := range u[:nr] {
+		for r, u := range used[p][:nr] {
 			i := p*nr + r
-			if math.Float64bits(u) != lastUse[i] {
-				return false
-			}
 			d := false
 			if k := entry[i]; k >= 0 {
 				if !state.SameName(prs[k].Type, resources[r].Type) {
@@ -278,15 +298,7 @@ func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt float64) boo
 			}
 		}
 	}
-	last := w.last[:n]
-	for p := range projects {
-		prs := projects[p].Resources
-		for r := range nr {
-			if i := p*nr + r; lastAdd[i] {
-				prs[entry[i]].LongTermDebt += last[i]
-			}
-		}
-	}
+	w.addLastChanges(doc)
 	return true
 }
 
@@ -295,29 +307,15 @@ func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt float64) boo
 // project has (no entry to make); it reports whether it did.
 func (w *DebtWork) addLast(doc *state.Document, used [][]float64, dt float64) bool {
 	np, nr := len(doc.Projects), len(doc.Host.Resources)
-	if math.Float64bits(dt) != math.Float64bits(w.lastDT) || len(w.lastUse) != np*nr || len(w.last) != np*nr {
+	if !w.lastHeldFor(np, nr) || !w.sameUseAsLast(used, dt, np, nr) {
 		return false
-	}
-	for p := range np {
-		for r, u := range used[p][:nr] {
-			if math.Float64bits(u) != w.lastUse[p*nr+r] {
-				return false
-			}
-		}
 	}
 	for i, add := range w.lastAdd {
 		if add && w.entry[i] < 0 {
 			return false
 		}
 	}
-	for p := range doc.Projects {
-		prs := doc.Projects[p].Resources
-		for r := range nr {
-			if i := p*nr + r; w.lastAdd[i] {
-				prs[w.entry[i]].LongTermDebt += w.last[i]
-			}
-		}
-	}
+	w.addLastChanges(doc)
 	return true
 }
 
@@ -382,14 +380,8 @@ func (w *DebtWork) indexEntries(doc *state.Document) {
 // sameGroups reports whether the groups made last hold: the same participation and
 // the same resource shares.
 func (w *DebtWork) sameGroups(doc *state.Document) bool {
-	if w.linked == nil || len(w.linked) != len(w.part) || len(w.shares) != len(doc.Projects) ||
-		len(w.host) != len(doc.Host.Resources) {
+	if w.linked == nil || len(w.linked) != len(w.part) || len(w.shares) != len(doc.Projects) || !w.sameHost(doc) {
 		return false
-	}
-	for r := range w.host {
-		if w.host[r].Instances != doc.Host.Resources[r].Instances || w.host[r].Flops != doc.Host.Resources[r].Flops {
-			return false // the resources' speeds and capacities are the groups' too
-		}
 	}
 	for i, b := range w.part {
 		if w.linked[i] != b {
