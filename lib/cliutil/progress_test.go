@@ -15,10 +15,13 @@ func TestProgress(t *testing.T) {
 	p.Update(0.1, "early")
 	clock = clock.Add(time.Second - time.Millisecond)
 	p.Update(0.2, "just before the delay")
-	if b.Len() != 0 {
+	if b.Len() != 0 || p.Due() {
 		t.Fatalf("drawn before the delay: %q", b.String())
 	}
 	clock = clock.Add(time.Millisecond)
+	if !p.Due() {
+		t.Fatal("not due once the delay has passed")
+	}
 	p.Update(0.25, "at the delay")
 	if !strings.Contains(b.String(), "at the delay") {
 		t.Fatalf("not drawn once the delay has passed: %q", b.String())
@@ -33,7 +36,7 @@ func TestProgress(t *testing.T) {
 	b.Reset()
 	clock = clock.Add(10 * time.Millisecond)
 	p.Update(0.6, "too soon")
-	if b.Len() != 0 {
+	if b.Len() != 0 || p.Due() {
 		t.Fatalf("drawn within the interval: %q", b.String())
 	}
 	clock = clock.Add(90 * time.Millisecond)
@@ -53,7 +56,7 @@ func TestProgress(t *testing.T) {
 	clock = clock.Add(time.Hour)
 	p.Update(0.5, "x")
 	p.Done()
-	if b.Len() != 0 || strings.Contains(b.String(), "#") {
+	if b.Len() != 0 || p.Due() || strings.Contains(b.String(), "#") {
 		t.Fatalf("a buffer got %q", b.String())
 	}
 }

@@ -94,18 +94,20 @@ func Decide(doc *state.Document, now float64) *Decision {
 // DecideWork keeps Decide's buffers from one call to the next, for a caller that
 // decides at every step (the emulator: rpc.Next asks for seed 002's request whenever
 // there is no CPU request to send). The zero value is ready; w.Decide and Decide decide
-// alike, to the last bit. The Decision w.Decide returns, its Sim and its Selections are
-// w's, good until the next call; its Request is the caller's to keep.
+// alike, to the last bit. The Decision w.Decide returns, its Sim, its Selections and
+// its Request's Coprocs are w's, good until the next call; the rest of its Request is
+// the caller's to keep.
 type DecideWork struct {
 	// Quiet: decide without writing the request's reason (Request.Reason stays empty);
 	// the decision is the same. The emulator decides at nearly every step and sends
 	// the request seldom; the reason's formatting was most of its allocations.
 	Quiet bool
 
-	sim   simWork
-	d     Decision
-	cands [][]Candidate
-	steps []decideStep
+	sim     simWork
+	d       Decision
+	cands   [][]Candidate
+	steps   []decideStep
+	coprocs []state.CoprocRequest // the request's, one per coprocessor type
 }
 
 // decideStep is one of Decide's steps: an idle resource r, or r's shortfall.
@@ -158,7 +160,8 @@ func (w *DecideWork) Decide(doc *state.Document, now float64) *Decision {
 		if sel.Project == "" {
 			continue
 		}
-		d.Request = request(doc, sim, sel.Project, s.r, cpu, s.idle, now)
+		d.Request = request(doc, sim, sel.Project, s.r, cpu, s.idle, now, w.coprocs[:0])
+		w.coprocs = d.Request.Coprocs
 		if w.Quiet {
 			return d
 		}
@@ -178,9 +181,10 @@ func (w *DecideWork) Decide(doc *state.Document, now float64) *Decision {
 	return d
 }
 
-func request(doc *state.Document, sim *Sim, project string, trigger, cpu int, idle bool, now float64) state.WorkRequest {
+// request is the request to project, its Coprocs appended to coprocs.
+func request(doc *state.Document, sim *Sim, project string, trigger, cpu int, idle bool, now float64, coprocs []state.CoprocRequest) state.WorkRequest {
 	p := &doc.Projects[projectIndex(doc, project)]
-	req := state.WorkRequest{Time: now, Project: project}
+	req := state.WorkRequest{Time: now, Project: project, Coprocs: coprocs}
 	for r := range sim.Resources {
 		rs := &sim.Resources[r]
 		secs, inst := rs.Shortfall, rs.NIdle

@@ -68,7 +68,12 @@ func record(doc *state.Document, r *Plan, now float64) {
 	if doc.Request == nil {
 		doc.Request = new(state.WorkRequest)
 	}
+	// The record's Coprocs are its own, in the storage of the last record's: the
+	// plan's may be a buffer of the caller's (prsc.DecideWork's), good until its next
+	// decision.
+	coprocs := doc.Request.Coprocs[:0]
 	*doc.Request = r.Request
+	doc.Request.Coprocs = append(coprocs, r.Request.Coprocs...)
 }
 
 // next is Next's choice; explain puts it into words.
@@ -114,10 +119,23 @@ func withCoprocs(req *state.WorkRequest, project string, c state.WorkRequest, ex
 	if c.Project != project {
 		return
 	}
+	asked := 0
 	for _, cr := range c.Coprocs {
 		if cr.ReqSecs > 0 || cr.ReqInstances > 0 {
-			req.Coprocs = append(req.Coprocs, cr)
+			asked++
 			req.WorkReqSeconds = max(req.WorkReqSeconds, cr.ReqSecs)
+		}
+	}
+	switch {
+	case asked == 0:
+	case asked == len(c.Coprocs) && len(req.Coprocs) == 0:
+		// c's as they are, unchanged (the emulator plans at every step: no copy).
+		req.Coprocs = c.Coprocs
+	default:
+		for _, cr := range c.Coprocs {
+			if cr.ReqSecs > 0 || cr.ReqInstances > 0 {
+				req.Coprocs = append(req.Coprocs, cr)
+			}
 		}
 	}
 	if len(req.Coprocs) > 0 && explain {
@@ -227,6 +245,12 @@ func coprocRequest(doc *state.Document, req state.WorkRequest, asked []int, expl
 // a project with overdue results could not be contacted.
 func PollIfOverdue(doc *state.Document, now float64) Decision {
 	return pollIfOverdue(doc, now, true)
+}
+
+// PollIfOverdueQuiet is PollIfOverdue without its words: a Report's Reason is empty
+// too (the emulator's round-robin policy polls at every step and shows none).
+func PollIfOverdueQuiet(doc *state.Document, now float64) Decision {
+	return pollIfOverdue(doc, now, false)
 }
 
 // pollIfOverdue is PollIfOverdue; explain false leaves a report's Reason empty too.

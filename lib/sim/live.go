@@ -55,7 +55,7 @@ func (s *Sim) SetLive(nondeterministic []NondeterministicApp) error {
 		}
 	}
 	s.live = &Live{Nondeterministic: nondeterministic}
-	for _, p := range s.Doc.Projects {
+	for _, p := range s.doc.Projects {
 		s.live.Seqno = append(s.live.Seqno, p.RPCSeqno)
 	}
 	return nil
@@ -70,9 +70,9 @@ func (s *Sim) liveWorld() *Live {
 		return nil
 	}
 	l := *s.live
-	l.Seqno = make([]int, len(s.Doc.Projects))
-	for p := range s.Doc.Projects {
-		l.Seqno[p] = s.Doc.Projects[p].RPCSeqno
+	l.Seqno = make([]int, len(s.doc.Projects))
+	for p := range s.doc.Projects {
+		l.Seqno[p] = s.doc.Projects[p].RPCSeqno
 	}
 	return &l
 }
@@ -81,15 +81,15 @@ func (s *Sim) liveWorld() *Live {
 // since (see Live).
 func (s *Sim) restoreLive(w *World) error {
 	l := w.Live
-	if len(l.Seqno) != len(s.Doc.Projects) {
-		return fmt.Errorf("the world's live seqno has %d projects, the document %d", len(l.Seqno), len(s.Doc.Projects))
+	if len(l.Seqno) != len(s.doc.Projects) {
+		return fmt.Errorf("the world's live seqno has %d projects, the document %d", len(l.Seqno), len(s.doc.Projects))
 	}
 	s.live = &Live{Nondeterministic: l.Nondeterministic, Seqno: l.Seqno}
 	known := make(map[string]WorldJob, len(w.Jobs))
 	for _, j := range w.Jobs {
 		known[j.Task] = j
 	}
-	doc := s.Doc
+	doc := s.doc
 	for p := range doc.Projects {
 		if d := doc.Projects[p].RPCSeqno - l.Seqno[p]; d > 0 {
 			s.m.rpcs += d
@@ -125,7 +125,7 @@ func (s *Sim) digest(t *state.Task) string {
 	}
 	app := ""
 	if v, ok := s.avIndex[t.AppVersion]; ok {
-		app = s.Doc.AppVersions[v].App
+		app = s.doc.AppVersions[v].App
 	}
 	for _, n := range s.live.Nondeterministic {
 		// The draw is a hash of the run's seed and the result's name, so it does not

@@ -35,7 +35,7 @@ func roundTrip(t *testing.T, s *Sim, edit func(doc *state.Document)) *Sim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := state.Encode(s.Doc, state.JSON)
+	db, err := state.Encode(s.Doc(), state.JSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestLive(t *testing.T) {
 	if n := s.Settle(); n != 1 {
 		t.Fatalf("settle: %d tasks done, want 1", n)
 	}
-	done := s.Doc.Tasks[0]
+	done := s.doc.Tasks[0]
 	if done.State != state.TaskDone || done.OutputDigest != digestOf("result:wu_1_0") {
 		t.Fatalf("wu_1_0: state %s digest %q; want done with its own digest (P = 1)", done.State, done.OutputDigest)
 	}
@@ -94,8 +94,8 @@ func TestLive(t *testing.T) {
 		doc.Projects[0].RPCSeqno = 2
 		doc.Tasks[0].State = state.TaskReported
 	})
-	if len(s.Doc.Tasks) != 1 || s.Doc.Tasks[0].Name != "wu_2_0" {
-		t.Fatalf("after the report: tasks %v, want only wu_2_0", s.Doc.Tasks)
+	if len(s.doc.Tasks) != 1 || s.doc.Tasks[0].Name != "wu_2_0" {
+		t.Fatalf("after the report: tasks %v, want only wu_2_0", s.doc.Tasks)
 	}
 	s = roundTrip(t, s, func(doc *state.Document) { doc.Tasks = doc.Tasks[:0] })
 	res := s.Result()
@@ -108,7 +108,7 @@ func TestLive(t *testing.T) {
 // TestLiveDigest: replicas of a deterministic app agree (the workunit's digest); a
 // nondeterministic app's disagree with about its probability, the same way every time.
 func TestLiveDigest(t *testing.T) {
-	s := &Sim{Doc: liveDoc(), avIndex: map[string]int{"A/nd/1": 0}, cfg: Config{Seed: 1}}
+	s := &Sim{doc: liveDoc(), avIndex: map[string]int{"A/nd/1": 0}, cfg: Config{Seed: 1}}
 	s.live = &Live{}
 	a := s.digest(&state.Task{Name: "wu_7_0", AppVersion: "A/nd/1"})
 	b := s.digest(&state.Task{Name: "wu_7_1", AppVersion: "A/nd/1"})

@@ -183,7 +183,7 @@ func (m *metrics) report(p int, late bool, peak float64) {
 
 // Result computes the figures of merit as the run stands.
 func (s *Sim) Result() *Result {
-	doc, m := s.Doc, &s.m
+	doc, m := s.doc, &s.m
 	res := &Result{RPCs: m.rpcs, MasterFetches: m.masterFetches, Jobs: m.jobs, TotalFlops: m.total, SimulatedSec: s.now - s.start,
 		WallFlops: (m.cpuPeak + m.coPeak) * (s.now - s.start), WastedFlops: m.wasted}
 	var usedSum, shareSum float64

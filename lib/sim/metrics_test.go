@@ -16,7 +16,7 @@ func TestFigures(t *testing.T) {
 		Preferences: state.Preferences{CPUSchedulingPeriod: 3600},
 		Projects:    []state.Project{{Name: "A", ResourceShare: 100}, {Name: "B", ResourceShare: 100}},
 	}
-	s := &Sim{Doc: doc, start: 0, now: 120}
+	s := &Sim{doc: doc, start: 0, now: 120}
 	s.m.init(doc)
 	for range 2 {
 		s.m.stepClear()
@@ -100,14 +100,14 @@ func TestAbandonedIsWasted(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Step()
-	if got := s.Doc.Tasks[0].FlopsDone; got != 600e9 {
+	if got := s.doc.Tasks[0].FlopsDone; got != 600e9 {
 		t.Fatalf("after a step the task did %g FLOPs, want 600e9", got)
 	}
-	s.Doc.Tasks[0].State = state.TaskDone // given up
+	s.doc.Tasks[0].State = state.TaskDone // given up
 	s.Step()
 	res := s.Result()
-	if len(s.Doc.Tasks) != 0 || res.Projects[0].DeadlinesMissed != 1 || res.Projects[0].DeadlinesMet != 0 {
-		t.Errorf("tasks left %d, met/missed %d/%d, want 0 and 0/1", len(s.Doc.Tasks), res.Projects[0].DeadlinesMet, res.Projects[0].DeadlinesMissed)
+	if len(s.doc.Tasks) != 0 || res.Projects[0].DeadlinesMissed != 1 || res.Projects[0].DeadlinesMet != 0 {
+		t.Errorf("tasks left %d, met/missed %d/%d, want 0 and 0/1", len(s.doc.Tasks), res.Projects[0].DeadlinesMet, res.Projects[0].DeadlinesMissed)
 	}
 	if res.WastedFraction != 0.5 {
 		t.Errorf("wasted fraction %g, want 0.5", res.WastedFraction)

@@ -27,7 +27,7 @@ func midRun(t *testing.T) (*Sim, *World, *state.Document) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := state.Encode(s.Doc, state.JSON)
+	b, err := state.Encode(s.Doc(), state.JSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +35,8 @@ func midRun(t *testing.T) (*Sim, *World, *state.Document) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Doc.Tasks) == 0 || s.m.rpcs == 0 || s.servers[0].seq == 0 {
-		t.Fatalf("half a day of the noisy scenario did nothing: %d tasks, %d RPCs", len(s.Doc.Tasks), s.m.rpcs)
+	if len(s.doc.Tasks) == 0 || s.m.rpcs == 0 || s.servers[0].seq == 0 {
+		t.Fatalf("half a day of the noisy scenario did nothing: %d tasks, %d RPCs", len(s.doc.Tasks), s.m.rpcs)
 	}
 	return s, w, doc
 }
@@ -62,7 +62,7 @@ func TestRestoreRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Doc != doc || s.start != orig.start || s.now != orig.now || s.end != orig.end || s.avail != orig.avail || s.finishing != orig.finishing || s.cfg != orig.cfg {
+	if s.doc != doc || s.start != orig.start || s.now != orig.now || s.end != orig.end || s.avail != orig.avail || s.finishing != orig.finishing || s.cfg != orig.cfg {
 		t.Errorf("run = start %g now %g end %g avail %+v cfg %+v, want %g %g %g %+v %+v", s.start, s.now, s.end, s.avail, s.cfg, orig.start, orig.now, orig.end, orig.avail, orig.cfg)
 	}
 	for _, c := range []struct {

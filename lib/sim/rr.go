@@ -27,10 +27,21 @@ func init() { Register("rr", func() Policy { return &rrPolicy{} }) }
 //   - reporting: seed 000's poll decides, as for every policy (it is not what is
 //     compared).
 type rrPolicy struct {
-	turn  []int // per host resource: the project the next pass deals to first
-	fetch []int // per host resource: the project asked next
-	av    map[string]int
-	sched cpusched.Workspace // Due's index and buffers
+	turn   []int // per host resource: the project the next pass deals to first
+	fetch  []int // per host resource: the project asked next
+	av     map[string]int
+	pIndex map[string]int
+	sched  cpusched.Workspace // Due's index and buffers
+	reason []string           // per host resource: its requests' Reason
+
+	// Buffers kept from one call to the next, so that a long run allocates nothing
+	// per pass or request: the candidates per resource and project, the tasks chosen,
+	// the resources in dealing order, the work held per resource, a request's Coprocs.
+	cands        [][][]rrCand
+	chosen       []bool
+	order        []int
+	queued, held []float64
+	coprocs      []state.CoprocRequest
 }
 
 func (p *rrPolicy) init(doc *state.Document) {
@@ -42,6 +53,19 @@ func (p *rrPolicy) init(doc *state.Document) {
 	p.av = map[string]int{}
 	for i, av := range doc.AppVersions {
 		p.av[av.Name] = i
+	}
+	p.pIndex = make(map[string]int, len(doc.Projects))
+	for i := range doc.Projects {
+		p.pIndex[doc.Projects[i].Name] = i
+	}
+	nR, nP := len(doc.Host.Resources), len(doc.Projects)
+	p.cands = make([][][]rrCand, nR)
+	for r := range p.cands {
+		p.cands[r] = make([][]rrCand, nP)
+	}
+	p.queued, p.held = make([]float64, nR), make([]float64, nR)
+	for _, res := range doc.Host.Resources {
+		p.reason = append(p.reason, "round-robin: "+res.Type+" below the low-water mark")
 	}
 }
 
@@ -63,14 +87,12 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 		}
 	}
 	nP := len(doc.Projects)
-	pIndex := make(map[string]int, nP)
-	for i := range doc.Projects {
-		pIndex[doc.Projects[i].Name] = i
-	}
 	// Candidates per resource and project, in the order a project offers them.
-	cands := make([][][]rrCand, len(doc.Host.Resources))
+	cands := p.cands
 	for r := range cands {
-		cands[r] = make([][]rrCand, nP)
+		for pr := range cands[r] {
+			cands[r][pr] = cands[r][pr][:0]
+		}
 	}
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
@@ -89,17 +111,21 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 		case state.TaskReady:
 			c.rank = 2
 		}
-		cands[r][pIndex[t.Project]] = append(cands[r][pIndex[t.Project]], c)
+		pr := p.pIndex[t.Project]
+		cands[r][pr] = append(cands[r][pr], c)
 	}
-	chosen := make([]bool, len(doc.Tasks))
+	p.chosen = slices.Grow(p.chosen[:0], len(doc.Tasks))[:len(doc.Tasks)]
+	chosen := p.chosen
+	clear(chosen)
 	cpuFree := float64(doc.Host.CPU().Instances)
-	order := make([]int, 0, len(doc.Host.Resources)) // coprocessors first: their tasks take CPUs too
+	order := p.order[:0] // coprocessors first: their tasks take CPUs too
 	for r, res := range doc.Host.Resources {
 		if res.Type != state.ResourceCPU {
 			order = append(order, r)
 		}
 	}
 	order = append(order, slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == state.ResourceCPU }))
+	p.order = order
 	const slack = 1e-9
 	for _, r := range order {
 		isCPU := doc.Host.Resources[r].Type == state.ResourceCPU
@@ -161,14 +187,18 @@ func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, 
 		return RPC{}, false
 	}
 	// PollIfOverdue: Poll's report sessions need an overdue result, and without one
-	// Poll's other answers (with their reasons made) are not used here.
-	if d := rpc.PollIfOverdue(doc, now); d.Action == rpc.Report {
-		return RPC{Project: projectIndex(doc, d.Project), Why: "report: " + d.Reason}, true
+	// Poll's other answers are not used here. Quiet: no one reads an emulated RPC's
+	// reasons, and putting them into words at every step was most of what this policy
+	// allocated.
+	if d := rpc.PollIfOverdueQuiet(doc, now); d.Action == rpc.Report {
+		return RPC{Project: projectIndex(doc, d.Project)}, true
 	}
 	low, high := rpc.WaterMarks(&doc.Preferences)
 	nR := len(doc.Host.Resources)
-	queued := make([]float64, nR) // estimated instance-seconds of work held
-	held := make([]float64, nR)   // instances the runnable tasks would take
+	queued := p.queued[:nR] // estimated instance-seconds of work held
+	held := p.held[:nR]     // instances the runnable tasks would take
+	clear(queued)
+	clear(held)
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if !t.State.Runnable() {
@@ -194,12 +224,14 @@ func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, 
 				continue
 			}
 			p.fetch[r] = pr + 1
-			req := state.WorkRequest{Time: now, Project: proj.Name, Reason: "round-robin: " + res.Type + " below the low-water mark"}
+			req := state.WorkRequest{Time: now, Project: proj.Name, Reason: p.reason[r]}
 			secs := max(0, high*workfetch.SecondsPerDay*n-queued[r])
 			if res.Type == state.ResourceCPU {
 				req.CPUReqSecs, req.CPUReqInstances = secs, idle
 			} else {
-				req.Coprocs = []state.CoprocRequest{{Type: res.Type, ReqSecs: secs, ReqInstances: idle}}
+				// The RPC is made and done with before the next request.
+				p.coprocs = append(p.coprocs[:0], state.CoprocRequest{Type: res.Type, ReqSecs: secs, ReqInstances: idle})
+				req.Coprocs = p.coprocs
 			}
 			req.WorkReqSeconds = secs
 			return RPC{Project: pr, Request: req, Why: req.Reason}, true

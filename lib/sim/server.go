@@ -22,6 +22,9 @@ type server struct {
 	apps    []genApp
 	seq     int
 	rng     stream // the project's own stream: another project's replies do not shift it
+	// deferNames: a job's task is named when something asks for the name (Sim.Doc),
+	// not when it is made (see Sim.nameTasks).
+	deferNames bool
 
 	needs []need // fill's buffers, kept from one reply to the next
 	best  []int
@@ -58,6 +61,9 @@ type job struct {
 	// The task's project and app version (indices in the document), which never
 	// change: the step loop does not look them up by name.
 	project, av int
+	// seq is the number the project's server gave the job while its task waits for
+	// its name (server.deferNames); 0 once named, and for a scenario's own tasks.
+	seq int
 }
 
 // need is what is still asked of one resource while a reply is filled.
@@ -234,8 +240,11 @@ func (n *need) use(runtime, inst float64, instances int) {
 func (s *server) makeJob(doc *state.Document, a int, est, now float64, jobs *[]job) {
 	app, v := &s.apps[a], s.best[a]
 	s.seq++
-	var buf [64]byte // the name is built on the stack: one allocation, the string's
-	name := string(strconv.AppendInt(append(append(buf[:0], s.project...), '_'), int64(s.seq), 10))
+	var name string
+	seq := s.seq
+	if !s.deferNames {
+		name, seq = jobName(s.project, s.seq), 0
+	}
 	doc.Tasks = append(doc.Tasks, state.Task{
 		Name:           name,
 		Project:        s.project,
@@ -245,5 +254,11 @@ func (s *server) makeJob(doc *state.Document, a int, est, now float64, jobs *[]j
 		ReportDeadline: now + app.LatencyBound,
 		ReceivedTime:   now,
 	})
-	*jobs = append(*jobs, job{real: app.FpopsEst, project: s.index, av: v})
+	*jobs = append(*jobs, job{real: app.FpopsEst, project: s.index, av: v, seq: seq})
+}
+
+// jobName is the name of job seq of project: the project's name, '_', the number.
+func jobName(project string, seq int) string {
+	var buf [64]byte // built on the stack: one allocation, the string's
+	return string(strconv.AppendInt(append(append(buf[:0], project...), '_'), int64(seq), 10))
 }

@@ -59,7 +59,7 @@ func newStream(seed uint64, id int) stream {
 // emulated world around it (availability, project servers, the real work of each task)
 // and the tallies the figures of merit are made from.
 type Sim struct {
-	Doc    *state.Document
+	doc    *state.Document // Doc names its pending tasks first
 	cfg    Config
 	policy Policy
 	start  float64
@@ -90,7 +90,8 @@ type Sim struct {
 	live *Live   // nil unless the project servers are real (SetLive)
 }
 
-// New prepares a run of scenario sc. The run takes sc.Doc over and changes it.
+// New prepares a run of scenario sc. The run takes sc.Doc over and changes it: read
+// it as Sim.Doc, which names the tasks the run's servers made.
 func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	if !(cfg.Delta > 0) || math.IsInf(cfg.Delta, 0) {
 		return nil, fmt.Errorf("delta must be > 0 seconds, got %g", cfg.Delta)
@@ -112,7 +113,7 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	if b, ok := pol.(beginner); ok {
 		b.Begin(doc)
 	}
-	s := &Sim{Doc: doc, cfg: cfg, policy: pol, start: DefaultStart, avIndex: map[string]int{}}
+	s := &Sim{doc: doc, cfg: cfg, policy: pol, start: DefaultStart, avIndex: map[string]int{}}
 	// Start at the latest moment a scenario's explicit task was received, so that its
 	// deadlines keep their meaning.
 	if len(doc.Tasks) > 0 {
@@ -174,6 +175,16 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	s.m.init(doc)
 	if cfg.Trace {
 		s.tr = newTracer(doc, s.start, s.end, cfg.Delta)
+	} else {
+		// A run that draws no trace reads no task names until it is over (Doc): its
+		// servers' jobs are named when asked for. Most jobs are reported and dropped
+		// first, so the names of a long run are never made. Each would be an
+		// allocation that nothing frees before the run ends (a run makes too little
+		// garbage for the collector to start), which would be memory in proportion
+		// to the simulated time.
+		for _, srv := range s.servers {
+			srv.deferNames = true
+		}
 	}
 	s.su = StepUsage{Used: make([][]float64, len(doc.Projects)), CPUTime: make([]float64, len(doc.Projects))}
 	for p := range s.su.Used {
@@ -236,7 +247,7 @@ func checkJobSizes(doc *state.Document, servers []*server, avSpeed []float64, cf
 
 // indexAppVersions finds each app version's index, host resource and speed.
 func (s *Sim) indexAppVersions() {
-	doc := s.Doc
+	doc := s.doc
 	for i, av := range doc.AppVersions {
 		s.avIndex[av.Name] = i
 		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
@@ -248,7 +259,7 @@ func (s *Sim) indexAppVersions() {
 // newJob is j for task t, with t's project and app version found (a validated document
 // names known ones).
 func (s *Sim) newJob(t *state.Task, j job) job {
-	j.project, j.av = projectIndex(s.Doc, t.Project), s.avIndex[t.AppVersion]
+	j.project, j.av = projectIndex(s.doc, t.Project), s.avIndex[t.AppVersion]
 	return j
 }
 
@@ -261,6 +272,24 @@ func Run(sc *scenario.Scenario, cfg Config) (*Result, error) {
 	for s.Step() {
 	}
 	return s.Result(), nil
+}
+
+// Doc is the client state document of the run, as the policies see it, each task
+// named. The run changes it at each step.
+func (s *Sim) Doc() *state.Document {
+	s.nameTasks()
+	return s.doc
+}
+
+// nameTasks names the tasks whose servers deferred their names (server.deferNames).
+// Nothing in the step loop reads a task's name but the trace, and a run that traces
+// names its jobs when it makes them.
+func (s *Sim) nameTasks() {
+	for i := range s.jobs {
+		if j := &s.jobs[i]; j.seq > 0 {
+			s.doc.Tasks[i].Name, j.seq = jobName(s.servers[j.project].project, j.seq), 0
+		}
+	}
 }
 
 // Trace is what the run did so far, or nil when Config.Trace was not set.
@@ -326,10 +355,10 @@ func (s *Sim) Step() bool {
 		if s.avail.Connected {
 			s.rpcs(now)
 		}
-		if s.policy.Schedule(s.Doc, now) {
+		if s.policy.Schedule(s.doc, now) {
 			s.runningHold = false
 		}
-		if s.finishing > 0 && s.Settle() > 0 && s.policy.Schedule(s.Doc, now) {
+		if s.finishing > 0 && s.Settle() > 0 && s.policy.Schedule(s.doc, now) {
 			s.runningHold = false
 		}
 	}
@@ -344,12 +373,12 @@ func (s *Sim) Advance() bool {
 	a := s.avail
 	dt := min(s.cfg.Delta, s.end-now)
 	s.compute(now, dt, a.Active, a.GPUActive)
-	s.m.step(s.Doc, dt, a.On, a.Active, a.GPUActive)
+	s.m.step(s.doc, dt, a.On, a.Active, a.GPUActive)
 	if s.tr != nil {
 		s.tr.available(now, dt, a.Active, a.GPUActive)
 	}
 	s.su.Now, s.su.DT = now+dt, dt
-	s.policy.Account(s.Doc, &s.su)
+	s.policy.Account(s.doc, &s.su)
 	s.now = now + dt
 	if s.now >= s.end {
 		return false
@@ -365,13 +394,13 @@ func (s *Sim) Done() bool { return s.now >= s.end }
 func (s *Sim) rpcs(now float64) {
 	s.asked = s.asked[:0]
 	for {
-		r, ok := s.policy.NextRPC(s.Doc, now, s.asked)
+		r, ok := s.policy.NextRPC(s.doc, now, s.asked)
 		if !ok || slices.Contains(s.asked, r.Project) {
 			return
 		}
 		s.asked = append(s.asked, r.Project)
 		rep := s.Serve(r, now)
-		s.policy.Replied(s.Doc, r, rep, now)
+		s.policy.Replied(s.doc, r, rep, now)
 	}
 }
 
@@ -382,7 +411,7 @@ func (s *Sim) rpcs(now float64) {
 // decisions' stream for whatever the client draws in answer to it (seed 002's backoff
 // jitter: bdevices reply --seed).
 func (s *Sim) Serve(r RPC, now float64) Reply {
-	doc := s.Doc
+	doc := s.doc
 	p := &doc.Projects[r.Project]
 	srv := s.servers[r.Project]
 	if p.MasterFetchPending {
@@ -445,11 +474,11 @@ func schedulerURL(p *state.Project) string {
 // example gave 87 % to the 2/3 project).
 func (s *Sim) Settle() int {
 	n := 0
-	for i := range s.Doc.Tasks {
-		if s.jobs[i].finished && s.Doc.Tasks[i].State != state.TaskDone && s.Doc.Tasks[i].State != state.TaskReported {
-			s.Doc.Tasks[i].State = state.TaskDone
+	for i := range s.doc.Tasks {
+		if s.jobs[i].finished && s.doc.Tasks[i].State != state.TaskDone && s.doc.Tasks[i].State != state.TaskReported {
+			s.doc.Tasks[i].State = state.TaskDone
 			if s.live != nil {
-				s.Doc.Tasks[i].OutputDigest = s.digest(&s.Doc.Tasks[i])
+				s.doc.Tasks[i].OutputDigest = s.digest(&s.doc.Tasks[i])
 			}
 			s.su.Finished++
 			n++
@@ -475,13 +504,13 @@ func (s *Sim) tasksChanged() {
 // document that grew for 1,000 simulated days would slow every policy down.
 func (s *Sim) dropReported() {
 	k := 0
-	for i := range s.Doc.Tasks {
-		if s.Doc.Tasks[i].State != state.TaskReported {
-			s.Doc.Tasks[k], s.jobs[k] = s.Doc.Tasks[i], s.jobs[i]
+	for i := range s.doc.Tasks {
+		if s.doc.Tasks[i].State != state.TaskReported {
+			s.doc.Tasks[k], s.jobs[k] = s.doc.Tasks[i], s.jobs[i]
 			k++
 		}
 	}
-	s.Doc.Tasks, s.jobs = s.Doc.Tasks[:k], s.jobs[:k]
+	s.doc.Tasks, s.jobs = s.doc.Tasks[:k], s.jobs[:k]
 }
 
 // compute lets the running tasks work from now for dt seconds: a CPU task while the host
@@ -489,7 +518,7 @@ func (s *Sim) dropReported() {
 // app version's real speed; it is done when its real work is, mid-step if need be, and
 // its processor stays idle until the next step (when the scheduler can hand it on).
 func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
-	doc := s.Doc
+	doc := s.doc
 	su := &s.su
 	for p, u := range su.Used {
 		// Element by element: a range loop of zeroes (or clear) calls memclr, which

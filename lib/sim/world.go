@@ -108,6 +108,7 @@ type WorldTallies struct {
 
 // World returns the run's world as it stands; scenario names the scenario.
 func (s *Sim) World(scenario string) (*World, error) {
+	s.nameTasks()
 	w := &World{Version: WorldVersion, Scenario: scenario, Policy: s.cfg.Policy, Seed: s.cfg.Seed,
 		Duration: s.cfg.Duration, Delta: s.cfg.Delta, Start: s.start, Now: s.now, End: s.end, Avail: s.avail,
 		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly, Live: s.liveWorld()}
@@ -131,7 +132,7 @@ func (s *Sim) World(scenario string) (*World, error) {
 		w.Apps = append(w.Apps, al)
 	}
 	for i, j := range s.jobs {
-		w.Jobs = append(w.Jobs, WorldJob{Task: s.Doc.Tasks[i].Name, Real: j.real, Peak: j.peak, Finished: j.finished})
+		w.Jobs = append(w.Jobs, WorldJob{Task: s.doc.Tasks[i].Name, Real: j.real, Peak: j.peak, Finished: j.finished})
 	}
 	m := &s.m
 	w.Tallies = WorldTallies{Total: m.total, Used: m.used, Wasted: m.wasted, ByResource: m.byResource, Met: m.met,
@@ -196,7 +197,7 @@ func restoreRun(doc *state.Document, w *World) (*Sim, error) {
 	if !(cfg.Delta > 0) {
 		return nil, fmt.Errorf("delta must be > 0 seconds, got %g", cfg.Delta)
 	}
-	s := &Sim{Doc: doc, cfg: cfg, policy: pol, start: w.Start, now: w.Now, end: w.End, avIndex: map[string]int{},
+	s := &Sim{doc: doc, cfg: cfg, policy: pol, start: w.Start, now: w.Now, end: w.End, avIndex: map[string]int{},
 		avail: w.Avail, finishing: w.Finishing}
 	for _, x := range []float64{w.Duration, w.Start, w.Now, w.End} {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
@@ -254,7 +255,7 @@ func (s *Sim) restoreStreams(w *World) error {
 // restoreServers takes up each project's emulated server, in the document's project
 // order: its up process, the count of jobs it made, its random stream and its apps.
 func (s *Sim) restoreServers(w *World) error {
-	doc := s.Doc
+	doc := s.doc
 	if len(w.Servers) != len(doc.Projects) || len(w.Apps) != len(doc.Projects) {
 		return fmt.Errorf("the world has %d project servers, the document %d projects", len(w.Servers), len(doc.Projects))
 	}
@@ -286,7 +287,7 @@ func (s *Sim) restoreServers(w *World) error {
 // FLOPs credited, whether its work is done), the world's jobs in the document's task
 // order.
 func (s *Sim) restoreJobs(w *World) error {
-	doc := s.Doc
+	doc := s.doc
 	if len(w.Jobs) != len(doc.Tasks) {
 		return fmt.Errorf("the world knows %d tasks, the document has %d", len(w.Jobs), len(doc.Tasks))
 	}
@@ -302,7 +303,7 @@ func (s *Sim) restoreJobs(w *World) error {
 // restoreTallies takes up the running sums of the figures of merit, which must have the
 // document's projects and resources, and starts the step's usage afresh.
 func (s *Sim) restoreTallies(w *World) error {
-	doc := s.Doc
+	doc := s.doc
 	s.m.init(doc)
 	t := w.Tallies
 	n, nr := len(doc.Projects), len(doc.Host.Resources)

@@ -25,7 +25,7 @@ func piecewise(t *testing.T, dir string, cfg Config) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docBytes, err := state.Encode(s.Doc, state.JSON)
+	docBytes, err := state.Encode(s.Doc(), state.JSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,13 +189,13 @@ func TestMasterFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &s.Doc.Projects[0]
+	a := &s.doc.Projects[0]
 	if len(a.SchedulerURLs) != 0 || a.MasterFetchPending {
 		t.Fatalf("project A starts with %v, pending %v", a.SchedulerURLs, a.MasterFetchPending)
 	}
 	fetched := false
 	for s.Step() {
-		a := &s.Doc.Projects[0]
+		a := &s.doc.Projects[0]
 		if len(a.SchedulerURLs) > 0 {
 			fetched = true
 			if a.SchedulerURLs[0] != a.MasterURL {
@@ -222,7 +222,7 @@ func FuzzRestore(f *testing.F) {
 	}
 	for s.Now() < 1800+s.start && s.Step() {
 	}
-	docBytes, err := state.Encode(s.Doc, state.JSON)
+	docBytes, err := state.Encode(s.Doc(), state.JSON)
 	if err != nil {
 		f.Fatal(err)
 	}

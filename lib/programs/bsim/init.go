@@ -82,5 +82,5 @@ func runInit(_ context.Context, cmd *cli.Command) error {
 	if err := writeWorld(cmd, s, path); err != nil {
 		return err
 	}
-	return writeDocument(cmd, s.Doc, state.JSON)
+	return writeDocument(cmd, s.Doc(), state.JSON)
 }
