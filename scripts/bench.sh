@@ -26,8 +26,11 @@ median5() { # median5 CMD...: milliseconds, median of 5 runs
     s=$(date +%s%N); "$@" > /dev/null; e=$(date +%s%N); echo $(( (e - s) / 1000 ))
   done | sort -n | sed -n 3p | awk '{ printf "%.1f", $1 / 1000 }'
 }
-rss() { # rss CMD...: peak resident set, MB
-  if [ -x /usr/bin/time ]; then /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1 | awk '{ printf "%.1f", $1 / 1024 }'; else echo "?"; fi
+rss() { # rss CMD...: peak resident set, MB, median of 5 runs (a run's varies by a 64 KB
+  # block or two of the binary's pages the kernel maps around each one touched)
+  if [ -x /usr/bin/time ]; then
+    for _ in 1 2 3 4 5; do /usr/bin/time -f %M "$@" 2>&1 >/dev/null | tail -1; done | sort -n | sed -n 3p | awk '{ printf "%.2f", $1 / 1024 }'
+  else echo "?"; fi
 }
 scen=scenarios
 # Start-up alone (most of a 10-day run's time), for comparison.
@@ -47,9 +50,9 @@ fi
 for p in seed goals; do
   printf '%-62s %s\n' "bsim run share-75-25, 1000 days, share violation, $p" "$("$tmp/bsim" run scenarios/share-75-25 --duration 1000d --policy $p | awk '/^wf / { print $6 }')"
 done
-printf '%-62s %s MB\n' "bsim peak RSS, 10 days" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 10d)"
-printf '%-62s %s MB\n' "bsim peak RSS, 1000 days" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d)"
-printf '%-62s %s MB\n' "bsim peak RSS, 1000 days --plot" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d --plot "$tmp/plot")"
+printf '%-62s %s MB (median of 5)\n' "bsim peak RSS, 10 days" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 10d)"
+printf '%-62s %s MB (median of 5)\n' "bsim peak RSS, 1000 days" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d)"
+printf '%-62s %s MB (median of 5)\n' "bsim peak RSS, 1000 days --plot" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d --plot "$tmp/plot")"
 # The client loop of the real programs: wall time per simulated step (about ten program runs).
 go build -o "$tmp/" ./cmd/bfetch ./cmd/bdevices
 s=$(date +%s%N); BKIT_BIN=$tmp bash scripts/client-loop.sh scenarios/share-75-25 --duration 1h > /dev/null; e=$(date +%s%N)
