@@ -54,7 +54,7 @@ func TestGPUByLongTermDebtsLongRun(t *testing.T) {
 		if due, _ := cpusched.Due(doc, now); due {
 			w.Schedule(doc, now)
 		}
-		debts.AccumulateDebt(doc, prsc.Usage(doc), step)
+		debts.AccumulateDebt(doc, prsc.Usage(doc), step, now+step)
 		for i := range doc.Tasks {
 			tk := &doc.Tasks[i]
 			if tk.State != state.TaskRunning {

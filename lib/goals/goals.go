@@ -107,9 +107,10 @@ func availability(h *state.Host, r int) float64 {
 
 // Account brings the debts up to date over dt seconds during which each project used
 // used[p][r] instances of each resource (prsc.Usage's rule): seed 002's accounting,
-// then every debt clamped to ±DebtLimit days of its resource (instance-seconds).
-func Account(doc *state.Document, used [][]float64, dt float64) {
-	prsc.AccumulateDebt(doc, used, dt)
+// then every debt clamped to ±DebtLimit days of its resource (instance-seconds). now
+// is the interval's end (prsc.AccumulateDebt).
+func Account(doc *state.Document, used [][]float64, dt, now float64) {
+	prsc.AccumulateDebt(doc, used, dt, now)
 	for p := range doc.Projects {
 		for k := range doc.Projects[p].Resources {
 			pr := &doc.Projects[p].Resources[k]

@@ -83,7 +83,7 @@ func TestRequestLatencyCap(t *testing.T) {
 func TestAccountClamp(t *testing.T) {
 	d := doc()
 	used := [][]float64{{0}, {2}}
-	Account(d, used, 1e6)
+	Account(d, used, 1e6, 1e6)
 	if a := d.Projects[0].Resources[0].LongTermDebt; a != 2*86400 {
 		t.Errorf("A's debt %g, want the clamp %d", a, 2*86400)
 	}

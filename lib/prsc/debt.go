@@ -78,8 +78,12 @@ func resourceIndex(h *state.Host) map[string]int {
 // both, equal shares: CPU 100% to B and GPU 75%/25% to A/B, i.e. equal processing.
 // Both are met by this accounting:
 //
-//   - A project takes part on resource R when D(P,R) is set or it used R in the
-//     interval (a running job proves it has work for R).
+//   - A project takes part on resource R when D(P,R) is set and it is not backed off
+//     for R at now (the seed's debt accounting: "if P is not backed off for R"), or
+//     when it used R in the interval (a running job proves it has work for R, and its
+//     use is charged whatever its backoff). A project that keeps asking for R in vain
+//     is backed off for it, so it stops accumulating debt for R: the unbounded growth
+//     the seed warns of.
 //   - Projects and resources linked that way form groups (connected components). Within
 //     a group the processing done, U = sum over R of used(R)·dt·speed(R), is owed to its
 //     projects by resource share: P is owed share(P)·U. A project in no group with
@@ -93,10 +97,11 @@ func resourceIndex(h *state.Host) map[string]int {
 //
 // Within a group the overall debts change by amounts that add up to zero, so they stay
 // centred and only their differences matter. Resource shares of zero count as equal
-// shares when every participant has zero. dt <= 0 does nothing.
-func AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
+// shares when every participant has zero. dt <= 0 does nothing. now is the end of the
+// interval, the time at which a backoff is looked at.
+func AccumulateDebt(doc *state.Document, used [][]float64, dt, now float64) {
 	var w DebtWork
-	w.AccumulateDebt(doc, used, dt)
+	w.AccumulateDebt(doc, used, dt, now)
 }
 
 // DebtWork keeps AccumulateDebt's buffers from one call to the next, for a caller that
@@ -130,6 +135,11 @@ type DebtWork struct {
 	lastUse  []uint64
 	lastDT   float64
 	lastHeld bool
+
+	// stableUntil: the participation found last, which D flags and backoffs decide,
+	// holds while time stays before it (the earliest end of a backoff of an entry with
+	// D set, +Inf when none), unless a reply changes them.
+	stableUntil float64
 }
 
 // grow returns b with length n, every element zero, reusing its storage.
@@ -145,14 +155,14 @@ func grow[T any](b []T, n int) []T {
 // AccumulateDebt is AccumulateDebt with w's buffers, in the steps of its comment: who
 // takes part where, each resource's use, the groups and what each owes, then each
 // project's debts.
-func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt float64) {
+func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt, now float64) {
 	if dt <= 0 {
 		return
 	}
-	if w.repeat(doc, used, dt) {
+	if w.repeat(doc, used, dt, now) {
 		return
 	}
-	w.participation(doc, used)
+	w.participation(doc, used, now)
 	if !w.sameGroups(doc) {
 		w.shareSums(doc)
 		w.groups(doc)
@@ -178,14 +188,15 @@ func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt floa
 
 // AccumulateDebtSame is w.AccumulateDebt for a caller that vouches that nothing
 // AccumulateDebt reads but the debts changed since its last call on doc: the same
-// projects with the same resource entries (types, order), D flags and shares, and the
-// same host resources. (The emulator's seed policy, which sees every reply, the only
-// step of its loop that changes them.) Only the interval's length and use are then
-// compared with the last interval's before its changes are added again: what repeat
-// finds after checking everything else, which the caller's word makes needless.
-func (w *DebtWork) AccumulateDebtSame(doc *state.Document, used [][]float64, dt float64) {
+// projects with the same resource entries (types, order), D flags, backoffs and shares,
+// and the same host resources. (The emulator's seed policy, which sees every reply, the
+// only step of its loop that changes them.) Only the interval's length and use, and
+// whether a backoff has ended since (stableUntil), are then compared with the last
+// interval's before its changes are added again: what repeat finds after checking
+// everything else, which the caller's word makes needless.
+func (w *DebtWork) AccumulateDebtSame(doc *state.Document, used [][]float64, dt, now float64) {
 	np, nr := len(doc.Projects), len(doc.Host.Resources)
-	if dt > 0 && w.lastHeldFor(np, nr) && len(w.entries) == np && w.sameUseAsLast(used, dt, np, nr) {
+	if dt > 0 && now < w.stableUntil && w.lastHeldFor(np, nr) && len(w.entries) == np && w.sameUseAsLast(used, dt, np, nr) {
 		// (an entry settle made is found again by the general path first: entries >= 0)
 		known := true
 		for _, e := range w.entries[:np] {
@@ -196,7 +207,7 @@ func (w *DebtWork) AccumulateDebtSame(doc *state.Document, used [][]float64, dt 
 			return
 		}
 	}
-	w.AccumulateDebt(doc, used, dt)
+	w.AccumulateDebt(doc, used, dt, now)
 }
 
 // lastHeldFor reports whether the last interval's changes are kept, for np projects and
@@ -263,7 +274,7 @@ func (w *DebtWork) sameHost(doc *state.Document) bool {
 // hold (host and shares alike) and addLast would add (the same length, the same use to
 // the bit, an entry for every change). It changes nothing else: the slow path would
 // have left every buffer as it is.
-func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt float64) bool {
+func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt, now float64) bool {
 	h := &doc.Host
 	np, nr := len(doc.Projects), len(h.Resources)
 	n := np * nr
@@ -276,6 +287,7 @@ func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt float64) boo
 	resources := h.Resources[:nr]
 	projects, shares, entries, used := doc.Projects[:np], w.shares[:np], w.entries[:np], used[:np]
 	lastAdd, linked, entry := w.lastAdd[:n], w.linked[:n], w.entry[:n]
+	stable := math.Inf(1)
 	for p := range projects {
 		prj := &projects[p]
 		prs := prj.Resources
@@ -289,7 +301,7 @@ func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt float64) boo
 				if !state.SameName(prs[k].Type, resources[r].Type) {
 					return false // indexEntries would look again
 				}
-				d = prs[k].AccumulateDebt
+				d = debtOn(&prs[k], now, &stable)
 			} else if lastAdd[i] {
 				return false
 			}
@@ -299,6 +311,7 @@ func (w *DebtWork) repeat(doc *state.Document, used [][]float64, dt float64) boo
 		}
 	}
 	w.addLastChanges(doc)
+	w.stableUntil = stable
 	return true
 }
 
@@ -320,8 +333,9 @@ func (w *DebtWork) addLast(doc *state.Document, used [][]float64, dt float64) bo
 }
 
 // participation sets part[p*nr+r]: project p takes part on resource r, since its D(P,R)
-// is set or it used r in the interval.
-func (w *DebtWork) participation(doc *state.Document, used [][]float64) {
+// is set and it is not backed off for r at now (debtOn), or it used r in the interval;
+// and stableUntil.
+func (w *DebtWork) participation(doc *state.Document, used [][]float64, now float64) {
 	h := &doc.Host
 	np, nr := len(doc.Projects), len(h.Resources)
 	w.indexEntries(doc)
@@ -329,17 +343,34 @@ func (w *DebtWork) participation(doc *state.Document, used [][]float64) {
 		w.part = make([]bool, np*nr)
 	}
 	part := w.part // every element is set below
+	stable := math.Inf(1)
 	for p := range doc.Projects {
 		prs := doc.Projects[p].Resources
 		entry, pp, u := w.entry[p*nr:(p+1)*nr], part[p*nr:(p+1)*nr], used[p][:nr]
 		for r := range pp {
 			d := false
 			if k := entry[r]; k >= 0 {
-				d = prs[k].AccumulateDebt
+				d = debtOn(&prs[k], now, &stable)
 			}
 			pp[r] = d || u[r] > 0
 		}
 	}
+	w.stableUntil = stable
+}
+
+// debtOn reports whether pr's project accumulates debt on pr's resource at now: D(P,R)
+// is set and it is not backed off for the resource (seed 002's debt accounting: "if P
+// is not backed off for R"). When the answer changes by time alone (a backoff of an
+// entry with D set ends after now), stable is lowered to that end.
+func debtOn(pr *state.ProjectResource, now float64, stable *float64) bool {
+	if !pr.AccumulateDebt {
+		return false
+	}
+	if pr.BackoffUntil > now {
+		*stable = math.Min(*stable, pr.BackoffUntil)
+		return false
+	}
+	return true
 }
 
 // indexEntries brings w.entry up to date: a project's entries are found again when

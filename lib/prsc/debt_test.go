@@ -29,13 +29,13 @@ func oneInterval() (*state.Document, [][]float64) {
 func TestParticipation(t *testing.T) {
 	doc, used := oneInterval()
 	var w DebtWork
-	w.participation(doc, used)
+	w.participation(doc, used, 0)
 	if want := []bool{true, false, true, true, false, false}; !cmp.Equal(w.part, want) {
 		t.Errorf("part = %v, want %v", w.part, want)
 	}
 	doc.Projects[0].Resources[0].AccumulateDebt = false
 	used[2][1] = 0.5
-	w.participation(doc, used)
+	w.participation(doc, used, 0)
 	if want := []bool{true, false, true, true, false, true}; !cmp.Equal(w.part, want) {
 		t.Errorf("part from use alone = %v, want %v", w.part, want)
 	}
@@ -46,7 +46,7 @@ func TestParticipation(t *testing.T) {
 func TestResourceUse(t *testing.T) {
 	doc, used := oneInterval()
 	var w DebtWork
-	w.participation(doc, used)
+	w.participation(doc, used, 0)
 	w.shareSums(doc)
 	w.groups(doc)
 	w.resourceUse(doc, used, 10)
@@ -62,7 +62,7 @@ func TestResourceUse(t *testing.T) {
 func TestGroups(t *testing.T) {
 	doc, used := oneInterval()
 	var w DebtWork
-	w.participation(doc, used)
+	w.participation(doc, used, 0)
 	w.shareSums(doc)
 	w.groups(doc)
 	w.resourceUse(doc, used, 10)
@@ -102,7 +102,7 @@ func TestFind(t *testing.T) {
 func TestSettle(t *testing.T) {
 	doc, used := oneInterval()
 	var w DebtWork
-	w.participation(doc, used)
+	w.participation(doc, used, 0)
 	w.shareSums(doc)
 	w.groups(doc)
 	w.resourceUse(doc, used, 10)

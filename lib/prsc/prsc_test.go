@@ -43,7 +43,7 @@ func TestSeedExample(t *testing.T) {
 		} else {
 			used[1][1] = 1
 		}
-		AccumulateDebt(doc, used, dt)
+		AccumulateDebt(doc, used, dt, 0)
 	}
 	if frac := gpuA / steps; math.Abs(frac-0.75) > 0.03 {
 		t.Errorf("GPU share of A = %.4f, want 0.75 ± 0.03", frac)
@@ -62,7 +62,7 @@ func TestDebtAloneStaysPut(t *testing.T) {
 	doc := seedExample()
 	doc.Projects[1].Resources = []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}
 	for range 1000 {
-		AccumulateDebt(doc, [][]float64{{0, 1}, {1, 0}}, 60)
+		AccumulateDebt(doc, [][]float64{{0, 1}, {1, 0}}, 60, 0)
 	}
 	for _, p := range doc.Projects {
 		if d := OverallDebt(&doc.Host, &p); d != 0 {
@@ -91,7 +91,7 @@ func TestDebtOneInterval(t *testing.T) {
 			{Name: "B", ResourceShare: 3, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}, {Type: "GPU", AccumulateDebt: true}}},
 		},
 	}
-	AccumulateDebt(doc, [][]float64{{2, 0}, {0, 1}}, 10)
+	AccumulateDebt(doc, [][]float64{{2, 0}, {0, 1}}, 10, 0)
 	got := map[string]float64{}
 	for _, p := range doc.Projects {
 		for _, pr := range p.Resources {
@@ -101,6 +101,50 @@ func TestDebtOneInterval(t *testing.T) {
 	want := map[string]float64{"A.cpu": -7.5, "B.cpu": 12, "B.GPU": -1.5}
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("debts (-want +got):\n%s", diff)
+	}
+}
+
+// TestDebtBackedOff: seed 002's debt accounting credits a project on R only "if P is
+// not backed off for R"; a running job is charged whatever the backoff. The seed's
+// example host (GPU speed 2); B (D on both) runs on the CPU and the GPU for 60 s; A has
+// D(A,GPU) but is backed off for the GPU until 1000.
+//
+//	A idle: it takes part nowhere, so nothing changes: A.GPU = 0. B alone on both:
+//	  U = 60 + 60·2 = 180, all owed to B and credited on each resource: B's debts 0.
+//	A runs the GPU instead of B: its use makes it take part. GPU: A credited 30,
+//	  charged 60; B credited 30. U = 180, 90 each. A: rest 90 − 30·2 = 30 over capacity
+//	  2: A.GPU = −30 + 15 = −15. B: CPU 60 − 60 = 0, GPU 30, credited 60 + 60 = 120,
+//	  rest −30 over capacity 3: B.cpu = −10, B.GPU = 30 − 10 = 20.
+//	Once the backoff has ended (now 1000), idle A takes part on the GPU again: GPU
+//	  credits 30 each, U = 180, 90 each. A: credited 30·2 = 60, rest 30 over the GPU
+//	  (capacity 2): A.GPU = 30 + 15 = 45. B: CPU 60 − 60 = 0, GPU 30 − 60 = −30,
+//	  credited 60 + 60 = 120, rest −30 over capacity 3: B.cpu = −10, B.GPU = −40.
+func TestDebtBackedOff(t *testing.T) {
+	debts := func(doc *state.Document) map[string]float64 {
+		m := map[string]float64{}
+		for _, p := range doc.Projects {
+			for _, pr := range p.Resources {
+				m[p.Name+"."+pr.Type] = pr.LongTermDebt
+			}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		used [][]float64
+		now  float64
+		want map[string]float64
+	}{
+		{"backed off, idle", [][]float64{{0, 0}, {1, 1}}, 999, map[string]float64{"A.NVIDIA": 0, "B.cpu": 0, "B.NVIDIA": 0}},
+		{"backed off, running", [][]float64{{0, 1}, {1, 0}}, 999, map[string]float64{"A.NVIDIA": -15, "B.cpu": -10, "B.NVIDIA": 20}},
+		{"backoff over, idle", [][]float64{{0, 0}, {1, 1}}, 1000, map[string]float64{"A.NVIDIA": 45, "B.cpu": -10, "B.NVIDIA": -40}},
+	} {
+		doc := seedExample()
+		doc.Projects[0].Resources[0].BackoffUntil = 1000
+		AccumulateDebt(doc, tc.used, 60, tc.now)
+		if d := cmp.Diff(tc.want, debts(doc), cmpopts.EquateApprox(0, 1e-9)); d != "" {
+			t.Errorf("%s: debts (-want +got):\n%s", tc.name, d)
+		}
 	}
 }
 
@@ -215,13 +259,15 @@ func TestDFlagTransitions(t *testing.T) {
 }
 
 // TestDebtWorkIsAccumulateDebt: one DebtWork used interval after interval, on documents
-// that grow a project and lose one, whose D flags, shares and resource entries change
-// (what it keeps from call to call must be made again), changes the debts exactly as
-// AccumulateDebt does.
+// that grow a project and lose one, whose D flags, backoffs, shares and resource entries
+// change (what it keeps from call to call must be made again), changes the debts
+// exactly as AccumulateDebt does; also when a backoff ends between two calls with no
+// reply between them, which changes who takes part by time alone.
 func TestDebtWorkIsAccumulateDebt(t *testing.T) {
 	a, b, c := seedExample(), seedExample(), seedExample()
 	var w, wSame DebtWork
 	for i := range 3000 {
+		now := float64(i) * 60
 		// c's DebtWork is told when nothing but the debts changed since its last call
 		// (AccumulateDebtSame), as the emulator tells it between replies.
 		same := i > 0 && i != 1000 && i != 2000
@@ -235,13 +281,18 @@ func TestDebtWorkIsAccumulateDebt(t *testing.T) {
 				d.Projects = d.Projects[1:]
 			}
 		}
-		if i%250 == 100 || i == 1500 || i == 2500 || i == 2700 {
+		if i%250 == 100 || i%250 == 40 || i == 1500 || i == 2500 || i == 2700 {
 			same = false
 		}
 		for _, d := range []*state.Document{a, b, c} {
 			switch {
 			case i%250 == 100:
 				d.Projects[0].Resources[0].AccumulateDebt = !d.Projects[0].Resources[0].AccumulateDebt
+			case i%250 == 40:
+				// A reply backs the last project off the GPU for ten intervals; it takes
+				// part there again when that ends, with no reply in between.
+				pr := d.Projects[len(d.Projects)-1].ResourceState("NVIDIA")
+				pr.AccumulateDebt, pr.BackoffUntil = true, now+600
 			case i == 1500:
 				d.Projects[len(d.Projects)-1].ResourceShare *= 3
 			case i == 2500 || i == 2700:
@@ -264,12 +315,12 @@ func TestDebtWorkIsAccumulateDebt(t *testing.T) {
 		if i%3 == 2 && i%7 == 0 {
 			dt = 30 // as long as the last interval's use, not its length
 		}
-		AccumulateDebt(a, used, dt)
-		w.AccumulateDebt(b, used, dt)
+		AccumulateDebt(a, used, dt, now)
+		w.AccumulateDebt(b, used, dt, now)
 		if same {
-			wSame.AccumulateDebtSame(c, used, dt)
+			wSame.AccumulateDebtSame(c, used, dt, now)
 		} else {
-			wSame.AccumulateDebt(c, used, dt)
+			wSame.AccumulateDebt(c, used, dt, now)
 		}
 		for p := range a.Projects {
 			if d := cmp.Diff(a.Projects[p].Resources, b.Projects[p].Resources); d != "" {
@@ -295,8 +346,8 @@ func TestDebtWorkSeesNewEntry(t *testing.T) {
 				d.Projects[0].Resources = append(d.Projects[0].Resources, state.ProjectResource{Type: "cpu", AccumulateDebt: true})
 			}
 		}
-		AccumulateDebt(a, used, 60)
-		w.AccumulateDebt(b, used, 60)
+		AccumulateDebt(a, used, 60, 0)
+		w.AccumulateDebt(b, used, 60, 0)
 		if d := cmp.Diff(a.Projects, b.Projects); d != "" {
 			t.Fatalf("interval %d (-fresh +DebtWork):\n%s", i, d)
 		}
@@ -322,8 +373,8 @@ func TestDebtWorkSeesHostChange(t *testing.T) {
 				d.Host.Resources[0].Instances++
 			}
 		}
-		AccumulateDebt(a, used, 60)
-		w.AccumulateDebt(b, used, 60)
+		AccumulateDebt(a, used, 60, 0)
+		w.AccumulateDebt(b, used, 60, 0)
 		if d := cmp.Diff(a.Projects, b.Projects); d != "" {
 			t.Fatalf("interval %d (-fresh +DebtWork):\n%s", i, d)
 		}

@@ -347,7 +347,7 @@ func BenchmarkAccumulateDebtEmulator(b *testing.B) {
 	var w DebtWork
 	b.ReportAllocs()
 	for b.Loop() {
-		w.AccumulateDebt(doc, used, 60)
+		w.AccumulateDebt(doc, used, 60, 0)
 	}
 }
 

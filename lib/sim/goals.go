@@ -36,6 +36,6 @@ func (gp *goalsPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 }
 
 func (*goalsPolicy) Account(doc *state.Document, u *StepUsage) {
-	goals.Account(doc, u.Used, u.DT)
+	goals.Account(doc, u.Used, u.DT, u.Now)
 	doc.DebtTime = u.Now
 }

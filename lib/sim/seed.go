@@ -398,9 +398,9 @@ func (sp *seedPolicy) Account(doc *state.Document, u *StepUsage) {
 		sp.decay.UpdateExpAvgCPU(&doc.Projects[p], u.CPUTime[p], u.Now)
 	}
 	if sp.debtsSame {
-		sp.debts.AccumulateDebtSame(doc, u.Used, u.DT)
+		sp.debts.AccumulateDebtSame(doc, u.Used, u.DT, u.Now)
 	} else {
-		sp.debts.AccumulateDebt(doc, u.Used, u.DT)
+		sp.debts.AccumulateDebt(doc, u.Used, u.DT, u.Now)
 	}
 	sp.debtsSame = true // until the next reply (Replied)
 	doc.DebtTime = u.Now

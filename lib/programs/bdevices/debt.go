@@ -23,7 +23,8 @@ taking the tasks in state running as having run throughout it, and sets debt_tim
 --now. The first run (no debt_time) only sets it. --dt gives the interval instead.
 
 Per resource R, the projects that take part are those with D(P,R)
-(projects[].resources[].accumulate_debt) and those that used R in the interval.
+(projects[].resources[].accumulate_debt) that are not backed off for R at --now
+(backoff_until), and those that used R in the interval.
 Each is credited its resource-share fraction, among R's participants, of R's use and
 charged its own use (instance-seconds). Projects and resources linked that way form
 groups; what a group processed (weighted by speed) is owed to its projects by
@@ -74,7 +75,7 @@ func runDebt(_ context.Context, cmd *cli.Command) error {
 		}
 	}
 	used := prsc.Usage(doc)
-	prsc.AccumulateDebt(doc, used, dt)
+	prsc.AccumulateDebt(doc, used, dt, now)
 	doc.DebtTime = now
 	return cliutil.WriteState(cmd, in, func(w io.Writer) error { return debtTable(w, doc, used, dt, now) })
 }
