@@ -219,16 +219,21 @@ func (r *SchedulerRequest) Platforms() []string {
 
 // ResourceRequest is what a request asks of one processing resource.
 type ResourceRequest struct {
-	Resource  string  // ResourceCPU or a coprocessor type
+	Resource  string  // ResourceCPU, a coprocessor type, or AnyResource
 	Secs      float64 // instance-seconds of work wanted
 	Instances float64 // send enough jobs to occupy this many instances
 }
 
+// AnyResource is the Resource of an old client's request (work_req_seconds alone):
+// seed 002's seconds_to_fill, "used if !coproc_request", which jobs of any resource
+// the host can run fill, since neither send_only_cpu nor send_only_cuda holds.
+const AnyResource = ""
+
 // ResourceRequests returns the nonzero per-resource requests, coprocessors first in
 // the order the request names them, then the CPU. A request whose per-resource fields
-// are all zero but whose work_req_seconds is not comes from an older client and is a
-// CPU request (seed 002: work_req_seconds is the largest per-resource request, so a
-// new client never sends it alone).
+// are all zero but whose work_req_seconds is not comes from an older client (seed 002:
+// work_req_seconds is the largest per-resource request, so a new client never sends
+// it alone): one request for AnyResource.
 func (r *SchedulerRequest) ResourceRequests() []ResourceRequest {
 	var out []ResourceRequest
 	for _, cp := range r.Coprocs {
@@ -240,7 +245,7 @@ func (r *SchedulerRequest) ResourceRequests() []ResourceRequest {
 		out = append(out, ResourceRequest{Resource: ResourceCPU, Secs: r.CPUReqSecs, Instances: r.CPUReqInstances})
 	}
 	if len(out) == 0 && r.WorkReqSeconds > 0 {
-		out = append(out, ResourceRequest{Resource: ResourceCPU, Secs: r.WorkReqSeconds})
+		out = append(out, ResourceRequest{Resource: AnyResource, Secs: r.WorkReqSeconds})
 	}
 	return out
 }

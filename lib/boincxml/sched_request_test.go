@@ -78,7 +78,7 @@ func TestResourceRequests(t *testing.T) {
 		want []ResourceRequest
 	}{
 		{"nothing", SchedulerRequest{}, nil},
-		{"old client: only work_req_seconds is a CPU request", SchedulerRequest{WorkReqSeconds: 500}, []ResourceRequest{{"cpu", 500, 0}}},
+		{"old client: only work_req_seconds, any resource", SchedulerRequest{WorkReqSeconds: 500}, []ResourceRequest{{AnyResource, 500, 0}}},
 		{"GPU only: no CPU jobs", SchedulerRequest{WorkReqSeconds: 100, Coprocs: Coprocs{{Type: "NVIDIA", ReqSecs: 100}}}, []ResourceRequest{{"NVIDIA", 100, 0}}},
 		{"CPU instances only", SchedulerRequest{CPUReqInstances: 2}, []ResourceRequest{{"cpu", 0, 2}}},
 		{"zero coproc request ignored", SchedulerRequest{CPUReqSecs: 10, WorkReqSeconds: 10, Coprocs: Coprocs{{Type: "ATI", Count: 1}}}, []ResourceRequest{{"cpu", 10, 0}}},

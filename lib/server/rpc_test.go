@@ -76,7 +76,7 @@ func TestWorkSending(t *testing.T) {
 			want: []string{"cpuapp", "cpuapp", "cpuapp"}},
 		{name: "CPU instances", ncpus: 4, req: boincxml.SchedulerRequest{CPUReqSecs: 1, CPUReqInstances: 2, WorkReqSeconds: 1},
 			want: []string{"cpuapp", "cpuapp"}},
-		{name: "old client: work_req_seconds is a CPU request", ncpus: 4, req: boincxml.SchedulerRequest{WorkReqSeconds: 1500},
+		{name: "old client without a GPU: work_req_seconds takes CPU jobs", ncpus: 4, req: boincxml.SchedulerRequest{WorkReqSeconds: 1500},
 			want: []string{"cpuapp", "cpuapp"}},
 		// 1e12 at 1e11 is 10 s per GPU job: 15 s needs two; no CPU job since the CPU
 		// request is zero.
@@ -125,6 +125,63 @@ func TestWorkSending(t *testing.T) {
 					if (av.AppName == "gpuapp") != (av.Coproc != nil && av.Coproc.Type == "NVIDIA" && av.Coproc.Count == 1) {
 						t.Errorf("app version %+v", av)
 					}
+				}
+			})
+		})
+	}
+}
+
+// TestAppVersionPerResource: seed 002's get_app_version. cpuapp also has a GPU version
+// (version 2, NVIDIA ×1, 1e11 FLOPS: 1e12 FLOPs in 10 s) besides its CPU one (version
+// 1, 1 GFLOPS: 1000 s). A request for CPU work only ("send_only_cpu") ignores the GPU
+// version, though it is faster: 1500 s takes two CPU jobs. A request for GPU work only
+// ignores the CPU version: 15 s takes two GPU jobs of cpuapp (its results are the
+// oldest). An old client's request (work_req_seconds alone: seconds_to_fill, used "if
+// !coproc_request", which neither send_only flag restricts) is filled with the fastest
+// version the host can run, whatever its resource: 15 s takes two GPU jobs too; on a
+// host without a GPU, 1500 s takes two CPU jobs.
+func TestAppVersionPerResource(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		gpus int
+		req  boincxml.SchedulerRequest
+		want []string // app/version of the jobs sent, in order
+	}{
+		{"CPU only: the CPU version", 1, boincxml.SchedulerRequest{CPUReqSecs: 1500, WorkReqSeconds: 1500,
+			Coprocs: boincxml.Coprocs{{Type: "NVIDIA", Count: 1}}}, []string{"cpuapp/1", "cpuapp/1"}},
+		{"GPU only: the GPU version", 1, boincxml.SchedulerRequest{WorkReqSeconds: 15,
+			Coprocs: boincxml.Coprocs{{Type: "NVIDIA", Count: 1, ReqSecs: 15}}}, []string{"cpuapp/2", "cpuapp/2"}},
+		{"old client with a GPU: the fastest version", 1, boincxml.SchedulerRequest{WorkReqSeconds: 15},
+			[]string{"cpuapp/2", "cpuapp/2"}},
+		{"old client without a GPU: the CPU version", 0, boincxml.SchedulerRequest{WorkReqSeconds: 1500},
+			[]string{"cpuapp/1", "cpuapp/1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEngine(t, func(t *testing.T, dsn string) {
+				e := start(t, dsn, server.Config{MaxJobsPerRPC: 5}, 10)
+				if _, err := e.st.AddAppVersion(context.Background(), store.AppVersion{AppName: "cpuapp", VersionNum: 2, AvgNCPUs: 0.5,
+					CoprocType: "NVIDIA", CoprocCount: 1, Flops: 1e11}, 1); err != nil {
+					t.Fatal(err)
+				}
+				id, auth := e.newHost(t, 4, tc.gpus)
+				req := tc.req
+				req.HostID, req.Authenticator = id, auth
+				req.HostInfo = boincxml.HostInfo{PNCPUs: 4, PFpops: 1e9}
+				if tc.gpus > 0 {
+					req.HostInfo.Coprocs = boincxml.Coprocs{{Type: "NVIDIA", Count: tc.gpus, PeakFlops: 1e11}}
+				}
+				rep, status := e.post(t, &req)
+				if status != 200 {
+					t.Fatalf("status %d: %s", status, messages(rep))
+				}
+				var got []string
+				for i, r := range rep.ResultsSent {
+					got = append(got, fmt.Sprintf("%s/%d", rep.Workunits[i].AppName, r.VersionNum))
+				}
+				if d := cmp.Diff(tc.want, got); d != "" {
+					t.Errorf("jobs sent (-want +got)\n%s", d)
 				}
 			})
 		})

@@ -195,11 +195,12 @@ func (st *sendState) full(reply *boincxml.SchedulerReply) bool {
 }
 
 // sendWork implements seed 002's scheduler side: for each resource with a nonzero
-// request (a request with only work_req_seconds is a CPU request), send jobs of app
-// versions the host can run for that resource until both the requested seconds and
-// the requested instances are filled, or the project runs out of jobs, or the reply
-// reaches MaxJobsPerRPC. Jobs of locality-scheduled apps (seed 004) come first, from
-// the host's cursors; then the other apps' jobs, oldest first.
+// request, send jobs of app versions the host can run for that resource until both the
+// requested seconds and the requested instances are filled, or the project runs out of
+// jobs, or the reply reaches MaxJobsPerRPC. An old client's request (work_req_seconds
+// alone: boincxml.AnyResource) is filled by the versions of every resource the host
+// can run, the fastest per app. Jobs of locality-scheduled apps (seed 004) come first,
+// from the host's cursors; then the other apps' jobs, oldest first.
 func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
 	if err := deleteStickyFiles(tx, host, req, reply); err != nil {
 		return err
@@ -221,7 +222,7 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 		// The best version of each app for this resource on this host.
 		best := map[int64]store.AppVersion{}
 		for _, av := range versions {
-			if resourceOf(av) != rr.Resource || !caps.canRun(av) {
+			if (rr.Resource != boincxml.AnyResource && resourceOf(av) != rr.Resource) || !caps.canRun(av) {
 				continue
 			}
 			if cur, ok := best[av.AppID]; !ok || caps.better(av, cur) {
@@ -229,6 +230,9 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 			}
 		}
 		if len(best) == 0 {
+			if rr.Resource == boincxml.AnyResource {
+				continue // no version the host can run: there is no one resource to name
+			}
 			if s.Config.NoRscApps && !slices.ContainsFunc(versions, func(av store.AppVersion) bool { return resourceOf(av) == rr.Resource }) {
 				reply.NoRscApps = append(reply.NoRscApps, rr.Resource)
 			}

@@ -46,7 +46,8 @@ complete and matching its MD5; it is written under a temporary name and renamed.
 recorded once (a repeated report is acknowledged and changes nothing). Jobs are sent
 per seed 002: only for resources with a nonzero request, enough to fill both the
 requested seconds and instances, with app versions the host can run; a request with
-only work_req_seconds is a CPU request; report deadline = now + the delay bound.
+only work_req_seconds (an old client) takes jobs of any resource the host can run,
+the fastest version per app; report deadline = now + the delay bound.
 
 Bad requests get a <scheduler_reply> with a notice and a log line on standard error:
 malformed XML (HTTP 400), a body over --max-body bytes (413, default %d), an unknown
