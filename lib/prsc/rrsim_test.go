@@ -97,6 +97,38 @@ func TestSimulateSharing(t *testing.T) {
 	}
 }
 
+// TestSimulateFractional: an app version may use a fractional number of CPUs (seed 002:
+// "some number (possibly fractional) of CPUs"). One CPU, a buffer of 5,000 s; A's one
+// task uses 0.5 CPU at 0.5 GFLOPS (0.5 × the CPU's 1 GFLOPS) and has 1e12 FLOPs: 2,000 s.
+// B (equal share) has no task. Shares 0.5 each.
+//
+//	t=0: A uses 0.5 CPU: nidle 0.5.
+//	[0,2000]: shortfall 0.5·2000 = 1000; A (0.5 − 0.5)·2000 = 0, B 0.5·2000 = 1000.
+//	[2000,5000]: shortfall 3000 → 4000; A 0.5·3000 = 1500, B 1500 → 2500.
+func TestSimulateFractional(t *testing.T) {
+	doc := cpuDoc()
+	doc.Host.Resources[0].Instances = 1
+	doc.Preferences.WorkBufMinDays = 5000.0 / 86400
+	doc.Projects[1].ResourceShare = 3
+	doc.AppVersions[0].AvgNCPUs = 0.5
+	doc.Tasks = []state.Task{task("a1", "A", "a", state.TaskReady, 1e12)}
+	cpu := Simulate(doc, 0).Resource("cpu")
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"nidle", cpu.NIdle, 0.5},
+		{"shortfall", cpu.Shortfall, 4000},
+		{"A share", cpu.Projects[0].Share, 0.5},
+		{"A shortfall", cpu.Projects[0].Shortfall, 1500},
+		{"B shortfall", cpu.Projects[1].Shortfall, 2500},
+	} {
+		if !approx(c.got, c.want) {
+			t.Errorf("%s = %g, want %g", c.name, c.got, c.want)
+		}
+	}
+}
+
 // TestDecideOrder: the seed's order. With a CPU shortfall and an idle GPU, the GPU goes
 // first and the CPU's shortfall is left out of the request (its idle instances stay).
 // Only projects that may have a resource's jobs (D(P,R)) are asked for it: A, with CPU
