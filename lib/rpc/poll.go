@@ -202,6 +202,20 @@ func OverdueReport(doc *state.Document, now float64, asked []int) (project int, 
 	return project, deadline
 }
 
+// IsReportSession reports whether an RPC at now to project (index in doc.Projects),
+// the projects in asked having been contacted at this step already, is seed 000's
+// report-result session: the step's first RPC, to the project Poll starts a report
+// session for (whatever the RPC asks for). brpc poll records its session so, and the
+// emulator's loop tells a failed RPC's kind so: a report session's failures set no
+// master-fetch flag (ReportFailed).
+func IsReportSession(doc *state.Document, now float64, asked []int, project int) bool {
+	if len(asked) > 0 {
+		return false
+	}
+	d := pollIfOverdue(doc, now, false)
+	return d.Action == Report && projectIndex(doc, d.Project) == project
+}
+
 // fmtG and fmtG4 format as fmt's %g and %.4g do (both are strconv's 'g'). Poll's reasons are
 // built without fmt: the emulator polls at every step with an overdue result and throws
 // the reason away, and fmt.Sprintf was a quarter of a 10-day down-2cpu run.

@@ -22,8 +22,9 @@
 // # Backoff and the master file
 //
 // A failed RPC increments nrpc_failures (n) and sets min_rpc_time = now + backoff, where
-// backoff = min(60·2^n, 14400) s × uniform[0.5, 1) from the caller's source. Every
-// MASTER_FETCH_PERIOD (10) consecutive failures set the master-fetch flag. A failed
+// backoff = min(60·2^n, 14400) s × uniform[0.5, 1) from the caller's source. In a
+// get-work session, every MASTER_FETCH_PERIOD (10) consecutive failures set the
+// master-fetch flag (a report-result session's failures do not: ReportFailed). A failed
 // master fetch (or one naming no scheduler) counts as a failure and backs off; a master
 // file naming a scheduler URL the project did not have replaces the URLs and clears
 // nrpc_failures and min_rpc_time. A successful RPC clears nrpc_failures.
@@ -166,16 +167,30 @@ func Backoff(n int, rng *rand.Rand) float64 {
 	return BackoffCap(n) * f
 }
 
-// RPCFailed records a failed RPC to p (every scheduler URL failed): nrpc_failures++,
-// min_rpc_time = now + Backoff(nrpc_failures), and every MasterFetchPeriod-th
-// consecutive failure sets the master-fetch flag. A project without scheduler URLs
-// also gets the flag: the master file is where its URLs come from. It returns the
-// backoff chosen, seconds.
+// RPCFailed records a failed RPC of a get-work session to p (every scheduler URL
+// failed): nrpc_failures++, min_rpc_time = now + Backoff(nrpc_failures), and every
+// MasterFetchPeriod-th consecutive failure sets the master-fetch flag. A project
+// without scheduler URLs also gets the flag: the master file is where its URLs come
+// from. It returns the backoff chosen, seconds.
 func RPCFailed(p *state.Project, now float64, rng *rand.Rand) float64 {
+	return failed(p, now, rng, true)
+}
+
+// ReportFailed records a failed RPC of a report-result session to p: nrpc_failures++
+// and min_rpc_time = now + Backoff(nrpc_failures), as RPCFailed, but without the
+// master-fetch flag at every MasterFetchPeriod-th failure: seed 000's
+// report_result_session does not set it (only get_work_session does, and only it
+// reads master files). A project without scheduler URLs still gets the flag. It
+// returns the backoff chosen, seconds.
+func ReportFailed(p *state.Project, now float64, rng *rand.Rand) float64 {
+	return failed(p, now, rng, false)
+}
+
+func failed(p *state.Project, now float64, rng *rand.Rand, getWork bool) float64 {
 	p.NRPCFailures++
 	b := Backoff(p.NRPCFailures, rng)
 	p.MinRPCTime = now + b
-	if p.NRPCFailures%MasterFetchPeriod == 0 || len(p.SchedulerURLs) == 0 {
+	if (getWork && p.NRPCFailures%MasterFetchPeriod == 0) || len(p.SchedulerURLs) == 0 {
 		p.MasterFetchPending = true
 	}
 	return b

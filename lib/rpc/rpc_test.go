@@ -217,6 +217,45 @@ func TestRPCFailed(t *testing.T) {
 	}
 }
 
+// TestReportFailed: seed 000's report_result_session, on failure, only counts it and
+// backs off (nrpc_failures++, min_rpc_time = exponential_backoff): unlike the get-work
+// session it never sets fetch_master_flag, even at the tenth failure in a row. A
+// project without scheduler URLs still gets the flag (its master file is its only
+// source of them).
+func TestReportFailed(t *testing.T) {
+	urls := []string{"http://s/cgi"}
+	tests := []struct {
+		name        string
+		in          state.Project
+		u           float64
+		want        state.Project
+		wantBackoff float64
+	}{
+		{"first failure", state.Project{SchedulerURLs: urls},
+			0.5, state.Project{SchedulerURLs: urls, NRPCFailures: 1, MinRPCTime: t0 + 90}, 90}, // 120 × 0.75
+		{"ninth to tenth: no master flag", state.Project{SchedulerURLs: urls, NRPCFailures: 9},
+			0, state.Project{SchedulerURLs: urls, NRPCFailures: 10, MinRPCTime: t0 + 7200}, 7200}, // 14400 × 0.5
+		{"nineteenth to twentieth: none either", state.Project{SchedulerURLs: urls, NRPCFailures: 19},
+			0.25, state.Project{SchedulerURLs: urls, NRPCFailures: 20, MinRPCTime: t0 + 9000}, 9000}, // 14400 × 0.625
+		{"a flag already set stays", state.Project{SchedulerURLs: urls, NRPCFailures: 10, MasterFetchPending: true},
+			0, state.Project{SchedulerURLs: urls, NRPCFailures: 11, MinRPCTime: t0 + 7200, MasterFetchPending: true}, 7200},
+		{"no scheduler URL: fetch the master file", state.Project{NRPCFailures: 1},
+			0, state.Project{NRPCFailures: 2, MinRPCTime: t0 + 120, MasterFetchPending: true}, 120}, // 240 × 0.5
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.in
+			b := ReportFailed(&p, t0, jitter(tt.u))
+			if diff := cmp.Diff(tt.want, p); diff != "" {
+				t.Errorf("project (-want +got)\n%s", diff)
+			}
+			if b != tt.wantBackoff {
+				t.Errorf("backoff %v, want %v", b, tt.wantBackoff)
+			}
+		})
+	}
+}
+
 func TestRPCSucceeded(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -28,7 +28,7 @@ func (*goalsPolicy) Schedule(doc *state.Document, now float64) bool {
 
 func (*goalsPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	r, ok := goals.Next(doc, now, asked)
-	return RPC(r), ok
+	return RPC{Project: r.Project, Request: r.Request, Why: r.Why}, ok
 }
 
 func (gp *goalsPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {

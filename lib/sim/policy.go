@@ -28,7 +28,8 @@ type Policy interface {
 	// project and step.
 	NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool)
 	// Replied takes in the outcome of an RPC the policy asked for. The loop has already
-	// recorded it in the project's seed 000 bookkeeping (RPCSucceeded or RPCFailed),
+	// recorded it in the project's seed 000 bookkeeping (RPCSucceeded, or RPCFailed or
+	// ReportFailed),
 	// added the jobs to doc.Tasks and removed the reported ones. Randomness comes from
 	// rep.Seed.
 	Replied(doc *state.Document, r RPC, rep Reply, now float64)
@@ -49,6 +50,10 @@ type RPC struct {
 	Project int
 	Request state.WorkRequest
 	Why     string
+	// Report: the RPC is seed 000's report-result session (rpc.IsReportSession, as
+	// brpc poll records it), whose failure sets no master-fetch flag. The loop sets it
+	// (Sim.rpcs; bsim serve from the session brpc poll recorded), not the policy.
+	Report bool
 }
 
 // Reply is what came back: Failed when the project's server was down (no job, nothing

@@ -132,7 +132,7 @@ func (sp *seedPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RP
 			sp.idleUntil = min(sp.idleUntil, contactFrom(doc, now))
 		}
 	}
-	return RPC(r), ok
+	return RPC{Project: r.Project, Request: r.Request, Why: r.Why}, ok
 }
 
 // reportFrom is a time before which seed 000's poll starts no report session, with

@@ -398,6 +398,7 @@ func (s *Sim) rpcs(now float64) {
 		if !ok || slices.Contains(s.asked, r.Project) {
 			return
 		}
+		r.Report = rpc.IsReportSession(s.doc, now, s.asked, r.Project)
 		s.asked = append(s.asked, r.Project)
 		rep := s.Serve(r, now)
 		s.policy.Replied(s.doc, r, rep, now)
@@ -405,7 +406,8 @@ func (s *Sim) rpcs(now float64) {
 }
 
 // Serve is the emulated servers' side of one scheduler RPC r at now ('bsim serve'): a
-// down server fails it (seed 000's backoff, jitter from the decisions' stream);
+// down server fails it (seed 000's backoff, jitter from the decisions' stream; the
+// master-fetch flag at a tenth failure in a row unless r is a report session's);
 // otherwise the project's done tasks are reported, the server fills the request and the
 // project's RPC bookkeeping is reset. A successful reply carries a seed from the
 // decisions' stream for whatever the client draws in answer to it (seed 002's backoff
@@ -428,7 +430,11 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	}
 	s.m.rpcs++
 	if !srv.up.at(now) {
-		rpc.RPCFailed(p, now, s.rng.Rand)
+		if r.Report {
+			rpc.ReportFailed(p, now, s.rng.Rand)
+		} else {
+			rpc.RPCFailed(p, now, s.rng.Rand)
+		}
 		return Reply{Failed: true}
 	}
 	defer s.tasksChanged() // reported and received

@@ -103,7 +103,8 @@ func piecewise(t *testing.T, dir string, cfg Config) *Result {
 						stage(false, func(doc *state.Document, _ *Sim) {
 							var p rpc.Plan
 							p, ok = goals.Next(doc, now, asked)
-							r = RPC(p)
+							r = RPC{Project: p.Project, Request: p.Request, Why: p.Why}
+							r.Report = ok && rpc.IsReportSession(doc, now, asked, p.Project) // brpc poll's record
 						})
 					} else {
 						stage(false, func(doc *state.Document, _ *Sim) { workfetch.Apply(doc, workfetch.Compute(doc), now) })
@@ -111,7 +112,8 @@ func piecewise(t *testing.T, dir string, cfg Config) *Result {
 						stage(false, func(doc *state.Document, _ *Sim) {
 							var p rpc.Plan
 							p, ok = rpc.Next(doc, now, asked, func() state.WorkRequest { return *doc.Request })
-							r = RPC(p)
+							r = RPC{Project: p.Project, Request: p.Request, Why: p.Why}
+							r.Report = ok && rpc.IsReportSession(doc, now, asked, p.Project) // brpc poll's record
 						})
 					}
 					if !ok {
@@ -119,7 +121,9 @@ func piecewise(t *testing.T, dir string, cfg Config) *Result {
 					}
 					asked = append(asked, r.Project)
 					var rep Reply
-					stage(true, func(doc *state.Document, s *Sim) { rep = s.Serve(RPC{Project: r.Project, Request: *doc.Request}, now) })
+					stage(true, func(doc *state.Document, s *Sim) {
+						rep = s.Serve(RPC{Project: r.Project, Request: *doc.Request, Report: r.Report}, now)
+					})
 					if !rep.Failed {
 						stage(false, func(doc *state.Document, _ *Sim) {
 							err := prsc.ApplyReply(doc, prsc.Requested(doc.Request), prsc.Reply{Project: doc.Request.Project, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(doc.Request)}, false, now, prsc.NewRand(rep.Seed))
@@ -297,5 +301,31 @@ func TestTinyJobsRefused(t *testing.T) {
 	}
 	if _, err := New(sc, Config{Duration: 20000 * 86400, Delta: 60, Policy: "seed", Seed: 1}); err == nil || !strings.Contains(err.Error(), "task-steps") {
 		t.Errorf("10-second jobs for 20,000 days: %v", err)
+	}
+}
+
+// TestServeFailureMasterFlag: an RPC the down server fails is counted and backed off
+// either way, but only a get-work RPC's tenth failure in a row sets the master-fetch
+// flag; a report session's does not (seed 000's report_result_session has no such
+// line), as brpc session does.
+func TestServeFailureMasterFlag(t *testing.T) {
+	for _, report := range []bool{false, true} {
+		s, err := New(load(t, "testdata/noisy"), Config{Duration: 10 * 86400, Delta: 60, Policy: "seed", Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := s.now
+		for s.servers[0].up.at(now) {
+			now += 60
+		}
+		a := &s.doc.Projects[0]
+		a.SchedulerURLs, a.NRPCFailures, a.MasterFetchPending = []string{schedulerURL(a)}, 9, false
+		if rep := s.Serve(RPC{Project: 0, Report: report}, now); !rep.Failed {
+			t.Fatalf("report %v: the down server answered", report)
+		}
+		if a.NRPCFailures != 10 || !(a.MinRPCTime > now) || a.MasterFetchPending == report {
+			t.Errorf("report %v: failures %d, min_rpc_time %g (now %g), master flag %v; want 10, later, %v",
+				report, a.NRPCFailures, a.MinRPCTime, now, a.MasterFetchPending, !report)
+		}
 	}
 }

@@ -215,8 +215,7 @@ func poll(doc *state.Document, now float64, asked []int, policy string) *pollRes
 	if !res.planned {
 		return res
 	}
-	d := res.decision
-	if len(asked) == 0 && d.Action == rpc.Report && doc.Projects[res.plan.Project].Name == d.Project {
+	if d := res.decision; rpc.IsReportSession(doc, now, asked, res.plan.Project) {
 		rpc.StartSession(doc, d, now)
 	} else {
 		rpc.StartSession(doc, rpc.Decision{Action: rpc.GetWork}, now)

@@ -47,8 +47,8 @@ task stays done, and is reported again, until a reply acknowledges it); the jobs
 (apps, app versions, tasks) are added; request_delay sets min_rpc_time; the
 per-resource outcome goes to seed 002's backoffs and D flags as bdevices reply does.
 A failed RPC: nrpc_failures + 1, min_rpc_time = now + min(60·2^n, 14400) s ×
-uniform[0.5, 1) (from --seed), and every 10th failure in a row sets the master-fetch
-flag.
+uniform[0.5, 1) (from --seed), and in a get-work session every 10th failure in a row
+sets the master-fetch flag (a report session's failures do not, as in seed 000).
 
 A report session makes one RPC. A get-work session, after its first RPC, goes on with
 the project of greatest resource debt whose min_rpc_time has passed and that it has
@@ -200,7 +200,7 @@ func (s *Session) rpc(ctx context.Context, p int, req *state.WorkRequest) {
 	body, err := rpc.BuildRequest(doc, p, req).Marshal()
 	if err != nil {
 		s.Attempts = append(s.Attempts, Attempt{Project: pr.Name, Outcome: "failed: " + err.Error()})
-		rpc.RPCFailed(pr, s.Now, s.Rand)
+		s.failed(pr)
 		return
 	}
 	nreports := len(rpc.ReportTasks(doc, pr.Name))
@@ -225,7 +225,7 @@ func (s *Session) rpc(ctx context.Context, p int, req *state.WorkRequest) {
 		if len(pr.SchedulerURLs) == 0 {
 			s.Attempts = append(s.Attempts, Attempt{Project: pr.Name, Reported: nreports, Requested: requested, Outcome: "failed: " + err.Error()})
 		}
-		b := rpc.RPCFailed(pr, s.Now, s.Rand)
+		b := s.failed(pr)
 		a := &s.Attempts[len(s.Attempts)-1]
 		a.Outcome += fmt.Sprintf("; nrpc_failures %d, backoff %s", pr.NRPCFailures, dur(b))
 		if pr.MasterFetchPending {
@@ -253,6 +253,16 @@ func (s *Session) rpc(ctx context.Context, p int, req *state.WorkRequest) {
 	for _, sk := range out.Skipped {
 		a.Outcome += "; skipped " + sk
 	}
+}
+
+// failed records a failed RPC to pr as the session's kind does (seed 000): a get-work
+// session's tenth failure in a row sets the master-fetch flag, a report-result
+// session's does not. It returns the backoff, seconds.
+func (s *Session) failed(pr *state.Project) float64 {
+	if s.Kind == rpc.Report.String() {
+		return rpc.ReportFailed(pr, s.Now, s.Rand)
+	}
+	return rpc.RPCFailed(pr, s.Now, s.Rand)
 }
 
 // errStatus is an HTTP answer other than 200.

@@ -327,6 +327,49 @@ func TestSessionMasterFetchAndRecovery(t *testing.T) {
 	}
 }
 
+// Seed 000's report_result_session, failing, counts the failure and backs off but does
+// not set fetch_master_flag, even at the tenth failure in a row (its pseudocode has no
+// such line; get_work_session's has), and reads no master file. The next failure, the
+// eleventh, is a get-work session's: 11 mod 10 is not 0, so no flag either.
+func TestSessionReportFailureSetsNoMasterFlag(t *testing.T) {
+	t.Parallel()
+	var masterReads atomic.Int32
+	ms := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		masterReads.Add(1)
+		w.Write(boincxml.MasterFile("A", []string{"http://elsewhere/scheduler"}))
+	}))
+	t.Cleanup(ms.Close)
+	dead := deadURL(t) + "scheduler"
+	doc := clientDoc(t, state.Project{Name: "A", MasterURL: ms.URL + "/", SchedulerURLs: []string{dead}, ResourceShare: 100, NRPCFailures: 9})
+	doc.AppVersions = []state.AppVersion{{Name: "A/cpuapp/1", Project: "A", AvgNCPUs: 1}}
+	// 1e14 FLOPs ready = 100,000 CPU s = 0.58 days on 2 CPUs: above the low-water mark
+	// 0.1, so the overdue result (deadline in an hour) starts a report session.
+	doc.Tasks = []state.Task{
+		{Name: "work", Project: "A", AppVersion: "A/cpuapp/1", State: state.TaskReady, EstimatedFlops: 1e14, ReportDeadline: t0 + 10*86400},
+		{Name: "r1", Project: "A", AppVersion: "A/cpuapp/1", State: state.TaskDone, EstimatedFlops: 1e12, FlopsDone: 1e12, ReportDeadline: t0 + 3600},
+	}
+	if d := rpc.Poll(doc, t0); d.Action != rpc.Report {
+		t.Fatalf("poll: %+v, want a report session", d)
+	}
+	s := session(t, doc, t0)
+	p := &doc.Projects[0]
+	if s.Kind != "report" || len(s.Attempts) != 1 || s.Attempts[0].OK {
+		t.Fatalf("report session: kind %q, attempts %+v", s.Kind, s.Attempts)
+	}
+	if p.NRPCFailures != 10 || p.MinRPCTime != t0+backoff(10, 0) || p.MasterFetchPending || masterReads.Load() != 0 {
+		t.Fatalf("after the report session's 10th failure: failures %d, min_rpc_time %g (want %g), master flag %v, %d master reads; want 10, no flag, no read",
+			p.NRPCFailures, p.MinRPCTime, t0+backoff(10, 0), p.MasterFetchPending, masterReads.Load())
+	}
+	// The work is gone: below the low-water mark, a get-work session, its 11th failure.
+	doc.Tasks = doc.Tasks[1:]
+	now := p.MinRPCTime
+	s = session(t, doc, now)
+	if s.Kind != "get_work" || len(s.Attempts) != 1 || p.NRPCFailures != 11 || p.MasterFetchPending || masterReads.Load() != 0 {
+		t.Fatalf("get-work session's 11th failure: kind %q, attempts %+v, failures %d, flag %v, %d master reads",
+			s.Kind, s.Attempts, p.NRPCFailures, p.MasterFetchPending, masterReads.Load())
+	}
+}
+
 func cloneDoc(t *testing.T, d *state.Document) *state.Document {
 	t.Helper()
 	b, err := state.Encode(d, state.JSON)

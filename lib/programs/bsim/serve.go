@@ -22,7 +22,8 @@ func serveCommand() *cli.Command {
 		Description: cliutil.Help(`
 The project of the document's request (brpc poll) answers it, which ends the RPC
 session brpc poll recorded. A server that is down
-fails the RPC: seed 000's backoff is applied and 'failed' printed. Otherwise the
+fails the RPC: seed 000's backoff is applied (the master-fetch flag at a tenth
+failure in a row, unless the session is a report session) and 'failed' printed. Otherwise the
 project's done tasks are reported, jobs are made to fill the request and added to the
 document, and 'ok JOBS SEED' is printed: JOBS the jobs per resource type as bdevices
 reply --jobs takes them, SEED the seed for bdevices reply --seed.
@@ -51,7 +52,8 @@ func runServe(_ context.Context, cmd *cli.Command) error {
 	if p < 0 {
 		return cliutil.Usagef("%s: request.project %q is not a project of the document", in.File, req.Project)
 	}
-	rep := s.Serve(sim.RPC{Project: p, Request: *req}, now)
+	report := doc.RPCSession != nil && doc.RPCSession.Kind == rpc.Report.String()
+	rep := s.Serve(sim.RPC{Project: p, Request: *req, Report: report}, now)
 	rpc.EndSession(doc)
 	if err := st.save(cmd); err != nil {
 		return err
