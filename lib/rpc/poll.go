@@ -131,9 +131,11 @@ type Decision struct {
 // Only projects that can be contacted count (min_rpc_time <= now): a get-work session
 // is started only if at least one can, and a report session only for one that can.
 // Among several projects with overdue results, the one holding the earliest report
-// deadline is chosen (ties: the first such task in document order). "The greatest debt" is among the projects
-// that can be contacted (GreatestDebt), and work is asked for only while estimated work
-// is below the high-water mark.
+// deadline is chosen (ties: the first such task in document order). "The greatest
+// debt" is among the projects that can be contacted (the project a get-work session
+// would ask, seed 000's "greatest debt and min_rpc_time < now"); P has it when no such
+// project comes before P by MoreDebt, so projects tied for it each have it. Work is
+// asked for only while estimated work is below the high-water mark.
 func Poll(doc *state.Document, now float64) Decision {
 	return poll(doc, now, true, true)
 }
@@ -171,7 +173,7 @@ func poll(doc *state.Document, now float64, explain, explainReport bool) Decisio
 		return d
 	}
 	d.Action, d.Project = Report, doc.Projects[rp].Name
-	d.AskWork = d.WorkDays < high && GreatestDebt(doc, now, nil) == rp
+	d.AskWork = d.WorkDays < high && hasGreatestDebt(doc, now, rp)
 	if !explainReport {
 		return d
 	}
@@ -180,6 +182,19 @@ func poll(doc *state.Document, now float64, explain, explainReport bool) Decisio
 		d.Reason += "; it has the greatest debt, so ask for work up to the high-water mark"
 	}
 	return d
+}
+
+// hasGreatestDebt reports whether no project that can be contacted at now comes before
+// project p by debt (MoreDebt): p has the greatest resource debt, alone or tied with
+// others (a tie is not broken by document order here, as GreatestDebt must to choose
+// one: each of the tied projects has the greatest debt).
+func hasGreatestDebt(doc *state.Document, now float64, p int) bool {
+	for i := range doc.Projects {
+		if q := &doc.Projects[i]; i != p && CanContact(q, now) && MoreDebt(q, &doc.Projects[p], now) {
+			return false
+		}
+	}
+	return true
 }
 
 // OverdueReport is the project a report session goes to at now: of the projects that

@@ -183,6 +183,27 @@ func TestPoll(t *testing.T) {
 		// C overdue by waiting, +Inf debt: ask work
 		{"no CPU time yet is the greatest", []state.Project{a, b, c}, []state.Task{mid, overC},
 			Decision{Action: Report, Project: "C", AskWork: true, WorkDays: 1}, nil},
+		// B and D have no CPU time yet and the same share: both have the greatest debt
+		// (+Inf, no larger share), so B, after D in the document, asks for work too.
+		{"tie for the greatest debt, no CPU time", []state.Project{proj("D", 100, 0), proj("B", 100, 0)}, []state.Task{task("midD", "D", state.TaskReady, cpuDay, 0, t0+9e5, 0), overB},
+			Decision{Action: Report, Project: "B", AskWork: true, WorkDays: 1}, nil},
+		// A 100/50 = 2 and B 200/100 = 2: B ties for the greatest debt and asks for work.
+		{"tie for the greatest debt", []state.Project{a, proj("B", 200, 100)}, []state.Task{mid, overB},
+			Decision{Action: Report, Project: "B", AskWork: true, WorkDays: 1}, nil},
+		// Both without CPU time, but A's share 300 > B's 100: A comes first (DESIGN §5's
+		// order among infinite debts), so B does not ask.
+		{"no CPU time, larger share first", []state.Project{proj("A", 300, 0), proj("B", 100, 0)}, []state.Task{mid, overB},
+			Decision{Action: Report, Project: "B", WorkDays: 1}, nil},
+		// 0.5 days is not below the low-water mark 0.5: no get-work session; B's overdue
+		// result makes it a report session (B 0.5 < A 2: no work).
+		{"exactly at the low-water mark", []state.Project{a, b}, []state.Task{task("half", "A", state.TaskReady, cpuDay/2, 0, t0+9e5, 0), overB},
+			Decision{Action: Report, Project: "B", WorkDays: 0.5}, nil},
+		// 1.5 days is not below the high-water mark 1.5: A, greatest, reports only.
+		{"exactly at the high-water mark", []state.Project{a, b}, []state.Task{task("x", "A", state.TaskReady, 1.5*cpuDay, 0, t0+9e5, 0), overA},
+			Decision{Action: Report, Project: "A", WorkDays: 1.5}, nil},
+		// min_rpc_time exactly now: the earliest time an RPC may be done, so A counts.
+		{"min_rpc_time now may be contacted", []state.Project{func() state.Project { p := a; p.MinRPCTime = t0; return p }()}, nil,
+			Decision{Action: GetWork, WorkDays: 0}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
