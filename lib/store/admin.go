@@ -166,7 +166,8 @@ type WorkSpec struct {
 	MaxErrorResults   int
 	MaxTotalResults   int
 	MaxSuccessResults int
-	// RetryDelay (seed 003's DWU) sets the first retry check time: now + RetryDelay.
+	// RetryDelay sets the first retry check time, now + RetryDelay; 0 means the app's
+	// DWU (seed 003: "initially set to now + DWU"), the delay bretry adds at each check.
 	RetryDelay float64
 	BatchID    int64
 	// Inputs are the input files every workunit of the spec reads (already in the
@@ -191,6 +192,14 @@ func (s *Store) CreateWork(ctx context.Context, spec WorkSpec, now float64) ([]s
 		if err != nil {
 			return err
 		}
+		check := now + spec.RetryDelay
+		if spec.RetryDelay == 0 {
+			var dwu float64
+			if err := tx.queryRow(`SELECT retry_dwu FROM app WHERE id=?`, appid).Scan(&dwu); err != nil {
+				return err
+			}
+			check = now + dwu
+		}
 		var tmp [8]byte
 		for i := 0; i < spec.Count; i++ {
 			// The name holds the id, which is known only after the insert: insert
@@ -201,7 +210,7 @@ func (s *Store) CreateWork(ctx context.Context, spec WorkSpec, now float64) ([]s
 				transition_time, retry_check_time, batch_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				now, appid, "tmp_"+hex.EncodeToString(tmp[:]), spec.FpopsEst, spec.FpopsBound, spec.DelayBound,
 				spec.MinQuorum, spec.TargetNResults, spec.MaxErrorResults, spec.MaxTotalResults, spec.MaxSuccessResults,
-				now+spec.RetryDelay, now+spec.RetryDelay, spec.BatchID)
+				check, check, spec.BatchID)
 			if err != nil {
 				return err
 			}

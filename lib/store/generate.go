@@ -49,11 +49,14 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 			}
 			var b struct {
 				appid                                        int64
-				delay                                        float64
+				delay, dwu                                   float64
 				quorum, target, maxErr, maxTotal, maxSuccess int
 			}
-			if err := tx.queryRow(`SELECT appid, delay_bound, min_quorum, target_nresults, max_error_results, max_total_results,
-				max_success_results FROM batch WHERE id=?`, c.BatchID).Scan(&b.appid, &b.delay, &b.quorum, &b.target, &b.maxErr, &b.maxTotal, &b.maxSuccess); err != nil {
+			// dwu: seed 003's first retry check of a workunit is its creation + the
+			// app's DWU, as for create_work's.
+			if err := tx.queryRow(`SELECT b.appid, b.delay_bound, b.min_quorum, b.target_nresults, b.max_error_results, b.max_total_results,
+				b.max_success_results, a.retry_dwu FROM batch b JOIN app a ON a.id=b.appid WHERE b.id=?`, c.BatchID).Scan(
+				&b.appid, &b.delay, &b.quorum, &b.target, &b.maxErr, &b.maxTotal, &b.maxSuccess, &b.dwu); err != nil {
 				return err
 			}
 			rows, err := tx.query(`SELECT job_num, first_file_num, last_file_num, rsc_fpops_est FROM batch_job
@@ -90,7 +93,7 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 				retry_check_time, batch_id, cursor_id, job_num, first_file_num, last_file_num)`, 18, len(jobs), func(i int) []any {
 				j := jobs[i]
 				return []any{now, b.appid, names[i], j.FpopsEst, 10 * j.FpopsEst, b.delay, b.quorum, b.target, b.maxErr, b.maxTotal, b.maxSuccess,
-					0, now + b.delay, c.BatchID, c.ID, j.JobNum, j.FirstFileNum, j.LastFileNum}
+					0, now + b.dwu, c.BatchID, c.ID, j.JobNum, j.FirstFileNum, j.LastFileNum}
 			})
 			if err != nil {
 				if isUniqueViolation(err) {

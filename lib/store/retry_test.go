@@ -84,3 +84,60 @@ func TestReportDigest(t *testing.T) {
 		}
 	})
 }
+
+// Seed 003: "Each workunit has a retry check time. This is initially set to now + DWU",
+// DWU being the app's (bserver app set --dwu), the same the retry job adds at each
+// check. A workunit made by create_work (without its own RetryDelay) or by the
+// locality work generator gets it; an explicit RetryDelay still wins.
+func TestFirstRetryCheckIsDWU(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for _, app := range []struct {
+			name     string
+			locality bool
+			dwu      float64
+		}{{"sim", false, 500}, {"loc", true, 900}} {
+			if _, err := s.AddApp(ctx, app.name, app.locality, 1); err != nil {
+				t.Fatal(err)
+			}
+			dwu := app.dwu
+			if _, err := s.SetAppRetry(ctx, app.name, store.AppRetrySet{DWU: &dwu}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		spec := store.WorkSpec{App: "sim", Count: 1, FpopsEst: 1e12, DelayBound: 3600, MinQuorum: 1, TargetNResults: 1,
+			MaxErrorResults: 3, MaxTotalResults: 10, MaxSuccessResults: 6}
+		if _, err := s.CreateWork(ctx, spec, 1000); err != nil { // 1000 + DWU 500
+			t.Fatal(err)
+		}
+		spec.NamePrefix, spec.RetryDelay = "own", 7000
+		if _, err := s.CreateWork(ctx, spec, 1000); err != nil { // 1000 + its own 7000
+			t.Fatal(err)
+		}
+		if _, err := s.CreateBatch(ctx, testBatch("b"), 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Generate(ctx, 1, 2000); err != nil { // 2000 + DWU 900, one job per cursor
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		rows, err := s.DB.QueryContext(ctx, `SELECT name, retry_check_time FROM workunit`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			var check float64
+			if err := rows.Scan(&name, &check); err != nil {
+				t.Fatal(err)
+			}
+			got[name] = check
+		}
+		want := map[string]float64{"sim_1": 1500, "own_2": 8000, "b_j0": 2900, "b_j3": 2900}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("retry_check_time (-want +got)\n%s", d)
+		}
+	})
+}

@@ -37,7 +37,10 @@ func (l *loop) setup(ctx context.Context) error {
 		append([]string{"bserver", "app", "add", "gpu"}, retry...),
 		// Two results must agree; after four done without agreement, give up.
 		append([]string{"bserver", "app", "add", "nd", "--ndet", "4", "--nredundancy", "2"}, retry...),
-		append([]string{"bserver", "app", "add", "loc", "--locality"}, retry...),
+		// A locality job waits for its team's hosts: the generator's workunits get
+		// their first retry check at the app's DWU (seed 003), so loc's is retryDelay,
+		// the other apps' first check (bserver work create --retry-delay).
+		{"bserver", "app", "add", "loc", "--locality", "--dwu", exactTime(retryDelay), "--dresult", exactTime(dresult)},
 		{"bserver", "app-version", "add", "--app", "cpu", "--version", "1", "--avg-ncpus", "1"},
 		{"bserver", "app-version", "add", "--app", "gpu", "--version", "1", "--plan-class", "cuda", "--avg-ncpus", "0.2", "--coproc", "NVIDIA", "--coproc-count", "1"},
 		{"bserver", "app-version", "add", "--app", "nd", "--version", "1", "--avg-ncpus", "1"},

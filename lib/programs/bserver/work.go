@@ -31,8 +31,8 @@ named WU_0, WU_1, …. The scheduler sends a result with report deadline = send 
 --delay-bound. The redundancy and error limits are BOINC's: min_quorum,
 target_nresults, max_error_results, max_total_results, max_success_results; the
 retry job (bretry) reads them and the workunit's retry check time, which starts at
-now + --retry-delay (seed 003's DWU). Durations are seconds or take a unit: 90s,
-30m, 36h, 10d, 2w.`,
+now + the app's DWU (seed 003; bserver app set --dwu), or now + --retry-delay when
+given. Durations are seconds or take a unit: 90s, 30m, 36h, 10d, 2w.`,
 				[]string{
 					"bserver work create --db project.db --app uppercase --count 100 --fpops-est 1e12 --delay-bound 2d",
 					"bserver work create --db project.db --app uppercase --count 10 --fpops-est 3.6e12 --delay-bound 7d --min-quorum 2 --target-nresults 2",
@@ -44,7 +44,7 @@ now + --retry-delay (seed 003's DWU). Durations are seconds or take a unit: 90s,
 				&cli.FloatFlag{Name: "fpops-est", Usage: "estimated FLOPs of a job (`F` > 0)"},
 				&cli.FloatFlag{Name: "fpops-bound", Usage: "FLOPs after which a job is aborted (`F` >= fpops-est; default 10 × fpops-est)"},
 				durationFlag("delay-bound", "seconds from sending a result to its report deadline (`DURATION` > 0)", ""),
-				durationFlag("retry-delay", "seconds from creation to the first retry check (`DURATION`; default: the delay bound)", ""),
+				durationFlag("retry-delay", "seconds from creation to the first retry check (`DURATION` > 0; default: the app's DWU)", ""),
 				&cli.IntFlag{Name: "min-quorum", Usage: "successful results needed to validate (`N` >= 1)", Value: 1},
 				&cli.IntFlag{Name: "target-nresults", Usage: "results created now (`N` >= min-quorum; default min-quorum)"},
 				&cli.IntFlag{Name: "max-error-results", Usage: "give up after `N` error results", Value: 3},
@@ -85,10 +85,12 @@ func workCreate(ctx context.Context, cmd *cli.Command) error {
 	if spec.DelayBound, err = cliutil.ParseDuration(cmd.String("delay-bound")); err != nil {
 		return cliutil.Usagef("--delay-bound: %v", err)
 	}
-	spec.RetryDelay = spec.DelayBound
 	if s := cmd.String("retry-delay"); s != "" {
 		if spec.RetryDelay, err = cliutil.ParseDuration(s); err != nil {
 			return cliutil.Usagef("--retry-delay: %v", err)
+		}
+		if !(spec.RetryDelay > 0) {
+			return cliutil.Usagef("--retry-delay: must be > 0, got %s", s)
 		}
 	}
 	for _, c := range []struct {
