@@ -192,13 +192,15 @@ func (s *Store) CreateWork(ctx context.Context, spec WorkSpec, now float64) ([]s
 		if err != nil {
 			return err
 		}
-		check := now + spec.RetryDelay
-		if spec.RetryDelay == 0 {
-			var dwu float64
-			if err := tx.queryRow(`SELECT retry_dwu FROM app WHERE id=?`, appid).Scan(&dwu); err != nil {
-				return err
-			}
-			check = now + dwu
+		// Seed 003: a workunit's first retry check is now + DWU, a result's deadline
+		// now + Dresult (the scheduler sets send time + delay_bound when it sends it).
+		var dwu, dresult float64
+		if err := tx.queryRow(`SELECT retry_dwu, retry_dresult FROM app WHERE id=?`, appid).Scan(&dwu, &dresult); err != nil {
+			return err
+		}
+		check := now + dwu
+		if spec.RetryDelay != 0 {
+			check = now + spec.RetryDelay
 		}
 		var tmp [8]byte
 		for i := 0; i < spec.Count; i++ {
@@ -238,8 +240,8 @@ func (s *Store) CreateWork(ctx context.Context, spec WorkSpec, now float64) ([]s
 				}
 			}
 			for k := 0; k < spec.TargetNResults; k++ {
-				if _, err := tx.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state) VALUES (?, ?, ?, ?, ?)`,
-					now, wuid, appid, fmt.Sprintf("%s_%d", name, k), ServerStateUnsent); err != nil {
+				if _, err := tx.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state, report_deadline) VALUES (?, ?, ?, ?, ?, ?)`,
+					now, wuid, appid, fmt.Sprintf("%s_%d", name, k), ServerStateUnsent, now+dresult); err != nil {
 					return err
 				}
 			}

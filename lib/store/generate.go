@@ -49,14 +49,14 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 			}
 			var b struct {
 				appid                                        int64
-				delay, dwu                                   float64
+				delay, dwu, dresult                          float64
 				quorum, target, maxErr, maxTotal, maxSuccess int
 			}
-			// dwu: seed 003's first retry check of a workunit is its creation + the
-			// app's DWU, as for create_work's.
+			// Seed 003, as for create_work's: a workunit's first retry check is its
+			// creation + the app's DWU, a result's deadline its creation + Dresult.
 			if err := tx.queryRow(`SELECT b.appid, b.delay_bound, b.min_quorum, b.target_nresults, b.max_error_results, b.max_total_results,
-				b.max_success_results, a.retry_dwu FROM batch b JOIN app a ON a.id=b.appid WHERE b.id=?`, c.BatchID).Scan(
-				&b.appid, &b.delay, &b.quorum, &b.target, &b.maxErr, &b.maxTotal, &b.maxSuccess, &b.dwu); err != nil {
+				b.max_success_results, a.retry_dwu, a.retry_dresult FROM batch b JOIN app a ON a.id=b.appid WHERE b.id=?`, c.BatchID).Scan(
+				&b.appid, &b.delay, &b.quorum, &b.target, &b.maxErr, &b.maxTotal, &b.maxSuccess, &b.dwu, &b.dresult); err != nil {
 				return err
 			}
 			rows, err := tx.query(`SELECT job_num, first_file_num, last_file_num, rsc_fpops_est FROM batch_job
@@ -127,10 +127,11 @@ func (s *Store) GenerateCursors(ctx context.Context, cushion int, now float64, o
 				}
 			}
 			// Results in the order one INSERT per row gave them: by job, then replica.
-			err = tx.insertRows(`INSERT INTO result (create_time, workunitid, appid, name, server_state, cursor_id, job_num)`, 7,
+			err = tx.insertRows(`INSERT INTO result (create_time, workunitid, appid, name, server_state, cursor_id, job_num, report_deadline)`, 8,
 				len(jobs)*b.target, func(i int) []any {
 					w, k := i/b.target, i%b.target
-					return []any{now, wuids[jobs[w].JobNum], b.appid, names[w] + "_" + strconv.Itoa(k), ServerStateUnsent, c.ID, jobs[w].JobNum}
+					return []any{now, wuids[jobs[w].JobNum], b.appid, names[w] + "_" + strconv.Itoa(k), ServerStateUnsent, c.ID, jobs[w].JobNum,
+						now + b.dresult}
 				})
 			if err != nil {
 				return err

@@ -141,3 +141,55 @@ func TestFirstRetryCheckIsDWU(t *testing.T) {
 		}
 	})
 }
+
+// Seed 003: "Each result has a deadline ... initially set to now + Dresult", the app's
+// Dresult: the results create_work and the locality generator make have it (the
+// scheduler replaces it by send time + delay_bound when it sends one).
+func TestFirstResultDeadlineIsDresult(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		for _, app := range []struct {
+			name     string
+			locality bool
+			dresult  float64
+		}{{"sim", false, 300}, {"loc", true, 400}} {
+			if _, err := s.AddApp(ctx, app.name, app.locality, 1); err != nil {
+				t.Fatal(err)
+			}
+			dresult := app.dresult
+			if _, err := s.SetAppRetry(ctx, app.name, store.AppRetrySet{Dresult: &dresult}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.CreateWork(ctx, store.WorkSpec{App: "sim", Count: 1, FpopsEst: 1e12, DelayBound: 3600, MinQuorum: 2,
+			TargetNResults: 2, MaxErrorResults: 3, MaxTotalResults: 10, MaxSuccessResults: 6, RetryDelay: 5000}, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateBatch(ctx, testBatch("b"), 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Generate(ctx, 1, 2000); err != nil { // one job per cursor, 2 results each
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		rows, err := s.DB.QueryContext(ctx, `SELECT name, report_deadline FROM result`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			var deadline float64
+			if err := rows.Scan(&name, &deadline); err != nil {
+				t.Fatal(err)
+			}
+			got[name] = deadline
+		}
+		// 1000 + 300; 2000 + 400
+		want := map[string]float64{"sim_1_0": 1300, "sim_1_1": 1300, "b_j0_0": 2400, "b_j0_1": 2400, "b_j3_0": 2400, "b_j3_1": 2400}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("report_deadline (-want +got)\n%s", d)
+		}
+	})
+}
