@@ -181,3 +181,64 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestKinds: how the rules count each server state and outcome (decisions.md, "Kinds of
+// result"): never sent is unsent or inactive; an error is over with client_error,
+// validate_error or couldnt_send; done is over with success; a lost result (no_reply)
+// and one withdrawn (didnt_need) are neither.
+func TestKinds(t *testing.T) {
+	for _, c := range []struct {
+		name                  string
+		r                     Result
+		notSent, isErr, isOne bool
+	}{
+		{"unsent", Result{ServerState: ServerStateUnsent}, true, false, false},
+		{"inactive", Result{ServerState: ServerStateInactive}, true, false, false},
+		{"in progress", Result{ServerState: ServerStateInProgress, ReportDeadline: now + 1}, false, false, false},
+		{"success", Result{ServerState: ServerStateOver, Outcome: OutcomeSuccess}, false, false, true},
+		{"client error", Result{ServerState: ServerStateOver, Outcome: OutcomeClientError}, false, true, false},
+		{"validate error", Result{ServerState: ServerStateOver, Outcome: OutcomeValidateError}, false, true, false},
+		{"couldn't send", Result{ServerState: ServerStateOver, Outcome: OutcomeCouldntSend}, false, true, false},
+		{"no reply", Result{ServerState: ServerStateOver, Outcome: OutcomeNoReply}, false, false, false},
+		{"didn't need", Result{ServerState: ServerStateOver, Outcome: OutcomeDidntNeed}, false, false, false},
+	} {
+		if got := [3]bool{NotSent(c.r), IsError(c.r), Done(c.r)}; got != [3]bool{c.notSent, c.isErr, c.isOne} {
+			t.Errorf("%s: not sent, error, done = %v, want %v", c.name, got, [3]bool{c.notSent, c.isErr, c.isOne})
+		}
+	}
+}
+
+// TestDecideLifeOfAWorkunit walks one workunit through the seed's list, by hand, with
+// DWU 200, Dresult 100, NError 3, Ndet 4, Nredundancy 2, created at 0 (check time 0 +
+// DWU = 200).
+func TestDecideLifeOfAWorkunit(t *testing.T) {
+	sent := func(deadline float64) Result {
+		return Result{ServerState: ServerStateInProgress, ReportDeadline: deadline}
+	}
+	over := func(outcome int) Result { return Result{ServerState: ServerStateOver, Outcome: outcome} }
+	steps := []struct {
+		now  float64
+		rs   []Result
+		want Decision
+	}{
+		// 201: its two results were sent; one is past its deadline (lost), the other not.
+		// n = 0 results done: 2 − 0 = 2 new, deadline 201 + 100, next check 201 + 200.
+		{201, []Result{sent(150), sent(250)}, Decision{NewResults: 2, NewDeadline: 301, RetryCheckTime: 401, Lost: 1}},
+		// 402: the lost one is over (no reply), the second succeeded, the first new one
+		// failed, the other is in progress. 1 error < 3; n = 1 done < Ndet 4: 2 − 1 = 1
+		// new, deadline 502, check 602.
+		{402, []Result{over(OutcomeNoReply), over(OutcomeSuccess), over(OutcomeClientError), sent(450)},
+			Decision{NewResults: 1, NewDeadline: 502, RetryCheckTime: 602, Errors: 1, Done: 1, Lost: 1}},
+		// 603: the other new one failed too and so did the last: 3 errors, at least
+		// NError: give up (check time 0).
+		{603, []Result{over(OutcomeNoReply), over(OutcomeSuccess), over(OutcomeClientError), over(OutcomeClientError), over(OutcomeClientError)},
+			Decision{GiveUp: TooManyErr, Errors: 3, Done: 1, Lost: 1}},
+	}
+	for _, s := range steps {
+		got := Decide(s.rs, p, s.now)
+		got.Message = ""
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("at %g (-want +got)\n%s", s.now, diff)
+		}
+	}
+}

@@ -298,6 +298,12 @@ func TestNextGetWork(t *testing.T) {
 	if i := NextGetWork(d, t0); i != 0 {
 		t.Errorf("at 1 day: %d, want 0 (A)", i)
 	}
+	// "while estimated work < high water mark": exactly 1.5 days (3 CPU-days on 2 CPUs)
+	// ends the loop.
+	d = doc(t, 2, []state.Project{a, b}, task("x", "A", state.TaskReady, 3*cpuDay, 0, t0+9e5, 0))
+	if i := NextGetWork(d, t0); i != -1 {
+		t.Errorf("at exactly the high-water mark: %d, want -1", i)
+	}
 }
 
 func TestMasterFetchesAndReportTasks(t *testing.T) {

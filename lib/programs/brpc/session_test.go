@@ -370,6 +370,32 @@ func TestSessionReportFailureSetsNoMasterFlag(t *testing.T) {
 	}
 }
 
+// Seed 000's get_work_session, its master file step: "read and parse master file; if
+// error: P.nrpc_failures++, P.min_rpc_time = exponential_backoff". The tenth failure sets
+// the flag, the master page answers 500: the eleventh failure, a new backoff of
+// min(60·2^11, 14400) = 14400 s × [0.5, 1) from the session's second draw, and the flag
+// stays for the next session.
+func TestSessionMasterFetchError(t *testing.T) {
+	t.Parallel()
+	ms := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down for maintenance", http.StatusInternalServerError)
+	}))
+	t.Cleanup(ms.Close)
+	dead := deadURL(t) + "scheduler"
+	doc := clientDoc(t, state.Project{Name: "A", MasterURL: ms.URL + "/", SchedulerURLs: []string{dead}, ResourceShare: 100, NRPCFailures: 9})
+	s := session(t, doc, t0)
+	p := &doc.Projects[0]
+	if len(s.Attempts) != 2 || s.Attempts[0].OK || !s.Attempts[1].Master || s.Attempts[1].OK ||
+		!strings.HasPrefix(s.Attempts[1].Outcome, "failed: HTTP status 500") {
+		t.Fatalf("attempts: %+v", s.Attempts)
+	}
+	want := t0 + backoff(11, 1)
+	if p.NRPCFailures != 11 || p.MinRPCTime != want || !(p.MinRPCTime >= t0+7200 && p.MinRPCTime < t0+14400) || !p.MasterFetchPending ||
+		p.SchedulerURLs[0] != dead {
+		t.Fatalf("after the master file error: %+v; want 11 failures, min_rpc_time %g in [t0+7200, t0+14400), the flag, the old URL", p, want)
+	}
+}
+
 func cloneDoc(t *testing.T, d *state.Document) *state.Document {
 	t.Helper()
 	b, err := state.Encode(d, state.JSON)
