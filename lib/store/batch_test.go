@@ -192,3 +192,46 @@ func TestCreditDaemon(t *testing.T) {
 		}
 	})
 }
+
+// TestTransitionDisagreement: a job is completed only when a quorum of its successes
+// agree (as the validator judges them). Two successes that disagree are not a
+// completed job: the validator finds no canonical result and the retry job adds
+// results, which the scheduler must still send, so first_unfinished_job_num ("all
+// jobs before this have been completed") must not pass the job.
+func TestTransitionDisagreement(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		if _, err := s.AddApp(ctx, "loc", true, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateBatch(ctx, testBatch("b"), 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Generate(ctx, 2, 10); err != nil {
+			t.Fatal(err)
+		}
+		// Job 0 (quorum 2): two successes with different output digests, none left out.
+		execAll(t, s, `UPDATE result SET server_state=5, outcome=1, hostid=1, output_digest='a' WHERE name='b_j0_0'`,
+			`UPDATE result SET server_state=5, outcome=1, hostid=2, output_digest='b' WHERE name='b_j0_1'`,
+			`UPDATE workunit SET transition_time=20 WHERE name='b_j0'`)
+		if _, _, err := s.Transition(ctx, 20); err != nil {
+			t.Fatal(err)
+		}
+		// Cursor 1's jobs 0, 1, 2 have 1, 2, 3 × 1e12 FLOPs: (1+2+3)e12 × 200/(86400e9) credits.
+		all := 6e12 * 200 / (86400 * 1e9)
+		if cs := cursors(t, s, "b"); cs[0].FirstUnfinishedJobNum != 0 || math.Abs(cs[0].RemainingCredit-all) > 1e-9 {
+			t.Fatalf("disagreeing successes: first unfinished %d remaining %g, want 0 %g", cs[0].FirstUnfinishedJobNum, cs[0].RemainingCredit, all)
+		}
+		// A third success agrees with the first: a quorum of two, the job is completed.
+		execAll(t, s, `INSERT INTO result (workunitid, appid, name, server_state, outcome, hostid, output_digest, cursor_id, job_num)
+			SELECT id, appid, 'b_j0_2', 5, 1, 3, 'a', cursor_id, job_num FROM workunit WHERE name='b_j0'`,
+			`UPDATE workunit SET transition_time=30 WHERE name='b_j0'`)
+		if _, _, err := s.Transition(ctx, 30); err != nil {
+			t.Fatal(err)
+		}
+		if cs := cursors(t, s, "b"); cs[0].FirstUnfinishedJobNum != 1 || math.Abs(cs[0].RemainingCredit-5e12*200/(86400*1e9)) > 1e-9 {
+			t.Fatalf("agreeing quorum: first unfinished %d remaining %g, want 1 %g", cs[0].FirstUnfinishedJobNum, cs[0].RemainingCredit, 5e12*200/(86400*1e9))
+		}
+	})
+}

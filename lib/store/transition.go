@@ -10,13 +10,20 @@ import (
 
 // jobFinished is the SQL condition for a workunit whose job is completed, successfully
 // or not: it has a canonical result or an error (set by validation and the retry job),
-// or, where no validator runs, min_quorum of its results succeeded and none is still
-// unsent or in progress.
+// or, where no validator runs (or before it has run), none of its results is still
+// unsent or in progress and min_quorum of its successes agree as the validator judges
+// agreement (lib/retry.Validate: equal output digests, and a success without one
+// agrees with every other), so the validator will find a canonical result. Successes
+// that disagree are not a completed job: the validator finds no canonical result and
+// the retry job adds results, which the front must not have passed (the scheduler
+// and the generator look from first_unfinished_job_num on).
 // (Most jobs a pass looks at still have a result out, so that test comes first and the
-// count is rarely made.)
+// agreement is rarely counted.)
 const jobFinished = `(w.canonical_resultid<>0 OR w.error_mask<>0 OR
 	(NOT EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state IN (2, 4))
-	AND (SELECT COUNT(*) FROM result r WHERE r.workunitid=w.id AND r.server_state=5 AND r.outcome=1)>=w.min_quorum))`
+	AND EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state=5 AND r.outcome=1
+		AND (SELECT COUNT(*) FROM result r2 WHERE r2.workunitid=w.id AND r2.server_state=5 AND r2.outcome=1
+			AND (r2.output_digest='' OR r2.output_digest=r.output_digest))>=w.min_quorum)))`
 
 // ChangedAt is the transition_time that marks a locality workunit changed for the
 // transitioner (0 means nothing new; a clock at 0 still marks).

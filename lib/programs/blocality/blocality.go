@@ -341,9 +341,9 @@ func transitionCommand() *cli.Command {
 		Description: cliutil.Help(`
 For every unfinished cursor of every open batch: while the job at
 first_unfinished_job_num is finished (successfully or not: a canonical result, an
-error, or min_quorum successful results and none outstanding), advance it; then set
-remaining_credit to the estimated credit of the cursor's unfinished jobs (seed 004's
-transitioner). A batch whose cursors are all finished is marked completed. Idempotent:
+error, or min_quorum successful results that agree and none outstanding), advance it;
+then set remaining_credit to the estimated credit of the cursor's unfinished jobs
+(seed 004's transitioner). A batch whose cursors are all finished is marked completed. Idempotent:
 safe to run twice at once and to kill.`,
 			[]string{"blocality transition --db project.db", "blocality transition --db project.db --interval 1m"}, ""),
 		Flags: daemonFlags(),
