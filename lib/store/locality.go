@@ -299,10 +299,12 @@ func (t *Tx) BatchFiles(batchID, first, last int64) ([]BatchFile, error) {
 }
 
 // StickyFileUnneeded reports whether the host should delete the sticky file name (seed
-// 004, "Deleting files"): it is a batch file that no unfinished job of the host's cursor
-// uses, and it lies behind the cursor's progress, so no job still to be generated needs
-// it either (jobs use contiguous runs of the file sequence, in order). Files bkit does
-// not know, and files of batches the host has no cursor in, are left alone.
+// 004, "Deleting files"): it is a batch file that no unfinished job of the host's
+// cursor uses. The jobs before the cursor's first_unfinished_job_num are completed;
+// from there on a job is unfinished when its workunit is not finished as the
+// transitioner judges it (jobFinished), or not generated yet (the batch's job list
+// says which files it will use). Files bkit does not know, and files of batches the host has
+// no cursor in, are left alone.
 func (t *Tx) StickyFileUnneeded(hostID int64, name string) (bool, error) {
 	var batchID, fileNum int64
 	err := t.queryRow(`SELECT batch_id, file_num FROM batch_file WHERE name=?`, name).Scan(&batchID, &fileNum)
@@ -312,27 +314,22 @@ func (t *Tx) StickyFileUnneeded(hostID int64, name string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	cursor, err := t.HostCursor(batchID, hostID)
-	if err != nil || cursor == 0 {
-		return false, err
+	var cursor, firstUnfinished, firstUngenerated, last int64
+	err = t.queryRow(`SELECT c.id, c.first_unfinished_job_num, c.first_ungenerated_job_num, c.last_job_num
+		FROM batch_host bh JOIN locality_cursor c ON c.id=bh.cursor_id WHERE bh.batch_id=? AND bh.host_id=?`, batchID, hostID).
+		Scan(&cursor, &firstUnfinished, &firstUngenerated, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
 	}
-	var using int
-	var minFirst sql.NullInt64
-	err = t.queryRow(`SELECT COUNT(CASE WHEN first_file_num<=? AND last_file_num>=? THEN 1 END), MIN(first_file_num)
-		FROM workunit WHERE cursor_id=? AND canonical_resultid=0 AND error_mask=0`, fileNum, fileNum, cursor).Scan(&using, &minFirst)
-	if err != nil || using > 0 {
-		return false, err
-	}
-	var ungenerated bool
-	err = t.queryRow(`SELECT first_ungenerated_job_num<=last_job_num FROM locality_cursor WHERE id=?`, cursor).Scan(&ungenerated)
 	if err != nil {
 		return false, err
 	}
-	switch {
-	case minFirst.Valid:
-		return fileNum < minFirst.Int64, nil
-	case ungenerated:
-		return false, nil // nothing unfinished yet, but jobs to come may use it
-	}
-	return true, nil // the cursor's jobs are all finished
+	var used bool
+	err = t.queryRow(`SELECT EXISTS (SELECT 1 FROM workunit w WHERE w.cursor_id=? AND w.job_num>=? AND w.job_num<=?
+			AND w.first_file_num<=? AND w.last_file_num>=? AND NOT `+jobFinished+`)
+		OR EXISTS (SELECT 1 FROM batch_job j WHERE j.batch_id=? AND j.job_num>=? AND j.job_num<=?
+			AND j.first_file_num<=? AND j.last_file_num>=?)`,
+		cursor, firstUnfinished, last, fileNum, fileNum,
+		batchID, max(firstUnfinished, firstUngenerated), last, fileNum, fileNum).Scan(&used)
+	return !used, err
 }
