@@ -189,3 +189,111 @@ func TestLocalityStreams(t *testing.T) {
 		}
 	})
 }
+
+// cursorRows reads the cursors' team credit and size, and the batch_host rows, as
+// "cursor: expavg nhosts" and "host→cursor" strings.
+func cursorRows(t *testing.T, st *store.Store) (cursors, members []string) {
+	t.Helper()
+	rows, err := st.DB.Query(`SELECT id, expavg_credit, nhosts FROM locality_cursor ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, n int64
+		var credit float64
+		if err := rows.Scan(&id, &credit, &n); err != nil {
+			t.Fatal(err)
+		}
+		cursors = append(cursors, fmt.Sprintf("%d: %g %d", id, credit, n))
+	}
+	rows.Close()
+	rows, err = st.DB.Query(`SELECT host_id, cursor_id, credit FROM batch_host ORDER BY batch_id, host_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var h, c int64
+		var credit float64
+		if err := rows.Scan(&h, &c, &credit); err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, fmt.Sprintf("%d→%d (%g)", h, c, credit))
+	}
+	rows.Close()
+	return cursors, members
+}
+
+// TestLocalityJoinMoveDelete: seed 004's host assignment and file deletion in one
+// request. A new host (expavg_credit 10) joins the cursor with the greatest
+// est_time_left (both infinite: the lowest id), a batch_host row is made and its
+// credit is added to the cursor's. When its cursor is finished (est_time_left 0 <
+// 0.5 × infinite) it moves to cursor 2, whose credit it takes with it, and gets
+// cursor 2's jobs 2 (files 2-3) and 3 (files 3-4). In that reply, files 0 and 1 are
+// to be deleted (no unfinished job of its cursor, now cursor 2, uses them) but not
+// file 2, which job 2 uses.
+func TestLocalityJoinMoveDelete(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		st := storetest.Open(t, dsn)
+		setupBatch(t, st)
+		srv := &server.Server{Store: st}
+		rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, 10, "http://x/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, auth := rep.HostID, rep.Authenticator
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.Exec(`UPDATE host SET expavg_credit=10`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ask := func(files ...string) *boincxml.SchedulerReply {
+			req := &boincxml.SchedulerRequest{HostID: a, Authenticator: auth, CPUReqInstances: 2, CPUReqSecs: 1,
+				HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}
+			for _, f := range files {
+				req.FileInfos = append(req.FileInfos, boincxml.NameRef{Name: f})
+			}
+			rep, err := srv.Handle(ctx, req, 20, "http://x/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+		if d := cmp.Diff([]string{"b1_j0_0", "b1_j1_0"}, names(ask().ResultsSent)); d != "" {
+			t.Errorf("jobs on joining (-want +got)\n%s", d)
+		}
+		cs, ms := cursorRows(t, st)
+		if d := cmp.Diff([]string{"1: 10 1", "2: 0 0"}, cs); d != "" {
+			t.Errorf("cursors after joining (-want +got)\n%s", d)
+		}
+		if d := cmp.Diff([]string{fmt.Sprintf("%d→1 (10)", a)}, ms); d != "" {
+			t.Errorf("batch_host after joining (-want +got)\n%s", d)
+		}
+		// Jobs 0 and 1 are done and the transitioner has finished cursor 1.
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			if _, err := tx.Exec(`UPDATE workunit SET canonical_resultid=1 WHERE id IN (100, 101)`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(`UPDATE locality_cursor SET first_unfinished_job_num=2, remaining_credit=0 WHERE id=1`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rep = ask("b1_f0", "b1_f1", "b1_f2")
+		if d := cmp.Diff([]string{"b1_j2_0", "b1_j3_0"}, names(rep.ResultsSent)); d != "" {
+			t.Errorf("jobs after moving (-want +got)\n%s", d)
+		}
+		if d := cmp.Diff([]boincxml.NameRef{{Name: "b1_f0"}, {Name: "b1_f1"}}, rep.DeleteFiles); d != "" {
+			t.Errorf("delete_file_info after moving (-want +got)\n%s", d)
+		}
+		cs, ms = cursorRows(t, st)
+		if d := cmp.Diff([]string{"1: 0 0", "2: 10 1"}, cs); d != "" {
+			t.Errorf("cursors after moving (-want +got)\n%s", d)
+		}
+		if d := cmp.Diff([]string{fmt.Sprintf("%d→2 (10)", a)}, ms); d != "" {
+			t.Errorf("batch_host after moving (-want +got)\n%s", d)
+		}
+	})
+}

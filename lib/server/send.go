@@ -200,11 +200,19 @@ func (st *sendState) full(reply *boincxml.SchedulerReply) bool {
 // jobs, or the reply reaches MaxJobsPerRPC. An old client's request (work_req_seconds
 // alone: boincxml.AnyResource) is filled by the versions of every resource the host
 // can run, the fastest per app. Jobs of locality-scheduled apps (seed 004) come first,
-// from the host's cursors; then the other apps' jobs, oldest first.
+// from the host's cursors; then the other apps' jobs, oldest first. Last, the host is
+// told which of its sticky files no unfinished job of its cursors uses (seed 004):
+// after the jobs, since sending locality jobs may have moved it to another cursor,
+// whose jobs may use files the old one no longer needs.
 func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
-	if err := deleteStickyFiles(tx, host, req, reply); err != nil {
+	if err := s.sendJobs(tx, host, req, reply, now, base); err != nil {
 		return err
 	}
+	return deleteStickyFiles(tx, host, req, reply)
+}
+
+// sendJobs is sendWork's job sending.
+func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
 	requests := req.ResourceRequests()
 	if len(requests) == 0 {
 		return nil
