@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 
 	"github.com/bkit/bkit/lib/locality"
 )
@@ -37,22 +38,52 @@ func (s *Store) Credit(ctx context.Context, timeout, now float64) (left int, err
 			if err != nil {
 				return err
 			}
-			r, err := tx.exec(`DELETE FROM batch_host WHERE batch_id=? AND host_id IN (SELECT id FROM host WHERE rpc_time<?)`, batch, now-timeout)
+			// The silent members are read first and deleted by id: a DELETE whose
+			// subquery reads host takes shared locks on host rows (InnoDB), which the
+			// scheduler locks before the cursor rows it places a host with, while this
+			// transaction holds the cursors: the daemon and the scheduler deadlocked on
+			// MariaDB.
+			var silent []int64
+			rows, err := tx.query(`SELECT bh.host_id FROM batch_host bh JOIN host h ON h.id=bh.host_id WHERE bh.batch_id=? AND h.rpc_time<?`, batch, now-timeout)
 			if err != nil {
 				return err
 			}
-			gone, err := r.RowsAffected()
-			if err != nil {
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				silent = append(silent, id)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
 				return err
 			}
-			n = int(gone)
+			n = 0
+			for lo := 0; lo < len(silent); lo += 500 {
+				part := silent[lo:min(len(silent), lo+500)]
+				args := []any{batch}
+				for _, id := range part {
+					args = append(args, id)
+				}
+				r, err := tx.exec(`DELETE FROM batch_host WHERE batch_id=? AND host_id IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
+				if err != nil {
+					return err
+				}
+				gone, err := r.RowsAffected()
+				if err != nil {
+					return err
+				}
+				n += int(gone)
+			}
 			type member struct {
 				host   int64
 				cursor int64
 				rate   float64
 				stored float64 // batch_host.credit
 			}
-			rows, err := tx.query(`SELECT bh.host_id, bh.cursor_id, bh.credit, h.expavg_credit, h.p_fpops, h.p_ncpus, h.on_frac, h.active_frac
+			rows, err = tx.query(`SELECT bh.host_id, bh.cursor_id, bh.credit, h.expavg_credit, h.p_fpops, h.p_ncpus, h.on_frac, h.active_frac
 				FROM batch_host bh JOIN host h ON h.id=bh.host_id WHERE bh.batch_id=?`, batch)
 			if err != nil {
 				return err

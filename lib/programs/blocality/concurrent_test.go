@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -42,6 +43,9 @@ func start(t *testing.T, wait bool, prog string, args ...string) string {
 		cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("%s: %v\n%s", prog, err, stderr.String())
+		}
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", prog, stderr.String())
 		}
 	})
 	if !wait {
@@ -159,5 +163,244 @@ func TestGenerateAndServeConcurrently(t *testing.T) {
 			}
 			t.Logf("%d results sent", sent)
 		})
+	}
+}
+
+// TestDaemonsTwiceAndKilled runs the three daemons twice each (generate, transition,
+// credit) beside two `bserver serve` processes while hosts fetch and report jobs
+// (two results a job, both must succeed), SIGKILLs a daemon at random every fifth of
+// a second and starts another in its place, then makes one clean pass of the
+// transitioner and the locality daemon and checks every cursor against what its
+// jobs say: each job below first_ungenerated_job_num made once with its two results,
+// none above; every job below first_unfinished_job_num finished and the one at it
+// not; remaining_credit the estimated credit of the unfinished jobs (ungenerated ones
+// included); expavg_credit and the team size those of the batch_host rows; no job
+// sent to more hosts than its results nor twice to one host.
+func TestDaemonsTwiceAndKilled(t *testing.T) {
+	t.Parallel()
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			t.Parallel()
+			ctx := context.Background()
+			st := storetest.Open(t, e.DSN)
+			if _, err := st.AddApp(ctx, "loc", true, 1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "loc", VersionNum: 1, AvgNCPUs: 1, Flops: 1e9}, 1); err != nil {
+				t.Fatal(err)
+			}
+			spec := store.BatchSpec{Name: "kk", App: "loc", DelayBound: 86400, MinQuorum: 2, TargetNResults: 2, MaxErrorResults: 3,
+				MaxTotalResults: 6, MaxSuccessResults: 4, StreamJobs: 10}
+			for f := 0; f < 60; f++ {
+				spec.Files = append(spec.Files, store.BatchFile{Name: fmt.Sprintf("kk_f%d", f), NBytes: 1e6})
+			}
+			credit := make([]float64, 300)
+			for j := range 300 {
+				spec.Jobs = append(spec.Jobs, store.BatchJob{FirstFileNum: int64(j / 5), LastFileNum: min(int64(j/5+1), 59), FpopsEst: 1e11 * float64(1+j%3)})
+				credit[j] = spec.Jobs[j].FpopsEst
+			}
+			spec.Cursors = locality.PlanCursors(credit, 8, 3)
+			if _, err := st.CreateBatch(ctx, spec, 1); err != nil {
+				t.Fatal(err)
+			}
+			project := []string{}
+			if e.Name == store.MySQL {
+				project = []string{"--project-dir", t.TempDir()}
+			}
+			var urls []string
+			for range 2 {
+				s := start(t, true, "bserver", append([]string{"serve", "--db", e.DSN, "--addr", "127.0.0.1:0"}, project...)...)
+				url, ok := strings.CutPrefix(s, "listening on ")
+				if !ok {
+					t.Fatalf("serve said %q", s)
+				}
+				urls = append(urls, url)
+			}
+			daemons := [][]string{
+				{"generate", "--cushion", "8"}, {"generate", "--cushion", "8"},
+				{"transition"}, {"transition"}, {"credit"}, {"credit"},
+			}
+			bin, err := exec.LookPath("blocality")
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(i int) *exec.Cmd {
+				cmd := exec.Command(bin, append(daemons[i], "--db", e.DSN, "--interval", "0.01")...)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				return cmd
+			}
+			procs := make([]*exec.Cmd, len(daemons))
+			for i := range daemons {
+				procs[i] = run(i)
+			}
+			stop := make(chan struct{})
+			killed := make(chan int)
+			go func() {
+				n := 0
+				defer func() { killed <- n }()
+				for k := 0; ; k++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(200 * time.Millisecond):
+					}
+					i := (k * 7) % len(procs)
+					procs[i].Process.Signal(syscall.SIGKILL)
+					procs[i].Wait()
+					procs[i] = run(i)
+					n++
+				}
+			}()
+			var wg sync.WaitGroup
+			deadline := time.Now().Add(4 * time.Second)
+			for h := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req := boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 2, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}
+					for k := 0; time.Now().Before(deadline); k++ {
+						body, _ := req.Marshal()
+						resp, err := http.Post(urls[(h+k)%2]+"scheduler", "text/xml", bytes.NewReader(body))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						rep, err := boincxml.ParseSchedulerReply(resp.Body)
+						resp.Body.Close()
+						if err != nil || resp.StatusCode != 200 {
+							t.Errorf("status %d: %v", resp.StatusCode, err)
+							return
+						}
+						if req.HostID == 0 {
+							req.HostID, req.Authenticator = rep.HostID, rep.Authenticator
+						}
+						req.RPCSeqno++
+						req.Results = nil
+						for _, r := range rep.ResultsSent {
+							req.Results = append(req.Results, boincxml.ReportedResult{Name: r.Name, State: boincxml.ResultFilesUploaded})
+						}
+						if len(rep.ResultsSent) == 0 {
+							time.Sleep(20 * time.Millisecond) // the generator's turn
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(stop)
+			kills := <-killed
+			time.Sleep(300 * time.Millisecond) // the last one started has its SIGTERM handler
+			for _, p := range procs {
+				p.Process.Signal(syscall.SIGTERM)
+				if err := p.Wait(); err != nil {
+					t.Errorf("daemon %v: %v", p.Args, err)
+				}
+			}
+			now := float64(time.Now().Unix())
+			if _, _, err := st.Transition(ctx, now); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Credit(ctx, 3*86400, now); err != nil {
+				t.Fatal(err)
+			}
+			checkCursors(t, st, spec)
+			var reported int
+			if err := st.DB.QueryRow(`SELECT COUNT(*) FROM result WHERE server_state=5`).Scan(&reported); err != nil {
+				t.Fatal(err)
+			}
+			if reported < 20 || kills < 5 {
+				t.Errorf("%d results reported, %d daemons killed: the run did not exercise the daemons", reported, kills)
+			}
+			t.Logf("%d results reported, %d daemons killed", reported, kills)
+		})
+	}
+}
+
+// checkCursors checks every cursor of the batch spec against its jobs (see
+// TestDaemonsTwiceAndKilled).
+func checkCursors(t *testing.T, st *store.Store, spec store.BatchSpec) {
+	t.Helper()
+	type wu struct {
+		n        int
+		finished bool
+	}
+	wus := map[int64]*wu{}
+	rows, err := st.DB.Query(`SELECT w.job_num, (SELECT COUNT(*) FROM result r WHERE r.workunitid=w.id),
+		w.canonical_resultid<>0 OR w.error_mask<>0 OR (NOT EXISTS (SELECT 1 FROM result r WHERE r.workunitid=w.id AND r.server_state IN (2, 4))
+			AND (SELECT COUNT(*) FROM result r WHERE r.workunitid=w.id AND r.server_state=5 AND r.outcome=1)>=w.min_quorum)
+		FROM workunit w`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var j int64
+		var w wu
+		if err := rows.Scan(&j, &w.n, &w.finished); err != nil {
+			t.Fatal(err)
+		}
+		if wus[j] != nil {
+			t.Errorf("job %d generated twice", j)
+		}
+		wus[j] = &w
+	}
+	rows.Close()
+	cs, err := st.BatchStatuses(context.Background(), []string{spec.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := map[int64][]float64{}
+	rows, err = st.DB.Query(`SELECT cursor_id, credit FROM batch_host`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c int64
+		var credit float64
+		if err := rows.Scan(&c, &credit); err != nil {
+			t.Fatal(err)
+		}
+		members[c] = append(members[c], credit)
+	}
+	rows.Close()
+	for _, c := range cs[0].Cursors {
+		remaining, total := 0.0, 0.0
+		for j := c.FirstJobNum; j <= c.LastJobNum; j++ {
+			w := wus[j]
+			credit := spec.Jobs[j].FpopsEst * locality.CreditPerFlop
+			total += credit
+			switch {
+			case j < c.FirstUngeneratedJobNum && (w == nil || w.n != 2):
+				t.Errorf("cursor %d: job %d below first ungenerated %d: workunit %+v, want one with 2 results", c.ID, j, c.FirstUngeneratedJobNum, w)
+			case j >= c.FirstUngeneratedJobNum && w != nil:
+				t.Errorf("cursor %d: job %d at or past first ungenerated %d has a workunit", c.ID, j, c.FirstUngeneratedJobNum)
+			case j < c.FirstUnfinishedJobNum && !w.finished:
+				t.Errorf("cursor %d: job %d below first unfinished %d is not finished", c.ID, j, c.FirstUnfinishedJobNum)
+			case j == c.FirstUnfinishedJobNum && w != nil && w.finished:
+				t.Errorf("cursor %d: job %d at first unfinished is finished", c.ID, j)
+			}
+			if j >= c.FirstUnfinishedJobNum && (w == nil || !w.finished) {
+				remaining += credit
+			}
+		}
+		if math.Abs(c.RemainingCredit-remaining) > 1e-9*total || (c.RemainingCredit == 0) != (c.FirstUnfinishedJobNum > c.LastJobNum) {
+			t.Errorf("cursor %d: remaining_credit %g, its unfinished jobs' credit %g (first unfinished %d of %d..%d)",
+				c.ID, c.RemainingCredit, remaining, c.FirstUnfinishedJobNum, c.FirstJobNum, c.LastJobNum)
+		}
+		sum, _ := locality.TeamCredit(members[c.ID])
+		if math.Abs(c.ExpavgCredit-sum) > 1e-9*max(sum, 1) || int(c.NHosts) != len(members[c.ID]) {
+			t.Errorf("cursor %d: expavg_credit %g team %d, its members' %g and %d", c.ID, c.ExpavgCredit, c.NHosts, sum, len(members[c.ID]))
+		}
+	}
+	var overSent, twiceOnHost int
+	if err := st.DB.QueryRow(`SELECT COUNT(*) FROM (SELECT workunitid FROM result WHERE hostid<>0 GROUP BY workunitid HAVING COUNT(DISTINCT hostid)>2) d`).Scan(&overSent); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DB.QueryRow(`SELECT COUNT(*) FROM (SELECT workunitid, hostid FROM result WHERE hostid<>0 GROUP BY workunitid, hostid HAVING COUNT(*)>1) d`).Scan(&twiceOnHost); err != nil {
+		t.Fatal(err)
+	}
+	if overSent != 0 || twiceOnHost != 0 {
+		t.Errorf("%d jobs sent beyond their redundancy, %d sent twice to one host", overSent, twiceOnHost)
 	}
 }
