@@ -131,6 +131,15 @@ func TestChooseCursor(t *testing.T) {
 		{"move off a finished cursor", []Cursor{c(1, 0, 10), c(2, 100, 10)}, 1, 1, 2},
 		{"stay when every other cursor is finished", []Cursor{c(1, 10, 10), c(2, 0, 10)}, 1, 1, 1},
 		{"move: only to a team that admits it", []Cursor{c(1, 10, 10), user(c(2, 100, 10)), c(3, 30, 10)}, 1, 1, 3},
+		// The seed's D is the cursor with the greatest est_time_left: when that is the
+		// host's own (20/2 = 10 days against 10/2 = 5), it stays.
+		{"stay: its own cursor has the greatest time left", []Cursor{c(1, 20, 2), c(2, 10, 2)}, 1, 1, 1},
+		// 1 day (10/10) < 0.5 × infinite (a team left empty): move.
+		{"move: to a team with no credit", []Cursor{c(1, 10, 10), c(2, 10, 10), c(3, 1, 0)}, 1, 1, 3},
+		// A team of two with fastest 10 and credit 15 (10 + 5): a host of 15 would be a
+		// fastest host no faster than the rest (15 ≤ 15), a host of 16 would not.
+		{"new host: fastest equal to the rest joins", []Cursor{c(1, 100, 40), team(c(2, 100, 15), 2, 10)}, 0, 15, 2},
+		{"new host: fastest faster than the rest does not", []Cursor{c(1, 100, 40), team(c(2, 100, 15), 2, 10)}, 0, 16, 1},
 	} {
 		if got := ChooseCursor(tc.cursors, tc.current, tc.rate); got != tc.want {
 			t.Errorf("%s: cursor %d, want %d", tc.name, got, tc.want)

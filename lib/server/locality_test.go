@@ -297,3 +297,104 @@ func TestLocalityJoinMoveDelete(t *testing.T) {
 		}
 	})
 }
+
+// locBatch creates a batch of app of nJobs jobs, job j on file j, one cursor, in seed
+// 004's plain job order (no streams), with redundancy results per job, all generated.
+func locBatch(t *testing.T, st *store.Store, name, app string, nJobs, redundancy int) {
+	t.Helper()
+	ctx := context.Background()
+	spec := store.BatchSpec{Name: name, App: app, DelayBound: 86400, MinQuorum: redundancy, TargetNResults: redundancy, MaxErrorResults: 3,
+		MaxTotalResults: 2*redundancy + 2, MaxSuccessResults: 2 * redundancy, Cursors: []locality.Range{{First: 0, Last: int64(nJobs - 1)}}}
+	for j := 0; j < nJobs; j++ {
+		spec.Files = append(spec.Files, store.BatchFile{FileNum: int64(j), Name: fmt.Sprintf("%s_f%d", name, j), NBytes: 1})
+		spec.Jobs = append(spec.Jobs, store.BatchJob{JobNum: int64(j), FirstFileNum: int64(j), LastFileNum: int64(j), FpopsEst: 1e12})
+	}
+	if _, err := st.CreateBatch(ctx, spec, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// handleHost makes a host of 4 CPUs through srv and returns a function that asks for
+// n CPU instances for it and returns the names of the results sent.
+func handleHost(t *testing.T, srv *server.Server) (id int64, ask func(n int) []string) {
+	t.Helper()
+	ctx := context.Background()
+	info := boincxml.HostInfo{PNCPUs: 4, PFpops: 1e9}
+	rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostInfo: info}, 10, "http://x/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep.HostID, func(n int) []string {
+		r, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostID: rep.HostID, Authenticator: rep.Authenticator,
+			CPUReqInstances: float64(n), CPUReqSecs: 1, HostInfo: info}, 20, "http://x/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names(r.ResultsSent)
+	}
+}
+
+// TestLocalityJobOrder: seed 004's "Assigning jobs" without streams: the unsent
+// results of the host's cursor in order of increasing job number, old jobs first. Host
+// A takes the first results of jobs 0 and 1; host B, on the same cursor, asking for
+// three, gets the second results of jobs 0 and 1 before job 2's first.
+func TestLocalityJobOrder(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		st := storetest.Open(t, dsn)
+		if _, err := st.AddApp(ctx, "loc", true, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "loc", VersionNum: 1, AvgNCPUs: 1, Flops: 1e9}, 1); err != nil {
+			t.Fatal(err)
+		}
+		locBatch(t, st, "o", "loc", 4, 2)
+		if _, err := st.Generate(ctx, 4, 1); err != nil {
+			t.Fatal(err)
+		}
+		srv := &server.Server{Store: st}
+		_, askA := handleHost(t, srv)
+		_, askB := handleHost(t, srv)
+		if d := cmp.Diff([]string{"o_j0_0", "o_j1_0"}, askA(2)); d != "" {
+			t.Errorf("host A (-want +got)\n%s", d)
+		}
+		if d := cmp.Diff([]string{"o_j0_1", "o_j1_1", "o_j2_0"}, askB(3)); d != "" {
+			t.Errorf("host B (-want +got)\n%s", d)
+		}
+	})
+}
+
+// TestLocalitySeveralBatches: seed 004's "several batches may be in progress
+// concurrently, for the same or different applications", and the scheduler's "for
+// each batch": a host asking for three jobs gets the only job of batch p (app loc,
+// the older batch) and then two of batch q (app loc2), and is on a cursor of each.
+func TestLocalitySeveralBatches(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		st := storetest.Open(t, dsn)
+		for _, app := range []string{"loc", "loc2"} {
+			if _, err := st.AddApp(ctx, app, true, 1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: app, VersionNum: 1, AvgNCPUs: 1, Flops: 1e9}, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		locBatch(t, st, "p", "loc", 1, 1)
+		locBatch(t, st, "q", "loc2", 3, 1)
+		if _, err := st.Generate(ctx, 4, 1); err != nil {
+			t.Fatal(err)
+		}
+		srv := &server.Server{Store: st}
+		h, ask := handleHost(t, srv)
+		if d := cmp.Diff([]string{"p_j0_0", "q_j0_0", "q_j1_0"}, ask(3)); d != "" {
+			t.Errorf("jobs (-want +got)\n%s", d)
+		}
+		_, ms := cursorRows(t, st)
+		if d := cmp.Diff([]string{fmt.Sprintf("%d→1 (800)", h), fmt.Sprintf("%d→2 (800)", h)}, ms); d != "" {
+			t.Errorf("batch_host (-want +got)\n%s", d)
+		}
+	})
+}
