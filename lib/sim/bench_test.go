@@ -17,6 +17,7 @@ func benchRun(b *testing.B, dir, policy string, days float64) {
 func BenchmarkPublicExample10Days(b *testing.B)   { benchRun(b, publicExample, "seed", 10) }
 func BenchmarkPublicExample1000Days(b *testing.B) { benchRun(b, publicExample, "seed", 1000) }
 func BenchmarkPublicExample10DaysRR(b *testing.B) { benchRun(b, publicExample, "rr", 10) }
+func BenchmarkGoals10Days(b *testing.B)           { benchRun(b, publicExample, "goals", 10) }
 func BenchmarkDeadlines10Days(b *testing.B) {
 	benchRun(b, "../../scenarios/deadlines-4cpu", "seed", 10)
 }
@@ -56,6 +57,7 @@ func BenchmarkStepDeadlines(b *testing.B)     { benchStep(b, "../../scenarios/de
 func BenchmarkStepNoisy(b *testing.B)         { benchStep(b, "testdata/noisy", "seed") }
 func BenchmarkStepGPU(b *testing.B)           { benchStep(b, seed002GPU, "seed") }
 func BenchmarkStepRR(b *testing.B)            { benchStep(b, publicExample, "rr") }
+func BenchmarkStepGoals(b *testing.B)         { benchStep(b, publicExample, "goals") }
 
 // benchShortJobs runs the public example for a day with every job's work (real and
 // estimated) set to secs seconds: a day of short jobs should cost in proportion to the
