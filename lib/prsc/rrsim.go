@@ -88,34 +88,22 @@ func Simulate(doc *state.Document, now float64) *Sim {
 // simWork is the simulation's buffers, kept from one call to the next by a DecideWork:
 // the name indices, the per-resource project queues (and their job lists) and the Sim.
 type simWork struct {
-	projects, appVersions []string       // the names, in document order
-	project, appVersion   map[string]int // their indices, when there are many
-	avRes                 []int          // each app version's host resource
-	avSpeed, avInst       []float64      // each app version's Speed on the host and Instances
-	cpu                   int            // the CPU's index
+	projects, appVersions state.Names
+	avRes                 []int     // each app version's host resource
+	avSpeed, avInst       []float64 // each app version's Speed on the host and Instances
+	cpu                   int       // the CPU's index
 	queues                [][]simProj
 	sim                   Sim
 	late                  *lateOnly // BusyTimes' simulations: see lateOnly
 	byState               [3][]int  // runnable tasks: running, preempted, ready
 }
 
-// linearMax is the count of names up to which a name is looked up by comparing names
-// one by one: the emulator's documents hold the very strings the tasks do, so each
-// comparison is a pointer check, faster than hashing (as lib/cpusched's index does).
-const linearMax = 8
-
-// index fills w's name indices from doc, reusing their storage. A name or type that
-// is not there has index 0, as a map's look-up gives (a valid document names only
-// known ones); of two alike, the later counts.
+// index fills w's name indices from doc, reusing their storage (state.Names: a name
+// or type that is not there has index 0, as a map's look-up gives; of two alike, the
+// later counts).
 func (w *simWork) index(doc *state.Document) {
-	w.projects, w.appVersions = w.projects[:0], w.appVersions[:0]
-	for _, p := range doc.Projects {
-		w.projects = append(w.projects, p.Name)
-	}
-	for _, av := range doc.AppVersions {
-		w.appVersions = append(w.appVersions, av.Name)
-	}
-	w.project, w.appVersion = nameIndex(w.project, w.projects), nameIndex(w.appVersion, w.appVersions)
+	w.projects.SetProjects(doc.Projects)
+	w.appVersions.SetAppVersions(doc.AppVersions)
 	resource := func(t string) int {
 		r := 0
 		for i := range doc.Host.Resources {
@@ -135,38 +123,8 @@ func (w *simWork) index(doc *state.Document) {
 	}
 }
 
-// nameIndex is m (emptied) indexing names, or nil when names are few.
-func nameIndex(m map[string]int, names []string) map[string]int {
-	if len(names) <= linearMax {
-		return m
-	}
-	if m == nil {
-		m = map[string]int{}
-	}
-	clear(m)
-	for i, n := range names {
-		m[n] = i
-	}
-	return m
-}
-
-// lookUp is the index of name in names (m when they are many), 0 when absent.
-func lookUp(names []string, m map[string]int, name string) int {
-	if len(names) > linearMax {
-		return m[name]
-	}
-	for i := len(names) - 1; i >= 0; i-- { // the last, as a map built in order keeps
-		if state.SameName(names[i], name) {
-			return i
-		}
-	}
-	return 0
-}
-
-func (w *simWork) projectIndex(name string) int { return lookUp(w.projects, w.project, name) }
-func (w *simWork) appVersionIndex(name string) int {
-	return lookUp(w.appVersions, w.appVersion, name)
-}
+func (w *simWork) projectIndex(name string) int    { return w.projects.Index(name) }
+func (w *simWork) appVersionIndex(name string) int { return w.appVersions.Index(name) }
 
 // simulate is Simulate over period seconds, in w's buffers (the Sim returned is w's);
 // with finish non-nil it records instead when (seconds from now) each simulated task

@@ -105,3 +105,60 @@ func IndexName(names []string, name string) int {
 func SameName(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
+
+// Names finds names' indices as a map built from them in order would: of two alike,
+// the later; 0 for a name that is not there (a valid document names only known ones).
+// It keeps its storage from one Set to the next, for a caller that looks names up at
+// every step (the emulator's policies): up to linearMax names it compares them one by
+// one, and a task holding the very string of its project or app version (as the
+// emulator's do) is then found by a pointer check, faster than hashing.
+type Names struct {
+	names []string
+	m     map[string]int // when there are more than linearMax
+}
+
+const linearMax = 8
+
+// SetProjects makes n the index of the projects' names.
+func (n *Names) SetProjects(ps []Project) {
+	n.names = n.names[:0]
+	for i := range ps {
+		n.names = append(n.names, ps[i].Name)
+	}
+	n.fill()
+}
+
+// SetAppVersions makes n the index of the app versions' names.
+func (n *Names) SetAppVersions(avs []AppVersion) {
+	n.names = n.names[:0]
+	for i := range avs {
+		n.names = append(n.names, avs[i].Name)
+	}
+	n.fill()
+}
+
+func (n *Names) fill() {
+	if len(n.names) <= linearMax {
+		return
+	}
+	if n.m == nil {
+		n.m = map[string]int{}
+	}
+	clear(n.m)
+	for i, name := range n.names {
+		n.m[name] = i
+	}
+}
+
+// Index is name's index (see Names).
+func (n *Names) Index(name string) int {
+	if len(n.names) > linearMax {
+		return n.m[name]
+	}
+	for i := len(n.names) - 1; i >= 0; i-- { // the last, as a map built in order keeps
+		if SameName(n.names[i], name) {
+			return i
+		}
+	}
+	return 0
+}

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -274,5 +275,38 @@ func TestSameName(t *testing.T) {
 	}
 	if i := IndexName([]string{"a"}, a); i != -1 {
 		t.Errorf("IndexName of a missing name = %d, want -1", i)
+	}
+}
+
+// TestNamesIsAMap: Names answers as a map built from the names in order, few or many,
+// one Names set again and again: the later of two alike, 0 for a name not there.
+func TestNamesIsAMap(t *testing.T) {
+	var n Names
+	for _, count := range []int{0, 1, 3, linearMax, linearMax + 1, 20, 2} {
+		var ps []Project
+		for i := range count {
+			ps = append(ps, Project{Name: fmt.Sprint("p", i%(count/2+1))}) // some alike
+		}
+		m := map[string]int{}
+		for i, p := range ps {
+			m[p.Name] = i
+		}
+		n.SetProjects(ps)
+		for i := range count + 2 {
+			name := fmt.Sprint("p", i)
+			if got := n.Index(name); got != m[name] {
+				t.Errorf("%d names: Index(%q) = %d, a map says %d", count, name, got, m[name])
+			}
+		}
+		avs := make([]AppVersion, len(ps))
+		for i := range ps {
+			avs[i].Name = ps[i].Name
+		}
+		n.SetAppVersions(avs)
+		for name, i := range m {
+			if got := n.Index(name); got != i {
+				t.Errorf("%d app versions: Index(%q) = %d, a map says %d", count, name, got, i)
+			}
+		}
 	}
 }
