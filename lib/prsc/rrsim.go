@@ -444,7 +444,23 @@ func fill(projs []simProj, n float64, zeroShares bool) float64 {
 // its estimated completion: +Inf for a task the simulation never finishes (its
 // resource is never available) and for tasks that are not runnable or have no work left.
 func Completions(doc *state.Document, now float64) []float64 {
-	return completions(doc, now, new(simWork), nil)
+	var w CompletionsWork
+	return w.Completions(doc, now)
+}
+
+// CompletionsWork keeps Completions' buffers from one call to the next, for a caller
+// that asks at every scheduling pass (the emulator's goals policy). The zero value is
+// ready; w.Completions and Completions compute alike, to the last bit; the slice
+// w.Completions returns is w's, good until the next call.
+type CompletionsWork struct {
+	sim    simWork
+	finish []float64
+}
+
+// Completions is Completions with w's buffers.
+func (w *CompletionsWork) Completions(doc *state.Document, now float64) []float64 {
+	w.finish = completions(doc, now, &w.sim, w.finish)
+	return w.finish
 }
 
 // completions is Completions in sw's buffers, the result in buf's storage.

@@ -266,11 +266,12 @@ func TestCompletionsAndBusyTimes(t *testing.T) {
 // TestDecideWorkIsDecide: one DecideWork deciding again and again, on documents whose
 // tasks run, finish and arrive, whose debts and backoffs move and which grow and lose
 // projects and resources, decides exactly as Decide does; a quiet one too, without the
-// reason. A BusyWork gives BusyTimes' delays alike.
+// reason. A BusyWork gives BusyTimes' delays alike, a CompletionsWork Completions' times.
 func TestDecideWorkIsDecide(t *testing.T) {
 	var w DecideWork
 	quiet := DecideWork{Quiet: true}
 	var bw BusyWork
+	var cw CompletionsWork
 	doc := benchDoc()
 	doc.Tasks = doc.Tasks[:300]
 	for i := range 200 {
@@ -311,6 +312,9 @@ func TestDecideWorkIsDecide(t *testing.T) {
 		}
 		if diff := cmp.Diff(BusyTimes(doc, now), bw.BusyTimes(doc, now)); diff != "" {
 			t.Fatalf("busy times %d (-BusyTimes +BusyWork):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(Completions(doc, now), cw.Completions(doc, now)); diff != "" {
+			t.Fatalf("completions %d (-Completions +CompletionsWork):\n%s", i, diff)
 		}
 		// Quiet: the same decision, without the reason.
 		want.Request.Reason = ""
