@@ -56,12 +56,14 @@ func NextQuiet(doc *state.Document, now float64, asked []int, coproc func() stat
 func nextRecorded(doc *state.Document, now float64, asked []int, coproc func() state.WorkRequest, explain bool) (Plan, bool) {
 	r, ok := next(doc, now, asked, coproc, explain)
 	if ok {
-		record(doc, &r, now)
+		Record(doc, &r, now)
 	}
 	return r, ok
 }
 
-func record(doc *state.Document, r *Plan, now float64) {
+// Record records plan r, chosen at now, in doc.Request (for the server and for bdevices
+// reply): its request, with the time and the project's name.
+func Record(doc *state.Document, r *Plan, now float64) {
 	r.Request.Time, r.Request.Project = now, doc.Projects[r.Project].Name
 	// In place when there is one: the emulator makes an RPC every few steps, and a new
 	// record each time was most of a long run's allocations.
@@ -69,8 +71,8 @@ func record(doc *state.Document, r *Plan, now float64) {
 		doc.Request = new(state.WorkRequest)
 	}
 	// The record's Coprocs are its own, in the storage of the last record's: the
-	// plan's may be a buffer of the caller's (prsc.DecideWork's), good until its next
-	// decision.
+	// plan's may be a buffer of the caller's (prsc.DecideWork's, goals.Workspace's),
+	// good until its next decision.
 	coprocs := doc.Request.Coprocs[:0]
 	*doc.Request = r.Request
 	doc.Request.Coprocs = append(coprocs, r.Request.Coprocs...)
@@ -162,7 +164,7 @@ func NextSeed000(doc *state.Document, now float64, asked []int) (Plan, bool) {
 				r.Request = seed000Request(doc)
 			}
 			r.Request.Reason = r.Why
-			record(doc, &r, now)
+			Record(doc, &r, now)
 			return r, true
 		}
 		r.Why = "get work: " + d.Reason
@@ -179,7 +181,7 @@ func NextSeed000(doc *state.Document, now float64, asked []int) (Plan, bool) {
 	r.Why += fmt.Sprintf("; %q has the greatest resource debt", doc.Projects[r.Project].Name)
 	r.Request = seed000Request(doc)
 	r.Request.Reason = r.Why
-	record(doc, &r, now)
+	Record(doc, &r, now)
 	return r, true
 }
 
