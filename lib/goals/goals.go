@@ -60,6 +60,53 @@ const DebtLimit = 1.0
 
 const fitSlack = 1e-9
 
+// Workspace keeps what the policy's passes and requests need from one call to the
+// next: the document's name index, what each app version's tasks take, and the
+// buffers of a pass, a request and the debts' accounting. It is for a caller that
+// schedules, asks and accounts at every step (the emulator, about 1,500 times a
+// simulated day: making them anew at each call was 80,000 objects, 15 MB, a simulated
+// day, and half a run's time went to allocating and collecting them). The zero value
+// is ready. Its answers are Schedule's, Needs', Request's, Next's and Account's, to the
+// last bit; the slices it returns (the abandoned tasks, the needs, a request's
+// Coprocs) are w's, good until its next call. As for those functions, doc must be valid
+// (state.Validate: unique names, known references).
+type Workspace struct {
+	// Quiet leaves the words out: a request's Reason and a plan's Why stay empty; every
+	// choice and number is the same. The emulator asks at every step and shows none,
+	// and a report's reason was a new string at each report.
+	Quiet bool
+
+	projects, appVersions state.Names
+	avRes                 []int     // per app version: its host resource
+	avInst, avCPUs        []float64 // per app version: a task's instances, its CPUs beside a coprocessor
+	avSpeed               []float64 // per app version: its Speed on the host
+	tasks                 []taskInfo
+
+	// A pass's buffers (Schedule).
+	finish               prsc.CompletionsWork
+	abandoned            []int
+	overall, anticipated []float64 // per project
+	lateUsed             []float64 // per project
+	chosen               []bool    // per task
+	order                []int     // the host's resources, coprocessors first
+	mine, late           []taskInfo
+
+	// A request's buffers (Needs, Request, Next).
+	needs   []Need
+	idle    []float64 // per host resource
+	queued  []float64 // [p*nr+r]
+	latency []float64 // per project
+	skip    []int
+	coprocs []state.CoprocRequest
+
+	// Each project's share of a resource and whether it has an app version for it
+	// (shares).
+	share []float64
+	has   []bool
+
+	debts prsc.DebtWork
+}
+
 // taskInfo is a runnable task as the policy sees it.
 type taskInfo struct {
 	i       int     // index in doc.Tasks
@@ -70,29 +117,44 @@ type taskInfo struct {
 	runtime float64 // remaining estimated run time, seconds (at the version's speed)
 }
 
-func tasks(doc *state.Document) []taskInfo {
-	ix := state.NewIndex(doc)
-	rIdx := map[string]int{}
-	for r, res := range doc.Host.Resources {
-		rIdx[res.Type] = r
+// runnable is doc's runnable tasks, in w's storage. A task's project, app version and
+// resource are looked up as maps built in document order would answer (state.Names):
+// a name that is not there is the first one's.
+func (w *Workspace) runnable(doc *state.Document) []taskInfo {
+	h := &doc.Host
+	w.projects.SetProjects(doc.Projects)
+	w.appVersions.SetAppVersions(doc.AppVersions)
+	w.avRes, w.avInst, w.avCPUs, w.avSpeed = w.avRes[:0], w.avInst[:0], w.avCPUs[:0], w.avSpeed[:0]
+	for v := range doc.AppVersions {
+		av := &doc.AppVersions[v]
+		r, t := 0, av.ResourceType()
+		for k := range h.Resources {
+			if h.Resources[k].Type == t {
+				r = k // the last of two alike, as the map did
+			}
+		}
+		cpus := 0.0
+		if av.Coproc != nil {
+			cpus = av.AvgNCPUs
+		}
+		w.avRes = append(w.avRes, r)
+		w.avInst, w.avCPUs, w.avSpeed = append(w.avInst, av.Instances()), append(w.avCPUs, cpus), append(w.avSpeed, av.Speed(h))
 	}
-	var out []taskInfo
+	ts := w.tasks[:0]
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if !t.State.Runnable() {
 			continue
 		}
-		av := &doc.AppVersions[ix.AppVersion[t.AppVersion]]
-		ti := taskInfo{i: i, p: ix.Project[t.Project], r: rIdx[av.ResourceType()], inst: av.Instances()}
-		if av.Coproc != nil {
-			ti.cpus = av.AvgNCPUs
-		}
-		if sp := av.Speed(&doc.Host); sp > 0 {
+		v := w.appVersions.Index(t.AppVersion)
+		ti := taskInfo{i: i, p: w.projects.Index(t.Project), r: w.avRes[v], inst: w.avInst[v], cpus: w.avCPUs[v]}
+		if sp := w.avSpeed[v]; sp > 0 {
 			ti.runtime = t.RemainingFlops() / sp
 		}
-		out = append(out, ti)
+		ts = append(ts, ti)
 	}
-	return out
+	w.tasks = ts
+	return ts
 }
 
 // availability is the fraction of wall-clock time resource r computes.
@@ -110,7 +172,13 @@ func availability(h *state.Host, r int) float64 {
 // then every debt clamped to ±DebtLimit days of its resource (instance-seconds). now
 // is the interval's end (prsc.AccumulateDebt).
 func Account(doc *state.Document, used [][]float64, dt, now float64) {
-	prsc.AccumulateDebt(doc, used, dt, now)
+	var w Workspace
+	w.Account(doc, used, dt, now)
+}
+
+// Account is Account with w's buffers.
+func (w *Workspace) Account(doc *state.Document, used [][]float64, dt, now float64) {
+	w.debts.AccumulateDebt(doc, used, dt, now)
 	for p := range doc.Projects {
 		for k := range doc.Projects[p].Resources {
 			pr := &doc.Projects[p].Resources[k]
@@ -125,9 +193,16 @@ func Account(doc *state.Document, used [][]float64, dt, now float64) {
 // Schedule runs one scheduling pass at now (see the package comment) and reports the
 // tasks it abandoned. It sets doc.CPUSched as bsched does.
 func Schedule(doc *state.Document, now float64) (abandoned []int) {
+	var w Workspace
+	return w.Schedule(doc, now)
+}
+
+// Schedule is Schedule with w's index and buffers.
+func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int) {
 	h := &doc.Host
-	ts := tasks(doc)
+	ts := w.runnable(doc)
 	// Abandon ready tasks that cannot meet their deadline even if started now.
+	abandoned = w.abandoned[:0]
 	keep := ts[:0]
 	for _, t := range ts {
 		task := &doc.Tasks[t.i]
@@ -140,16 +215,19 @@ func Schedule(doc *state.Document, now float64) (abandoned []int) {
 		}
 		keep = append(keep, t)
 	}
+	w.abandoned = abandoned
 	ts = keep
-	finish := prsc.Completions(doc, now)
+	finish := w.finish.Completions(doc, now)
 	// A task is late when the simulation ends it less than a scheduling period before
 	// its deadline: the next pass may come only then, and estimates may be low.
 	margin := doc.Preferences.CPUSchedulingPeriod
-	overall := make([]float64, len(doc.Projects))
+	overall := grow(w.overall, len(doc.Projects))
+	w.overall = overall
 	for p := range doc.Projects {
 		overall[p] = prsc.OverallDebt(h, &doc.Projects[p])
 	}
-	chosen := make([]bool, len(doc.Tasks))
+	chosen := grow(w.chosen, len(doc.Tasks))
+	w.chosen = chosen
 	cpu := -1
 	for r, res := range h.Resources {
 		if res.Type == state.ResourceCPU {
@@ -157,13 +235,14 @@ func Schedule(doc *state.Document, now float64) (abandoned []int) {
 		}
 	}
 	cpuFree := float64(h.Resources[cpu].Instances)
-	order := []int{}
+	order := w.order[:0]
 	for r := range h.Resources {
 		if r != cpu {
 			order = append(order, r)
 		}
 	}
 	order = append(order, cpu)
+	w.order = order
 	rank := func(s state.TaskState) int {
 		switch s {
 		case state.TaskRunning:
@@ -193,27 +272,30 @@ func Schedule(doc *state.Document, now float64) (abandoned []int) {
 				cpuFree -= t.cpus
 			}
 		}
-		var mine []taskInfo
+		mine := w.mine[:0]
 		for _, t := range ts {
 			if t.r == r {
 				mine = append(mine, t)
 			}
 		}
-		shareOf := shares(doc, h.Resources[r].Type)
+		w.mine = mine
+		shareOf, _ := w.shares(doc, h.Resources[r].Type)
 		// Deadline mode: the tasks the round-robin simulation sees late, earliest
 		// deadline first.
-		var late []taskInfo
+		late := w.late[:0]
 		for _, t := range mine {
 			if now+finish[t.i]+margin > doc.Tasks[t.i].ReportDeadline {
 				late = append(late, t)
 			}
 		}
+		w.late = late
 		slices.SortStableFunc(late, func(a, b taskInfo) int {
 			return cmp.Compare(doc.Tasks[a.i].ReportDeadline, doc.Tasks[b.i].ReportDeadline)
 		})
 		// A project's late tasks take at most the instances its share gives it, rounded
 		// up: deadline mode must not hand a project with short deadlines the whole host.
-		lateUsed := make([]float64, len(doc.Projects))
+		lateUsed := grow(w.lateUsed, len(doc.Projects))
+		w.lateUsed = lateUsed
 		for _, t := range late {
 			if fits(t) && lateUsed[t.p]+t.inst <= math.Ceil(shareOf[t.p]*float64(h.Resources[r].Instances)-fitSlack)+fitSlack {
 				take(t)
@@ -228,7 +310,8 @@ func Schedule(doc *state.Document, now float64) (abandoned []int) {
 			}
 			return cmp.Compare(doc.Tasks[a.i].ReportDeadline, doc.Tasks[b.i].ReportDeadline)
 		})
-		anticipated := slices.Clone(overall)
+		anticipated := append(w.anticipated[:0], overall...)
+		w.anticipated = anticipated
 		payoff := doc.Preferences.CPUSchedulingPeriod * prsc.RelativeSpeed(h, h.Resources[r])
 		for _, t := range late {
 			if chosen[t.i] {
@@ -266,7 +349,12 @@ func Schedule(doc *state.Document, now float64) (abandoned []int) {
 		}
 		task.CPUTimeAtLastSched, task.ElapsedTimeAtLastSched = task.CPUTime, task.ElapsedTime
 	}
-	doc.CPUSched = &state.CPUSched{LastPass: now, NextPass: next, NextPassReason: "goals: scheduling period or a task's expected end"}
+	// In place when there is one, as cpusched records its passes: the emulator passes
+	// every few steps.
+	if doc.CPUSched == nil {
+		doc.CPUSched = new(state.CPUSched)
+	}
+	*doc.CPUSched = state.CPUSched{LastPass: now, NextPass: next, NextPassReason: "goals: scheduling period or a task's expected end"}
 	return abandoned
 }
 
@@ -283,43 +371,46 @@ type Need struct {
 // Needs returns every (project, resource) position: projects with an app version for
 // the resource.
 func Needs(doc *state.Document) []Need {
+	var w Workspace
+	return w.Needs(doc)
+}
+
+// Needs is Needs with w's index and buffers.
+func (w *Workspace) Needs(doc *state.Document) []Need {
+	return w.needsOf(doc, w.runnable(doc))
+}
+
+// needsOf is Needs with doc's runnable tasks ts.
+func (w *Workspace) needsOf(doc *state.Document, ts []taskInfo) []Need {
 	h := &doc.Host
-	ts := tasks(doc)
+	np, nr := len(doc.Projects), len(h.Resources)
 	low, high := rpc.WaterMarks(&doc.Preferences)
-	var out []Need
-	for r, res := range h.Resources {
-		var total float64
-		n := 0
-		has := make([]bool, len(doc.Projects))
-		for p := range doc.Projects {
-			has[p] = hasVersionFor(doc, doc.Projects[p].Name, res.Type)
-			if has[p] {
-				total += doc.Projects[p].ResourceShare
-				n++
-			}
+	// Each project's work held per resource, each sum in task order.
+	queued := grow(w.queued, np*nr)
+	w.queued = queued
+	for _, t := range ts {
+		queued[t.p*nr+t.r] += t.runtime * t.inst
+	}
+	// Each project's latency: the longest from a job's receipt to its deadline.
+	latency := grow(w.latency, np)
+	w.latency = latency
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.ReceivedTime > 0 {
+			p := w.projects.Index(t.Project)
+			latency[p] = max(latency[p], t.ReportDeadline-t.ReceivedTime)
 		}
+	}
+	out := w.needs[:0]
+	for r, res := range h.Resources {
+		share, has := w.shares(doc, res.Type)
 		a := availability(h, r)
 		for p := range doc.Projects {
 			if !has[p] {
 				continue
 			}
-			nd := Need{Project: p, Resource: r}
-			for _, t := range ts {
-				if t.p == p && t.r == r {
-					nd.Queued += t.runtime * t.inst
-				}
-			}
-			for i := range doc.Tasks {
-				t := &doc.Tasks[i]
-				if t.Project == doc.Projects[p].Name && t.ReceivedTime > 0 {
-					nd.Latency = math.Max(nd.Latency, t.ReportDeadline-t.ReceivedTime)
-				}
-			}
-			frac := 1 / float64(n)
-			if total > 0 {
-				frac = doc.Projects[p].ResourceShare / total
-			}
-			rate := float64(res.Instances) * frac * a // instances of the resource per wall second
+			nd := Need{Project: p, Resource: r, Queued: queued[p*nr+r], Latency: latency[p]}
+			rate := float64(res.Instances) * share[p] * a // instances of the resource per wall second
 			lo, hi := low*86400, high*86400
 			if nd.Latency > 0 {
 				hi = math.Min(hi, LatencyFraction*nd.Latency)
@@ -329,6 +420,7 @@ func Needs(doc *state.Document) []Need {
 			out = append(out, nd)
 		}
 	}
+	w.needs = out
 	return out
 }
 
@@ -341,13 +433,26 @@ func Needs(doc *state.Document) []Need {
 // difference (req_secs) and the idle instances (req_instances). ok is false when no
 // project needs asking.
 func Request(doc *state.Document, now float64, asked []int) (req state.WorkRequest, ok bool) {
+	var w Workspace
+	return w.Request(doc, now, asked)
+}
+
+// Request is Request with w's index and buffers; the request's Coprocs are w's.
+func (w *Workspace) Request(doc *state.Document, now float64, asked []int) (req state.WorkRequest, ok bool) {
+	req, _, ok = w.request(doc, now, asked)
+	return req, ok
+}
+
+// request is Request and the index of the project it asks.
+func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req state.WorkRequest, project int, ok bool) {
 	h := &doc.Host
-	needs := Needs(doc)
-	idle := idleInstances(doc, tasks(doc))
+	ts := w.runnable(doc)
+	needs := w.needsOf(doc, ts)
+	idle := w.idleInstances(doc, ts)
 	eligible := func(nd Need) bool { return eligible(doc, nd, now, asked) }
-	best, why := -1, ""
+	best, bestRes, bestIdle := -1, 0, false
 	debt := func(p int) float64 { return prsc.OverallDebt(h, &doc.Projects[p]) }
-	for _, idleStep := range []bool{true, false} {
+	for _, idleStep := range [...]bool{true, false} {
 		for _, nd := range needs {
 			if !eligible(nd) {
 				continue
@@ -359,13 +464,7 @@ func Request(doc *state.Document, now float64, asked []int) (req state.WorkReque
 				continue
 			}
 			if best < 0 || debt(nd.Project) > debt(best) {
-				best = nd.Project
-				why = "goals: " + h.Resources[nd.Resource].Type
-				if idleStep {
-					why += " instance idle"
-				} else {
-					why += " below the project's low-water mark"
-				}
+				best, bestRes, bestIdle = nd.Project, nd.Resource, idleStep
 			}
 		}
 		if best >= 0 {
@@ -373,9 +472,17 @@ func Request(doc *state.Document, now float64, asked []int) (req state.WorkReque
 		}
 	}
 	if best < 0 {
-		return state.WorkRequest{}, false
+		return state.WorkRequest{}, -1, false
 	}
-	req = state.WorkRequest{Time: now, Project: doc.Projects[best].Name, Reason: why}
+	req = state.WorkRequest{Time: now, Project: doc.Projects[best].Name, Coprocs: w.coprocs[:0]}
+	if !w.Quiet {
+		req.Reason = "goals: " + h.Resources[bestRes].Type
+		if bestIdle {
+			req.Reason += " instance idle"
+		} else {
+			req.Reason += " below the project's low-water mark"
+		}
+	}
 	for _, nd := range needs {
 		secs := math.Max(0, nd.Want-nd.Queued)
 		inst := math.Max(0, idle[nd.Resource])
@@ -389,15 +496,17 @@ func Request(doc *state.Document, now float64, asked []int) (req state.WorkReque
 		}
 		req.WorkReqSeconds = math.Max(req.WorkReqSeconds, secs)
 	}
+	w.coprocs = req.Coprocs
 	if len(prsc.Requested(&req)) == 0 {
-		return state.WorkRequest{}, false
+		return state.WorkRequest{}, -1, false
 	}
-	return req, true
+	return req, best, true
 }
 
-// idleInstances is, per host resource, the instances no runnable task takes.
-func idleInstances(doc *state.Document, ts []taskInfo) []float64 {
-	idle := make([]float64, len(doc.Host.Resources))
+// idleInstances is, per host resource, the instances no runnable task (ts) takes.
+func (w *Workspace) idleInstances(doc *state.Document, ts []taskInfo) []float64 {
+	idle := grow(w.idle, len(doc.Host.Resources))
+	w.idle = idle
 	for r, res := range doc.Host.Resources {
 		idle[r] = float64(res.Instances)
 	}
@@ -416,26 +525,29 @@ func eligible(doc *state.Document, nd Need, now float64, asked []int) bool {
 }
 
 // shares returns each project's fraction of the resource shares among the projects
-// with an app version for resource type t (0 for the others).
-func shares(doc *state.Document, t string) []float64 {
-	out := make([]float64, len(doc.Projects))
+// with an app version for resource type t (0 for the others), and whether it has one;
+// both are w's, good until its next call.
+func (w *Workspace) shares(doc *state.Document, t string) (share []float64, has []bool) {
+	share, has = grow(w.share, len(doc.Projects)), grow(w.has, len(doc.Projects))
+	w.share, w.has = share, has
 	var total float64
 	n := 0
 	for p := range doc.Projects {
-		if hasVersionFor(doc, doc.Projects[p].Name, t) {
+		has[p] = hasVersionFor(doc, doc.Projects[p].Name, t)
+		if has[p] {
 			total += doc.Projects[p].ResourceShare
 			n++
 		}
 	}
 	for p := range doc.Projects {
-		if hasVersionFor(doc, doc.Projects[p].Name, t) {
-			out[p] = 1 / float64(n)
+		if has[p] {
+			share[p] = 1 / float64(n)
 			if total > 0 {
-				out[p] = doc.Projects[p].ResourceShare / total
+				share[p] = doc.Projects[p].ResourceShare / total
 			}
 		}
 	}
-	return out
+	return share, has
 }
 
 // hasVersionFor reports whether project has an app version for resource type t.
@@ -443,4 +555,14 @@ func hasVersionFor(doc *state.Document, project, t string) bool {
 	return slices.ContainsFunc(doc.AppVersions, func(av state.AppVersion) bool {
 		return av.Project == project && av.ResourceType() == t
 	})
+}
+
+// grow returns b with length n, every element zero, reusing its storage.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
 }

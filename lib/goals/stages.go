@@ -3,7 +3,6 @@ package goals
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
@@ -35,7 +34,9 @@ type Fetch struct {
 // project is below its low-water mark on some resource, else dont_need_work.
 func Decide(doc *state.Document, now float64) Fetch {
 	h := &doc.Host
-	f := Fetch{Needs: Needs(doc), Idle: idleInstances(doc, tasks(doc)), CPURequest: make([]float64, len(doc.Projects))}
+	var w Workspace
+	ts := w.runnable(doc)
+	f := Fetch{Needs: w.needsOf(doc, ts), Idle: w.idleInstances(doc, ts), CPURequest: make([]float64, len(doc.Projects))}
 	f.Reason = "every project holds at least its low-water mark and no instance is idle"
 	for _, nd := range f.Needs {
 		p := &doc.Projects[nd.Project]
@@ -85,22 +86,32 @@ func Apply(doc *state.Document, f Fetch, now float64) {
 // reached ten failures in a row, sv 0.024 against 0.0003); its results go with that
 // request.
 func Next(doc *state.Document, now float64, asked []int) (rpc.Plan, bool) {
-	req, ok := Request(doc, now, asked)
+	var w Workspace
+	return w.Next(doc, now, asked)
+}
+
+// Next is Next with w's index and buffers; the plan's Coprocs are w's (doc.Request's
+// are its own).
+func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Plan, bool) {
+	req, p, ok := w.request(doc, now, asked)
 	if !ok {
-		skip := slices.Clone(asked)
-		for p := range doc.Projects {
-			if doc.Projects[p].NRPCFailures > 0 {
-				skip = append(skip, p)
+		skip := append(w.skip[:0], asked...)
+		for i := range doc.Projects {
+			if doc.Projects[i].NRPCFailures > 0 {
+				skip = append(skip, i)
 			}
 		}
-		p, deadline := rpc.OverdueReport(doc, now, skip)
-		if p < 0 {
+		w.skip = skip
+		var deadline float64
+		if p, deadline = rpc.OverdueReport(doc, now, skip); p < 0 {
 			return rpc.Plan{}, false
 		}
-		req = state.WorkRequest{Time: now, Project: doc.Projects[p].Name,
-			Reason: fmt.Sprintf("report: project %q has a result overdue for reporting (deadline %g)", doc.Projects[p].Name, deadline)}
+		req = state.WorkRequest{Time: now, Project: doc.Projects[p].Name}
+		if !w.Quiet {
+			req.Reason = fmt.Sprintf("report: project %q has a result overdue for reporting (deadline %g)", doc.Projects[p].Name, deadline)
+		}
 	}
-	doc.Request = &req
-	p := slices.IndexFunc(doc.Projects, func(pr state.Project) bool { return pr.Name == req.Project })
-	return rpc.Plan{Project: p, Request: req, Why: req.Reason}, true
+	plan := rpc.Plan{Project: p, Request: req, Why: req.Reason}
+	rpc.Record(doc, &plan, now)
+	return plan, true
 }

@@ -10,15 +10,14 @@ import (
 	"github.com/bkit/bkit/lib/scenario"
 )
 
-// TestStepLoopAllocatesNothing steps the seed and round-robin policies through 20
-// simulated days of every scenario of the repository, after 5 days to warm up, and
+// TestStepLoopAllocatesNothing steps every policy (seed, round-robin, goals) through
+// 20 simulated days of every scenario of the repository, after 5 days to warm up, and
 // counts the heap allocations: none is wanted. A run makes too little garbage for the
 // collector to start, so whatever a step allocated would stay, and a long run's
 // memory would grow with its length (issue 17: 1,000 days in no more than 10). A
 // buffer may still grow to a size it never reached before, now and then: fewer than
 // one allocation a simulated day is allowed for that. One per step would be 28,800,
-// one per RPC hundreds. The goals policy allocates at each pass and is not held to
-// this.
+// one per RPC hundreds.
 //
 // Not parallel: the count is the whole process's, and the package's parallel tests
 // wait until the sequential ones are done.
@@ -49,7 +48,7 @@ func TestStepLoopAllocatesNothing(t *testing.T) {
 	}
 	const warm, measured = 5 * 86400, 20 * 86400
 	for name, sc := range scenarios {
-		for _, policy := range []string{"seed", "rr"} {
+		for _, policy := range Policies() {
 			s, err := New(sc(), Config{Duration: warm + measured, Delta: 60, Policy: policy, Seed: 1})
 			if err != nil {
 				t.Fatal(err)

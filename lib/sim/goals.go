@@ -7,27 +7,34 @@ import (
 	"github.com/bkit/bkit/lib/state"
 )
 
-func init() { Register(goals.Name, func() Policy { return &goalsPolicy{} }) }
+func init() {
+	Register(goals.Name, func() Policy { return &goalsPolicy{work: goals.Workspace{Quiet: true}} })
+}
 
 // goalsPolicy is lib/goals in the loop: seed 001's goals where its algorithm falls
 // short (the package comment of lib/goals gives the rules). Reporting is seed 000's, as
 // for every policy; replies are seed 002's backoffs and D flags (prsc.ApplyReply).
 type goalsPolicy struct {
 	jitter replyRand // the replies' random source
+	// The passes', requests' and accounting's buffers and index, and Due's, kept from
+	// one step to the next so that a long run allocates nothing per step; quiet, for no
+	// one reads an emulated RPC's reasons.
+	work  goals.Workspace
+	sched cpusched.Workspace
 }
 
 func (*goalsPolicy) Begin(doc *state.Document) { prsc.SetDFromAppVersions(doc, true) }
 
-func (*goalsPolicy) Schedule(doc *state.Document, now float64) bool {
-	if due, _ := cpusched.Due(doc, now); !due {
+func (gp *goalsPolicy) Schedule(doc *state.Document, now float64) bool {
+	if !gp.sched.Due(doc, now) {
 		return false
 	}
-	goals.Schedule(doc, now)
+	gp.work.Schedule(doc, now)
 	return true
 }
 
-func (*goalsPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
-	r, ok := goals.Next(doc, now, asked)
+func (gp *goalsPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
+	r, ok := gp.work.Next(doc, now, asked)
 	return RPC{Project: r.Project, Request: r.Request, Why: r.Why}, ok
 }
 
@@ -35,7 +42,7 @@ func (gp *goalsPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 	applyReply(doc, r, rep, now, &gp.jitter)
 }
 
-func (*goalsPolicy) Account(doc *state.Document, u *StepUsage) {
-	goals.Account(doc, u.Used, u.DT, u.Now)
+func (gp *goalsPolicy) Account(doc *state.Document, u *StepUsage) {
+	gp.work.Account(doc, u.Used, u.DT, u.Now)
 	doc.DebtTime = u.Now
 }
