@@ -21,12 +21,13 @@ type goalsPolicy struct {
 	// one reads an emulated RPC's reasons.
 	work  goals.Workspace
 	sched cpusched.Workspace
+	due   dueSkip
 }
 
 func (*goalsPolicy) Begin(doc *state.Document) { prsc.SetDFromAppVersions(doc, true) }
 
 func (gp *goalsPolicy) Schedule(doc *state.Document, now float64) bool {
-	if !gp.sched.Due(doc, now) {
+	if !gp.due.due(&gp.sched, doc, now) {
 		return false
 	}
 	gp.work.Schedule(doc, now)
@@ -40,7 +41,12 @@ func (gp *goalsPolicy) NextRPC(doc *state.Document, now float64, asked []int) (R
 
 func (gp *goalsPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
 	applyReply(doc, r, rep, now, &gp.jitter)
+	gp.due.changed()
 }
+
+// tasksChanged is the loop's word that it changed the tasks (watcher): Due is asked
+// again.
+func (gp *goalsPolicy) tasksChanged() { gp.due.changed() }
 
 func (gp *goalsPolicy) Account(doc *state.Document, u *StepUsage) {
 	gp.work.Account(doc, u.Used, u.DT, u.Now)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bkit/bkit/lib/cpusched"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -85,6 +86,28 @@ type StepUsage struct {
 type watcher interface {
 	tasksChanged()
 }
+
+// dueSkip asks cpusched's Due only when its answer may have changed, for a policy that
+// runs a pass whenever one is due (the emulator asks at every step, about 1,500 times
+// a simulated day). Due reads the tasks' states, receipt and completion times and the
+// last pass's record (cpu_sched): after a false answer it is false again until the
+// next pass's time, unless the loop changed the tasks (watcher: a task finished its
+// work, was settled, reported or received) or an RPC was made (changed).
+type dueSkip struct {
+	quiet bool // Due said no, and none of its inputs changed since
+}
+
+// due is w.Due(doc, now).
+func (d *dueSkip) due(w *cpusched.Workspace, doc *state.Document, now float64) bool {
+	if d.quiet && !noSkips && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
+		return false // Due would say no again: none of its inputs changed
+	}
+	d.quiet = !w.Due(doc, now)
+	return !d.quiet
+}
+
+// changed is the word that Due's inputs may have changed: it is asked again.
+func (d *dueSkip) changed() { d.quiet = false }
 
 // carried is a policy whose decisions depend on the document alone (the state it keeps
 // between calls only skips work that would change no decision), so that a run of it can

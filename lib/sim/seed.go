@@ -44,10 +44,7 @@ type seedPolicy struct {
 
 	// Skips that change no decision, only the time a run takes (the emulator calls
 	// these functions about 1,500 times per simulated day):
-	//   - cpusched.Due reads the tasks' states, receipt and completion times and the
-	//     last pass's record (cpu_sched): after a false answer it is false again until
-	//     the next pass's time, unless the loop changed the tasks (tasksChanged: a task
-	//     finished its work, was settled, reported or received) or an RPC was made;
+	//   - cpusched.Due is asked only when its answer may have changed (dueSkip);
 	//   - seed 001's decision cannot change an RPC before fetchCheck (see
 	//     nextFetchCheck) unless a task has finished since (finished differs from the
 	//     loop's count) or an RPC was made (Replied);
@@ -57,7 +54,7 @@ type seedPolicy struct {
 	//     flags and shares, the host) change only in a reply (prsc.ApplyReply): from one
 	//     Account to the next without a reply, DebtWork compares the use alone
 	//     (debtsSame, AccumulateDebtSame).
-	dueQuiet     bool
+	due          dueSkip
 	idle         bool
 	idleUntil    float64
 	quietUntil   []float64 // per project: requestsQuiet's bound
@@ -87,14 +84,9 @@ type seedPolicy struct {
 func (sp *seedPolicy) Begin(doc *state.Document) { prsc.SetDFromAppVersions(doc, true) }
 
 func (sp *seedPolicy) Schedule(doc *state.Document, now float64) bool {
-	if sp.dueQuiet && !noSkips && doc.CPUSched != nil && now < doc.CPUSched.NextPass {
-		return false // Due would say no again: none of its inputs changed
-	}
-	if !sp.sched.Due(doc, now) {
-		sp.dueQuiet = true
+	if !sp.due.due(&sp.sched, doc, now) {
 		return false
 	}
-	sp.dueQuiet = false
 	sp.sched.Schedule(doc, now)
 	return true
 }
@@ -186,7 +178,7 @@ var noSkips bool
 
 // tasksChanged is the loop's word that it changed the tasks (watcher): Due's and
 // rpc.Next's answers are found again.
-func (sp *seedPolicy) tasksChanged() { sp.dueQuiet, sp.idle = false, false }
+func (sp *seedPolicy) tasksChanged() { sp.due.changed(); sp.idle = false }
 
 // decideFetch is bfetch: seed 001's compute_work_request at now, recorded in doc. It
 // is skipped when it cannot change: before fetchCheck with no task finished since.
@@ -210,7 +202,8 @@ func (sp *seedPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64
 	// (its min_rpc_time, backoffs and tasks): afterRPC says how long the decision still
 	// holds. Plan and ask Due again.
 	sp.fetchCheck = sp.afterRPC(doc, r.Project, now)
-	sp.dueQuiet, sp.idle = false, false
+	sp.due.changed()
+	sp.idle = false
 }
 
 // afterRPC is nextFetchCheck's bound after an RPC (or master file read) to project

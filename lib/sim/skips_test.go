@@ -9,8 +9,9 @@ import (
 )
 
 // TestSkipsChangeNothing runs the seed policy with its skips (Due not asked again,
-// no RPC planned while none can be made, seed 001's decision held) and without them,
-// asking every function at every poll: the figures and the counts must be the same.
+// no RPC planned while none can be made, seed 001's decision held), and the goals
+// policy with its one (Due), and without them, asking every function at every poll:
+// the figures and the counts must be the same.
 // live-2cpu.yaml (no app version, no server) is where an idle skip once held rpc.Next's
 // "no RPC" for good, though a project becomes contactable when its min_rpc_time passes
 // (1 RPC in 10 days where asking every poll makes 21).
@@ -33,10 +34,11 @@ func TestSkipsChangeNothing(t *testing.T) {
 	}
 	for name, sc := range scenarios {
 		for _, c := range []struct {
-			seed  uint64
-			delta float64
-		}{{1, 60}, {2, 300}, {3, 17}} {
-			cfg := Config{Duration: 4 * 86400, Delta: c.delta, Policy: "seed", Seed: c.seed}
+			policy string
+			seed   uint64
+			delta  float64
+		}{{"seed", 1, 60}, {"seed", 2, 300}, {"seed", 3, 17}, {"goals", 1, 60}, {"goals", 2, 300}} {
+			cfg := Config{Duration: 4 * 86400, Delta: c.delta, Policy: c.policy, Seed: c.seed}
 			if name == "live-2cpu.yaml" {
 				cfg.Duration = 10 * 86400
 			}
@@ -52,7 +54,7 @@ func TestSkipsChangeNothing(t *testing.T) {
 				return fmt.Sprintf("%+v rpcs %d jobs %d master %d", *s.Result(), s.m.rpcs, s.m.jobs, s.m.masterFetches)
 			}
 			if got, want := run(false), run(true); got != want {
-				t.Errorf("%s seed %d delta %g: with the skips\n%s\nwant (every function asked at every poll)\n%s", name, c.seed, c.delta, got, want)
+				t.Errorf("%s, policy %s, seed %d, delta %g: with the skips\n%s\nwant (every function asked at every poll)\n%s", name, c.policy, c.seed, c.delta, got, want)
 			}
 		}
 	}
