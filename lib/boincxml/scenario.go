@@ -55,9 +55,10 @@ func LoadScenarioLimit(dir string, limit int64) (*scenario.Scenario, error) {
 //
 //   - client_state.xml (required), read as ImportClientState reads a client's state,
 //     with the emulator's additions and stricter rules: an <app> carries latency_bound
-//     and fpops_est (> 0; when absent, from its first explicit result and workunit, else
-//     BOINC's emulator's defaults: fillAppParams), <fpops><mean><std_dev> (default:
-//     fpops_est, 0), weight (default 1) and max_concurrent; an <app_version> needs avg_ncpus and
+//     and fpops_est (> 0; when absent or 0, from its first explicit result and workunit,
+//     else BOINC's emulator's defaults: fillAppParams), <fpops><mean><std_dev> (default:
+//     fpops_est, 0), weight (default 1; 0 is the default, as in BOINC's emulator),
+//     max_concurrent and checkpoint_period (ignored); an <app_version> needs avg_ncpus and
 //     flops (> 0) and an <app> of its project declared before it; a GPU app version
 //     needs <host_info> and its coprocessor before it; a <project> may hold
 //     <available><frac><lambda>; <time_stats> may hold on_, active_, gpu_active_ and
@@ -205,13 +206,15 @@ func (g GlobalPrefs) Apply(doc *state.Document) {
 }
 
 // appElems are the children an emulator <app> may hold (the emulator's fields and
-// those of a real client's <app>, which are ignored).
+// those of a real client's <app>, which are ignored; so is the emulator's
+// <checkpoint_period>, a distribution of checkpoint intervals bsim does not model).
 var appElems = map[string]bool{"name": true, "latency_bound": true, "fpops_est": true, "fpops": true,
 	"weight": true, "max_concurrent": true, "working_set": true, "user_friendly_name": true,
-	"non_cpu_intensive": true, "fraction_done_exact": true, "sporadic": true}
+	"non_cpu_intensive": true, "fraction_done_exact": true, "sporadic": true, "checkpoint_period": true}
 
 // readScenarioApp reads the emulator's fields of an <app>: what it leaves out stays
-// nil (weight 1, estimates at fpops_est), as does a <mean> of 0.
+// nil (weight 1, estimates at fpops_est). As in BOINC's emulator (get_app_params), 0
+// is "not given" for latency_bound, fpops_est, <fpops><mean> and weight.
 func readScenarioApp(e *elem, a state.App) (scenario.App, error) {
 	sa := scenario.App{Project: a.Project, Name: a.Name}
 	for _, k := range e.kids {
@@ -225,10 +228,10 @@ func readScenarioApp(e *elem, a state.App) (scenario.App, error) {
 			return 0, nil // filled in by fillAppParams, as BOINC's emulator does
 		}
 		x, err := k.number()
-		if err == nil && x <= 0 {
+		if err == nil && x < 0 {
 			err = fmt.Errorf("<%s>: must be > 0, got %g", name, x)
 		}
-		return x, err
+		return x, err // 0 is filled in too
 	}
 	var err error
 	if sa.LatencyBound, err = positive("latency_bound"); err != nil {
@@ -264,7 +267,9 @@ func readScenarioApp(e *elem, a state.App) (scenario.App, error) {
 		if err != nil {
 			return sa, err
 		}
-		sa.Weight = &w
+		if w > 0 {
+			sa.Weight = &w
+		}
 	}
 	return sa, nil
 }

@@ -168,9 +168,9 @@ func TestReadScenarioErrors(t *testing.T) {
 		{"misspelt app field", map[string]string{"client_state.xml": cs(host + projX +
 			`<app><name>a</name><latency_bond>100</latency_bond><fpops_est>1e9</fpops_est></app>`)},
 			`sc/client_state.xml: project "X": app "a": unknown element <latency_bond>`},
-		{"app with latency_bound 0", map[string]string{"client_state.xml": cs(host + projX +
-			`<app><name>a</name><latency_bound>0</latency_bound><fpops_est>1e9</fpops_est></app>`)},
-			`sc/client_state.xml: project "X": app "a": <latency_bound>: must be > 0, got 0`},
+		{"app with a negative latency_bound", map[string]string{"client_state.xml": cs(host + projX +
+			`<app><name>a</name><latency_bound>-1</latency_bound><fpops_est>1e9</fpops_est></app>`)},
+			`sc/client_state.xml: project "X": app "a": <latency_bound>: must be > 0, got -1`},
 		{"bad fpops", map[string]string{"client_state.xml": cs(host + projX +
 			`<app><name>a</name><latency_bound>100</latency_bound><fpops_est>1e9</fpops_est><fpops><mean>1</mean><sd>2</sd></fpops></app>`)},
 			`sc/client_state.xml: project "X": app "a": <fpops>: unknown element <sd>`},
@@ -247,6 +247,38 @@ func TestScenarioAsBOINCReadsIt(t *testing.T) {
 	fsys["cc_config.xml"] = &fstest.MapFile{Data: []byte("<cc_config><!-- open </cc_config>")}
 	if _, err := ReadScenario(fsys, ""); err == nil {
 		t.Error("unclosed comment: no error")
+	}
+}
+
+// TestScenarioZeroMeansAbsent: BOINC's emulator (get_app_params in client/sim.cpp)
+// takes an <app>'s latency_bound, fpops_est, <fpops><mean> and weight of 0 as not
+// given: the first two come from the app's explicit jobs or its defaults, the mean is
+// fpops_est and the weight 1. <checkpoint_period> is one of the emulator's <app>
+// fields (a distribution bsim does not use), not a misspelling.
+func TestScenarioZeroMeansAbsent(t *testing.T) {
+	cs := `<client_state><host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<project><master_url>http://x/</master_url><project_name>X</project_name></project>
+<app><name>a</name><latency_bound>0</latency_bound><fpops_est>0</fpops_est><weight>0</weight>
+  <fpops><mean>0</mean><std_dev>0</std_dev></fpops><checkpoint_period><mean>600</mean><std_dev>60</std_dev></checkpoint_period></app>
+<app><name>b</name><latency_bound>0</latency_bound><fpops_est>0</fpops_est><weight>2</weight></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<app_version><app_name>b</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<workunit><name>w1</name><app_name>a</app_name><rsc_fpops_est>5e12</rsc_fpops_est></workunit>
+<result><name>r1</name><wu_name>w1</wu_name><received_time>1000</received_time><report_deadline>8200</report_deadline></result>
+</client_state>`
+	sc, err := ReadScenario(fstest.MapFS{"client_state.xml": {Data: []byte(cs)}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []scenario.App{
+		{Project: "X", Name: "a", LatencyBound: 7200, FpopsEst: 5e12, Fpops: &scenario.NormalDist{}},
+		{Project: "X", Name: "b", LatencyBound: DefaultLatencyBound, FpopsEst: DefaultFpopsEst, Weight: ptr(2.0)},
+	}
+	if diff := cmp.Diff(want, sc.Apps); diff != "" {
+		t.Errorf("apps (-want +got):\n%s", diff)
+	}
+	if w, m := sc.Apps[0].JobWeight(), sc.Apps[0].EstimateMean(); w != 1 || m != 5e12 {
+		t.Errorf("app a: weight %g, estimate mean %g; want 1 and 5e12", w, m)
 	}
 }
 
