@@ -75,6 +75,9 @@ type csReader struct {
 	avNames  map[string]bool
 	tasks    map[string]int // result name → index in doc.Tasks
 	active   []*elem
+	// A scenario's reader keeps what BOINC's emulator leaves out (scenario.go, cull).
+	notes  []string
+	nonCPU map[string]bool // "project" or "project\x00app" marked non_cpu_intensive
 }
 
 // projBuild is what the reader keeps about a project while its elements arrive.
@@ -86,6 +89,7 @@ type projBuild struct {
 	versions []avRef
 	wus      map[string]wuInfo
 	res      map[string]*state.ProjectResource
+	leftOut  map[string]bool // apps of which a scenario's reader left a version out
 }
 
 type avRef struct {
@@ -109,6 +113,7 @@ func newReader(file string, sc *scenario.Scenario) *csReader {
 			Projects: []state.Project{}, AppVersions: []state.AppVersion{}, Tasks: []state.Task{},
 		},
 		urls: map[string]bool{}, names: map[string]bool{}, avNames: map[string]bool{}, tasks: map[string]int{},
+		nonCPU: map[string]bool{},
 	}
 }
 
@@ -320,7 +325,7 @@ func (r *csReader) project(e *elem) error {
 	}
 	r.urls[url], r.names[name] = true, true
 	pb := &projBuild{idx: len(r.doc.Projects), label: label, apps: map[string]bool{},
-		wus: map[string]wuInfo{}, res: map[string]*state.ProjectResource{}}
+		wus: map[string]wuInfo{}, res: map[string]*state.ProjectResource{}, leftOut: map[string]bool{}}
 	p := state.Project{Name: name, MasterURL: url, ResourceShare: 100}
 	var avail *scenario.Availability // the emulation's server process, when the XML gives one
 	resource := func(t string) *state.ProjectResource {
@@ -365,6 +370,10 @@ func (r *csReader) project(e *elem) error {
 				} else {
 					resource(t).BackoffInterval = x
 				}
+			}
+		case "non_cpu_intensive":
+			if r.sc != nil && k.flag() {
+				r.nonCPU[name] = true
 			}
 		case "available":
 			if r.sc != nil {

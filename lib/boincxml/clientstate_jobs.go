@@ -29,6 +29,9 @@ func (r *csReader) app(e *elem) error {
 		}
 	}
 	if r.sc != nil {
+		if k := e.child("non_cpu_intensive"); k != nil && k.flag() {
+			r.nonCPU[a.Project+"\x00"+name] = true
+		}
 		sa, err := readScenarioApp(e, a)
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
@@ -88,6 +91,14 @@ func (r *csReader) appVersion(e *elem) error {
 			return fail("more than one <coproc>")
 		}
 		cu, err := r.coprocUsage(k)
+		var missing missingCoprocError
+		if errors.As(err, &missing) {
+			// BOINC's client leaves such a version out (missing_coproc), and so does
+			// its emulator.
+			r.notes = append(r.notes, fmt.Sprintf("%s left out: <host_info> has no %s coprocessor", label, string(missing)))
+			pb.leftOut[app] = true
+			return nil
+		}
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -108,9 +119,18 @@ func (r *csReader) appVersion(e *elem) error {
 	return nil
 }
 
+// missingCoprocError is a scenario's app version for a coprocessor type the host does
+// not have.
+type missingCoprocError string
+
+func (e missingCoprocError) Error() string {
+	return fmt.Sprintf("<host_info> has no %s coprocessor", string(e))
+}
+
 // coprocUsage reads an app version's <coproc><type><count>. In a scenario the host's
-// GPUs must already be known (host_info comes first) and the element may hold nothing
-// else; a real client's state is checked at the end instead.
+// GPUs must already be known (host_info comes first), a type the host lacks is a
+// missingCoprocError and the element may hold nothing else; a real client's state is
+// checked at the end instead.
 func (r *csReader) coprocUsage(k *elem) (*state.CoprocUsage, error) {
 	if r.sc != nil {
 		for _, c := range k.kids {
@@ -142,7 +162,7 @@ func (r *csReader) coprocUsage(k *elem) (*state.CoprocUsage, error) {
 			return nil, fmt.Errorf("<coproc> %s comes before <host_info> (put host_info, with the host's GPUs, first)", typ)
 		}
 		if _, ok := r.doc.Host.Resource(typ); !ok {
-			return nil, fmt.Errorf("<coproc> %s: <host_info> has no %s coprocessor (the host's GPUs must come before the app versions that use them)", typ, typ)
+			return nil, missingCoprocError(typ)
 		}
 	}
 	return &state.CoprocUsage{Type: typ, Count: n}, nil
@@ -233,6 +253,11 @@ func (r *csReader) result(e *elem) error {
 		return fmt.Errorf("%s: missing <report_deadline>", label)
 	}
 	av := pickVersion(pb.versions, wu.app, vnum, e.childText("plan_class"))
+	if av == "" && pb.leftOut[wu.app] {
+		// Its app goes, and its jobs with it (cull).
+		r.notes = append(r.notes, fmt.Sprintf("%s left out: app %q has no usable app version", label, wu.app))
+		return nil
+	}
 	if av == "" {
 		return fmt.Errorf("%s: no <app_version> of app %q in this project", label, wu.app)
 	}

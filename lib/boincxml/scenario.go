@@ -60,10 +60,13 @@ func LoadScenarioLimit(dir string, limit int64) (*scenario.Scenario, error) {
 //     fpops_est, 0), weight (default 1; 0 is the default, as in BOINC's emulator),
 //     max_concurrent and checkpoint_period (ignored); an <app_version> needs avg_ncpus and
 //     flops (> 0) and an <app> of its project declared before it; a GPU app version
-//     needs <host_info> and its coprocessor before it; a <project> may hold
+//     needs <host_info> before it; a <project> may hold
 //     <available><frac><lambda>; <time_stats> may hold on_, active_, gpu_active_ and
 //     connected_lambda (default scenario.DefaultLambda); an explicit <workunit> needs
-//     rsc_fpops_est and a <result> report_deadline. A GPU's FLOPS per instance are
+//     rsc_fpops_est and a <result> report_deadline. What BOINC's emulator leaves out,
+//     the reader leaves out too, with a line in sc.Notes (cull): an app version for a
+//     GPU the host lacks, an app with no usable version or marked non_cpu_intensive,
+//     a project with no app left or marked non_cpu_intensive. A GPU's FLOPS per instance are
 //     GPUEfficiency × peak_flops × count (BOINC's quirk), and host_info's coprocessors
 //     need peak_flops. Unknown elements inside <app>, <fpops>, <available> and an app
 //     version's <coproc>, and in <time_stats> (but for a real client's other fields), are
@@ -99,6 +102,8 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 		return nil, err
 	}
 	sc.Doc = cr.doc
+	sc.Notes = cr.notes
+	cull(sc, cr.nonCPU)
 	fillAppParams(sc)
 	if f, err := fsys.Open("global_prefs.xml"); err == nil {
 		prefs, err = ReadGlobalPrefs(limits.NewReader(f, name("global_prefs.xml"), limit), name("global_prefs.xml"))
@@ -272,6 +277,90 @@ func readScenarioApp(e *elem, a state.App) (scenario.App, error) {
 		}
 	}
 	return sa, nil
+}
+
+// cull leaves out what BOINC's emulator leaves out (client/sim.cpp, get_app_params and
+// cull_projects): an app with no usable app version (none, or only versions for GPUs
+// the host lacks, which the reader left out already) or marked non_cpu_intensive, then
+// a project with no app left or marked non_cpu_intensive, with its apps, app versions,
+// explicit jobs and server. Such a project never gets work, so BOINC's figures do not
+// count it: its share would weigh in the share violation, its idle time in the
+// monotony. nonCPU holds the project names and "project\x00app" keys marked
+// non_cpu_intensive. Each omission is a line of sc.Notes.
+func cull(sc *scenario.Scenario, nonCPU map[string]bool) {
+	doc := sc.Doc
+	key := func(project, app string) string { return project + "\x00" + app }
+	versions := map[string]bool{}
+	for _, av := range doc.AppVersions {
+		versions[key(av.Project, av.App)] = true
+	}
+	keptApp := map[string]bool{}
+	keptProject := map[string]bool{}
+	apps := sc.Apps[:0]
+	for _, a := range sc.Apps {
+		k := key(a.Project, a.Name)
+		switch {
+		case !versions[k]:
+			sc.Notes = append(sc.Notes, fmt.Sprintf("project %q: app %q left out: no usable app version", a.Project, a.Name))
+		case nonCPU[k]:
+			sc.Notes = append(sc.Notes, fmt.Sprintf("project %q: app %q left out: non CPU intensive", a.Project, a.Name))
+		default:
+			apps = append(apps, a)
+			keptApp[k] = true
+			keptProject[a.Project] = true
+		}
+	}
+	sc.Apps = apps
+	projects := doc.Projects[:0]
+	for _, p := range doc.Projects {
+		switch {
+		case nonCPU[p.Name]:
+			sc.Notes = append(sc.Notes, fmt.Sprintf("project %q: left out of the emulation: non CPU intensive", p.Name))
+			keptProject[p.Name] = false
+		case !keptProject[p.Name]:
+			sc.Notes = append(sc.Notes, fmt.Sprintf("project %q: left out of the emulation: no app left", p.Name))
+		default:
+			projects = append(projects, p)
+		}
+	}
+	doc.Projects = projects
+	apps = sc.Apps[:0]
+	for _, a := range sc.Apps {
+		if keptProject[a.Project] {
+			apps = append(apps, a)
+		}
+	}
+	sc.Apps = apps
+	docApps := doc.Apps[:0]
+	for _, a := range doc.Apps {
+		if keptApp[key(a.Project, a.Name)] && keptProject[a.Project] {
+			docApps = append(docApps, a)
+		}
+	}
+	doc.Apps = docApps
+	keptVersion := map[string]bool{}
+	avs := doc.AppVersions[:0]
+	for _, av := range doc.AppVersions {
+		if keptApp[key(av.Project, av.App)] && keptProject[av.Project] {
+			avs = append(avs, av)
+			keptVersion[av.Name] = true
+		}
+	}
+	doc.AppVersions = avs
+	tasks := doc.Tasks[:0]
+	for _, t := range doc.Tasks {
+		if keptVersion[t.AppVersion] {
+			tasks = append(tasks, t)
+		}
+	}
+	doc.Tasks = tasks
+	servers := sc.Servers[:0]
+	for _, s := range sc.Servers {
+		if keptProject[s.Project] {
+			servers = append(servers, s)
+		}
+	}
+	sc.Servers = servers
 }
 
 // Defaults of BOINC's emulator (client/sim.cpp, get_app_params) for an app whose job

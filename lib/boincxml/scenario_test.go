@@ -156,9 +156,6 @@ func TestReadScenarioErrors(t *testing.T) {
 		{"GPU version before host_info", map[string]string{"client_state.xml": cs(projX + app +
 			`<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops><coproc><type>ATI</type><count>1</count></coproc></app_version>` + gpuHost)},
 			`sc/client_state.xml: project "X": app_version 1: <coproc> ATI comes before <host_info> (put host_info, with the host's GPUs, first)`},
-		{"GPU version for a GPU the host lacks", map[string]string{"client_state.xml": cs(host + projX + app +
-			`<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops><coproc><type>NVIDIA</type><count>1</count></coproc></app_version>`)},
-			`sc/client_state.xml: project "X": app_version 1: <coproc> NVIDIA: <host_info> has no NVIDIA coprocessor (the host's GPUs must come before the app versions that use them)`},
 		{"unknown element in coproc", map[string]string{"client_state.xml": cs(gpuHost + projX + app +
 			`<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops><coproc><type>ATI</type><cnt>1</cnt></coproc></app_version>`)},
 			`sc/client_state.xml: project "X": app_version 1: <coproc>: unknown element <cnt>`},
@@ -279,6 +276,79 @@ func TestScenarioZeroMeansAbsent(t *testing.T) {
 	}
 	if w, m := sc.Apps[0].JobWeight(), sc.Apps[0].EstimateMean(); w != 1 || m != 5e12 {
 		t.Errorf("app a: weight %g, estimate mean %g; want 1 and 5e12", w, m)
+	}
+}
+
+// TestScenarioCull: BOINC's emulator leaves out an app version for a GPU the host does
+// not have (missing_coproc), an app with no usable version or marked
+// non_cpu_intensive, and then every project with no app left or marked
+// non_cpu_intensive (cull_projects in client/sim.cpp), with its explicit jobs: such a
+// project has no place in the figures (its share would count in the share violation
+// and its idle time in the monotony). Each omission is a note.
+func TestScenarioCull(t *testing.T) {
+	cs := `<client_state><host_info><p_ncpus>2</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<project><master_url>http://x/</master_url><project_name>X</project_name></project>
+<app><name>a</name></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<app_version><app_name>a</app_name><avg_ncpus>0.1</avg_ncpus><flops>5e9</flops><coproc><type>NVIDIA</type><count>1</count></coproc></app_version>
+<project><master_url>http://y/</master_url><project_name>Y</project_name></project>
+<app><name>b</name></app>
+<project><master_url>http://z/</master_url><project_name>Z</project_name></project>
+<app><name>c</name></app>
+<app_version><app_name>c</app_name><avg_ncpus>0.1</avg_ncpus><flops>5e9</flops><coproc><type>ATI</type><count>1</count></coproc></app_version>
+<workunit><name>wc</name><app_name>c</app_name><rsc_fpops_est>5e12</rsc_fpops_est></workunit>
+<result><name>rc</name><wu_name>wc</wu_name><report_deadline>8200</report_deadline></result>
+<project><master_url>http://w/</master_url><project_name>W</project_name><non_cpu_intensive/></project>
+<app><name>d</name></app>
+<app_version><app_name>d</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<workunit><name>w1</name><app_name>d</app_name><rsc_fpops_est>5e12</rsc_fpops_est></workunit>
+<result><name>r1</name><wu_name>w1</wu_name><report_deadline>8200</report_deadline></result>
+<project><master_url>http://v/</master_url><project_name>V</project_name><available><frac>0.5</frac></available></project>
+<app><name>e</name><non_cpu_intensive>1</non_cpu_intensive></app>
+<app_version><app_name>e</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<app><name>f</name></app>
+<app_version><app_name>f</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+</client_state>`
+	sc, err := ReadScenario(fstest.MapFS{"client_state.xml": {Data: []byte(cs)}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := sc.Doc
+	var projects, apps, versions []string
+	for _, p := range doc.Projects {
+		projects = append(projects, p.Name)
+	}
+	for _, a := range sc.Apps {
+		apps = append(apps, a.Project+"/"+a.Name)
+	}
+	for _, av := range doc.AppVersions {
+		versions = append(versions, av.Name)
+	}
+	if diff := cmp.Diff([]string{"X", "V"}, projects); diff != "" {
+		t.Errorf("projects (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"X/a", "V/f"}, apps); diff != "" {
+		t.Errorf("apps (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"X/a/0", "V/f/0"}, versions); diff != "" {
+		t.Errorf("app versions (-want +got):\n%s", diff)
+	}
+	if len(doc.Tasks) != 0 || len(doc.Apps) != 2 || len(sc.Servers) != 1 || sc.Servers[0].Project != "V" {
+		t.Errorf("tasks %v, apps %v, servers %v: want W's task gone, 2 apps, V's server", doc.Tasks, doc.Apps, sc.Servers)
+	}
+	wantNotes := []string{
+		`project "X": app_version 2 left out: <host_info> has no NVIDIA coprocessor`,
+		`project "Z": app_version 1 left out: <host_info> has no ATI coprocessor`,
+		`project "Z": result "rc" left out: app "c" has no usable app version`,
+		`project "Y": app "b" left out: no usable app version`,
+		`project "Z": app "c" left out: no usable app version`,
+		`project "V": app "e" left out: non CPU intensive`,
+		`project "Y": left out of the emulation: no app left`,
+		`project "Z": left out of the emulation: no app left`,
+		`project "W": left out of the emulation: non CPU intensive`,
+	}
+	if diff := cmp.Diff(wantNotes, sc.Notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
 	}
 }
 

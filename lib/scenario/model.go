@@ -21,7 +21,10 @@ const DefaultLambda = 3600
 // RunDefaults).
 type Scenario struct {
 	// Dir names the input, a directory or a file, in messages.
-	Dir     string          `json:"-" yaml:"-"`
+	Dir string `json:"-" yaml:"-"`
+	// Notes are what a reader left out of the input, one line each (lib/boincxml leaves
+	// out what BOINC's emulator does); for messages.
+	Notes   []string        `json:"-" yaml:"-"`
 	Version int             `json:"version" yaml:"version" doc:"scenario file format version; must be 1" required:"true" min:"1" max:"1"`
 	Doc     *state.Document `json:"state" yaml:"state" doc:"the client state document the run starts from (lib/state, version 1; schema/state-v1.schema.json)" required:"true"`
 	Lambdas *Lambdas        `json:"lambdas,omitempty" yaml:"lambdas,omitempty" doc:"mean lengths of the on periods of the host's availability processes, whose fractions are state.host.time_stats; absent fields are 3600"`

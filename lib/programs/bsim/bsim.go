@@ -226,6 +226,9 @@ func loadScenario(cmd *cli.Command, path string) (*scenario.Scenario, runDefault
 	if err != nil {
 		return nil, runDefaults{}, err // readScenario's errors carry their exit status
 	}
+	for _, n := range sc.Notes {
+		fmt.Fprintf(cmd.Root().ErrWriter, "bsim: %s: %s (as BOINC's emulator does)\n", path, n)
+	}
 	if len(sc.Doc.Projects) == 0 {
 		// A run would print figures of nothing ("projects": null).
 		return nil, runDefaults{}, cliutil.BadInput(fmt.Errorf("%s: the scenario has no projects: nothing to emulate", path))

@@ -87,7 +87,7 @@ func classify(err error) error {
 // exportScenario converts the scenario at path — a BOINC client emulator scenario
 // directory, or a scenario file to re-encode — into a bkit scenario file in the given
 // format. Apps without an app version (which a directory may declare but whose jobs
-// can never be made) are left out; the rest is written in its canonical form
+// can never be made) are left out by the reader; the rest is written in its canonical form
 // (scenario.Canonical: what differs from the defaults, and every app's job parameters,
 // spelt out). A YAML file starts with a comment naming its source. Errors are
 // readScenario's.
@@ -96,18 +96,9 @@ func exportScenario(path string, format state.Format, limit int64) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
+	// An app without a version, which a file may not hold, is not read (lib/boincxml
+	// leaves it out, as BOINC's emulator does).
 	sc = sc.Canonical()
-	versions := map[[2]string]bool{}
-	for _, av := range sc.Doc.AppVersions {
-		versions[[2]string{av.Project, av.App}] = true
-	}
-	apps := sc.Apps[:0:0]
-	for _, a := range sc.Apps {
-		if versions[[2]string{a.Project, a.Name}] {
-			apps = append(apps, a)
-		}
-	}
-	sc.Apps = apps
 	data, err := scenario.Encode(sc, format)
 	if err != nil {
 		return nil, err

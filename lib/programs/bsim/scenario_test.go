@@ -69,7 +69,8 @@ func TestExport(t *testing.T) {
 }
 
 // TestExportDropsVersionlessApps: a directory may declare an app without a version;
-// its jobs can never be made, so the file leaves it out (and stays loadable).
+// its jobs can never be made, so the reader leaves it out, as BOINC's emulator does,
+// and the file stays loadable.
 func TestExportDropsVersionlessApps(t *testing.T) {
 	dir := t.TempDir()
 	xml := `<client_state>
@@ -96,6 +97,7 @@ func TestExportDropsVersionlessApps(t *testing.T) {
 	}
 	// Encode itself refuses what Decode would.
 	sc := mustRead(t, dir)
+	sc.Apps = append(sc.Apps, scenario.App{Project: "A", Name: "idle", LatencyBound: 86400, FpopsEst: 1e12})
 	if _, err := scenario.Encode(sc, state.YAML); err == nil || !strings.Contains(err.Error(), `apps[1].name: no app version of app "idle" in project "A" in state.app_versions`) {
 		t.Errorf("encode: %v", err)
 	}
