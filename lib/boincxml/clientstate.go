@@ -78,6 +78,7 @@ type csReader struct {
 	// A scenario's reader keeps what BOINC's emulator leaves out (scenario.go, cull).
 	notes  []string
 	nonCPU map[string]bool // "project" or "project\x00app" marked non_cpu_intensive
+	prefs  *GlobalPrefs    // a scenario's global_prefs.xml, applied before the check
 }
 
 // projBuild is what the reader keeps about a project while its elements arrive.

@@ -374,6 +374,10 @@ func (r *csReader) finish() error {
 			}
 		}
 	}
+	if r.prefs != nil {
+		r.prefs.Apply(r.doc)
+		r.fitCPUs()
+	}
 	if err := state.Validate(r.doc); err != nil {
 		var se *state.Error
 		if errors.As(err, &se) {

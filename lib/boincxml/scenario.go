@@ -72,7 +72,9 @@ func LoadScenarioLimit(dir string, limit int64) (*scenario.Scenario, error) {
 //     version's <coproc>, and in <time_stats> (but for a real client's other fields), are
 //     errors (misspelt fields the emulation depends on); unknown elements elsewhere
 //     are skipped.
-//   - global_prefs.xml (optional): ReadGlobalPrefs; max_ncpus_pct reduces the CPUs.
+//   - global_prefs.xml (optional): ReadGlobalPrefs; max_ncpus_pct reduces the CPUs. An
+//     app version that uses more CPUs than the host has then runs on them all at their
+//     share of its speed (fitCPUs), as in BOINC's emulator.
 //   - cc_config.xml (optional): must be well-formed XML; its contents (log flags) are
 //     ignored.
 //
@@ -90,21 +92,14 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 		return filepath.Join(dir, f)
 	}
 	sc := &scenario.Scenario{Dir: dir, Version: scenario.Version}
-	prefs := DefaultGlobalPrefs
 	f, err := fsys.Open("client_state.xml")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name("client_state.xml"), unwrapPath(err))
 	}
-	cr := newReader(name("client_state.xml"), sc)
-	err = cr.readAll(limits.NewReader(f, name("client_state.xml"), limit))
 	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	sc.Doc = cr.doc
-	sc.Notes = cr.notes
-	cull(sc, cr.nonCPU)
-	fillAppParams(sc)
+	// The preferences first: the reader applies them (the host's CPUs) before it
+	// fits the app versions to the CPUs and checks the document.
+	prefs := DefaultGlobalPrefs
 	if f, err := fsys.Open("global_prefs.xml"); err == nil {
 		prefs, err = ReadGlobalPrefs(limits.NewReader(f, name("global_prefs.xml"), limit), name("global_prefs.xml"))
 		f.Close()
@@ -114,6 +109,20 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", name("global_prefs.xml"), unwrapPath(err))
 	}
+	if f, err = fsys.Open("client_state.xml"); err != nil {
+		return nil, fmt.Errorf("%s: %w", name("client_state.xml"), unwrapPath(err))
+	}
+	cr := newReader(name("client_state.xml"), sc)
+	cr.prefs = &prefs
+	err = cr.readAll(limits.NewReader(f, name("client_state.xml"), limit))
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	sc.Doc = cr.doc
+	sc.Notes = cr.notes
+	cull(sc, cr.nonCPU)
+	fillAppParams(sc)
 	if f, err := fsys.Open("cc_config.xml"); err == nil {
 		root, err := readTree(limits.NewReader(f, name("cc_config.xml"), limit))
 		f.Close()
@@ -129,7 +138,6 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", name("cc_config.xml"), unwrapPath(err))
 	}
-	prefs.Apply(sc.Doc)
 	if err := state.Validate(sc.Doc); err != nil {
 		var se *state.Error
 		if errors.As(err, &se) {
@@ -361,6 +369,32 @@ func cull(sc *scenario.Scenario, nonCPU map[string]bool) {
 		}
 	}
 	sc.Servers = servers
+}
+
+// fitCPUs gives an app version that uses more CPUs than the host has (after
+// max_ncpus_pct) the host's CPUs and, for a CPU version, that share of its speed: BOINC's
+// emulator runs such a job with the CPUs overcommitted and scales the speed of CPU jobs
+// by CPUs ÷ CPUs used (cpu_scale in ACTIVE_TASK_SET::poll), alone on the CPUs as its
+// scheduler lets it be. (When max_ncpus_pct lowered the CPUs, BOINC's scheduler never
+// runs it: bsim does, so that its project is not starved by a preference.)
+func (r *csReader) fitCPUs() {
+	cpu := r.doc.Host.CPU()
+	n := float64(cpu.Instances)
+	for i := range r.doc.AppVersions {
+		av := &r.doc.AppVersions[i]
+		if av.AvgNCPUs <= n {
+			continue
+		}
+		if av.Coproc == nil {
+			r.notes = append(r.notes, fmt.Sprintf("app version %q uses %g CPUs, the host has %d: it runs on %d at %g/%g of its speed (BOINC's emulator overcommits the CPUs)",
+				av.Name, av.AvgNCPUs, cpu.Instances, cpu.Instances, n, av.AvgNCPUs))
+			av.Flops *= n / av.AvgNCPUs
+		} else {
+			r.notes = append(r.notes, fmt.Sprintf("app version %q uses %g CPUs, the host has %d: it runs on %d (BOINC's emulator overcommits the CPUs)",
+				av.Name, av.AvgNCPUs, cpu.Instances, cpu.Instances))
+		}
+		av.AvgNCPUs = n
+	}
 }
 
 // Defaults of BOINC's emulator (client/sim.cpp, get_app_params) for an app whose job

@@ -189,10 +189,6 @@ func TestReadScenarioErrors(t *testing.T) {
 			`sc/global_prefs.xml: <work_buf_min_days>: "x" is not a number`},
 		{"bad cc_config", map[string]string{"client_state.xml": cs(host), "cc_config.xml": `<cc_config><log_flags>`},
 			`sc/cc_config.xml: XML syntax error on line 1: unexpected EOF`},
-		{"prefs leave too few CPUs", map[string]string{"client_state.xml": cs(host + projX + app +
-			`<app_version><app_name>a</app_name><avg_ncpus>2</avg_ncpus><flops>1e9</flops></app_version>`),
-			"global_prefs.xml": `<global_preferences><max_ncpus_pct>50</max_ncpus_pct></global_preferences>`},
-			"sc/client_state.xml with sc/global_prefs.xml: app_versions[0].avg_ncpus: uses 2 CPUs but the host has 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -346,6 +342,43 @@ func TestScenarioCull(t *testing.T) {
 		`project "Y": left out of the emulation: no app left`,
 		`project "Z": left out of the emulation: no app left`,
 		`project "W": left out of the emulation: non CPU intensive`,
+	}
+	if diff := cmp.Diff(wantNotes, sc.Notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+}
+
+// TestScenarioMoreCPUsThanTheHost: an app version that uses more CPUs than the host
+// has (or than max_ncpus_pct leaves) runs in BOINC's emulator with the CPUs
+// overcommitted, its speed scaled by CPUs ÷ avg_ncpus (cpu_scale in
+// ACTIVE_TASK_SET::poll): the reader gives it the host's CPUs and that share of its
+// speed (a GPU version keeps its speed: BOINC never scales a GPU job's). It was an
+// error.
+func TestScenarioMoreCPUsThanTheHost(t *testing.T) {
+	cs := `<client_state><host_info><p_ncpus>2</p_ncpus><p_fpops>1e9</p_fpops>
+<coprocs><coproc_ati><count>1</count><peak_flops>1e10</peak_flops></coproc_ati></coprocs></host_info>
+<project><master_url>http://x/</master_url><project_name>X</project_name></project>
+<app><name>a</name></app>
+<app_version><app_name>a</app_name><plan_class>mt</plan_class><avg_ncpus>4</avg_ncpus><flops>4e9</flops></app_version>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<app_version><app_name>a</app_name><avg_ncpus>3</avg_ncpus><flops>8e9</flops><coproc><type>ATI</type><count>1</count></coproc></app_version>
+</client_state>`
+	sc, err := ReadScenario(fstest.MapFS{"client_state.xml": {Data: []byte(cs)},
+		"global_prefs.xml": {Data: []byte(`<global_preferences><max_ncpus_pct>50</max_ncpus_pct></global_preferences>`)}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][2]float64
+	for _, av := range sc.Doc.AppVersions {
+		got = append(got, [2]float64{av.AvgNCPUs, av.Flops})
+	}
+	// One CPU left (50 % of 2): the mt version runs on it at 1/4 of 4e9.
+	if diff := cmp.Diff([][2]float64{{1, 1e9}, {1, 1e9}, {1, 8e9}}, got); diff != "" {
+		t.Errorf("avg_ncpus, flops (-want +got):\n%s", diff)
+	}
+	wantNotes := []string{
+		`app version "X/a/0/mt" uses 4 CPUs, the host has 1: it runs on 1 at 1/4 of its speed (BOINC's emulator overcommits the CPUs)`,
+		`app version "X/a/0#2" uses 3 CPUs, the host has 1: it runs on 1 (BOINC's emulator overcommits the CPUs)`,
 	}
 	if diff := cmp.Diff(wantNotes, sc.Notes); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
