@@ -21,7 +21,8 @@ type Result struct {
 	Resources      []ResourceResult `json:"resources"`
 
 	// Counts behind the fractions, for tables; not part of the JSON format.
-	RPCs          int     `json:"-"`
+	RPCs          int     `json:"-"` // the RPCs a server answered (BOINC's emulator counts no other)
+	FailedRPCs    int     `json:"-"` // RPCs to a down server`
 	MasterFetches int     `json:"-"`
 	Jobs          int     `json:"-"`
 	TotalFlops    float64 `json:"-"` // peak FLOPs the host could have given
@@ -104,6 +105,7 @@ type metrics struct {
 	runningTime     float64
 
 	rpcs, jobs    int
+	failedRPCs    int     // RPCs to a down server (not in the figures: see Serve)
 	masterFetches int     // seed 000's master file reads (not scheduler RPCs: not in the figures)
 	cpuPeak       float64 // FLOPS of all CPUs
 	coPeak        float64 // FLOPS of all coprocessor instances
@@ -184,7 +186,7 @@ func (m *metrics) report(p int, late bool, peak float64) {
 // Result computes the figures of merit as the run stands.
 func (s *Sim) Result() *Result {
 	doc, m := s.doc, &s.m
-	res := &Result{RPCs: m.rpcs, MasterFetches: m.masterFetches, Jobs: m.jobs, TotalFlops: m.total, SimulatedSec: s.now - s.start,
+	res := &Result{RPCs: m.rpcs, FailedRPCs: m.failedRPCs, MasterFetches: m.masterFetches, Jobs: m.jobs, TotalFlops: m.total, SimulatedSec: s.now - s.start,
 		WallFlops: (m.cpuPeak + m.coPeak) * (s.now - s.start), WastedFlops: m.wasted}
 	var usedSum, shareSum float64
 	for p := range doc.Projects {

@@ -407,7 +407,8 @@ func (s *Sim) rpcs(now float64) {
 
 // Serve is the emulated servers' side of one scheduler RPC r at now ('bsim serve'): a
 // down server fails it (seed 000's backoff, jitter from the decisions' stream; the
-// master-fetch flag at a tenth failure in a row unless r is a report session's);
+// master-fetch flag at a tenth failure in a row unless r is a report session's; counted
+// apart from the RPCs of the figures);
 // otherwise the project's done tasks are reported, the server fills the request and the
 // project's RPC bookkeeping is reset. A successful reply carries a seed from the
 // decisions' stream for whatever the client draws in answer to it (seed 002's backoff
@@ -428,8 +429,10 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		}
 		rpc.MasterFetched(p, []string{schedulerURL(p)}, nil, now, s.rng.Rand)
 	}
-	s.m.rpcs++
 	if !srv.up.at(now) {
+		// Not a scheduler RPC in the figures: BOINC's emulator counts an RPC only
+		// when the server answers it (simulate_rpc), so r compares.
+		s.m.failedRPCs++
 		if r.Report {
 			rpc.ReportFailed(p, now, s.rng.Rand)
 		} else {
@@ -437,6 +440,7 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		}
 		return Reply{Failed: true}
 	}
+	s.m.rpcs++
 	defer s.tasksChanged() // reported and received
 
 	reported := false

@@ -102,6 +102,7 @@ type WorldTallies struct {
 	SumSq       []float64   `json:"sum_sq"`
 	RunningTime float64     `json:"running_time"`
 	RPCs        int         `json:"rpcs"`
+	FailedRPCs  int         `json:"failed_rpcs,omitempty"`
 	Jobs        int         `json:"jobs"`
 	Masters     int         `json:"master_fetches"`
 }
@@ -136,7 +137,7 @@ func (s *Sim) World(scenario string) (*World, error) {
 	}
 	m := &s.m
 	w.Tallies = WorldTallies{Total: m.total, Used: m.used, Wasted: m.wasted, ByResource: m.byResource, Met: m.met,
-		Missed: m.missed, SinceRan: m.sinceRan, SumSq: m.sumSq, RunningTime: m.runningTime, RPCs: m.rpcs, Jobs: m.jobs, Masters: m.masterFetches}
+		Missed: m.missed, SinceRan: m.sinceRan, SumSq: m.sumSq, RunningTime: m.runningTime, RPCs: m.rpcs, FailedRPCs: m.failedRPCs, Jobs: m.jobs, Masters: m.masterFetches}
 	return w, err
 }
 
@@ -317,7 +318,7 @@ func (s *Sim) restoreTallies(w *World) error {
 	}
 	s.m.total, s.m.used, s.m.wasted, s.m.byResource = t.Total, t.Used, t.Wasted, t.ByResource
 	s.m.met, s.m.missed, s.m.sinceRan, s.m.sumSq, s.m.runningTime = t.Met, t.Missed, t.SinceRan, t.SumSq, t.RunningTime
-	s.m.rpcs, s.m.jobs, s.m.masterFetches = t.RPCs, t.Jobs, t.Masters
+	s.m.rpcs, s.m.failedRPCs, s.m.jobs, s.m.masterFetches = t.RPCs, t.FailedRPCs, t.Jobs, t.Masters
 	s.su = StepUsage{Used: make([][]float64, n), CPUTime: make([]float64, n), Finished: w.Finished}
 	for p := range s.su.Used {
 		s.su.Used[p] = make([]float64, nr)

@@ -329,3 +329,33 @@ func TestServeFailureMasterFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedRPCsNotCounted: an RPC to a down server is no scheduler RPC in the figures:
+// BOINC's emulator counts an RPC (sim_results.nrpcs, the r of RPCs per job) only when
+// the server answered it (simulate_rpc returns early for a down project). bsim counts
+// the failures apart.
+func TestFailedRPCsNotCounted(t *testing.T) {
+	s, err := New(load(t, "testdata/noisy"), Config{Duration: 10 * 86400, Delta: 60, Policy: "seed", Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := s.now
+	for s.servers[0].up.at(down) {
+		down += 60
+	}
+	a := &s.doc.Projects[0]
+	a.SchedulerURLs, a.MasterFetchPending = []string{schedulerURL(a)}, false
+	if rep := s.Serve(RPC{Project: 0}, down); !rep.Failed {
+		t.Fatal("the down server answered")
+	}
+	up := down
+	for !s.servers[0].up.at(up) {
+		up += 60
+	}
+	if rep := s.Serve(RPC{Project: 0}, up); rep.Failed {
+		t.Fatal("the up server failed the RPC")
+	}
+	if res := s.Result(); res.RPCs != 1 || res.FailedRPCs != 1 {
+		t.Errorf("%d RPCs, %d failed; want 1 and 1", res.RPCs, res.FailedRPCs)
+	}
+}

@@ -113,7 +113,8 @@ Figures (BOINC's emulator's definitions): wasted fraction (peak FLOPs of results
 reported after their deadline, or given up unfinished, ÷ the peak FLOPs available),
 idle fraction, share violation (Σ|used − share × total used| ÷ total used), monotony
 (X/(X+1), X the mean RMS time since a project last ran ÷ (scheduling period ×
-projects)), RPCs per job (RPCs ÷ 2 × jobs received); and Jain's fairness index over
+projects)), RPCs per job (RPCs the servers answered ÷ 2 × jobs received: an RPC to a
+down server is not counted, as in BOINC's emulator); and Jain's fairness index over
 share-normalised use.
 -o table ends with the emulator's one-line form 'wf W if I sv S m M r R'. The same
 scenario, policy and --seed give byte-identical output.`,
@@ -304,8 +305,14 @@ func table(w io.Writer, dir string, cfg sim.Config, res *sim.Result) error {
 		return err
 	}
 	masters := ""
+	switch {
+	case res.FailedRPCs == 1:
+		masters = ", 1 RPC to a down server not counted"
+	case res.FailedRPCs > 1:
+		masters = fmt.Sprintf(", %d RPCs to a down server not counted", res.FailedRPCs)
+	}
 	if res.MasterFetches > 0 {
-		masters = fmt.Sprintf(", %d master file reads", res.MasterFetches)
+		masters += fmt.Sprintf(", %d master file reads", res.MasterFetches)
 	}
 	fmt.Fprintf(w, "\nwasted fraction  %f\nidle fraction    %f\nshare violation  %f\nmonotony         %f\nRPCs per job     %f (%d RPCs, %d jobs%s)\nJain's index     %f\n\n%s\n",
 		res.WastedFraction, res.IdleFraction, res.ShareViolation, res.Monotony, res.RPCsPerJob, res.RPCs, res.Jobs, masters, res.JainIndex, res.OneLine())
