@@ -79,7 +79,8 @@ func TestResourceOf(t *testing.T) {
 }
 
 // With both resources open, x's fastest version is its GPU one and both apps count
-// (weight 4); with the GPU closed, x falls back to its CPU version and y has none.
+// (weight 4); with x's GPU version rejected in this reply, x falls back to its CPU
+// version; with the GPU not asked for, x runs on the CPU and y has none.
 func TestFastestVersions(t *testing.T) {
 	doc := fillDoc()
 	s := fillServer()
@@ -87,9 +88,14 @@ func TestFastestVersions(t *testing.T) {
 	if total := s.fastestVersions(doc, needs); total != 4 || !cmp.Equal(s.best, []int{1, 2}) {
 		t.Errorf("both open: total %g, best %v; want 4, [1 2]", total, s.best)
 	}
-	needs[1].closed = true
+	s.rejected = []bool{false, true, false}
+	if total := s.fastestVersions(doc, needs); total != 4 || !cmp.Equal(s.best, []int{0, 2}) {
+		t.Errorf("x_gpu rejected: total %g, best %v; want 4, [0 2]", total, s.best)
+	}
+	s.rejected = nil
+	needs[1].secs = 0
 	if total := s.fastestVersions(doc, needs); total != 1 || !cmp.Equal(s.best, []int{0, -1}) {
-		t.Errorf("GPU closed: total %g, best %v; want 1, [0 -1]", total, s.best)
+		t.Errorf("GPU not asked: total %g, best %v; want 1, [0 -1]", total, s.best)
 	}
 	doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "x_cpu2", Project: "A", App: "x", AvgNCPUs: 1})
 	s.apps[0].versions = append(s.apps[0].versions, 3)
@@ -181,5 +187,29 @@ func TestMakeJob(t *testing.T) {
 	}
 	if d := cmp.Diff([]job{{real: 2e13, av: 2}}, jobs, cmp.AllowUnexported(job{})); d != "" {
 		t.Errorf("jobs (-want +got):\n%s", d)
+	}
+}
+
+// TestFillRejectsTheVersion: BOINC's emulated server, finding that a job would miss its
+// deadline, stops using that job's app version for the rest of the reply
+// (avp->dont_use in simulate_rpc), not the resource: the project's other apps go on
+// filling the request. Here app "long" (10,000 s jobs, a 5,000 s latency) is drawn
+// first nearly always; "short" (1,000 s) fills the 10,000 s asked.
+func TestFillRejectsTheVersion(t *testing.T) {
+	doc := fillDoc()
+	doc.AppVersions = []state.AppVersion{
+		{Name: "long_cpu", Project: "A", App: "x", AvgNCPUs: 1, Flops: 1e9},
+		{Name: "short_cpu", Project: "A", App: "y", AvgNCPUs: 1, Flops: 1e9},
+	}
+	s := &server{project: "A", apps: []genApp{testApp("long", 100, 1e13, 0, 5000, 0), testApp("short", 1, 1e12, 0, 86400, 1)}, rng: newStream(1, 2)}
+	var jobs []job
+	sent := s.fill(doc, map[string]int{"long_cpu": 0, "short_cpu": 1}, &state.WorkRequest{CPUReqSecs: 10000, CPUReqInstances: 1}, 0, &jobs)
+	if sent["cpu"] != 10 || len(doc.Tasks) != 10 {
+		t.Fatalf("sent %v, %d tasks; want 10 CPU jobs", sent, len(doc.Tasks))
+	}
+	for _, task := range doc.Tasks {
+		if task.AppVersion != "short_cpu" {
+			t.Errorf("a job of %s, want short_cpu only", task.AppVersion)
+		}
 	}
 }

@@ -26,10 +26,11 @@ type server struct {
 	// not when it is made (see Sim.nameTasks).
 	deferNames bool
 
-	needs []need // fill's buffers, kept from one reply to the next
-	best  []int
-	busy  prsc.BusyWork
-	sent  map[string]int // the jobs of the last reply (Reply.Jobs until the next)
+	needs    []need // fill's buffers, kept from one reply to the next
+	best     []int
+	rejected []bool // per app version (doc.AppVersions): a job of it would miss its deadline
+	busy     prsc.BusyWork
+	sent     map[string]int // the jobs of the last reply (Reply.Jobs until the next)
 }
 
 // genApp is an app the server makes jobs of, with its values in force (the scenario's
@@ -69,11 +70,10 @@ type job struct {
 // need is what is still asked of one resource while a reply is filled.
 type need struct {
 	secs, inst float64
-	closed     bool    // a job for it would miss its deadline: stop sending
 	delay      float64 // estimated seconds before a new job on it would start
 }
 
-func (n *need) open() bool { return !n.closed && (n.secs > 0 || n.inst > 0) }
+func (n *need) open() bool { return n.secs > 0 || n.inst > 0 }
 
 // fill makes jobs for request req at now and appends them to doc.Tasks (and their real
 // work to jobs). It returns the jobs sent per resource type, in a map of s's that its
@@ -85,7 +85,8 @@ func (n *need) open() bool { return !n.closed && (n.secs > 0 || n.inst > 0) }
 // clamped at 0), its deadline now + latency_bound. A job's estimated run time is its
 // estimate ÷ the version's speed ÷ (on_frac × active_frac); it uses up that many seconds
 // × instances of the request, and the instances. The deadline check is BOINC's: a job
-// is not sent, and the server stops sending for its resource, when the resource's
+// is not sent, and the server stops using its app version for the rest of the reply
+// (dont_use: the project's other apps and versions go on), when the resource's
 // estimated delay plus the job's estimate ÷ speed (not stretched by availability) would
 // pass latency_bound. The delay starts at what the client reports (prsc.BusyTimes: the
 // work its round-robin simulation sees missing deadlines, 0 when nothing is late) and
@@ -100,6 +101,8 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 		availability = 1
 	}
 	needs := s.startNeeds(doc, req, now)
+	s.rejected = s.rejected[:0]
+	s.rejected = append(s.rejected, make([]bool, len(doc.AppVersions))...)
 	if s.sent == nil {
 		s.sent = map[string]int{}
 	}
@@ -115,7 +118,7 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 		r := resourceOf(host, av)
 		est := s.estimate(app)
 		if needs[r].late(est/av.Speed(host), app.LatencyBound) {
-			needs[r].closed = true
+			s.rejected[s.best[a]] = true
 			continue
 		}
 		needs[r].use(est/av.Speed(host)/availability, av.Instances(), host.Resources[r].Instances)
@@ -168,8 +171,8 @@ func resourceOf(host *state.Host, av *state.AppVersion) int {
 }
 
 // fastestVersions sets, per app, its fastest version (index in doc.AppVersions) on a
-// resource whose need is still open, or -1 (s.best), and returns the weight of the
-// apps that have one.
+// resource whose need is still open, not rejected in this reply, or -1 (s.best), and
+// returns the weight of the apps that have one.
 func (s *server) fastestVersions(doc *state.Document, needs []need) float64 {
 	host := &doc.Host
 	var total float64
@@ -181,6 +184,9 @@ func (s *server) fastestVersions(doc *state.Document, needs []need) float64 {
 		var speed float64
 		for _, v := range s.apps[a].versions {
 			av := &doc.AppVersions[v]
+			if v < len(s.rejected) && s.rejected[v] {
+				continue
+			}
 			if r := resourceOf(host, av); r >= 0 && needs[r].open() && av.Speed(host) > speed {
 				best[a], speed = v, av.Speed(host)
 			}
