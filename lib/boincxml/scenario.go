@@ -63,7 +63,8 @@ func LoadScenarioLimit(dir string, limit int64) (*scenario.Scenario, error) {
 //     needs <host_info> before it; a <project> may hold
 //     <available><frac><lambda>; <time_stats> may hold on_, active_, gpu_active_ and
 //     connected_lambda (default scenario.DefaultLambda); an explicit <workunit> needs
-//     rsc_fpops_est and a <result> report_deadline. What BOINC's emulator leaves out,
+//     rsc_fpops_est and a <result> report_deadline (each result keeps its latency,
+//     report_deadline − received_time, from the run's start: rebaseJobs). What BOINC's emulator leaves out,
 //     the reader leaves out too, with a line in sc.Notes (cull): an app version for a
 //     GPU the host lacks, an app with no usable version or marked non_cpu_intensive,
 //     a project with no app left or marked non_cpu_intensive. A GPU's FLOPS per instance are
@@ -123,6 +124,7 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 	sc.Notes = cr.notes
 	cull(sc, cr.nonCPU)
 	fillAppParams(sc)
+	rebaseJobs(sc.Doc)
 	if f, err := fsys.Open("cc_config.xml"); err == nil {
 		root, err := readTree(limits.NewReader(f, name("cc_config.xml"), limit))
 		f.Close()
@@ -438,6 +440,22 @@ func fillAppParams(sc *scenario.Scenario) {
 		if a.FpopsEst == 0 {
 			a.FpopsEst = DefaultFpopsEst
 		}
+	}
+}
+
+// rebaseJobs gives each explicit result its own latency (report_deadline −
+// received_time) from the latest received_time, where the run starts: BOINC's emulator
+// sets every result's received_time to its start and its deadline that latency later
+// (get_app_params), however long ago it was received.
+func rebaseJobs(doc *state.Document) {
+	var start float64
+	for _, t := range doc.Tasks {
+		start = max(start, t.ReceivedTime)
+	}
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		t.ReportDeadline += start - t.ReceivedTime
+		t.ReceivedTime = start
 	}
 }
 

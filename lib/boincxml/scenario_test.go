@@ -385,6 +385,37 @@ func TestScenarioMoreCPUsThanTheHost(t *testing.T) {
 	}
 }
 
+// TestScenarioExplicitDeadlines: BOINC's emulator gives every explicit result its own
+// latency (report_deadline − received_time) from the start of the run (get_app_params:
+// received_time = START_TIME, report_deadline = START_TIME + latency), however long ago
+// it was received. The reader does the same from the latest received_time, where the
+// run starts.
+func TestScenarioExplicitDeadlines(t *testing.T) {
+	cs := `<client_state><host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<project><master_url>http://x/</master_url><project_name>X</project_name></project>
+<app><name>a</name></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+<workunit><name>w1</name><app_name>a</app_name><rsc_fpops_est>5e12</rsc_fpops_est></workunit>
+<workunit><name>w2</name><app_name>a</app_name><rsc_fpops_est>5e12</rsc_fpops_est></workunit>
+<result><name>r1</name><wu_name>w1</wu_name><received_time>1000</received_time><report_deadline>8200</report_deadline></result>
+<result><name>r2</name><wu_name>w2</wu_name><received_time>5000</received_time><report_deadline>6000</report_deadline></result>
+</client_state>`
+	sc, err := ReadScenario(fstest.MapFS{"client_state.xml": {Data: []byte(cs)}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][2]float64
+	for _, task := range sc.Doc.Tasks {
+		got = append(got, [2]float64{task.ReceivedTime, task.ReportDeadline})
+	}
+	if diff := cmp.Diff([][2]float64{{5000, 12200}, {5000, 6000}}, got); diff != "" {
+		t.Errorf("received, deadline (-want +got):\n%s", diff)
+	}
+	if sc.Apps[0].LatencyBound != 7200 {
+		t.Errorf("latency bound %g, want the first result's 7200", sc.Apps[0].LatencyBound)
+	}
+}
+
 func TestLoadScenarioNotADirectory(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "client_state.xml")
 	if err := os.WriteFile(f, []byte("<client_state/>"), 0o644); err != nil {
