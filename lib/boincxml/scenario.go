@@ -203,15 +203,23 @@ func ReadGlobalPrefs(r io.Reader, file string) (GlobalPrefs, error) {
 	return g, nil
 }
 
+// MinWorkBufSeconds is the least minimum work buffer BOINC's client works with
+// (work_buf_min(): WF_EST_FETCH_TIME), whatever work_buf_min_days says: it starts
+// fetching work a little before a processor goes idle.
+const MinWorkBufSeconds = 180
+
 // Apply writes the preferences into doc (once: max_ncpus_pct scales the CPU instances
 // doc has): work buffer low and high water, the CPU scheduling period in seconds, the
 // connection period T = work_buf_min_days ("connect about every X days", as BOINC
 // named it when seed 001 was written) and CPUs = max(1, floor(CPUs × max_ncpus_pct /
-// 100)). cpu_usage_limit stays with the emulator.
+// 100)). As in BOINC's client, the minimum buffer (so T) is at least
+// MinWorkBufSeconds: with T = 0 seed 001 would never find work needed. cpu_usage_limit
+// stays with the emulator.
 func (g GlobalPrefs) Apply(doc *state.Document) {
-	doc.Preferences.WorkBufMinDays = g.WorkBufMinDays
+	low := max(g.WorkBufMinDays, MinWorkBufSeconds/86400.0)
+	doc.Preferences.WorkBufMinDays = low
 	doc.Preferences.WorkBufAdditionalDays = g.WorkBufAdditionalDays
-	doc.Preferences.ConnectionPeriodDays = g.WorkBufMinDays
+	doc.Preferences.ConnectionPeriodDays = low
 	doc.Preferences.CPUSchedulingPeriod = g.CPUSchedulingPeriodMinutes * 60
 	for i := range doc.Host.Resources {
 		if r := &doc.Host.Resources[i]; r.Type == state.ResourceCPU && g.MaxNCPUsPct < 100 {

@@ -161,3 +161,18 @@ func TestGoalsPolicy(t *testing.T) {
 		t.Errorf("seed002-gpu: GPU to A %.4f in 10 days, want 0.75 ± 0.03", a)
 	}
 }
+
+// TestZeroMinBuffer: a BOINC scenario whose work_buf_min_days is 0 (a common setting:
+// "fetch when needed, keep 3 more days"). Seed 001's connection period T was 0, so it
+// never found work needed and every policy but rr left the host idle (if 1.000000
+// where BOINC's emulator has 0). BOINC's client never lets the minimum buffer fall
+// below 180 s (work_buf_min, WF_EST_FETCH_TIME); neither does the reader.
+func TestZeroMinBuffer(t *testing.T) {
+	t.Parallel()
+	for _, pol := range []string{"seed", "goals"} {
+		res := run(t, "testdata/nobuffer", pol, 1, 2)
+		if res.Jobs == 0 || res.IdleFraction > 0.1 {
+			t.Errorf("%s: %d jobs, %s; want work and the CPUs busy", pol, res.Jobs, res.OneLine())
+		}
+	}
+}
