@@ -396,11 +396,11 @@ func (r *csReader) fitCPUs() {
 			continue
 		}
 		if av.Coproc == nil {
-			r.notes = append(r.notes, fmt.Sprintf("app version %q uses %g CPUs, the host has %d: it runs on %d at %g/%g of its speed (BOINC's emulator overcommits the CPUs)",
+			r.notes = append(r.notes, fmt.Sprintf("app version %q uses %g CPUs, the host has %d: it runs on %d at %g/%g of its speed",
 				av.Name, av.AvgNCPUs, cpu.Instances, cpu.Instances, n, av.AvgNCPUs))
 			av.Flops *= n / av.AvgNCPUs
 		} else {
-			r.notes = append(r.notes, fmt.Sprintf("app version %q uses %g CPUs, the host has %d: it runs on %d (BOINC's emulator overcommits the CPUs)",
+			r.notes = append(r.notes, fmt.Sprintf("app version %q uses %g CPUs, the host has %d: it runs on %d",
 				av.Name, av.AvgNCPUs, cpu.Instances, cpu.Instances))
 		}
 		av.AvgNCPUs = n

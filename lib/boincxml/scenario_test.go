@@ -377,8 +377,8 @@ func TestScenarioMoreCPUsThanTheHost(t *testing.T) {
 		t.Errorf("avg_ncpus, flops (-want +got):\n%s", diff)
 	}
 	wantNotes := []string{
-		`app version "X/a/0/mt" uses 4 CPUs, the host has 1: it runs on 1 at 1/4 of its speed (BOINC's emulator overcommits the CPUs)`,
-		`app version "X/a/0#2" uses 3 CPUs, the host has 1: it runs on 1 (BOINC's emulator overcommits the CPUs)`,
+		`app version "X/a/0/mt" uses 4 CPUs, the host has 1: it runs on 1 at 1/4 of its speed`,
+		`app version "X/a/0#2" uses 3 CPUs, the host has 1: it runs on 1`,
 	}
 	if diff := cmp.Diff(wantNotes, sc.Notes); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
