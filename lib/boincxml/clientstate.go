@@ -23,7 +23,8 @@ import (
 //     <coproc_cuda>, <coproc_ati>, <coproc_intel_gpu> or <coproc><type>, each with count
 //     and peak_flops (taken as the FLOPS of one device).
 //   - <time_stats>: on_frac, active_frac, gpu_active_frac, connected_frac; a value
-//     outside [0, 1] (BOINC writes −1 for "not known yet") counts as 1.
+//     outside [0, 1] (BOINC writes −1 for "not known yet"), and an on, active or GPU
+//     active fraction of 0 (BOINC's client ignores it), counts as 1.
 //   - <project>: master_url, project_name (the document's name; when absent, the URL
 //     without its scheme and trailing slash, as a person would name it),
 //     resource_share (default 100), every scheduler_url, nrpc_failures, min_rpc_time,
@@ -273,15 +274,19 @@ func (r *csReader) timeStats(e *elem) error {
 	for _, k := range e.kids {
 		if p, ok := fracs[k.name]; ok {
 			x, err := k.number()
-			if err == nil && (x < 0 || x > 1) {
-				if r.sc == nil {
-					x = 1 // -1: not measured yet
-				} else {
-					err = fmt.Errorf("<%s>: must be between 0 and 1, got %g", k.name, x)
-				}
-			}
 			if err != nil {
 				return fmt.Errorf("time_stats: %w", err)
+			}
+			// A real client writes -1 for "not measured yet". BOINC's emulator ignores
+			// an on, active or GPU active fraction of 0 or less or above 1, and its
+			// process for a connected_frac of -1 is connected all but a step of each
+			// period: 1 either way.
+			bad := x < 0 || x > 1 || (x == 0 && k.name != "connected_frac")
+			if bad && r.sc != nil {
+				r.notes = append(r.notes, fmt.Sprintf("time_stats: <%s> %s read as 1", k.name, k.text))
+			}
+			if bad {
+				x = 1
 			}
 			*p = x
 		} else if p, ok := lambdas[k.name]; ok {

@@ -62,7 +62,8 @@ func LoadScenarioLimit(dir string, limit int64) (*scenario.Scenario, error) {
 //     flops (> 0) and an <app> of its project declared before it; a GPU app version
 //     needs <host_info> before it; a <project> may hold
 //     <available><frac><lambda>; <time_stats> may hold on_, active_, gpu_active_ and
-//     connected_lambda (default scenario.DefaultLambda); an explicit <workunit> needs
+//     connected_lambda (default scenario.DefaultLambda), and its fractions are read as
+//     a real client's are, each one changed with a note; an explicit <workunit> needs
 //     rsc_fpops_est and a <result> report_deadline (each result keeps its latency,
 //     report_deadline − received_time, from the run's start: rebaseJobs). What BOINC's emulator leaves out,
 //     the reader leaves out too, with a line in sc.Notes (cull): an app version for a

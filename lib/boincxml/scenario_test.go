@@ -178,8 +178,8 @@ func TestReadScenarioErrors(t *testing.T) {
 			`sc/client_state.xml: project "X": <available>: <frac>: must be between 0 and 1, got 2`},
 		{"misspelt lambda", map[string]string{"client_state.xml": cs(host + `<time_stats><on_lamda>5</on_lamda></time_stats>`)},
 			`sc/client_state.xml: time_stats: unknown element <on_lamda>`},
-		{"negative frac", map[string]string{"client_state.xml": cs(host + `<time_stats><on_frac>-1</on_frac></time_stats>`)},
-			`sc/client_state.xml: time_stats: <on_frac>: must be between 0 and 1, got -1`},
+		{"frac not a number", map[string]string{"client_state.xml": cs(host + `<time_stats><on_frac>x</on_frac></time_stats>`)},
+			`sc/client_state.xml: time_stats: <on_frac>: "x" is not a number`},
 		{"result without deadline", map[string]string{"client_state.xml": cs(host + projX + app + av +
 			`<workunit><name>w</name><app_name>a</app_name><rsc_fpops_est>1</rsc_fpops_est></workunit><result><name>r</name><wu_name>w</wu_name></result>`)},
 			`sc/client_state.xml: project "X": result "r": missing <report_deadline>`},
@@ -413,6 +413,35 @@ func TestScenarioExplicitDeadlines(t *testing.T) {
 	}
 	if sc.Apps[0].LatencyBound != 7200 {
 		t.Errorf("latency bound %g, want the first result's 7200", sc.Apps[0].LatencyBound)
+	}
+}
+
+// TestScenarioTimeStatsAsBOINC: BOINC's emulator ignores an on_frac, active_frac or
+// gpu_active_frac of 0 or less or above 1 (CLIENT_TIME_STATS::parse: "bad value ...;
+// ignoring", so 1), and a real client writes connected_frac -1 when it does not know;
+// the emulator's process with -1 is connected all but one step of each period. Each
+// reads as 1, with a note; they were errors. A connected_frac of 0 stays 0.
+func TestScenarioTimeStatsAsBOINC(t *testing.T) {
+	cs := `<client_state><host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<time_stats><on_frac>0</on_frac><active_frac>1.5</active_frac><gpu_active_frac>0.5</gpu_active_frac><connected_frac>-1</connected_frac></time_stats>
+<project><master_url>http://x/</master_url><project_name>X</project_name></project>
+<app><name>a</name></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+</client_state>`
+	sc, err := ReadScenario(fstest.MapFS{"client_state.xml": {Data: []byte(cs)}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 0.5, ConnectedFrac: 1}, sc.Doc.Host.TimeStats); diff != "" {
+		t.Errorf("time stats (-want +got):\n%s", diff)
+	}
+	wantNotes := []string{
+		"time_stats: <on_frac> 0 read as 1",
+		"time_stats: <active_frac> 1.5 read as 1",
+		"time_stats: <connected_frac> -1 read as 1",
+	}
+	if diff := cmp.Diff(wantNotes, sc.Notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
 	}
 }
 
