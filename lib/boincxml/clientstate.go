@@ -80,6 +80,7 @@ type csReader struct {
 	notes  []string
 	nonCPU map[string]bool // "project" or "project\x00app" marked non_cpu_intensive
 	prefs  *GlobalPrefs    // a scenario's global_prefs.xml, applied before the check
+	ncpus  int             // a scenario's cc_config.xml <ncpus> (0: not set), before prefs
 }
 
 // projBuild is what the reader keeps about a project while its elements arrive.

@@ -374,6 +374,9 @@ func (r *csReader) finish() error {
 			}
 		}
 	}
+	if r.ncpus > 0 {
+		r.doc.Host.Resources[0].Instances = r.ncpus // hostInfo puts the CPU first
+	}
 	if r.prefs != nil {
 		r.prefs.Apply(r.doc)
 		r.fitCPUs()

@@ -77,8 +77,9 @@ func LoadScenarioLimit(dir string, limit int64) (*scenario.Scenario, error) {
 //   - global_prefs.xml (optional): ReadGlobalPrefs; max_ncpus_pct reduces the CPUs. An
 //     app version that uses more CPUs than the host has then runs on them all at their
 //     share of its speed (fitCPUs), as in BOINC's emulator.
-//   - cc_config.xml (optional): must be well-formed XML; its contents (log flags) are
-//     ignored.
+//   - cc_config.xml (optional): must be well-formed XML; <options><ncpus> (N > 0)
+//     makes the host's CPUs N before max_ncpus_pct, as in BOINC's client; the rest (log
+//     flags) is ignored.
 //
 // Projects have no scheduler URLs (the emulated server answers at the master URL). A
 // file of more than limits.DocumentBytes is refused (*limits.TooLargeError).
@@ -111,11 +112,30 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", name("global_prefs.xml"), unwrapPath(err))
 	}
+	ncpus := 0 // cc_config.xml's <options><ncpus>; 0: not set
+	if f, err := fsys.Open("cc_config.xml"); err == nil {
+		root, err := readTree(limits.NewReader(f, name("cc_config.xml"), limit))
+		f.Close()
+		if limits.IsTooLarge(err) {
+			return nil, err
+		}
+		if err == nil && root.name != "cc_config" {
+			err = fmt.Errorf("the root element is <%s>, not <cc_config>", root.name)
+		}
+		if err == nil {
+			ncpus, err = ccNCPUs(root)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name("cc_config.xml"), err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", name("cc_config.xml"), unwrapPath(err))
+	}
 	if f, err = fsys.Open("client_state.xml"); err != nil {
 		return nil, fmt.Errorf("%s: %w", name("client_state.xml"), unwrapPath(err))
 	}
 	cr := newReader(name("client_state.xml"), sc)
-	cr.prefs = &prefs
+	cr.prefs, cr.ncpus = &prefs, ncpus
 	err = cr.readAll(limits.NewReader(f, name("client_state.xml"), limit))
 	f.Close()
 	if err != nil {
@@ -126,21 +146,6 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 	cull(sc, cr.nonCPU)
 	fillAppParams(sc)
 	rebaseJobs(sc.Doc)
-	if f, err := fsys.Open("cc_config.xml"); err == nil {
-		root, err := readTree(limits.NewReader(f, name("cc_config.xml"), limit))
-		f.Close()
-		if limits.IsTooLarge(err) {
-			return nil, err
-		}
-		if err == nil && root.name != "cc_config" {
-			err = fmt.Errorf("the root element is <%s>, not <cc_config>", root.name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name("cc_config.xml"), err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", name("cc_config.xml"), unwrapPath(err))
-	}
 	if err := state.Validate(sc.Doc); err != nil {
 		var se *state.Error
 		if errors.As(err, &se) {
@@ -149,6 +154,30 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 		return nil, err
 	}
 	return sc, nil
+}
+
+// ccNCPUs is cc_config.xml's <options><ncpus>, with which BOINC's client acts as if
+// the host had that many CPUs; 0 when not set (BOINC's -1, or 0).
+func ccNCPUs(root *elem) (int, error) {
+	opts := root.child("options")
+	if opts == nil {
+		return 0, nil
+	}
+	k := opts.child("ncpus")
+	if k == nil {
+		return 0, nil
+	}
+	x, err := k.number()
+	if err == nil && x != math.Trunc(x) {
+		err = fmt.Errorf("<ncpus>: must be a whole number, got %s", k.text)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("<options>: %w", err)
+	}
+	if x <= 0 {
+		return 0, nil
+	}
+	return int(min(x, 1<<20)), nil
 }
 
 // unwrapPath drops the *fs.PathError wrapper, whose path the caller already names.

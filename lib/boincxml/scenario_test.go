@@ -445,6 +445,43 @@ func TestScenarioTimeStatsAsBOINC(t *testing.T) {
 	}
 }
 
+// TestScenarioCCConfigNCPUs: cc_config.xml's <options><ncpus> makes BOINC's client (and
+// emulator) act as if the host had that many CPUs (set_n_usable_cpus), before
+// max_ncpus_pct; the rest of cc_config.xml stays ignored.
+func TestScenarioCCConfigNCPUs(t *testing.T) {
+	cs := `<client_state><host_info><p_ncpus>2</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+<project><master_url>http://x/</master_url><project_name>X</project_name></project>
+<app><name>a</name></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+</client_state>`
+	for _, c := range []struct {
+		cc, prefs string
+		want      int
+	}{
+		{`<cc_config><log_flags><task/></log_flags><options><ncpus>8</ncpus></options></cc_config>`, "", 8},
+		{`<cc_config><options><ncpus>8</ncpus></options></cc_config>`, `<global_preferences><max_ncpus_pct>50</max_ncpus_pct></global_preferences>`, 4},
+		{`<cc_config><options><ncpus>-1</ncpus></options></cc_config>`, "", 2}, // BOINC's "not set"
+		{`<cc_config><options><ncpus>0</ncpus></options></cc_config>`, "", 2},
+	} {
+		fsys := fstest.MapFS{"client_state.xml": {Data: []byte(cs)}, "cc_config.xml": {Data: []byte(c.cc)}}
+		if c.prefs != "" {
+			fsys["global_prefs.xml"] = &fstest.MapFile{Data: []byte(c.prefs)}
+		}
+		sc, err := ReadScenario(fsys, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Doc.Host.CPU().Instances; got != c.want {
+			t.Errorf("%s %s: %d CPUs, want %d", c.cc, c.prefs, got, c.want)
+		}
+	}
+	_, err := ReadScenario(fstest.MapFS{"client_state.xml": {Data: []byte(cs)},
+		"cc_config.xml": {Data: []byte(`<cc_config><options><ncpus>two</ncpus></options></cc_config>`)}}, "sc")
+	if want := `sc/cc_config.xml: <options>: <ncpus>: "two" is not a number`; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 func TestLoadScenarioNotADirectory(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "client_state.xml")
 	if err := os.WriteFile(f, []byte("<client_state/>"), 0o644); err != nil {
