@@ -118,29 +118,7 @@ func TestGenerateAndServeConcurrently(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					req := boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 1, WorkReqSeconds: 300, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
-					for k := 0; time.Now().Before(deadline); k++ {
-						body, _ := req.Marshal()
-						resp, err := http.Post(urls[(h+k)%2]+"scheduler", "text/xml", bytes.NewReader(body))
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						rep, err := boincxml.ParseSchedulerReply(resp.Body)
-						resp.Body.Close()
-						if err != nil || resp.StatusCode != 200 {
-							t.Errorf("status %d: %v", resp.StatusCode, err)
-							return
-						}
-						if req.HostID == 0 {
-							req.HostID, req.Authenticator = rep.HostID, rep.Authenticator
-						}
-						req.RPCSeqno++
-						req.Results = nil
-						for _, r := range rep.ResultsSent {
-							req.Results = append(req.Results, boincxml.ReportedResult{Name: r.Name, State: boincxml.ResultFilesUploaded})
-						}
-					}
+					hostRPCs(t, urls, h, boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 1, WorkReqSeconds: 300, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}, deadline, 0)
 				}()
 			}
 			wg.Wait()
@@ -260,32 +238,8 @@ func TestDaemonsTwiceAndKilled(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					req := boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 2, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}
-					for k := 0; time.Now().Before(deadline); k++ {
-						body, _ := req.Marshal()
-						resp, err := http.Post(urls[(h+k)%2]+"scheduler", "text/xml", bytes.NewReader(body))
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						rep, err := boincxml.ParseSchedulerReply(resp.Body)
-						resp.Body.Close()
-						if err != nil || resp.StatusCode != 200 {
-							t.Errorf("status %d: %v", resp.StatusCode, err)
-							return
-						}
-						if req.HostID == 0 {
-							req.HostID, req.Authenticator = rep.HostID, rep.Authenticator
-						}
-						req.RPCSeqno++
-						req.Results = nil
-						for _, r := range rep.ResultsSent {
-							req.Results = append(req.Results, boincxml.ReportedResult{Name: r.Name, State: boincxml.ResultFilesUploaded})
-						}
-						if len(rep.ResultsSent) == 0 {
-							time.Sleep(20 * time.Millisecond) // the generator's turn
-						}
-					}
+					// A reply with no result waits for the generator's turn.
+					hostRPCs(t, urls, h, boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 2, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, deadline, 20*time.Millisecond)
 				}()
 			}
 			wg.Wait()
@@ -402,5 +356,36 @@ func checkCursors(t *testing.T, st *store.Store, spec store.BatchSpec) {
 	}
 	if overSent != 0 || twiceOnHost != 0 {
 		t.Errorf("%d jobs sent beyond their redundancy, %d sent twice to one host", overSent, twiceOnHost)
+	}
+}
+
+// hostRPCs is host h asking for work as req says, at the servers of urls in turn, until
+// deadline: each request reports every result the last reply sent. After a reply with
+// no result it waits idle, if any, before the next request.
+func hostRPCs(t *testing.T, urls []string, h int, req boincxml.SchedulerRequest, deadline time.Time, idle time.Duration) {
+	for k := 0; time.Now().Before(deadline); k++ {
+		body, _ := req.Marshal()
+		resp, err := http.Post(urls[(h+k)%len(urls)]+"scheduler", "text/xml", bytes.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		rep, err := boincxml.ParseSchedulerReply(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("status %d: %v", resp.StatusCode, err)
+			return
+		}
+		if req.HostID == 0 {
+			req.HostID, req.Authenticator = rep.HostID, rep.Authenticator
+		}
+		req.RPCSeqno++
+		req.Results = nil
+		for _, r := range rep.ResultsSent {
+			req.Results = append(req.Results, boincxml.ReportedResult{Name: r.Name, State: boincxml.ResultFilesUploaded})
+		}
+		if len(rep.ResultsSent) == 0 && idle > 0 {
+			time.Sleep(idle)
+		}
 	}
 }
