@@ -263,6 +263,17 @@ func (s *server) makeJob(doc *state.Document, a int, est, now float64, jobs *[]j
 	*jobs = append(*jobs, job{real: app.FpopsEst, project: s.index, av: v, seq: seq})
 }
 
+// nameTasks names the tasks whose servers deferred their names (server.deferNames).
+// Nothing in the step loop reads a task's name but the trace, and a run that traces
+// names its jobs when it makes them.
+func (s *Sim) nameTasks() {
+	for i := range s.jobs {
+		if j := &s.jobs[i]; j.seq > 0 {
+			s.doc.Tasks[i].Name, j.seq = jobName(s.servers[j.project].project, j.seq), 0
+		}
+	}
+}
+
 // jobName is the name of job seq of project: the project's name, '_', the number.
 func jobName(project string, seq int) string {
 	var buf [64]byte // built on the stack: one allocation, the string's

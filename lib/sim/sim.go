@@ -281,17 +281,6 @@ func (s *Sim) Doc() *state.Document {
 	return s.doc
 }
 
-// nameTasks names the tasks whose servers deferred their names (server.deferNames).
-// Nothing in the step loop reads a task's name but the trace, and a run that traces
-// names its jobs when it makes them.
-func (s *Sim) nameTasks() {
-	for i := range s.jobs {
-		if j := &s.jobs[i]; j.seq > 0 {
-			s.doc.Tasks[i].Name, j.seq = jobName(s.servers[j.project].project, j.seq), 0
-		}
-	}
-}
-
 // Trace is what the run did so far, or nil when Config.Trace was not set.
 func (s *Sim) Trace() *Trace {
 	if s.tr == nil {
