@@ -54,7 +54,7 @@ printf '%-62s %s MB (median of 5)\n' "bsim peak RSS, 10 days" "$(rss "$tmp/bsim"
 printf '%-62s %s MB (median of 5)\n' "bsim peak RSS, 1000 days" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d)"
 printf '%-62s %s MB (median of 5)\n' "bsim peak RSS, 1000 days --plot" "$(rss "$tmp/bsim" run "$scen/example-2cpu-2to1" --duration 1000d --plot "$tmp/plot")"
 # The client loop of the real programs: wall time per simulated step (about ten program runs).
-go build -o "$tmp/" ./cmd/bfetch ./cmd/bdevices
+go build -o "$tmp/" ./cmd/bfetch ./cmd/bdevices ./cmd/brpc
 s=$(date +%s%N); BKIT_BIN=$tmp bash scripts/client-loop.sh scenarios/share-75-25 --duration 1h > /dev/null; e=$(date +%s%N)
 awk -v us=$(( (e - s) / 1000 )) 'BEGIN { printf "%-62s %.1f ms\n", "client-loop.sh, share-75-25, per 60 s step, wall", us/1000/60 }'
 # brpc (issue 10): poll's decision in process and the whole program on 100 projects and
