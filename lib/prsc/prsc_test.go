@@ -250,10 +250,58 @@ func TestDFlagTransitions(t *testing.T) {
 		{Project: "Z"},
 		{Project: "A", Jobs: map[string]int{"ATI": 1}},
 		{Project: "A", Jobs: map[string]int{"cpu": -1}},
-		{Project: "A", Unsupported: []string{"cpu"}},
+		{Project: "A", Unsupported: []string{"ATI"}},
+		{Project: "A", Jobs: map[string]int{"cpu": 1}, Unsupported: []string{"cpu"}},
 	} {
-		if err := ApplyReply(doc, both, bad, false, 1000, rng); err == nil {
-			t.Errorf("%+v: no error", bad)
+		for _, threeState := range []bool{false, true} {
+			if err := ApplyReply(doc, both, bad, threeState, 1000, rng); err == nil {
+				t.Errorf("%+v, three-state %v: no error", bad, threeState)
+			}
+		}
+	}
+}
+
+// TestReplyUnsupported: a type the reply names unsupported (<no_rsc_apps>) loses
+// D(P,R) in both modes, also when jobs of another type came (the seed's rule alone
+// would keep it) and when it was not asked for; the three-state reply keeps D for the
+// others when no job came, the two-state one clears it for every type asked with
+// req_secs. Backoffs are as without Unsupported: every requested type without a job
+// backs off.
+func TestReplyUnsupported(t *testing.T) {
+	both := map[string]bool{"cpu": true, "NVIDIA": true}
+	cases := []struct {
+		name       string
+		requested  map[string]bool
+		rep        Reply
+		threeState bool
+		want       map[string][2]float64 // project B: type -> {D, backoff interval}
+	}{
+		{"two-state, CPU jobs, GPU unsupported: GPU loses D", both,
+			Reply{Project: "B", Jobs: map[string]int{"cpu": 2}, Unsupported: []string{"NVIDIA"}}, false,
+			map[string][2]float64{"cpu": {1, 0}, "NVIDIA": {0, 600}}},
+		{"two-state, CPU jobs, nothing unsupported: GPU keeps D (the seed's rule)", both,
+			Reply{Project: "B", Jobs: map[string]int{"cpu": 2}}, false,
+			map[string][2]float64{"cpu": {1, 0}, "NVIDIA": {1, 600}}},
+		{"two-state, no job, GPU unsupported: both lose D", both,
+			Reply{Project: "B", Unsupported: []string{"NVIDIA"}}, false,
+			map[string][2]float64{"cpu": {0, 600}, "NVIDIA": {0, 600}}},
+		{"two-state, GPU unsupported though only the CPU was asked", map[string]bool{"cpu": true},
+			Reply{Project: "B", Jobs: map[string]int{"cpu": 1}, Unsupported: []string{"NVIDIA"}}, false,
+			map[string][2]float64{"cpu": {1, 0}, "NVIDIA": {0, 0}}},
+		{"three-state, CPU jobs, GPU unsupported: GPU loses D", both,
+			Reply{Project: "B", Jobs: map[string]int{"cpu": 2}, Unsupported: []string{"NVIDIA"}}, true,
+			map[string][2]float64{"cpu": {1, 0}, "NVIDIA": {0, 600}}},
+		{"three-state, no job, GPU unsupported: CPU (no work but supported) keeps D", both,
+			Reply{Project: "B", Unsupported: []string{"NVIDIA"}}, true,
+			map[string][2]float64{"cpu": {1, 600}, "NVIDIA": {0, 600}}},
+	}
+	for _, c := range cases {
+		doc := seedExample()
+		if err := ApplyReply(doc, c.requested, c.rep, c.threeState, 1000, rand.New(rand.NewPCG(1, 1))); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if diff := cmp.Diff(c.want, flags(doc, 1)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
 	}
 }

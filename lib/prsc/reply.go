@@ -9,12 +9,14 @@ import (
 )
 
 // Reply is what a scheduler reply tells the work fetch: how many jobs of each resource
-// type arrived and, with the three-state reply, which requested types the project does
-// not support at all.
+// type arrived and which types the project does not support at all.
 type Reply struct {
-	Project     string
-	Jobs        map[string]int // resource type -> jobs received; absent means 0
-	Unsupported []string       // three-state only: "this resource is not supported"
+	Project string
+	Jobs    map[string]int // resource type -> jobs received; absent means 0
+	// Unsupported are the types the project says it has no app version for (a reply's
+	// <no_rsc_apps>, bserver serve --no-rsc-apps): "this resource is not supported".
+	// They lose D(P,R) with or without the three-state reply (see ApplyReply).
+	Unsupported []string
 	// InstancesOnly are requested types asked for by req_instances alone (req_secs 0):
 	// a reply without jobs does not clear their D(P,R), which the seed clears only "for
 	// each resource R for which req_seconds(R)>0" (see InstancesOnly).
@@ -63,9 +65,14 @@ func Requested(req *state.WorkRequest) map[string]bool {
 //   - A reply with no job at all clears D(P,R) of every type requested with req_secs
 //     > 0 (seed 002: "for each resource R for which req_seconds(R)>0"); a type asked for
 //     by req_instances alone (rep.InstancesOnly) keeps it.
-//     With threeState (DESIGN.md: the seed's proposed change, off by default) only the
-//     types the reply calls unsupported lose D(P,R), whether or not jobs came, and "no
-//     work but supported" keeps it: a temporary outage does not stop debt accumulating.
+//     With threeState (DESIGN.md: the seed's proposed change, off by default) this
+//     rule is off: "no work but supported" keeps D(P,R), so a temporary outage does
+//     not stop debt accumulating.
+//   - A type the reply calls unsupported (rep.Unsupported) loses D(P,R), whether or
+//     not jobs of other types came, in both modes: the project said it has no app
+//     version for R, so the seed's reading of D, "P would likely supply a job for R
+//     if we asked it", is false. In the three-state reply these are the only types
+//     that lose it.
 func ApplyReply(doc *state.Document, requested map[string]bool, rep Reply, threeState bool, now float64, rng *rand.Rand) error {
 	i := projectIndex(doc, rep.Project)
 	if i < 0 {
@@ -87,9 +94,6 @@ func ApplyReply(doc *state.Document, requested map[string]bool, rep Reply, three
 		if _, ok := doc.Host.Resource(t); !ok {
 			return fmt.Errorf("unknown resource type %q (the host has %s)", t, typeList(&doc.Host))
 		}
-		if !threeState {
-			return fmt.Errorf("an unsupported resource type (%s) needs the three-state reply option", t)
-		}
 		if rep.Jobs[t] > 0 {
 			return fmt.Errorf("%s: jobs arrived, so it cannot be unsupported", t)
 		}
@@ -103,12 +107,7 @@ func ApplyReply(doc *state.Document, requested map[string]bool, rep Reply, three
 		} else if requested[r.Type] {
 			BackOff(p.ResourceState(r.Type), now, rng)
 		}
-		switch {
-		case threeState:
-			if unsupported[r.Type] {
-				p.ResourceState(r.Type).AccumulateDebt = false
-			}
-		case total == 0 && requested[r.Type] && !slices.Contains(rep.InstancesOnly, r.Type):
+		if unsupported[r.Type] || !threeState && total == 0 && requested[r.Type] && !slices.Contains(rep.InstancesOnly, r.Type) {
 			p.ResourceState(r.Type).AccumulateDebt = false
 		}
 	}

@@ -26,7 +26,7 @@ func replyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "reply",
 		Usage:     "apply a scheduler reply (jobs received per resource, or none) to the backoffs and D flags",
-		UsageText: "bdevices reply [--now TIME] [--seed N] [--project NAME] [--jobs TYPE=N,...] [--requested TYPE,...] [--three-state [--unsupported TYPE,...]] [--state FILE [--in-place]] [-o json|yaml|table]",
+		UsageText: "bdevices reply [--now TIME] [--seed N] [--project NAME] [--jobs TYPE=N,...] [--requested TYPE,...] [--unsupported TYPE,...] [--three-state] [--state FILE [--in-place]] [-o json|yaml|table]",
 		Description: cliutil.Help(`
 Takes in what a scheduler reply brought for the request in the document (written by
 'bdevices request'): --jobs lists the jobs received per resource type, TYPE=N separated
@@ -43,9 +43,12 @@ For the project, per resource type R:
   no job at all in the reply   D(P,R) false for every R asked for with req_secs > 0
                                (a type asked for by req_instances alone keeps it;
                                --requested types count as asked with req_secs)
-With --three-state (the seed's proposed change; off by default) the reply can say
-"not supported" (--unsupported TYPE,...): only those types lose D(P,R), and "no work
-but supported" keeps it. A project's overall contact backoff is the earliest of its
+  R named in --unsupported     D(P,R) false, also when jobs of other types came: the
+                               project said it has no app version for R (a reply's
+                               <no_rsc_apps>, as brpc session takes them)
+With --three-state (the seed's proposed change; off by default) a reply without jobs
+clears no D: "no work but supported" keeps it, and only the --unsupported types
+("not supported") lose it. A project's overall contact backoff is the earliest of its
 resource backoffs' ends (shown by -o table).
 
 -o table shows per resource what was asked and received and D(P,R) and the backoff
@@ -64,7 +67,7 @@ before and after.
 			&cli.StringFlag{Name: flagJobs, Usage: "jobs received per resource type, `TYPE=N,...` (default: none at all)"},
 			&cli.StringFlag{Name: flagRequested, Usage: "the resource types asked for, `TYPE,...` (default: from the document's request)"},
 			&cli.BoolFlag{Name: flagThreeState, Usage: "use the three-state reply: no work but supported keeps D(P,R); only --unsupported types lose it"},
-			&cli.StringFlag{Name: flagUnsupported, Usage: "with --three-state: the types the project does not support, `TYPE,...`"},
+			&cli.StringFlag{Name: flagUnsupported, Usage: "the types the project has no app version for (<no_rsc_apps>), `TYPE,...`: they lose D(P,R)"},
 		}, cliutil.DocumentFlags("json", "yaml", "table")...),
 		Action: runReply,
 	}
@@ -76,9 +79,6 @@ func runReply(_ context.Context, cmd *cli.Command) error {
 		var err error
 		if jobs, err = parseJobs(cmd.String(flagJobs)); err != nil {
 			return cliutil.Usagef("--jobs: %v", err)
-		}
-		if cmd.String(flagUnsupported) != "" && !cmd.Bool(flagThreeState) {
-			return cliutil.Usagef("--unsupported needs --three-state")
 		}
 		return nil
 	})
