@@ -5,8 +5,11 @@ package scripttest
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -33,4 +36,29 @@ func Exits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exit status %d, want %d", got, want)
 	}
+}
+
+// ServerURL waits for the URL file a background `bserver serve --url-file FILE` writes
+// (whole once it ends in a newline) and returns the URL.
+func ServerURL(ts *testscript.TestScript, file string) string {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(ts.MkAbs(file)); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s: the server did not start", file)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// URLVar is the script command `serverurl FILE VAR`: it waits for the URL file of a
+// background `bserver serve --url-file FILE` (ServerURL) and sets $VAR to the URL, so
+// a client program can be pointed at the server.
+func URLVar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: serverurl FILE VAR")
+	}
+	ts.Setenv(args[1], ServerURL(ts, args[0]))
 }

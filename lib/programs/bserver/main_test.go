@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/programs/bserver"
@@ -38,20 +37,6 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// serverURL waits for the URL file a background `bserver serve --url-file` writes.
-func serverURL(ts *testscript.TestScript, file string) string {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(ts.MkAbs(file)); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("%s: the server did not start", file)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // post URLFILE PATH BODYFILE posts BODYFILE (with $VARS expanded) to the server whose
 // base URL is in URLFILE and prints "status N" and the reply. It sets $HOSTID and
 // $AUTH from a reply that carries them, so the next request can present them.
@@ -60,7 +45,7 @@ func post(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: post URLFILE PATH BODYFILE")
 	}
 	body := os.Expand(ts.ReadFile(args[2]), ts.Getenv)
-	resp, err := http.Post(serverURL(ts, args[0])+args[1], "text/xml", strings.NewReader(body))
+	resp, err := http.Post(scripttest.ServerURL(ts, args[0])+args[1], "text/xml", strings.NewReader(body))
 	ts.Check(err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -77,7 +62,7 @@ func get(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: get URLFILE PATH")
 	}
-	resp, err := http.Get(serverURL(ts, args[0]) + args[1])
+	resp, err := http.Get(scripttest.ServerURL(ts, args[0]) + args[1])
 	ts.Check(err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
