@@ -11,6 +11,7 @@ import (
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/programs/bsim"
+	"github.com/bkit/bkit/lib/scripttest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -33,6 +34,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") == "1",
+		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"serverurl": scripttest.URLVar},
 		Setup: func(env *testscript.Env) error {
 			repo, err := filepath.Abs("../../..")
 			env.Setenv("REPO", repo)

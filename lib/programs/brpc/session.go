@@ -26,13 +26,14 @@ import (
 const (
 	flagConnectTimeout = "connect-timeout"
 	flagTimeout        = "timeout"
+	flagThreeState     = "three-state"
 )
 
 func sessionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "session",
 		Usage:     "perform the planned scheduler RPC session over HTTP: report, get work, back off, read master files",
-		UsageText: "brpc session [--now TIME] [--seed N] [--connect-timeout D] [--timeout D] [--state FILE [--in-place]] [-o json|yaml|table]",
+		UsageText: "brpc session [--now TIME] [--seed N] [--three-state] [--connect-timeout D] [--timeout D] [--state FILE [--in-place]] [-o json|yaml|table]",
 		Description: cliutil.Help(`
 Performs the session brpc poll recorded (rpc_session), then ends it. Each RPC builds a
 <scheduler_request> from the document: the project's authenticator and host id, the
@@ -46,6 +47,14 @@ A successful RPC: nrpc_failures = 0; acknowledged reports become reported (a don
 task stays done, and is reported again, until a reply acknowledges it); the jobs
 (apps, app versions, tasks) are added; request_delay sets min_rpc_time; the
 per-resource outcome goes to seed 002's backoffs and D flags as bdevices reply does.
+A resource type the reply names in <no_rsc_apps> (the project has no app version for
+it: bserver serve --no-rsc-apps) loses D(P,R), also when jobs of other types came, so
+seed 002's work fetch (bdevices request) no longer chooses the project for it; the
+table names these types, and those it ignored (not a resource of this host, or jobs
+of it came). With --three-state (seed 002's proposed three-state reply, as in
+bdevices reply; off by default) a reply without jobs clears no other D: "no work, but
+the resource is supported" keeps it.
+
 A failed RPC: nrpc_failures + 1, min_rpc_time = now + min(60·2^n, 14400) s ×
 uniform[0.5, 1) (from --seed), and in a get-work session every 10th failure in a row
 sets the master-fetch flag (a report session's failures do not, as in seed 000).
@@ -68,12 +77,14 @@ latency and the outcome. The document is written whole at the end (atomically wi
 			[]string{
 				"brpc poll --state client.json --in-place && brpc session --state client.json --in-place -o table",
 				"brpc session --now 1700000000 --seed 7 --timeout 5s < client.yaml > next.yaml",
+				"brpc session --three-state --state client.json --in-place -o table   # against bserver serve --no-rsc-apps",
 			}, ""),
 		Flags: append([]cli.Flag{
 			cliutil.NowFlag(),
 			cliutil.SeedFlag(),
 			&cli.DurationFlag{Name: flagConnectTimeout, Value: 10 * time.Second, Usage: "give up connecting to a server after `D`"},
 			&cli.DurationFlag{Name: flagTimeout, Value: 60 * time.Second, Usage: "give up on a server's answer `D` after connecting"},
+			&cli.BoolFlag{Name: flagThreeState, Usage: "use the three-state reply: a reply without jobs keeps D(P,R) of the types it does not name in <no_rsc_apps>"},
 		}, cliutil.DocumentFlags("json", "yaml", "table")...),
 		Action: runSession,
 	}
@@ -91,7 +102,7 @@ func runSession(ctx context.Context, cmd *cli.Command) error {
 		return err
 	}
 	s := &Session{Doc: in.Doc, Now: now, Rand: prsc.NewRand(cmd.Uint64(cliutil.FlagSeed)),
-		Client: NewClient(ct, rt), Log: func(msg string, args ...any) { cliutil.Logger(cmd).Debug(msg, args...) }}
+		ThreeState: cmd.Bool(flagThreeState), Client: NewClient(ct, rt), Log: func(msg string, args ...any) { cliutil.Logger(cmd).Debug(msg, args...) }}
 	s.Run(ctx)
 	if err := state.Validate(in.Doc); err != nil {
 		return fmt.Errorf("the session left an invalid document (a bug): %w", err)
@@ -116,11 +127,15 @@ func NewClient(ct, rt time.Duration) *http.Client {
 
 // Session performs one scheduler RPC session over HTTP on Doc.
 type Session struct {
-	Doc    *state.Document
-	Now    float64
-	Rand   *rand.Rand
-	Client *http.Client
-	Log    func(msg string, args ...any)
+	Doc  *state.Document
+	Now  float64
+	Rand *rand.Rand
+	// ThreeState is seed 002's proposed three-state reply (prsc.ApplyReply's
+	// threeState): a reply without jobs clears D(P,R) only of the types it names in
+	// <no_rsc_apps>.
+	ThreeState bool
+	Client     *http.Client
+	Log        func(msg string, args ...any)
 
 	Kind     string
 	Attempts []Attempt // every HTTP exchange, in order
@@ -235,12 +250,23 @@ func (s *Session) rpc(ctx context.Context, p int, req *state.WorkRequest) {
 	}
 	out := rpc.ApplyReply(doc, p, rep, s.Now)
 	rpc.RPCSucceeded(pr, s.Now, rep.RequestDelay)
-	if want := prsc.Requested(req); len(want) > 0 {
-		// The only error is an unknown resource type, which ApplyReply cannot produce.
-		_ = prsc.ApplyReply(doc, want, prsc.Reply{Project: pr.Name, Jobs: out.Jobs, InstancesOnly: prsc.InstancesOnly(req)}, false, s.Now, s.Rand)
-	}
 	a := &s.Attempts[len(s.Attempts)-1]
 	a.Received = describeJobs(doc, out.Jobs)
+	unsupported, ignored := noRscApps(doc, rep.NoRscApps, out.Jobs)
+	if want := prsc.Requested(req); len(want) > 0 || len(unsupported) > 0 {
+		rp := prsc.Reply{Project: pr.Name, Jobs: out.Jobs, Unsupported: unsupported, InstancesOnly: prsc.InstancesOnly(req)}
+		// The jobs' and unsupported types are the host's and disjoint: no error is
+		// expected; one is shown, not dropped.
+		if err := prsc.ApplyReply(doc, want, rp, s.ThreeState, s.Now, s.Rand); err != nil {
+			a.Outcome += "; " + err.Error()
+		}
+	}
+	if len(unsupported) > 0 {
+		a.Outcome += fmt.Sprintf("; no app version for %s (no_rsc_apps): D false", strings.Join(unsupported, ", "))
+	}
+	for _, ig := range ignored {
+		a.Outcome += "; " + ig
+	}
 	if out.Acked < nreports {
 		a.Outcome += fmt.Sprintf("; %d of %d reports acknowledged", out.Acked, nreports)
 	}
@@ -253,6 +279,25 @@ func (s *Session) rpc(ctx context.Context, p int, req *state.WorkRequest) {
 	for _, sk := range out.Skipped {
 		a.Outcome += "; skipped " + sk
 	}
+}
+
+// noRscApps are the resource types a reply names in <no_rsc_apps>, in bkit's names
+// (boincxml.CanonicalType: "CUDA" is NVIDIA), each once: those the host has and got no
+// job of, and notes on the others, which are ignored.
+func noRscApps(doc *state.Document, names []string, jobs map[string]int) (types, ignored []string) {
+	for _, n := range names {
+		t := boincxml.CanonicalType(n)
+		switch _, ok := doc.Host.Resource(t); {
+		case slices.Contains(types, t):
+		case !ok:
+			ignored = append(ignored, fmt.Sprintf("no_rsc_apps %q ignored: not a resource of this host", n))
+		case jobs[t] > 0:
+			ignored = append(ignored, fmt.Sprintf("no_rsc_apps %q ignored: jobs of it came", n))
+		default:
+			types = append(types, t)
+		}
+	}
+	return types, ignored
 }
 
 // failed records a failed RPC to pr as the session's kind does (seed 000): a get-work

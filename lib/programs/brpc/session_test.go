@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -490,5 +491,21 @@ func TestSessionServerReturns(t *testing.T) {
 	}
 	if req := rpc.BuildRequest(doc, 0, nil); len(req.Results) != 0 {
 		t.Fatalf("reported again: %+v", req.Results)
+	}
+}
+
+// TestNoRscApps: a reply's <no_rsc_apps> names are taken in bkit's names (CUDA is
+// NVIDIA), each once; a type the host lacks, or one jobs came for, is ignored with a
+// note.
+func TestNoRscApps(t *testing.T) {
+	doc := clientDoc(t)
+	doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 2e9})
+	types, ignored := noRscApps(doc, []string{"CUDA", "NVIDIA", "ATI", "CPU"}, map[string]int{"cpu": 1})
+	if want := []string{"NVIDIA"}; !slices.Equal(types, want) {
+		t.Errorf("types %q, want %q", types, want)
+	}
+	want := []string{`no_rsc_apps "ATI" ignored: not a resource of this host`, `no_rsc_apps "CPU" ignored: jobs of it came`}
+	if !slices.Equal(ignored, want) {
+		t.Errorf("ignored %q, want %q", ignored, want)
 	}
 }
