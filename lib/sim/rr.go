@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/bkit/bkit/lib/cpusched"
+	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/bkit/bkit/lib/workfetch"
@@ -22,13 +23,17 @@ func init() { Register("rr", func() Policy { return &rrPolicy{} }) }
 //     else its earliest-deadline ready result;
 //   - work fetch: when a resource has an instance without work or less than the work
 //     buffer's low-water mark of estimated work, the next project in turn that has an
-//     app version for it (and is not in RPC backoff) is asked for enough to reach the
-//     high-water mark; one such RPC per step;
+//     app version for it (and is not in RPC backoff, nor backed off for the resource)
+//     is asked for enough to reach the high-water mark; one such RPC per step;
+//   - replies: seed 002's per-resource backoffs, as for every policy (prsc.ApplyReply):
+//     a project that sent no job of the resource asked for is asked again after a
+//     backoff that doubles up to a day, not at the next step;
 //   - reporting: seed 000's poll decides, as for every policy (it is not what is
 //     compared).
 type rrPolicy struct {
-	turn   []int // per host resource: the project the next pass deals to first
-	fetch  []int // per host resource: the project asked next
+	jitter replyRand // the replies' random source
+	turn   []int     // per host resource: the project the next pass deals to first
+	fetch  []int     // per host resource: the project asked next
 	av     map[string]int
 	pIndex map[string]int
 	sched  cpusched.Workspace // Due's index and buffers
@@ -220,7 +225,7 @@ func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, 
 		for k := range len(doc.Projects) {
 			pr := (p.fetch[r] + k) % len(doc.Projects)
 			proj := &doc.Projects[pr]
-			if !rpc.CanContact(proj, now) || !hasVersionFor(doc, proj.Name, res.Type) {
+			if !rpc.CanContact(proj, now) || prsc.BackedOff(proj, res.Type, now) || !hasVersionFor(doc, proj.Name, res.Type) {
 				continue
 			}
 			p.fetch[r] = pr + 1
@@ -240,6 +245,8 @@ func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, 
 	return RPC{}, false
 }
 
-func (p *rrPolicy) Replied(*state.Document, RPC, Reply, float64) {}
+func (p *rrPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
+	applyReply(doc, r, rep, now, &p.jitter)
+}
 
 func (p *rrPolicy) Account(*state.Document, *StepUsage) {}

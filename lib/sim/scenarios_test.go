@@ -176,3 +176,28 @@ func TestZeroMinBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestRRBacksOffWhenRefused: the baseline too backs off a project that sends no job of
+// the resource asked for (seed 002's per-resource backoff, doubling up to a day), rather
+// than asking it at every step. The public example with latency bounds shorter than its
+// jobs: the server's deadline check refuses every request, the host stays idle. Asking
+// each of the two projects at every step was 14,400 RPCs in 10 days. With the backoff a
+// project is asked once, then after each of the 9 intervals from 600 s doubling to the
+// day's cap, then at most every half day (the jitter's least, 0.5): 1 + 9 + 20 asks.
+func TestRRBacksOffWhenRefused(t *testing.T) {
+	t.Parallel()
+	sc := load(t, publicExample)
+	for i := range sc.Apps {
+		sc.Apps[i].LatencyBound = 1000
+	}
+	res, err := Run(sc, Config{Duration: 10 * 86400, Delta: 60, Policy: "rr", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Jobs != 0 {
+		t.Fatalf("%d jobs came, want none (every request refused): %s", res.Jobs, res.OneLine())
+	}
+	if max := 2 * (1 + 9 + 20); res.RPCs > max {
+		t.Errorf("rr made %d RPCs to projects that never send a job, want at most %d", res.RPCs, max)
+	}
+}
