@@ -50,18 +50,49 @@ type SchedulerRequest struct {
 	TimeStats             *TimeStats `xml:"time_stats,omitempty"`
 	HostInfo              HostInfo   `xml:"host_info"`
 
-	Results      []ReportedResult `xml:"result"`
-	OtherResults []NameRef        `xml:"other_results>other_result,omitempty"`
+	Results []ReportedResult `xml:"result"`
+	// OtherResults are the tasks of the project the client holds besides those it
+	// reports. nil: the request has no <other_results> (bkit's clients leave it out
+	// when they hold none); non-nil, even empty: the client listed every task it holds
+	// (BOINC clients always send the list), so the scheduler may resend the others.
+	OtherResults OtherResultList `xml:"other_results,omitempty"`
 	// FileInfos are the sticky files the host holds (locality scheduling, seed 004).
 	FileInfos []NameRef `xml:"file_info,omitempty"`
 }
 
-// HostInfo describes the host's hardware.
+// OtherResultList is the <other_results> list: non-nil once the element is read,
+// however many <other_result>s it holds.
+type OtherResultList []NameRef
+
+// UnmarshalXML reads <other_results>, leaving a non-nil list even when it is empty.
+func (l *OtherResultList) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	var v struct {
+		Items []NameRef `xml:"other_result"`
+	}
+	if err := d.DecodeElement(&v, &start); err != nil {
+		return err
+	}
+	*l = append(OtherResultList{}, v.Items...)
+	return nil
+}
+
+// MarshalXML writes <other_results> with one <other_result> per task.
+func (l OtherResultList) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	v := struct {
+		Items []NameRef `xml:"other_result"`
+	}{l}
+	return e.EncodeElement(v, start)
+}
+
+// HostInfo describes the host's hardware. HostCPID is BOINC's host cross-project id:
+// a client attaching again after a detach presents it with host id 0, and the
+// scheduler gives it back the host it had.
 type HostInfo struct {
-	PNCPUs  int     `xml:"p_ncpus"`
-	PFpops  float64 `xml:"p_fpops"`
-	MNBytes float64 `xml:"m_nbytes,omitempty"`
-	Coprocs Coprocs `xml:"coprocs,omitempty"`
+	HostCPID string  `xml:"host_cpid,omitempty"`
+	PNCPUs   int     `xml:"p_ncpus"`
+	PFpops   float64 `xml:"p_fpops"`
+	MNBytes  float64 `xml:"m_nbytes,omitempty"`
+	Coprocs  Coprocs `xml:"coprocs,omitempty"`
 }
 
 // TimeStats are the host's availability fractions.
@@ -340,6 +371,7 @@ func (r *SchedulerRequest) validate() error {
 		c.Number("time_stats.active_frac", ts.ActiveFrac, 0, 1)
 		c.Number("time_stats.gpu_active_frac", ts.GPUActiveFrac, 0, 1)
 	}
+	c.Name("host_info.host_cpid", r.HostInfo.HostCPID)
 	c.Int("host_info.p_ncpus", int64(r.HostInfo.PNCPUs), 0, limits.CPUs)
 	c.Number("host_info.p_fpops", r.HostInfo.PFpops, 0, limits.Flops)
 	c.Number("host_info.m_nbytes", r.HostInfo.MNBytes, 0, limits.Bytes)

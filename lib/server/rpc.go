@@ -117,8 +117,25 @@ func (s *Server) hostKeyMatches(tx *store.Tx, host *store.Host, auth string, rep
 	return true
 }
 
-// newUserHost creates a host of user u and tells the client its host id.
+// newUserHost gives a client of user u without a host id (a new attach) its host id:
+// that of the user's host with the same BOINC host cross-project id when there is
+// one (the client detached and attached again, or lost its state: BOINC's scheduler
+// does the same, and the tasks the host had and the client lost are resent, sendWork),
+// else a new host's.
 func (s *Server) newUserHost(tx *store.Tx, u *store.User, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) (*store.Host, error) {
+	if cpid := req.HostInfo.HostCPID; cpid != "" {
+		host, err := tx.HostByUserCPID(u.ID, cpid)
+		if err == nil {
+			reply.HostID = host.ID
+			fillUser(reply, u)
+			fillHost(host, req, now)
+			s.log().Info("host attached again", "host", host.ID, "user", u.ID)
+			return host, tx.UpdateHostRPC(host)
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
 	host := &store.Host{UserID: u.ID, Authenticator: store.NewAuthenticator()}
 	fillHost(host, req, now)
 	if err := tx.CreateHost(host, now); err != nil {
@@ -141,6 +158,9 @@ func fillHost(h *store.Host, req *boincxml.SchedulerRequest, now float64) {
 	h.RPCSeqno, h.RPCTime, h.PlatformName = req.RPCSeqno, now, req.PlatformName
 	h.PNCPUs, h.PFpops, h.MNBytes = req.HostInfo.PNCPUs, req.HostInfo.PFpops, req.HostInfo.MNBytes
 	h.Coprocs = req.HostCoprocs().Column()
+	if req.HostInfo.HostCPID != "" {
+		h.HostCPID = req.HostInfo.HostCPID
+	}
 	if ts := req.TimeStats; ts != nil {
 		h.OnFrac, h.ConnectedFrac, h.ActiveFrac = ts.OnFrac, ts.ConnectedFrac, ts.ActiveFrac
 	}

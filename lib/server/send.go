@@ -214,7 +214,7 @@ func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 // sendJobs is sendWork's job sending.
 func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
 	requests := req.ResourceRequests()
-	if len(requests) == 0 {
+	if len(requests) == 0 && req.OtherResults == nil {
 		return nil
 	}
 	caps := hostCaps{ncpus: req.HostInfo.PNCPUs, cpuFpop: req.HostInfo.PFpops, coprocs: req.HostCoprocs()}
@@ -226,6 +226,12 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 	st := &sendState{maxJobs: orDefault(s.Config.MaxJobsPerRPC, DefaultMaxJobsPerRPC),
 		apps: map[int64]bool{}, versions: map[int64]bool{}, files: map[string]bool{},
 		wus: map[int64]bool{}, tx: tx, host: host, base: base, uploadKey: s.Config.UploadKey}
+	var resent map[string]need
+	if req.OtherResults != nil {
+		if resent, err = s.resendLost(tx, host, req, reply, versions, caps, st, now); err != nil {
+			return err
+		}
+	}
 	for _, rr := range requests {
 		// The best version of each app for this resource on this host.
 		best := map[int64]store.AppVersion{}
@@ -267,6 +273,13 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 			s.log().Warn("impossible request: more instances than the host has", "host", host.ID,
 				"resource", rr.Resource, "req_instances", rr.Instances, "has", n.instances)
 		}
+		// The client asked without counting the tasks resent to it.
+		for r, f := range resent {
+			if r == rr.Resource || rr.Resource == boincxml.AnyResource {
+				n.secs -= f.secs
+				n.instances -= f.instances
+			}
+		}
 		if len(local) > 0 {
 			if err := s.sendLocality(tx, host, best, local, caps, &n, reply, st, now); err != nil {
 				return err
@@ -307,6 +320,56 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 		}
 	}
 	return nil
+}
+
+// resendLost puts back in the reply the results in progress on this host that the
+// client neither reports nor lists in <other_results> (which a BOINC client always
+// sends, with every task it holds): it lost them, by a reply that never reached it, a
+// project reset, or a detach before it attached again (newUserHost gives it back its
+// host). This is BOINC's resend_lost_results. A result is resent with its deadline
+// unchanged, if that is still ahead and its app version still offered to the host;
+// otherwise it stays in progress until the retry job marks it lost at its deadline,
+// as do locality jobs (their batch files are the cursor's). It returns what the
+// resent jobs fill per resource, which the client did not count in its request.
+func (s *Server) resendLost(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply,
+	versions []store.AppVersion, caps hostCaps, st *sendState, now float64) (map[string]need, error) {
+	held, err := tx.ResultsInProgress(host.ID)
+	if err != nil || len(held) == 0 {
+		return nil, err
+	}
+	listed := make(map[string]bool, len(req.OtherResults)+len(req.Results))
+	for _, o := range req.OtherResults {
+		listed[o.Name] = true
+	}
+	for _, r := range req.Results {
+		listed[r.Name] = true
+	}
+	filled := map[string]need{}
+	var names []string
+	for _, h := range held {
+		if listed[h.ResultName] || h.ReportDeadline <= now || h.CursorID != 0 || st.full(reply) {
+			continue
+		}
+		i := slices.IndexFunc(versions, func(av store.AppVersion) bool { return av.ID == h.AppVersionID })
+		if i < 0 {
+			continue
+		}
+		av := versions[i]
+		if err := st.addJob(reply, h.Candidate, av, h.ReportDeadline, nil); err != nil {
+			return nil, err
+		}
+		f := filled[resourceOf(av)]
+		f.fill(av, h.FpopsEst, caps)
+		filled[resourceOf(av)] = f
+		names = append(names, h.ResultName)
+	}
+	if len(names) > 0 {
+		s.log().Info("resending tasks the client no longer holds", "host", host.ID, "results", names)
+	}
+	for r, f := range filled {
+		filled[r] = need{secs: -f.secs, instances: -f.instances} // fill subtracts: make them amounts
+	}
+	return filled, nil
 }
 
 // batchSize is how many candidates to fetch at once: about as many jobs as the need

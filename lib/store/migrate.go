@@ -350,6 +350,13 @@ var migrations = [][]string{
 			WHERE workunitid IN (SELECT id FROM workunit WHERE cursor_id<>0)`,
 		`CREATE INDEX result_cursor ON result (cursor_id, server_state, job_num)`,
 	},
+	// 8: a host's BOINC cross-project id (<host_cpid>): a client that detaches and
+	// attaches again presents it with host id 0, and gets back its host (as BOINC's
+	// scheduler does) instead of a new one. The index finds a user's host by it.
+	{
+		`ALTER TABLE host ADD COLUMN host_cpid VARCHAR(254) NOT NULL DEFAULT ''`,
+		`CREATE INDEX host_user_cpid ON host (userid, host_cpid)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -30,6 +30,8 @@ type Host struct {
 	TotalCredit   float64
 	ExpavgCredit  float64
 	ExpavgTime    float64
+	// HostCPID is the BOINC client's host cross-project id ('' from bkit's clients).
+	HostCPID string
 }
 
 // NewAuthenticator returns a fresh host authenticator: 128 random bits, hex-encoded.
@@ -44,12 +46,12 @@ func NewAuthenticator() string {
 }
 
 const hostColumns = `id, userid, authenticator, rpc_seqno, rpc_time, platform_name, p_ncpus, p_fpops, m_nbytes, coprocs,
-	on_frac, connected_frac, active_frac, total_credit, expavg_credit, expavg_time`
+	on_frac, connected_frac, active_frac, total_credit, expavg_credit, expavg_time, host_cpid`
 
 func scanHost(row *sql.Row) (*Host, error) {
 	var h Host
 	err := row.Scan(&h.ID, &h.UserID, &h.Authenticator, &h.RPCSeqno, &h.RPCTime, &h.PlatformName, &h.PNCPUs, &h.PFpops,
-		&h.MNBytes, &h.Coprocs, &h.OnFrac, &h.ConnectedFrac, &h.ActiveFrac, &h.TotalCredit, &h.ExpavgCredit, &h.ExpavgTime)
+		&h.MNBytes, &h.Coprocs, &h.OnFrac, &h.ConnectedFrac, &h.ActiveFrac, &h.TotalCredit, &h.ExpavgCredit, &h.ExpavgTime, &h.HostCPID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -66,12 +68,18 @@ func (t *Tx) HostByAuthenticator(auth string) (*Host, error) {
 	return scanHost(t.queryRow(`SELECT `+hostColumns+` FROM host WHERE authenticator=?`, auth))
 }
 
+// HostByUserCPID returns the user's latest host with BOINC host cross-project id
+// cpid, or ErrNotFound.
+func (t *Tx) HostByUserCPID(userID int64, cpid string) (*Host, error) {
+	return scanHost(t.queryRow(`SELECT `+hostColumns+` FROM host WHERE userid=? AND host_cpid=? ORDER BY id DESC LIMIT 1`, userID, cpid))
+}
+
 // CreateHost inserts h (its Authenticator set by the caller) and sets h.ID.
 func (t *Tx) CreateHost(h *Host, now float64) error {
 	r, err := t.exec(`INSERT INTO host (create_time, userid, authenticator, rpc_seqno, rpc_time, platform_name, p_ncpus, p_fpops,
-		m_nbytes, coprocs, on_frac, connected_frac, active_frac) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m_nbytes, coprocs, on_frac, connected_frac, active_frac, host_cpid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		now, h.UserID, h.Authenticator, h.RPCSeqno, h.RPCTime, h.PlatformName, h.PNCPUs, h.PFpops, h.MNBytes, h.Coprocs,
-		h.OnFrac, h.ConnectedFrac, h.ActiveFrac)
+		h.OnFrac, h.ConnectedFrac, h.ActiveFrac, h.HostCPID)
 	if err != nil {
 		return err
 	}
@@ -82,8 +90,9 @@ func (t *Tx) CreateHost(h *Host, now float64) error {
 // UpdateHostRPC saves what a scheduler request tells about the host.
 func (t *Tx) UpdateHostRPC(h *Host) error {
 	_, err := t.exec(`UPDATE host SET rpc_seqno=?, rpc_time=?, platform_name=?, p_ncpus=?, p_fpops=?, m_nbytes=?, coprocs=?,
-		on_frac=?, connected_frac=?, active_frac=? WHERE id=?`,
-		h.RPCSeqno, h.RPCTime, h.PlatformName, h.PNCPUs, h.PFpops, h.MNBytes, h.Coprocs, h.OnFrac, h.ConnectedFrac, h.ActiveFrac, h.ID)
+		on_frac=?, connected_frac=?, active_frac=?, host_cpid=? WHERE id=?`,
+		h.RPCSeqno, h.RPCTime, h.PlatformName, h.PNCPUs, h.PFpops, h.MNBytes, h.Coprocs, h.OnFrac, h.ConnectedFrac, h.ActiveFrac,
+		h.HostCPID, h.ID)
 	return err
 }
 
@@ -254,6 +263,37 @@ func (t *Tx) UnsentCandidates(appIDs []int64, hostID, afterID int64, limit int) 
 			return nil, err
 		}
 		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// HeldResult is a result in progress on a host, with what resending it needs.
+type HeldResult struct {
+	Candidate
+	AppVersionID   int64
+	ReportDeadline float64
+	CursorID       int64
+}
+
+// ResultsInProgress returns the results in progress on hostID, by id: the scheduler
+// resends those a client no longer holds.
+func (t *Tx) ResultsInProgress(hostID int64) ([]HeldResult, error) {
+	rows, err := t.query(`SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound,
+		r.app_version_id, r.report_deadline, r.cursor_id
+		FROM result r JOIN workunit w ON w.id=r.workunitid WHERE r.hostid=? AND r.server_state=? ORDER BY r.id`, hostID, ServerStateInProgress)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []HeldResult
+	for rows.Next() {
+		var h HeldResult
+		c := &h.Candidate
+		if err := rows.Scan(&c.ResultID, &c.ResultName, &c.AppID, &c.WUID, &c.WUName, &c.FpopsEst, &c.FpopsBound, &c.DelayBound,
+			&h.AppVersionID, &h.ReportDeadline, &h.CursorID); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
 	}
 	return out, rows.Err()
 }

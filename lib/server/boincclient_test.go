@@ -1,0 +1,175 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/server"
+	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
+)
+
+// recorded parses a scheduler request Debian's BOINC client 7.20.5 sent to bserver
+// serve (testdata/boinc-7.20.5/README.md says how each was made).
+func recorded(t *testing.T, name string) *boincxml.SchedulerRequest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "boinc-7.20.5", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := boincxml.ParseSchedulerRequest(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return req
+}
+
+// recordedProject is a project like the one the recordings were made against: app
+// upper for x86_64-pc-linux-gnu, the workunits named (one of each prefix per
+// count, in order), each with an input file and an output, and user alice holding
+// the account key the client presented.
+func recordedProject(t *testing.T, dsn, key string, work ...store.WorkSpec) (*server.Server, *store.Store, *syncBuf) {
+	t.Helper()
+	st := storetest.Open(t, dsn)
+	ctx := context.Background()
+	if _, err := st.AddApp(ctx, "upper", false, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "upper", VersionNum: 1, Platform: linux, AvgNCPUs: 1,
+		Files: []store.AppVersionFile{{Name: "upper_1_" + linux + "_boinc-app", OpenName: "boinc-app", MainProgram: true, NBytes: 17, MD5: "m", Signature: "5151"}}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range work {
+		w.App, w.FpopsEst, w.DelayBound = "upper", 1e8, 86400
+		w.MinQuorum, w.TargetNResults, w.MaxErrorResults, w.MaxTotalResults, w.MaxSuccessResults = 1, 1, 3, 10, 6
+		w.Inputs = []store.WUFile{{Name: "input.txt", OpenName: "in", NBytes: 16, MD5: "x"}}
+		w.Outputs = []store.WUOutput{{OpenName: "out", MaxNBytes: 100000}}
+		if _, err := st.CreateWork(ctx, w, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := st.AddUser(ctx, "alice", "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB.ExecContext(ctx, `UPDATE user SET authenticator=? WHERE id=?`, key, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuf{}
+	srv := &server.Server{Store: st, Log: slog.New(slog.NewTextHandler(logs, nil)),
+		Config: server.Config{UploadKey: []byte("0123456789abcdef0123456789abcdef"), CodeSignKey: "1024\nabcdef\n.\n"}}
+	return srv, st, logs
+}
+
+// TestRecordedBOINCClient feeds a real BOINC client's requests to the scheduler: a
+// client that detaches and attaches again with the same account key gets its host
+// back (BOINC's scheduler finds it by <host_cpid>), and the tasks in progress on the
+// host that the client no longer holds (detached, reset) are sent again while their
+// deadline is ahead; a restarted client listing its tasks gets nothing twice.
+func TestRecordedBOINCClient(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		attach := recorded(t, "attach.xml")
+		srv, st, logs := recordedProject(t, dsn, attach.Authenticator, store.WorkSpec{Count: 2, NamePrefix: "job"})
+		ctx := context.Background()
+		now := float64(testNow.Unix())
+		const base = "http://127.0.0.1:18091/"
+		ask := func(name string, at float64) *boincxml.SchedulerReply {
+			t.Helper()
+			rep, err := srv.Handle(ctx, recorded(t, name), at, base)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return rep
+		}
+		both := []string{"job_1_0", "job_2_0"}
+		if rep := ask("attach.xml", now); rep.HostID != 1 || !slices.Equal(names(rep.ResultsSent), both) {
+			t.Fatalf("attach: host %d, jobs %v; want host 1, %v", rep.HostID, names(rep.ResultsSent), both)
+		}
+		if rep := ask("restart.xml", now+10); len(rep.ResultsSent) != 0 {
+			t.Errorf("restart, both tasks listed: jobs %v, want none", names(rep.ResultsSent))
+		}
+		rep := ask("reattach.xml", now+20)
+		if rep.HostID != 1 || rep.UserName != "alice" {
+			t.Errorf("attach again after a detach: host %d of %q, want host 1 of alice", rep.HostID, rep.UserName)
+		}
+		if !slices.Equal(names(rep.ResultsSent), both) {
+			t.Errorf("attach again: jobs %v, want %v resent", names(rep.ResultsSent), both)
+		}
+		for _, r := range rep.ResultsSent {
+			if r.ReportDeadline != boincxml.UnixTime(now+86400) {
+				t.Errorf("resent %s: deadline %v, want the original %v", r.Name, r.ReportDeadline, now+86400)
+			}
+		}
+		if len(rep.AppVersions) != 1 || len(rep.Workunits) != 2 || len(rep.FileInfos) != 4 {
+			t.Errorf("resent jobs come with their app version, workunits and files: %d, %d, %d", len(rep.AppVersions), len(rep.Workunits), len(rep.FileInfos))
+		}
+		if users, err := st.Users(ctx); err != nil || len(users) != 1 || users[0].Hosts != 1 {
+			t.Errorf("users after attaching again: %+v, %v; want alice with one host", users, err)
+		}
+		if rep := ask("reset.xml", now+30); !slices.Equal(names(rep.ResultsSent), both) {
+			t.Errorf("after a project reset: jobs %v, want %v resent", names(rep.ResultsSent), both)
+		}
+		// Without <other_results> (bkit's clients holding no task) nothing is resent.
+		req := recorded(t, "reset.xml")
+		req.OtherResults = nil
+		if rep, err := srv.Handle(ctx, req, now+40, base); err != nil || len(rep.ResultsSent) != 0 {
+			t.Errorf("no <other_results>: jobs %v (%v), want none", names(rep.ResultsSent), err)
+		}
+		// Past the deadline the retry job's: not resent.
+		if rep := ask("reset.xml", now+86401); len(rep.ResultsSent) != 0 {
+			t.Errorf("after the deadline: jobs %v, want none", names(rep.ResultsSent))
+		}
+		if !strings.Contains(logs.String(), "resending tasks the client no longer holds") {
+			t.Errorf("no log line for the resent tasks:\n%s", logs)
+		}
+	})
+}
+
+// TestRecordedBOINCClientErrors: a real client's report of a task aborted by its
+// user and of one whose app exited 1 are client errors with the client's state and
+// exit status; the tasks done are successes.
+func TestRecordedBOINCClientErrors(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		attach := recorded(t, "errors-attach.xml")
+		srv, st, _ := recordedProject(t, dsn, attach.Authenticator,
+			store.WorkSpec{Count: 3, NamePrefix: "good"}, store.WorkSpec{Count: 1, NamePrefix: "bad"})
+		ctx := context.Background()
+		now := float64(testNow.Unix())
+		rep, err := srv.Handle(ctx, attach, now, "http://127.0.0.1:18081/")
+		if err != nil || len(rep.ResultsSent) != 4 {
+			t.Fatalf("attach: %v, jobs %v", err, names(rep.ResultsSent))
+		}
+		rep, err = srv.Handle(ctx, recorded(t, "errors-report.xml"), now+100, "http://127.0.0.1:18081/")
+		if err != nil || len(rep.ResultAcks) != 4 || len(rep.Messages) != 0 {
+			t.Fatalf("report: %v, %d acks, messages %q", err, len(rep.ResultAcks), messages(rep))
+		}
+		rows, err := st.DB.QueryContext(ctx, `SELECT name, server_state, outcome, client_state, exit_status FROM result ORDER BY name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []string
+		for rows.Next() {
+			var name string
+			var ss, outcome, cs, exit int
+			if err := rows.Scan(&name, &ss, &outcome, &cs, &exit); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%s %s %d %d %d", name, store.OutcomeName[outcome], ss, cs, exit))
+		}
+		want := []string{"bad_4_0 client_error 5 3 1", "good_1_0 success 5 5 0", "good_2_0 client_error 5 6 203", "good_3_0 success 5 5 0"}
+		if !slices.Equal(got, want) {
+			t.Errorf("results (name outcome server_state client_state exit_status):\n got %q\nwant %q", got, want)
+		}
+	})
+}
