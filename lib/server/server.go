@@ -209,7 +209,11 @@ func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeXML(w, http.StatusOK, out)
-	log.Debug("scheduler request", "host", reply.HostID, "reports", len(reply.ResultAcks),
+	host := req.HostID // the host answered: the request's, or the one the reply gives
+	if reply.HostID != 0 {
+		host = reply.HostID
+	}
+	log.Debug("scheduler request", "host", host, "reports", len(reply.ResultAcks),
 		"jobs", len(reply.ResultsSent), "duration", time.Since(start))
 }
 
