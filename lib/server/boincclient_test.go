@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,6 +172,56 @@ func TestRecordedBOINCClientErrors(t *testing.T) {
 		want := []string{"bad_4_0 client_error 5 3 1", "good_1_0 success 5 5 0", "good_2_0 client_error 5 6 203", "good_3_0 success 5 5 0"}
 		if !slices.Equal(got, want) {
 			t.Errorf("results (name outcome server_state client_state exit_status):\n got %q\nwant %q", got, want)
+		}
+	})
+}
+
+// TestAccountLookup: the e-mail and password attach of BOINC clients (the Manager's
+// wizard, boinccmd --get_project_config and --lookup_account). The lookup URL is the
+// one Debian's BOINC client 7.20.5 requested for carol@example.org, password
+// "secret-pw" (it sends the address in lower case and MD5(password + address)).
+func TestAccountLookup(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		e := start(t, dsn, server.Config{ProjectName: "Upper & Co"}, 0)
+		ctx := context.Background()
+		if _, err := e.st.AddAppVersion(ctx, store.AppVersion{AppName: "cpuapp", VersionNum: 2, Platform: linux, AvgNCPUs: 1,
+			Files: []store.AppVersionFile{{Name: "cpuapp_2", OpenName: "cpuapp", MainProgram: true, NBytes: 1, MD5: "m", Signature: "5151"}}}, 1); err != nil {
+			t.Fatal(err)
+		}
+		u, err := e.st.AddUserWithPassword(ctx, "carol", "Carol@Example.org", "secret-pw", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func(path string) string {
+			t.Helper()
+			resp, err := http.Get(e.url + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET %s: status %d: %s", path, resp.StatusCode, b)
+			}
+			return string(b)
+		}
+		const recordedLookup = "lookup_account.php?email_addr=carol%40example%2Eorg&passwd_hash=3132ce81b7994459ebbad6021f6eb600"
+		if got, want := get(recordedLookup), "<account_out>\n    <authenticator>"+u.Authenticator+"</authenticator>\n</account_out>\n"; got != want {
+			t.Errorf("lookup: got %q, want %q", got, want)
+		}
+		if got := get("lookup_account.php?email_addr=carol%40example%2Eorg&passwd_hash=00000000000000000000000000000000"); !strings.Contains(got, "<error_num>-206</error_num>") {
+			t.Errorf("wrong password: %q, want error -206 (ERR_BAD_PASSWD)", got)
+		}
+		if got := get("lookup_account.php?email_addr=nobody%40example%2Eorg&passwd_hash=3132ce81b7994459ebbad6021f6eb600"); !strings.Contains(got, "<error_num>-136</error_num>") {
+			t.Errorf("unknown address: %q, want error -136 (ERR_DB_NOT_FOUND)", got)
+		}
+		cfg := get("get_project_config.php")
+		for _, want := range []string{"<name>Upper &amp; Co</name>", "<master_url>" + e.url + "</master_url>", "<account_creation_disabled/>",
+			"<platform_name>" + linux + "</platform_name>", "<min_passwd_length>6</min_passwd_length>"} {
+			if !strings.Contains(cfg, want) {
+				t.Errorf("project config lacks %s:\n%s", want, cfg)
+			}
 		}
 	})
 }

@@ -108,13 +108,16 @@ func orDefault[T comparable](v, def T) T {
 
 // Handler returns the endpoint's routes: GET / is the master file; POST / and POST
 // /scheduler are the scheduler; GET /download/NAME serves files, POST
-// /file_upload_handler takes output files.
+// /file_upload_handler takes output files; GET /get_project_config.php and
+// /lookup_account.php let a client attach by e-mail address and password.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveRoot)
 	mux.HandleFunc("/scheduler", s.serveScheduler)
 	mux.HandleFunc("/download/", s.serveDownload)
 	mux.HandleFunc("/"+UploadPath, s.serveUpload)
+	mux.HandleFunc("/get_project_config.php", s.serveProjectConfig)
+	mux.HandleFunc("/lookup_account.php", s.serveLookupAccount)
 	return mux
 }
 

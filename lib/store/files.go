@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
+	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
 	"errors"
@@ -34,6 +36,62 @@ func (s *Store) AddUser(ctx context.Context, name, email string, now float64) (*
 		return err
 	})
 	return u, err
+}
+
+// PasswdHash is BOINC's password hash of an account: the MD5 (hex) of the password
+// followed by the lower-case e-mail address. Clients send it to lookup_account.php.
+func PasswdHash(password, email string) string {
+	sum := md5.Sum([]byte(password + strings.ToLower(email)))
+	return hex.EncodeToString(sum[:])
+}
+
+// ErrBadPassword: lookup of an account with a known address and the wrong password.
+var ErrBadPassword = errors.New("wrong password")
+
+// AddUserWithPassword creates an account that a client can also find by e-mail
+// address and password (BOINC's lookup_account.php), as AddUser does otherwise. The
+// address must be new (ErrExists otherwise): it names the account. It is stored in
+// lower case, as BOINC does, so that the lookup reads the index.
+func (s *Store) AddUserWithPassword(ctx context.Context, name, email, password string, now float64) (*User, error) {
+	email = strings.ToLower(email)
+	u := &User{Name: name, EmailAddr: email, Authenticator: NewAuthenticator(), CreateTime: now}
+	err := s.InTx(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.queryRow(`SELECT COUNT(*) FROM user WHERE email_addr=?`, email).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("an account with e-mail address %q: %w", email, ErrExists)
+		}
+		r, err := tx.exec(`INSERT INTO user (create_time, name, email_addr, authenticator, passwd_hash) VALUES (?, ?, ?, ?, ?)`,
+			now, name, email, u.Authenticator, PasswdHash(password, email))
+		if err != nil {
+			return err
+		}
+		u.ID, err = r.LastInsertId()
+		return err
+	})
+	return u, err
+}
+
+// LookupAccount returns the account key of the account with e-mail address email
+// (in any case) whose password hash is passwdHash (BOINC's lookup_account.php):
+// ErrNotFound when no account with a password has that address, ErrBadPassword when
+// the hash differs.
+func (s *Store) LookupAccount(ctx context.Context, email, passwdHash string) (string, error) {
+	var auth, hash string
+	err := s.DB.QueryRowContext(ctx, `SELECT authenticator, passwd_hash FROM user WHERE email_addr=? AND passwd_hash<>'' ORDER BY id LIMIT 1`,
+		strings.ToLower(email)).Scan(&auth, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	if subtle.ConstantTimeCompare([]byte(hash), []byte(strings.ToLower(passwdHash))) != 1 {
+		return "", ErrBadPassword
+	}
+	return auth, nil
 }
 
 // Users returns every account with its number of hosts, by id.

@@ -353,9 +353,14 @@ var migrations = [][]string{
 	// 8: a host's BOINC cross-project id (<host_cpid>): a client that detaches and
 	// attaches again presents it with host id 0, and gets back its host (as BOINC's
 	// scheduler does) instead of a new one. The index finds a user's host by it.
+	// A user's passwd_hash is BOINC's (MD5 hex of the password and the lower-case
+	// e-mail address, which clients send to lookup_account.php); '' for an account
+	// without a password, which only its account key attaches.
 	{
 		`ALTER TABLE host ADD COLUMN host_cpid VARCHAR(254) NOT NULL DEFAULT ''`,
 		`CREATE INDEX host_user_cpid ON host (userid, host_cpid)`,
+		`ALTER TABLE user ADD COLUMN passwd_hash VARCHAR(254) NOT NULL DEFAULT ''`,
+		`CREATE INDEX user_email ON user (email_addr)`,
 	},
 }
 

@@ -222,19 +222,27 @@ func userCommand() *cli.Command {
 		Commands: []*cli.Command{{
 			Name:      "add",
 			Usage:     "create an account and print its account key",
-			UsageText: "bserver user add --db DSN --name NAME [--email ADDR]",
+			UsageText: "bserver user add --db DSN --name NAME [--email ADDR [--password-file FILE]]",
 			Description: cliutil.Help(`
 Creates an account and prints its account key (authenticator) alone on standard
 output. A BOINC client attached with that key becomes a new host of the account on
 its first scheduler request (the reply gives it its host id); later requests present
-the host id and the key.`,
+the host id and the key.
+
+With --password-file (the first line of FILE, or of standard input for -, at least 6
+characters) the account can also be found by e-mail address and password, as BOINC
+Manager's "add project" wizard and boinccmd --lookup_account do (lookup_account.php);
+the address is then stored in lower case and must be new. Clients cannot create
+accounts.`,
 				[]string{
 					"bserver user add --db project.db --name alice --email alice@example.org",
 					"boinccmd --project_attach http://127.0.0.1:8080/ $(bserver user add --db project.db --name bob)",
+					"bserver user add --db project.db --name carol --email carol@example.org --password-file carol.pw",
 				}, ""),
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "name", Usage: "the volunteer's `NAME` (shown to their client)"},
-				&cli.StringFlag{Name: "email", Usage: "e-mail `ADDR` (optional)"},
+				&cli.StringFlag{Name: "email", Usage: "e-mail `ADDR` (optional; required with --password-file)"},
+				&cli.StringFlag{Name: "password-file", Usage: "read the account's password from the first line of `FILE` (- for standard input)"},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				if err := cliutil.NoArgs(cmd); err != nil {
@@ -249,14 +257,40 @@ the host id and the key.`,
 				case len(email) > 254 || (email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, "<>&\x00\n "))):
 					return cliutil.Usagef("--email: want an address like name@example.org, got %q", email)
 				}
+				var password string
+				if f := cmd.String("password-file"); f != "" {
+					if email == "" {
+						return cliutil.Usagef("--password-file needs --email: the address names the account")
+					}
+					var b []byte
+					var err error
+					if f == "-" {
+						b, err = io.ReadAll(io.LimitReader(cmd.Root().Reader, 4096))
+					} else {
+						b, err = os.ReadFile(f)
+					}
+					if err != nil {
+						return cliutil.Usagef("--password-file: %v", err)
+					}
+					password, _, _ = strings.Cut(string(b), "\n")
+					password = strings.TrimSuffix(password, "\r")
+					if len(password) < 6 || len(password) > 254 {
+						return cliutil.Usagef("--password-file: want a password of 6 to 254 bytes on the first line, got %d bytes", len(password))
+					}
+				}
 				s, now, err := openStoreAt(ctx, cmd)
 				if err != nil {
 					return err
 				}
 				defer s.Close()
-				u, err := s.AddUser(ctx, name, email, now)
+				var u *store.User
+				if password != "" {
+					u, err = s.AddUserWithPassword(ctx, name, email, password, now)
+				} else {
+					u, err = s.AddUser(ctx, name, email, now)
+				}
 				if err != nil {
-					return err
+					return userError(err)
 				}
 				fmt.Fprintln(cmd.Root().Writer, u.Authenticator)
 				return nil
