@@ -32,13 +32,19 @@ Serves the project on --addr:
   GET /download/NAME            app and input files from the project directory's download/
                                 (Range requests; 404 for anything else)
   POST /file_upload_handler     output files into upload/ (BOINC's upload protocol)
+  GET /get_project_config.php   the project's name and platforms (BOINC Manager's wizard)
+  GET /lookup_account.php       the account key for an e-mail address and password hash
+                                (accounts made with 'bserver user add --password-file')
 and prints "listening on URL" on standard output once it accepts connections.
 
 Each request is one database transaction. A host's first request (no authenticator)
 creates it and the reply carries its hostid and authenticator; later requests must
 present them, else the reply is a notice and nothing changes. A BOINC client presents
 an account key (bserver user add) instead: its first request makes a new host of that
-user. Replies carry the public code-signing key (keys/code_sign_public, made by
+user; a client attaching again (host id 0, same <host_cpid>) gets that host back. Tasks in
+progress on the host that the client neither reports nor lists in <other_results> (it
+lost them: a project reset, a lost reply) are sent again while their deadline is ahead.
+Replies carry the public code-signing key (keys/code_sign_public, made by
 'bserver keys'); app versions with a --platform go only to hosts that report it.
 An upload is accepted only for an output file of a result in progress on the host it
 was sent to (the file's <xml_signature> says which), no larger than its limit,
