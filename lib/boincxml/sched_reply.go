@@ -37,6 +37,10 @@ type SchedulerReply struct {
 	ProjectIsDown Flag    `xml:"project_is_down,omitempty"`
 
 	ResultAcks []NameRef `xml:"result_ack"`
+	// Tasks the client holds that the project no longer wants (BOINC's
+	// send_result_abort): abort them, or abort them if they have not started.
+	ResultAborts             []NameRef `xml:"result_abort"`
+	ResultAbortsIfNotStarted []NameRef `xml:"result_abort_if_not_started"`
 
 	Apps        []ReplyApp        `xml:"app"`
 	AppVersions []ReplyAppVersion `xml:"app_version"`

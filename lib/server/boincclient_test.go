@@ -51,7 +51,8 @@ func recordedProject(t *testing.T, dsn, key string, work ...store.WorkSpec) (*se
 	}
 	for _, w := range work {
 		w.App, w.FpopsEst, w.DelayBound = "upper", 1e8, 86400
-		w.MinQuorum, w.TargetNResults, w.MaxErrorResults, w.MaxTotalResults, w.MaxSuccessResults = 1, 1, 3, 10, 6
+		w.MinQuorum, w.MaxErrorResults, w.MaxTotalResults, w.MaxSuccessResults = 1, 3, 10, 6
+		w.TargetNResults = max(w.TargetNResults, 1)
 		w.Inputs = []store.WUFile{{Name: "input.txt", OpenName: "in", NBytes: 16, MD5: "x"}}
 		w.Outputs = []store.WUOutput{{OpenName: "out", MaxNBytes: 100000}}
 		if _, err := st.CreateWork(ctx, w, 1); err != nil {
@@ -222,6 +223,76 @@ func TestAccountLookup(t *testing.T) {
 			if !strings.Contains(cfg, want) {
 				t.Errorf("project config lacks %s:\n%s", want, cfg)
 			}
+		}
+	})
+}
+
+// TestRecordedBOINCClientAborts: a client holding a task the project no longer wants
+// is told to abort it (BOINC's send_result_abort): a replica whose workunit another
+// host's result validated, if it has not started; a task the project never sent to
+// this host, outright. The client's report of the abort is recorded like a user's.
+func TestRecordedBOINCClientAborts(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		attach := recorded(t, "replica-attach-1.xml")
+		srv, st, logs := recordedProject(t, dsn, attach.Authenticator, store.WorkSpec{Count: 1, NamePrefix: "rep", TargetNResults: 2})
+		ctx := context.Background()
+		now := float64(testNow.Unix())
+		const base = "http://127.0.0.1:18111/"
+		ask := func(req *boincxml.SchedulerRequest, at float64) *boincxml.SchedulerReply {
+			t.Helper()
+			rep, err := srv.Handle(ctx, req, at, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rep
+		}
+		if rep := ask(attach, now); rep.HostID != 1 || !slices.Equal(names(rep.ResultsSent), []string{"rep_1_0"}) {
+			t.Fatalf("first client: host %d, jobs %v", rep.HostID, names(rep.ResultsSent))
+		}
+		if rep := ask(recorded(t, "replica-attach-2.xml"), now+1); rep.HostID != 2 || !slices.Equal(names(rep.ResultsSent), []string{"rep_1_1"}) {
+			t.Fatalf("second client: host %d, jobs %v", rep.HostID, names(rep.ResultsSent))
+		}
+		ask(recorded(t, "replica-report-2.xml"), now+10)
+		aborts := func(rep *boincxml.SchedulerReply) string {
+			return fmt.Sprintf("abort %v, abort if not started %v", rep.ResultAborts, rep.ResultAbortsIfNotStarted)
+		}
+		if rep := ask(recorded(t, "replica-held-1.xml"), now+20); len(rep.ResultAborts)+len(rep.ResultAbortsIfNotStarted) != 0 {
+			t.Errorf("before validation: %s, want none", aborts(rep))
+		}
+		// What bretry validate does: rep_1_1 is canonical.
+		if _, err := st.DB.ExecContext(ctx, `UPDATE workunit SET canonical_resultid=(SELECT id FROM result WHERE name='rep_1_1'), need_validate=0`); err != nil {
+			t.Fatal(err)
+		}
+		rep := ask(recorded(t, "replica-held-1.xml"), now+30)
+		if got, want := aborts(rep), "abort [], abort if not started [{rep_1_0}]"; got != want {
+			t.Errorf("validated elsewhere: %s, want %s", got, want)
+		}
+		// A task this host was never sent (another host's, or unknown) is aborted.
+		req := recorded(t, "replica-held-1.xml")
+		req.OtherResults = append(req.OtherResults, boincxml.NameRef{Name: "rep_1_1"}, boincxml.NameRef{Name: "nosuch_0"})
+		if got, want := aborts(ask(req, now+40)), "abort [{rep_1_1} {nosuch_0}], abort if not started [{rep_1_0}]"; got != want {
+			t.Errorf("foreign tasks: %s, want %s", got, want)
+		}
+		if rep := ask(recorded(t, "replica-report-1.xml"), now+50); len(rep.ResultAcks) != 1 {
+			t.Errorf("report of the abort: acks %v", rep.ResultAcks)
+		}
+		var outcome, cs, exit int
+		if err := st.DB.QueryRowContext(ctx, `SELECT outcome, client_state, exit_status FROM result WHERE name='rep_1_0'`).Scan(&outcome, &cs, &exit); err != nil ||
+			outcome != store.OutcomeClientError || cs != 6 || exit != 202 {
+			t.Errorf("rep_1_0 after its report: outcome %d, client state %d, exit status %d (%v); want client error, 6, 202", outcome, cs, exit, err)
+		}
+		// A result the retry job marked lost is aborted if not started.
+		if _, err := st.DB.ExecContext(ctx, `UPDATE result SET server_state=?, outcome=? WHERE name='rep_1_1'`, store.ServerStateOver, store.OutcomeNoReply); err != nil {
+			t.Fatal(err)
+		}
+		req = recorded(t, "replica-attach-2.xml")
+		req.HostID, req.OtherResults = 2, boincxml.OtherResultList{{Name: "rep_1_1"}}
+		if got, want := aborts(ask(req, now+70)), "abort [], abort if not started [{rep_1_1}]"; got != want {
+			t.Errorf("timed out: %s, want %s", got, want)
+		}
+		if !strings.Contains(logs.String(), "telling the client to abort a task") {
+			t.Errorf("no log line for the aborts:\n%s", logs)
 		}
 	})
 }

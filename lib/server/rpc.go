@@ -38,6 +38,9 @@ func (s *Server) handle(ctx context.Context, req *boincxml.SchedulerRequest, now
 			// signature by the old key (BOINC's key change), which bkit does not make.
 			reply.CodeSignKey = &boincxml.RawText{Text: "\n" + s.Config.CodeSignKey}
 		}
+		if err := s.abortUnwanted(tx, host, req, reply); err != nil {
+			return err
+		}
 		return s.sendWork(tx, host, req, reply, now, base)
 	})
 	return reply, err
@@ -217,6 +220,43 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 				Text: fmt.Sprintf("no result named %s; report ignored", r.Name)})
 		}
 		reply.ResultAcks = append(reply.ResultAcks, boincxml.NameRef{Name: r.Name})
+	}
+	return nil
+}
+
+// abortUnwanted tells the client which of the tasks it lists in <other_results> the
+// project no longer wants, as BOINC's scheduler does (send_result_abort): a task the
+// project does not know or did not send to this host is aborted; one whose workunit is
+// done (validated or given up), or that timed out (the retry job marked it lost), is
+// aborted if it has not started (a late result is still accepted). Nothing changes in
+// the database: the client reports the aborted tasks as it reports its user's aborts.
+func (s *Server) abortUnwanted(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply) error {
+	if len(req.OtherResults) == 0 {
+		return nil
+	}
+	names := make([]string, len(req.OtherResults))
+	for i, o := range req.OtherResults {
+		names[i] = o.Name
+	}
+	known, err := tx.ListedResults(names)
+	if err != nil {
+		return fmt.Errorf("listed tasks: %w", err)
+	}
+	for _, name := range names {
+		r, ok := known[name]
+		switch {
+		case !ok || r.HostID != host.ID:
+			reply.ResultAborts = append(reply.ResultAborts, boincxml.NameRef{Name: name})
+			s.log().Info("telling the client to abort a task", "host", host.ID, "result", name, "reason", "not sent to this host")
+		case r.ServerState == store.ServerStateInProgress && r.Done,
+			r.ServerState == store.ServerStateOver && r.Outcome == store.OutcomeNoReply:
+			reply.ResultAbortsIfNotStarted = append(reply.ResultAbortsIfNotStarted, boincxml.NameRef{Name: name})
+			reason := "workunit done"
+			if r.ServerState == store.ServerStateOver {
+				reason = "timed out"
+			}
+			s.log().Info("telling the client to abort a task if not started", "host", host.ID, "result", name, "reason", reason)
+		}
 	}
 	return nil
 }

@@ -298,6 +298,46 @@ func (t *Tx) ResultsInProgress(hostID int64) ([]HeldResult, error) {
 	return out, rows.Err()
 }
 
+// ListedResult is what the scheduler knows of a result a client says it holds.
+type ListedResult struct {
+	HostID      int64
+	ServerState int
+	Outcome     int
+	// Done: the result's workunit has its canonical result or was given up.
+	Done bool
+}
+
+// ListedResults returns what is known of the named results (absent: no such result).
+func (t *Tx) ListedResults(names []string) (map[string]ListedResult, error) {
+	out := make(map[string]ListedResult, len(names))
+	for lo := 0; lo < len(names); lo += 500 {
+		part := names[lo:min(len(names), lo+500)]
+		args := make([]any, len(part))
+		for i, n := range part {
+			args[i] = n
+		}
+		rows, err := t.query(`SELECT r.name, r.hostid, r.server_state, r.outcome, w.canonical_resultid<>0 OR w.error_mask<>0
+			FROM result r JOIN workunit w ON w.id=r.workunitid WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var name string
+			var l ListedResult
+			if err := rows.Scan(&name, &l.HostID, &l.ServerState, &l.Outcome, &l.Done); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[name] = l
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // ClaimResult hands an unsent result to hostID. It returns false when another
 // transaction (in this process or another) claimed it first; then nothing changed.
 func (t *Tx) ClaimResult(resultID, hostID, appVersionID int64, now, deadline float64) (bool, error) {
