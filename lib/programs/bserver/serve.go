@@ -43,7 +43,9 @@ present them, else the reply is a notice and nothing changes. A BOINC client pre
 an account key (bserver user add) instead: its first request makes a new host of that
 user; a client attaching again (host id 0, same <host_cpid>) gets that host back. Tasks in
 progress on the host that the client neither reports nor lists in <other_results> (it
-lost them: a project reset, a lost reply) are sent again while their deadline is ahead.
+lost them: a project reset, a lost reply) are sent again while their deadline is ahead;
+listed tasks the project no longer wants are aborted (<result_abort>, or
+<result_abort_if_not_started> when their workunit is done or they timed out).
 Replies carry the public code-signing key (keys/code_sign_public, made by
 'bserver keys'); app versions with a --platform go only to hosts that report it.
 An upload is accepted only for an output file of a result in progress on the host it
