@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bkit/bkit/lib/limits"
 )
@@ -119,6 +120,14 @@ type ReportedResult struct {
 	// replicas. Absent (BOINC clients): the server takes the digest of the output
 	// files the host uploaded; with none uploaded, the result agrees with every other.
 	OutputDigest string `xml:"bkit_output_digest,omitempty"`
+	// StderrOut is what BOINC clients send of the task's run: its stderr and the
+	// client's messages (e.g. "process exited with code 1"), as the XML it came in.
+	StderrOut *InnerXML `xml:"stderr_out,omitempty"`
+}
+
+// InnerXML is an element's content kept as it came, markup and CDATA included.
+type InnerXML struct {
+	Text string `xml:",innerxml"`
 }
 
 // ResultFilesUploaded is BOINC's client result state for a job that finished and
@@ -248,6 +257,49 @@ func (r *SchedulerRequest) Platforms() []string {
 	return out
 }
 
+// cleanStderr replaces, inside each <stderr_out> of a BOINC client's request, what
+// XML 1.0 does not allow (control characters but tab and line breaks, invalid UTF-8)
+// with U+FFFD. The client copies a task's stderr there unescaped (in CDATA), so an
+// app that prints a colour escape (ESC) or a byte of another charset would otherwise
+// make every later request of that host malformed, its reports never received.
+// Nothing outside those elements changes.
+func cleanStderr(body []byte) []byte {
+	const open, end = "<stderr_out>", "</stderr_out>"
+	if !bytes.Contains(body, []byte(open)) {
+		return body
+	}
+	var out []byte
+	rest := body
+	for {
+		i := bytes.Index(rest, []byte(open))
+		if i < 0 {
+			break
+		}
+		i += len(open)
+		j := bytes.Index(rest[i:], []byte(end))
+		if j < 0 {
+			j = len(rest) - i
+		}
+		out = append(out, rest[:i]...)
+		for k := i; k < i+j; {
+			c, size := utf8.DecodeRune(rest[k : i+j])
+			if (c == utf8.RuneError && size == 1) || !xmlChar(c) {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, rest[k:k+size]...)
+			}
+			k += size
+		}
+		rest = rest[i+j:]
+	}
+	return append(out, rest...)
+}
+
+// xmlChar reports whether XML 1.0 allows c in a document.
+func xmlChar(c rune) bool {
+	return c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c <= 0xD7FF) || (c >= 0xE000 && c <= 0xFFFD) || (c >= 0x10000 && c <= 0x10FFFF)
+}
+
 // ResourceRequest is what a request asks of one processing resource.
 type ResourceRequest struct {
 	Resource  string  // ResourceCPU, a coprocessor type, or AnyResource
@@ -291,7 +343,14 @@ const MaxRequestBytes = limits.SchedulerRequestBytes
 // not parse or is out of range (negative, NaN, infinite) is an error.
 func ParseSchedulerRequest(r io.Reader) (*SchedulerRequest, error) {
 	var req SchedulerRequest
-	d := xml.NewDecoder(limits.Wrap(r, "scheduler request", MaxRequestBytes))
+	body, err := limits.ReadAll(r, "scheduler request", MaxRequestBytes)
+	if err != nil {
+		if limits.IsTooLarge(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("reading the request: %w", err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(cleanStderr(body)))
 	// BOINC clients declare ISO-8859-1 in the prolog; the ASCII subset bkit reads is
 	// the same in every such charset, so read them as-is rather than fail.
 	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }

@@ -58,7 +58,7 @@ func TestParseSchedulerRequest(t *testing.T) {
 		},
 		HostInfo:     HostInfo{PNCPUs: 4, PFpops: 3e9, Coprocs: Coprocs{{Type: "ATI", Count: 1}}},
 		TimeStats:    &TimeStats{OnFrac: 0.9, ConnectedFrac: 1, ActiveFrac: 0.8},
-		Results:      []ReportedResult{{Name: "wu_1_0", FinalCPUTime: 123.5, FinalElapsedTime: 130, State: 5}},
+		Results:      []ReportedResult{{Name: "wu_1_0", FinalCPUTime: 123.5, FinalElapsedTime: 130, State: 5, StderrOut: &InnerXML{Text: "lots of text"}}},
 		OtherResults: []NameRef{{"wu_2_0"}},
 		FileInfos:    []NameRef{{"batch1_file3"}},
 	}
@@ -303,5 +303,29 @@ func TestOutputDigest(t *testing.T) {
 	long := `<scheduler_request><result><name>a</name><bkit_output_digest>` + strings.Repeat("x", 255) + `</bkit_output_digest></result></scheduler_request>`
 	if _, err := ParseSchedulerRequest(strings.NewReader(long)); err == nil || !strings.Contains(err.Error(), "result[0].bkit_output_digest: longer than 254 bytes") {
 		t.Errorf("long digest: %v", err)
+	}
+}
+
+// TestParseStderrControlCharacters: a BOINC client copies a task's stderr into
+// <stderr_out> unescaped, so an app printing a colour escape (ESC, as in this report
+// Debian's BOINC client 7.20.5 sent for an app writing "\x1b[31merror:\x1b[0m ..."), or
+// a byte of another charset, would make the request malformed XML: the host could then
+// never report again. Those characters become U+FFFD there, and only there.
+func TestParseStderrControlCharacters(t *testing.T) {
+	body := "<scheduler_request>\n<result>\n    <name>esc_4_0</name>\n    <exit_status>1</exit_status>\n    <state>3</state>\n" +
+		"<stderr_out>\n<core_client_version>7.20.5</core_client_version>\n<![CDATA[\n<message>\nprocess exited with code 1 (0x1, -255)</message>\n" +
+		"<stderr_txt>\n\x1b[31merror:\x1b[0m something failed \xe9t\xe9\n\n</stderr_txt>\n]]>\n</stderr_out>\n</result>\n" +
+		"<platform_name>x86_64-pc-linux-gnu</platform_name>\n</scheduler_request>\n"
+	req, err := ParseSchedulerRequest(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Results) != 1 || req.Results[0].StderrOut == nil ||
+		!strings.Contains(req.Results[0].StderrOut.Text, "\uFFFD[31merror:\uFFFD[0m something failed \uFFFDt\uFFFD") {
+		t.Errorf("results: %+v", req.Results)
+	}
+	// Outside <stderr_out> nothing is mended: a control character is still an error.
+	if _, err := ParseSchedulerRequest(strings.NewReader("<scheduler_request><platform_name>x\x1by</platform_name></scheduler_request>")); err == nil {
+		t.Error("a control character in platform_name was accepted")
 	}
 }

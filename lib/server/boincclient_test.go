@@ -296,3 +296,35 @@ func TestRecordedBOINCClientAborts(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordedBOINCClientStderr: the report of a task whose app printed colour
+// escapes to stderr (which the client copies into <stderr_out> unescaped) is received,
+// recorded as a client error, and its stderr kept for the project (result_stderr).
+func TestRecordedBOINCClientStderr(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		attach := recorded(t, "attach.xml")
+		srv, st, _ := recordedProject(t, dsn, attach.Authenticator,
+			store.WorkSpec{Count: 3, NamePrefix: "job"}, store.WorkSpec{Count: 1, NamePrefix: "esc"})
+		ctx := context.Background()
+		now := float64(testNow.Unix())
+		const base = "http://127.0.0.1:18091/"
+		if rep, err := srv.Handle(ctx, attach, now, base); err != nil || len(rep.ResultsSent) != 4 {
+			t.Fatalf("attach: %v, jobs %v", err, names(rep.ResultsSent))
+		}
+		rep, err := srv.Handle(ctx, recorded(t, "stderr-escape-report.xml"), now+10, base)
+		if err != nil || len(rep.ResultAcks) != 1 {
+			t.Fatalf("report: %v, acks %v", err, rep.ResultAcks)
+		}
+		var outcome int
+		var stderr string
+		if err := st.DB.QueryRowContext(ctx, `SELECT r.outcome, s.stderr_out FROM result r JOIN result_stderr s ON s.resultid=r.id
+			WHERE r.name='esc_4_0'`).Scan(&outcome, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		if outcome != store.OutcomeClientError || !strings.Contains(stderr, "\uFFFD[31merror:\uFFFD[0m something failed") ||
+			!strings.Contains(stderr, "process exited with code 1") {
+			t.Errorf("esc_4_0: outcome %d, stderr %q", outcome, stderr)
+		}
+	})
+}

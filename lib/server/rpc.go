@@ -202,6 +202,9 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 			Name: r.Name, Success: success, CPUTime: r.FinalCPUTime, ElapsedTime: r.FinalElapsedTime,
 			ExitStatus: r.ExitStatus, ClientState: r.State, OutputDigest: digest,
 		}
+		if r.StderrOut != nil {
+			reports[i].StderrOut = strings.TrimSpace(r.StderrOut.Text)
+		}
 	}
 	statuses, err := tx.RecordReports(host.ID, reports, now)
 	if err != nil {

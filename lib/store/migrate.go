@@ -361,6 +361,13 @@ var migrations = [][]string{
 		`CREATE INDEX host_user_cpid ON host (userid, host_cpid)`,
 		`ALTER TABLE user ADD COLUMN passwd_hash VARCHAR(254) NOT NULL DEFAULT ''`,
 		`CREATE INDEX user_email ON user (email_addr)`,
+		// What a BOINC client reports of a task's run (its stderr, the exit message),
+		// for the project to see why tasks fail: one row per recorded report that had
+		// any, outside result so that the scheduler's rows stay narrow.
+		`CREATE TABLE result_stderr (
+			resultid BIGINT NOT NULL PRIMARY KEY,
+			stderr_out TEXT NOT NULL
+		){TABLE}`,
 	},
 }
 

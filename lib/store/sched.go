@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Host is a volunteer's computer as the scheduler knows it.
@@ -128,7 +129,14 @@ type Report struct {
 	// OutputDigest is the client's hash of the result's output (a bkit extension of
 	// the scheduler request); empty when it sent none. The validator compares them.
 	OutputDigest string
+	// StderrOut is the client's account of the run (BOINC's stderr_out), kept
+	// (valid UTF-8, at most MaxStderrBytes) when the report is recorded.
+	StderrOut string
 }
+
+// MaxStderrBytes is the most of a report's stderr_out kept (it fits a MySQL TEXT);
+// the end is kept, where an app's last words and the client's exit message are.
+const MaxStderrBytes = 60000
 
 // ReportStatus says what RecordReport did with a report.
 type ReportStatus int
@@ -176,6 +184,12 @@ func (t *Tx) RecordReports(hostID int64, reports []Report, now float64) ([]Repor
 		}
 		if n == 1 {
 			out[i] = ReportRecorded
+			if r.StderrOut != "" {
+				if _, err := t.exec(`INSERT INTO result_stderr (resultid, stderr_out) SELECT id, ? FROM result WHERE name=?`,
+					clipStderr(r.StderrOut), r.Name); err != nil {
+					return nil, err
+				}
+			}
 			if r.Success {
 				succeeded = append(succeeded, r.Name)
 			} else {
@@ -218,6 +232,20 @@ func (t *Tx) RecordReports(hostID int64, reports []Report, now float64) ([]Repor
 		}
 	}
 	return out, nil
+}
+
+// clipStderr makes s storable on both engines: valid UTF-8 (MySQL refuses other
+// bytes in a utf8mb4 column), its last MaxStderrBytes bytes at most.
+func clipStderr(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxStderrBytes {
+		return s
+	}
+	s = s[len(s)-MaxStderrBytes:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
 }
 
 // Candidate is an unsent result with its workunit's figures: a job the scheduler may
