@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -327,4 +328,48 @@ func TestRecordedBOINCClientStderr(t *testing.T) {
 			t.Errorf("esc_4_0: outcome %d, stderr %q", outcome, stderr)
 		}
 	})
+}
+
+// TestMasterURLConfigured: behind a proxy that terminates TLS or rewrites the Host
+// header, the URL volunteers attach to is not the one the server sees. Replies must
+// carry the configured one, or a BOINC client tells its user at every request that
+// "this project seems to have changed its URL" (seen with 7.20.5 behind a proxy that
+// rewrote Host), and its files' URLs must start with it.
+func TestMasterURLConfigured(t *testing.T) {
+	t.Parallel()
+	attach := recorded(t, "attach.xml")
+	srv, _, _ := recordedProject(t, storetest.SQLiteDSN(t), attach.Authenticator, store.WorkSpec{Count: 1, NamePrefix: "job"})
+	const master = "https://project.example/"
+	srv.Config.MasterURL = master
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e := &env{url: server.URLFor(ln)}
+	b, err := os.ReadFile(filepath.Join("testdata", "boinc-7.20.5", "attach.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, status := e.postRaw(t, "scheduler", b)
+	if status != 200 || rep.MasterURL != master || len(rep.ResultsSent) != 1 {
+		t.Fatalf("attach: status %d, master_url %q, jobs %v", status, rep.MasterURL, names(rep.ResultsSent))
+	}
+	for _, f := range rep.FileInfos {
+		if !strings.HasPrefix(f.URL, master) {
+			t.Errorf("file %s: URL %q, want it under %s", f.Name, f.URL, master)
+		}
+	}
+	resp, err := http.Get(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "<scheduler>"+master+"scheduler</scheduler>") {
+		t.Errorf("master file does not name %sscheduler:\n%s", master, page)
+	}
 }

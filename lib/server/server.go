@@ -28,8 +28,14 @@ import (
 // Config holds what a project sets about its endpoint.
 type Config struct {
 	ProjectName string
+	// MasterURL is the project's URL as volunteers attach to it (ending in "/"): the
+	// <master_url> of every reply, the base of file URLs and of the default scheduler
+	// URL. Empty: "http://" and the request's Host header, which is wrong behind a
+	// proxy that terminates TLS or rewrites Host (BOINC clients then tell their user,
+	// at every request, that the project changed its URL).
+	MasterURL string
 	// SchedulerURLs are named in the master file; empty means "this server's
-	// /scheduler as the client reached it" (from the request's Host header).
+	// /scheduler as the client reached it" (MasterURL + "scheduler").
 	SchedulerURLs []string
 	// RequestDelay, when > 0, is sent in every reply: seconds before the client's next
 	// request.
@@ -146,10 +152,13 @@ func (s *Server) schedulerURLs(r *http.Request) []string {
 	if len(s.Config.SchedulerURLs) > 0 {
 		return s.Config.SchedulerURLs
 	}
-	return []string{"http://" + r.Host + "/scheduler"}
+	return []string{s.masterURL(r) + "scheduler"}
 }
 
 func (s *Server) masterURL(r *http.Request) string {
+	if s.Config.MasterURL != "" {
+		return s.Config.MasterURL
+	}
 	return "http://" + r.Host + "/"
 }
 

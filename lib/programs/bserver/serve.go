@@ -71,6 +71,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			[]string{
 				"bserver serve --db project.db --addr 127.0.0.1:8080",
 				"bserver serve --db mysql://boinc:secret@db:3306/project --addr :80 --url http://project.example/scheduler --request-delay 60",
+				"bserver serve --db project.db --addr 127.0.0.1:8080 --master-url https://project.example/    # behind a TLS proxy",
 				"curl -s http://127.0.0.1:8080/    # the master file",
 				"bserver serve --db project.db --addr 127.0.0.1:0 --url-file url.txt &",
 			}, ""),
@@ -78,7 +79,8 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.StringFlag{Name: "addr", Usage: "listen on `HOST:PORT` (port 0: any free port)", Value: "127.0.0.1:8080"},
 			&cli.StringFlag{Name: "clock-file", Usage: "testing: read the server's time from `FILE` at every request (see above; not with --now)"},
 			&cli.StringFlag{Name: "url-file", Usage: "once listening, write the server's base URL to `FILE` (atomically), for scripts that start it on port 0"},
-			&cli.StringSliceFlag{Name: "url", Usage: "scheduler `URL` the master file names (repeat for several; default: this server's /scheduler)"},
+			&cli.StringFlag{Name: "master-url", Usage: "the project's `URL` as volunteers attach to it (replies, file URLs; default: http:// and the request's Host; set it behind a proxy)"},
+			&cli.StringSliceFlag{Name: "url", Usage: "scheduler `URL` the master file names (repeat for several; default: the master URL's /scheduler)"},
 			&cli.StringFlag{Name: "project-name", Usage: "project `NAME` in replies and the master file", Value: "bkit project"},
 			&cli.StringFlag{Name: "request-delay", Usage: "ask clients to wait `DURATION` before their next request (0: no request_delay)", Value: "0"},
 			&cli.BoolFlag{Name: "no-rsc-apps", Usage: "tell clients which requested resources the project has no app version for (<no_rsc_apps>; seed 002's proposed three-state reply)"},
@@ -104,6 +106,15 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 	for _, u := range cmd.StringSlice("url") {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return cliutil.Usagef("--url: want an http or https URL, got %q", u)
+		}
+	}
+	master := cmd.String("master-url")
+	if master != "" {
+		if p, err := url.Parse(master); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.RawQuery != "" || p.Fragment != "" {
+			return cliutil.Usagef("--master-url: want an http or https URL, got %q", master)
+		}
+		if !strings.HasSuffix(master, "/") {
+			master += "/" // as BOINC clients canonicalise it
 		}
 	}
 	if cmd.Int64("max-body") < 1 {
@@ -164,6 +175,7 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		Log:   log,
 		Config: server.Config{
 			ProjectName:    cmd.String("project-name"),
+			MasterURL:      master,
 			SchedulerURLs:  cmd.StringSlice("url"),
 			RequestDelay:   delay,
 			NoRscApps:      cmd.Bool("no-rsc-apps"),
