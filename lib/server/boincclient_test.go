@@ -373,3 +373,27 @@ func TestMasterURLConfigured(t *testing.T) {
 		t.Errorf("master file does not name %sscheduler:\n%s", master, page)
 	}
 }
+
+// TestRecordedBOINCClientRetrySameHost: a host whose task failed or was aborted may
+// get another result of that workunit (BOINC's default), so that a project with one
+// host reruns it; one whose task succeeded may not (that would defeat validation).
+func TestRecordedBOINCClientRetrySameHost(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		attach := recorded(t, "errors-attach.xml")
+		srv, _, _ := recordedProject(t, dsn, attach.Authenticator,
+			store.WorkSpec{Count: 3, NamePrefix: "good", TargetNResults: 2}, store.WorkSpec{Count: 1, NamePrefix: "bad", TargetNResults: 2})
+		ctx := context.Background()
+		now := float64(testNow.Unix())
+		const base = "http://127.0.0.1:18081/"
+		rep, err := srv.Handle(ctx, attach, now, base)
+		if want := []string{"good_1_0", "good_2_0", "good_3_0", "bad_4_0"}; err != nil || !slices.Equal(names(rep.ResultsSent), want) {
+			t.Fatalf("attach: %v, jobs %v, want %v", err, names(rep.ResultsSent), want)
+		}
+		// The report (good_2_0 aborted, bad_4_0 failed, the others done) asks for work.
+		rep, err = srv.Handle(ctx, recorded(t, "errors-report.xml"), now+100, base)
+		if want := []string{"good_2_1", "bad_4_1"}; err != nil || !slices.Equal(names(rep.ResultsSent), want) {
+			t.Errorf("after the report: %v, jobs %v, want %v (the failed ones' other results only)", err, names(rep.ResultsSent), want)
+		}
+	})
+}

@@ -263,8 +263,11 @@ type Candidate struct {
 
 // UnsentCandidates returns up to limit unsent results of the given apps with ids above
 // afterID, oldest first, skipping workunits that already have a result on hostID (two
-// replicas of one job on one host would defeat validation). On MySQL the rows are
-// locked and rows other transactions hold are skipped; the claim still re-checks.
+// replicas of one job on one host would defeat validation) other than client errors:
+// a host whose task failed or was aborted may get the retry, as in BOINC by default,
+// since that result can never count; else a project with one host would never rerun
+// a job it failed. On MySQL the rows are locked and rows other transactions hold are
+// skipped; the claim still re-checks.
 func (t *Tx) UnsentCandidates(appIDs []int64, hostID, afterID int64, limit int) ([]Candidate, error) {
 	if len(appIDs) == 0 {
 		return nil, nil
@@ -272,13 +275,14 @@ func (t *Tx) UnsentCandidates(appIDs []int64, hostID, afterID int64, limit int) 
 	q := `SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound
 		FROM result r JOIN workunit w ON w.id=r.workunitid
 		WHERE r.server_state=? AND r.appid IN (?` + strings.Repeat(",?", len(appIDs)-1) + `) AND r.id>?
-		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?)
+		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?
+			AND NOT (r2.server_state=? AND r2.outcome=?))
 		ORDER BY r.id LIMIT ?` + t.s.dialect.skipLocked
 	args := []any{ServerStateUnsent}
 	for _, id := range appIDs {
 		args = append(args, id)
 	}
-	args = append(args, afterID, hostID, limit)
+	args = append(args, afterID, hostID, ServerStateOver, OutcomeClientError, limit)
 	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, err
