@@ -217,10 +217,9 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 	}
 	w.abandoned = abandoned
 	ts = keep
-	finish := w.finish.Completions(doc, now)
 	// A task is late when the simulation ends it less than a scheduling period before
 	// its deadline: the next pass may come only then, and estimates may be low.
-	margin := doc.Preferences.CPUSchedulingPeriod
+	isLate := w.finish.Late(doc, now, doc.Preferences.CPUSchedulingPeriod)
 	overall := grow(w.overall, len(doc.Projects))
 	w.overall = overall
 	for p := range doc.Projects {
@@ -284,7 +283,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		// deadline first.
 		late := w.late[:0]
 		for _, t := range mine {
-			if now+finish[t.i]+margin > doc.Tasks[t.i].ReportDeadline {
+			if isLate[t.i] {
 				late = append(late, t)
 			}
 		}

@@ -235,7 +235,7 @@ func simulateResource(projs []simProj, n, period float64, rs *ResourceSim, finis
 		lastDeadline = late.settled(projs, n, finish)
 	}
 	for t < period {
-		if late != nil && late.now+t > lastDeadline {
+		if late != nil && late.now+t+late.margin > lastDeadline {
 			// Every task left would end after its deadline (each ends at t or later), and
 			// at a finite time (settled's bound): t says as much to BusyTimes.
 			for i := range projs {
@@ -324,17 +324,20 @@ func running(j *simJob, a *float64) float64 {
 	return j.rate * g / j.inst
 }
 
-// lateOnly is what BusyTimes' simulation needs besides the jobs: BusyTimes reads of a
-// task's completion time only whether it is finite and whether it passes the task's
-// deadline, so the simulation may stop as soon as that is known for every task left.
+// lateOnly is what BusyTimes' and Late's simulations need besides the jobs: they read
+// of a task's completion time only whether it is finite and whether it comes later
+// than margin before the task's deadline (now + finish + margin > deadline; BusyTimes'
+// margin is 0), so the simulation may stop as soon as that is known for every task
+// left.
 type lateOnly struct {
-	now   float64
-	tasks []state.Task
+	now, margin float64
+	tasks       []state.Task
 }
 
 // settled decides up front, for the jobs of one resource's simulation, which end by
-// their deadline whatever happens (their finish is set to a bound of their completion,
-// which their deadline does not pass), and returns the latest deadline of the others
+// their deadline (less the margin) whatever happens (their finish is set to a bound of
+// their completion, which now + bound + margin does not take past their deadline), and
+// returns the latest deadline of the others
 // (+Inf when some job's completion cannot be bounded: the simulation then runs to its
 // end, as Completions' does; -Inf when every job is settled).
 //
@@ -346,9 +349,11 @@ type lateOnly struct {
 // second. The simulation computes in floating point (rounding of the order of 1e-16
 // per operation, allocations cut off at 1e-12 instances, tasks completed up to 1e-9 of
 // their work early, which only brings completions forward): 1e-6 more covers that many
-// times over. A job not settled is late once now + t passes its deadline (t only
-// grows, and its completion time is t plus a positive interval at some later event);
-// the bound also says that it ends, so its completion time is finite.
+// times over. A job not settled is late once now + t + margin passes its deadline (t
+// only grows, and its completion time is t plus a positive interval at some later
+// event); the bound also says that it ends, so its completion time is finite. The sums
+// are those the callers test, in their order: floating-point addition is monotonic, so
+// finish <= bound (or t <= finish) carries over to now + finish + margin.
 func (l *lateOnly) settled(projs []simProj, n float64, finish []float64) float64 {
 	work := 0.0
 	for i := range projs {
@@ -366,7 +371,7 @@ func (l *lateOnly) settled(projs []simProj, n float64, finish []float64) float64
 	for i := range projs {
 		for _, j := range projs[i].jobs {
 			deadline := l.tasks[j.task].ReportDeadline
-			if bound := (work/n + j.left/j.rate) * (1 + 1e-6); l.now+bound <= deadline {
+			if bound := (work/n + j.left/j.rate) * (1 + 1e-6); l.now+bound+l.margin <= deadline {
 				finish[j.task] = bound
 			} else {
 				last = max(last, deadline) // (a NaN deadline: never stop early)
@@ -453,14 +458,41 @@ func Completions(doc *state.Document, now float64) []float64 {
 // ready; w.Completions and Completions compute alike, to the last bit; the slice
 // w.Completions returns is w's, good until the next call.
 type CompletionsWork struct {
-	sim    simWork
-	finish []float64
+	sim      simWork
+	finish   []float64
+	lateOnly lateOnly // Late's
+	late     []bool
 }
 
 // Completions is Completions with w's buffers.
 func (w *CompletionsWork) Completions(doc *state.Document, now float64) []float64 {
 	w.finish = completions(doc, now, &w.sim, w.finish)
 	return w.finish
+}
+
+// Late reports per task (index in doc.Tasks) whether Completions ends it less than
+// margin seconds before its report deadline: now + finish + margin > deadline, in this
+// order of the sums (a task Completions never finishes has +Inf for finish).
+func Late(doc *state.Document, now, margin float64) []bool {
+	var w CompletionsWork
+	return w.Late(doc, now, margin)
+}
+
+// Late is Late with w's buffers, its answers Late's to the last task; the slice is w's,
+// good until the next call. Its simulation stops as soon as every task's answer is
+// known (lateOnly), where Completions runs it to the last completion: with thousands
+// of short jobs well ahead of their deadlines, that is at once.
+func (w *CompletionsWork) Late(doc *state.Document, now, margin float64) []bool {
+	w.lateOnly = lateOnly{now: now, margin: margin, tasks: doc.Tasks}
+	w.sim.late = &w.lateOnly
+	w.finish = completions(doc, now, &w.sim, w.finish)
+	w.sim.late, w.lateOnly.tasks = nil, nil
+	late := grow(w.late, len(doc.Tasks))
+	w.late = late
+	for i, f := range w.finish {
+		late[i] = now+f+margin > doc.Tasks[i].ReportDeadline
+	}
+	return late
 }
 
 // completions is Completions in sw's buffers, the result in buf's storage.

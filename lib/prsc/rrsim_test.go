@@ -485,3 +485,65 @@ func TestBusyTimesStopsEarlyAlike(t *testing.T) {
 		t.Fatal("no document had a delay: the test compares nothing but zeros")
 	}
 }
+
+// TestLateIsCompletions: Late stops its simulation once every task left is known to
+// end late or on time (lateOnly, with a margin); its answers are those of the whole
+// simulation (Completions) to the last task, on the documents of
+// TestBusyTimesStopsEarlyAlike, with margins of 0, a scheduling period and more, one
+// Workspace reused throughout.
+func TestLateIsCompletions(t *testing.T) {
+	var cw CompletionsWork
+	late, onTime := 0, 0
+	for i := range 400 {
+		doc := emulatorDoc()
+		if i%2 == 1 {
+			doc = cpuDoc()
+			doc.Host.Resources[1].Instances = 1 + i%3
+			for k := range 12 {
+				av := []string{"a", "b", "bg"}[k%3]
+				doc.Tasks = append(doc.Tasks, task(fmt.Sprintf("t%d", k), map[string]string{"a": "A", "b": "B", "bg": "B"}[av], av,
+					[]state.TaskState{state.TaskReady, state.TaskRunning, state.TaskPreempted, state.TaskDone}[(k+i)%4], float64(1+(k*7+i)%5)*1e12))
+			}
+		}
+		switch i % 7 {
+		case 1:
+			doc.Projects[1].ResourceShare = 0
+		case 2:
+			doc.Host.TimeStats.GPUActiveFrac = 0 // coprocessor tasks never end
+		case 3:
+			doc.AppVersions[0].AvgNCPUs = 2 // two CPUs a task
+		case 4:
+			doc.AppVersions[1].AvgNCPUs = 0.5
+		case 5:
+			doc.Host.TimeStats.OnFrac = 0 // nothing ever ends
+		}
+		now := float64(i * 97)
+		margin := []float64{0, 3600, 20000, 1e-3}[i%4]
+		for k := range doc.Tasks {
+			// From long past to well after every completion.
+			doc.Tasks[k].ReportDeadline = now + float64((k*131+i*37)%60)*1000 - 5000
+			if i%5 == 0 {
+				doc.Tasks[k].ReportDeadline = now + 1e6 // every task on time
+			}
+		}
+		finish := Completions(doc, now)
+		want := make([]bool, len(doc.Tasks))
+		for k := range doc.Tasks {
+			want[k] = now+finish[k]+margin > doc.Tasks[k].ReportDeadline
+			if want[k] {
+				late++
+			} else {
+				onTime++
+			}
+		}
+		if diff := cmp.Diff(want, cw.Late(doc, now, margin)); diff != "" {
+			t.Fatalf("document %d (-whole simulation +Late):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(want, Late(doc, now, margin)); diff != "" {
+			t.Fatalf("document %d (-whole simulation +Late, new workspace):\n%s", i, diff)
+		}
+	}
+	if late == 0 || onTime == 0 {
+		t.Fatalf("%d late, %d on time: the test compares one answer only", late, onTime)
+	}
+}
