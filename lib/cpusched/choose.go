@@ -24,8 +24,8 @@ func expectedPayOff(totalWorkDone float64, instances int, period float64) float6
 // anticipated debt falls by the expected pay-off times the instances the task takes.
 // It adds the instances given to rp.Used, the tasks to the apps' running counts, and
 // with why != nil the reason of each chosen task; it returns the CPUs left free.
-func (w *Workspace) choose(tasks []state.Task, byProject [][]candidate, anticipated []float64, rp *ResourcePass, cpuFree float64, apps *appLimits, why []TaskDecision) float64 {
-	sortCandidates(tasks, byProject)
+func (w *Workspace) choose(byProject [][]candidate, mixed []bool, anticipated []float64, rp *ResourcePass, cpuFree float64, apps *appLimits, why []TaskDecision) float64 {
+	sortCandidates(byProject, mixed)
 	chosen, capacity := w.chosen, rp.Instances
 	next := grow(w.next, len(byProject)) // first candidate not yet taken
 	w.next = next
@@ -66,13 +66,14 @@ func (w *Workspace) choose(tasks []state.Task, byProject [][]candidate, anticipa
 
 // sortCandidates puts each project's candidates in the order the seed prefers them:
 // running, preempted, then ready by earliest deadline; document order breaks ties.
-func sortCandidates(tasks []state.Task, byProject [][]candidate) {
+// mixed[p] says whether project p's are out of that order (nil: not known).
+func sortCandidates(byProject [][]candidate, mixed []bool) {
 	byDeadline := func(a, b candidate) int {
 		if c := cmp.Compare(a.rank, b.rank); c != 0 {
 			return c
 		}
 		if a.rank == 2 {
-			if c := cmp.Compare(tasks[a.task].ReportDeadline, tasks[b.task].ReportDeadline); c != 0 {
+			if c := cmp.Compare(a.deadline, b.deadline); c != 0 {
 				return c
 			}
 		}
@@ -81,14 +82,20 @@ func sortCandidates(tasks []state.Task, byProject [][]candidate) {
 	for p := range byProject {
 		cands := byProject[p]
 		if len(cands) > 12 {
-			slices.SortFunc(cands, byDeadline)
+			// Most often in order already (group takes the tasks in document order, in
+			// which a project's results arrive by deadline, its running ones first), as
+			// group saw comparing each candidate with the one before it: the keys are
+			// unique, so a list without such an inversion is sorted.
+			if mixed == nil || mixed[p] {
+				slices.SortFunc(cands, byDeadline)
+			}
 			continue
 		}
 		// An insertion sort, the comparison inline: a project holds a few candidates,
 		// mostly in order already. The keys are unique (task index last), so any sort
 		// gives this order.
 		for i := 1; i < len(cands); i++ {
-			for j := i; j > 0 && before(tasks, cands[j], cands[j-1]); j-- {
+			for j := i; j > 0 && before(cands[j], cands[j-1]); j-- {
 				cands[j], cands[j-1] = cands[j-1], cands[j]
 			}
 		}
@@ -97,12 +104,12 @@ func sortCandidates(tasks []state.Task, byProject [][]candidate) {
 
 // before is byDeadline(a, b) < 0: running, preempted, then ready by earliest
 // deadline; document order last. (cmp.Compare's order: a NaN deadline first.)
-func before(tasks []state.Task, a, b candidate) bool {
+func before(a, b candidate) bool {
 	if a.rank != b.rank {
 		return a.rank < b.rank
 	}
 	if a.rank == 2 {
-		if c := cmp.Compare(tasks[a.task].ReportDeadline, tasks[b.task].ReportDeadline); c != 0 {
+		if c := cmp.Compare(a.deadline, b.deadline); c != 0 {
 			return c < 0
 		}
 	}

@@ -32,7 +32,7 @@ func TestChoose(t *testing.T) {
 	anticipated := []float64{5000, 2000}
 	rp := ResourcePass{Type: state.ResourceCPU, Instances: 3, ExpectedPayOff: 3600}
 	why := make([]TaskDecision, len(doc.Tasks))
-	cpuFree := w.choose(doc.Tasks, w.cands[0], anticipated, &rp, 3, &apps, why)
+	cpuFree := w.choose(w.cands[0], nil, anticipated, &rp, 3, &apps, why)
 	if !cmp.Equal(w.chosen, []bool{false, true, true, false, true}) {
 		t.Errorf("chosen = %v, want a_early, a_mid and b_pre", w.chosen)
 	}
@@ -55,7 +55,7 @@ func TestChooseCoprocessorAndAppLimit(t *testing.T) {
 	}
 	w, _, apps := grouped(t, doc)
 	rp := ResourcePass{Type: "NVIDIA", Instances: 2, ExpectedPayOff: 3600}
-	cpuFree := w.choose(doc.Tasks, w.cands[1], []float64{0, 0}, &rp, 2, &apps, nil)
+	cpuFree := w.choose(w.cands[1], nil, []float64{0, 0}, &rp, 2, &apps, nil)
 	if !cmp.Equal(w.chosen, []bool{true, false}) || rp.Used != 1 || cpuFree != 1.5 || !apps.full(0) {
 		t.Errorf("chosen %v, GPUs used %g, CPUs free %g, app full %v; want [true false], 1, 1.5, true", w.chosen, rp.Used, cpuFree, apps.full(0))
 	}
@@ -74,7 +74,7 @@ func TestExplain(t *testing.T) {
 	anticipated := []float64{100, 50}
 	rp := ResourcePass{Type: state.ResourceCPU, Instances: 2, ExpectedPayOff: 3600, Projects: []ProjectDebt{{Project: "A"}, {Project: "B"}}}
 	why := make([]TaskDecision, len(doc.Tasks))
-	cpuFree := w.choose(doc.Tasks, w.cands[0], anticipated, &rp, 2, &apps, why)
+	cpuFree := w.choose(w.cands[0], nil, anticipated, &rp, 2, &apps, why)
 	explain(ix, w.cands[0], anticipated, &rp, cpuFree, &apps, w.chosen, why)
 	// A takes 1.5 CPUs (100 → -5300), B one of its tasks in the 0.5 left (50 → -1750).
 	if got := []float64{rp.Projects[0].AnticipatedEnd, rp.Projects[1].AnticipatedEnd}; !cmp.Equal(got, []float64{-5300, -1750}) {
@@ -95,7 +95,7 @@ func TestExplain(t *testing.T) {
 	w, ix, apps = grouped(t, doc)
 	rp = ResourcePass{Type: "NVIDIA", Instances: 2, ExpectedPayOff: 3600}
 	why = make([]TaskDecision, len(doc.Tasks))
-	cpuFree = w.choose(doc.Tasks, w.cands[1], []float64{0, 0}, &rp, 2, &apps, why)
+	cpuFree = w.choose(w.cands[1], nil, []float64{0, 0}, &rp, 2, &apps, why)
 	explain(ix, w.cands[1], []float64{0, 0}, &rp, cpuFree, &apps, w.chosen, why)
 	if why[1].Why != WhyAppLimit {
 		t.Errorf("g2 = %+v, want its app at max_concurrent", why[1])

@@ -11,10 +11,10 @@ func workDone(tasks []state.Task, byProject [][]candidate, resource string, done
 	var total float64
 	for p, cands := range byProject {
 		for _, c := range cands {
-			t := &tasks[c.task]
-			if t.State != state.TaskRunning {
+			if c.rank != 0 { // not running (group ranked it by its state)
 				continue
 			}
+			t := &tasks[c.task]
 			var x float64
 			if resource == state.ResourceCPU {
 				x = t.CPUTime - t.CPUTimeAtLastSched

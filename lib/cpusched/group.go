@@ -6,11 +6,12 @@ import (
 
 // candidate is a runnable task in the order the seed prefers it within a project.
 type candidate struct {
-	task  int
-	need  float64 // instances of the resource
-	ncpus float64 // CPUs a coprocessor task also takes
-	rank  int     // 0 running, 1 preempted, 2 ready
-	app   int     // index into the app-concurrency table, -1 if unlimited
+	task     int
+	deadline float64 // the task's report deadline (a copy: the sort reads it often)
+	need     float64 // instances of the resource
+	ncpus    float64 // CPUs a coprocessor task also takes
+	rank     int     // 0 running, 1 preempted, 2 ready
+	app      int     // index into the app-concurrency table, -1 if unlimited
 }
 
 // appLimits is the concurrency table of the apps with a max_concurrent, shared by all
@@ -43,7 +44,8 @@ func (a *appLimits) full(app int) bool {
 
 // group sorts the runnable tasks into candidates by resource and project
 // (w.cands[r][p]), counts them (w.runnable[r][p]), and notes each one's app version
-// (w.avOf). Tasks that cannot run are left out.
+// (w.avOf) and the lists not in sortCandidates' order (w.mixed[r][p]: some candidate
+// comes before the one ahead of it). Tasks that cannot run are left out.
 func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 	nP, nR := len(doc.Projects), len(doc.Host.Resources)
 	w.avOf = grow(w.avOf, len(doc.Tasks))
@@ -51,6 +53,7 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 		w.cands = append(w.cands, make([][][]candidate, nR-len(w.cands))...)
 		w.runnable = append(w.runnable, make([][]int, nR-len(w.runnable))...)
 		w.rpProjects = append(w.rpProjects, make([][]ProjectDebt, nR-len(w.rpProjects))...)
+		w.mixed = append(w.mixed, make([][]bool, nR-len(w.mixed))...)
 	}
 	for r := range nR {
 		if len(w.cands[r]) < nP {
@@ -60,6 +63,7 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 			w.cands[r][p] = w.cands[r][p][:0]
 		}
 		w.runnable[r] = grow(w.runnable[r], nP)
+		w.mixed[r] = grow(w.mixed[r], nP)
 	}
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
@@ -70,7 +74,7 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 		w.avOf[i] = int32(v)
 		av := &doc.AppVersions[v]
 		p := ix.project(t.Project)
-		c := candidate{task: i, need: av.Instances(), app: -1}
+		c := candidate{task: i, deadline: t.ReportDeadline, need: av.Instances(), app: -1}
 		if av.Coproc != nil {
 			c.ncpus = av.AvgNCPUs
 		}
@@ -86,7 +90,11 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 			}
 		}
 		r := w.avRes[v]
-		w.cands[r][p] = append(w.cands[r][p], c)
+		list := w.cands[r][p]
+		if n := len(list); n > 0 && before(c, list[n-1]) {
+			w.mixed[r][p] = true // out of sortCandidates' order: choose sorts it
+		}
+		w.cands[r][p] = append(list, c)
 		w.runnable[r][p]++
 	}
 }

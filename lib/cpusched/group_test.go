@@ -1,6 +1,9 @@
 package cpusched
 
 import (
+	"fmt"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/bkit/bkit/lib/state"
@@ -46,8 +49,8 @@ func TestGroup(t *testing.T) {
 	w, _, apps := grouped(t, doc)
 	const cpu, gpu = 0, 1
 	want := [][][]candidate{
-		cpu: {{{task: 0, need: 1, rank: 2, app: -1}, {task: 2, need: 1, rank: 1, app: -1}, {task: 3, need: 1, rank: 0, app: -1}}, nil},
-		gpu: {nil, {{task: 4, need: 1, ncpus: 0.5, rank: 2, app: 0}}},
+		cpu: {{{task: 0, deadline: 100, need: 1, rank: 2, app: -1}, {task: 2, deadline: 100, need: 1, rank: 1, app: -1}, {task: 3, deadline: 100, need: 1, rank: 0, app: -1}}, nil},
+		gpu: {nil, {{task: 4, deadline: 100, need: 1, ncpus: 0.5, rank: 2, app: 0}}},
 	}
 	if d := cmp.Diff(want, w.cands, cmp.AllowUnexported(candidate{}), cmpopts.EquateEmpty()); d != "" {
 		t.Errorf("candidates (-want +got):\n%s", d)
@@ -68,5 +71,57 @@ func TestResourceOrder(t *testing.T) {
 	rs := []state.Resource{{Type: "NVIDIA"}, {Type: state.ResourceCPU}, {Type: "ATI"}}
 	if got := resourceOrder(rs, nil); !cmp.Equal(got, []int{0, 2, 1}) {
 		t.Errorf("order = %v, want [0 2 1]", got)
+	}
+}
+
+// group's word on which lists are out of order (mixed) spares sortCandidates a sort
+// of lists in order only: with it the candidates come out as a sort of every list puts
+// them, on documents whose projects' tasks are in order, in order but for one, or not
+// at all, with equal and NaN deadlines and every runnable state.
+func TestMixedSortsAlike(t *testing.T) {
+	states := []state.TaskState{state.TaskReady, state.TaskReady, state.TaskRunning, state.TaskPreempted, state.TaskDone}
+	sorted, mixed := 0, 0
+	for i := range 60 {
+		doc := host(2, map[string]float64{"A": 1, "B": 1}, "A", "B")
+		for k := range 40 {
+			deadline := float64(k * 10) // in order
+			switch i % 4 {
+			case 1:
+				if k == 20+i%7 {
+					deadline = 5 // one out of order
+				}
+			case 2:
+				deadline = float64((k*37 + i*11) % 50) // any order, some equal
+			case 3:
+				if k%9 == i%9 {
+					deadline = math.NaN()
+				}
+			}
+			st := state.TaskReady
+			if i%2 == 1 || k%13 == 0 {
+				st = states[(k*7+i)%len(states)]
+			}
+			addTask(doc, fmt.Sprintf("t%d", k), []string{"A", "B"}[(k/3+i)%2], st, 0, deadline)
+		}
+		w, _, _ := grouped(t, doc)
+		for p, m := range w.mixed[0] {
+			if m {
+				mixed++
+			} else if len(w.cands[0][p]) > 12 {
+				sorted++
+			}
+		}
+		want := make([][]candidate, len(w.cands[0]))
+		for p := range want {
+			want[p] = slices.Clone(w.cands[0][p])
+		}
+		sortCandidates(want, nil)
+		sortCandidates(w.cands[0], w.mixed[0])
+		if d := cmp.Diff(want, w.cands[0], cmp.AllowUnexported(candidate{}), cmpopts.EquateNaNs()); d != "" {
+			t.Fatalf("document %d (-every list sorted +mixed ones sorted):\n%s", i, d)
+		}
+	}
+	if sorted == 0 || mixed == 0 {
+		t.Fatalf("%d lists in order, %d out of order: the test compares one kind only", sorted, mixed)
 	}
 }

@@ -154,7 +154,15 @@ func byDeadline(a, b result) int {
 // inline, more by slices.SortFunc. The keys are unique: any sort gives this order.
 func sortByDeadline(results []result) {
 	if len(results) > 12 {
-		slices.SortFunc(results, byDeadline)
+		// Most often in order already (results are taken in document order, in which a
+		// project's arrive by deadline): a look at each neighbour tells, at a fraction
+		// of the sort's cost.
+		for i := 1; i < len(results); i++ {
+			if byDeadline(results[i], results[i-1]) < 0 {
+				slices.SortFunc(results, byDeadline)
+				return
+			}
+		}
 		return
 	}
 	for i := 1; i < len(results); i++ {
