@@ -85,11 +85,11 @@ type Workspace struct {
 	// A pass's buffers (Schedule).
 	finish               prsc.CompletionsWork
 	abandoned            []int
-	overall, anticipated []float64 // per project
-	lateUsed             []float64 // per project
-	chosen               []bool    // per task
-	order                []int     // the host's resources, coprocessors first
-	mine, late           []taskInfo
+	overall, anticipated []float64  // per project
+	lateUsed             []float64  // per project
+	chosen               []bool     // per task
+	order                []int      // the host's resources, coprocessors first
+	mine, late, spare    []taskInfo // spare: sortByRank's other buffer
 
 	// A request's buffers (Needs, Request, Next).
 	needs   []Need
@@ -115,6 +115,59 @@ type taskInfo struct {
 	inst    float64 // instances of its resource
 	cpus    float64 // CPUs a coprocessor task takes beside
 	runtime float64 // remaining estimated run time, seconds (at the version's speed)
+	rank    int     // 0 running, 1 preempted, 2 ready
+	dl      float64 // report deadline
+}
+
+// rankOf is a runnable task's rank in a pass: running, preempted, then ready.
+func rankOf(s state.TaskState) int {
+	switch s {
+	case state.TaskRunning:
+		return 0
+	case state.TaskPreempted:
+		return 1
+	}
+	return 2
+}
+
+// byDeadline orders tasks by report deadline (cmp.Compare's order: NaN first).
+func byDeadline(a, b taskInfo) int { return cmp.Compare(a.dl, b.dl) }
+
+// sortStableByDeadline is slices.SortStableFunc(ts, byDeadline), without the sort
+// when ts is in that order already (no task's deadline before the one ahead of it's):
+// a stable sort leaves such a list as it is. The emulator's tasks arrive by deadline.
+func sortStableByDeadline(ts []taskInfo) {
+	for i := 1; i < len(ts); i++ {
+		if byDeadline(ts[i], ts[i-1]) < 0 {
+			slices.SortStableFunc(ts, byDeadline)
+			return
+		}
+	}
+}
+
+// sortByRank sorts ts stably by rank, then deadline, with buf's storage; it returns
+// the sorted list (in buf's storage) and ts's storage, for the next call's buf. A
+// stable sort by (rank, deadline) is the tasks of each rank in their order, each rank
+// stably sorted by deadline: so it is made, the ranks first counted and placed, so
+// that a list whose ranks are mixed but whose deadlines within each rank are in order
+// (the emulator's, a project's running task among the others' ready ones) is not sorted.
+func sortByRank(ts, buf []taskInfo) (sorted, spare []taskInfo) {
+	var start [4]int
+	for _, t := range ts {
+		start[t.rank+1]++
+	}
+	start[2] += start[1]
+	start[3] += start[2]
+	buf = grow(buf, len(ts))
+	next := start
+	for _, t := range ts {
+		buf[next[t.rank]] = t
+		next[t.rank]++
+	}
+	for k := range 3 {
+		sortStableByDeadline(buf[start[k]:start[k+1]])
+	}
+	return buf, ts
 }
 
 // runnable is doc's runnable tasks, in w's storage. A task's project, app version and
@@ -147,7 +200,7 @@ func (w *Workspace) runnable(doc *state.Document) []taskInfo {
 			continue
 		}
 		v := w.appVersions.Index(t.AppVersion)
-		ti := taskInfo{i: i, p: w.projects.Index(t.Project), r: w.avRes[v], inst: w.avInst[v], cpus: w.avCPUs[v]}
+		ti := taskInfo{i: i, p: w.projects.Index(t.Project), r: w.avRes[v], inst: w.avInst[v], cpus: w.avCPUs[v], rank: rankOf(t.State), dl: t.ReportDeadline}
 		if sp := w.avSpeed[v]; sp > 0 {
 			ti.runtime = t.RemainingFlops() / sp
 		}
@@ -242,15 +295,6 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 	}
 	order = append(order, cpu)
 	w.order = order
-	rank := func(s state.TaskState) int {
-		switch s {
-		case state.TaskRunning:
-			return 0
-		case state.TaskPreempted:
-			return 1
-		}
-		return 2
-	}
 	for _, r := range order {
 		free := float64(h.Resources[r].Instances)
 		if r == cpu {
@@ -272,9 +316,17 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 			}
 		}
 		mine := w.mine[:0]
+		// least is the fewest instances a task of mine takes: with fewer free, none
+		// fits (fits) and the search below would find none. A NaN need may fit: -Inf.
+		least := math.Inf(1)
 		for _, t := range ts {
 			if t.r == r {
 				mine = append(mine, t)
+				if t.inst < least {
+					least = t.inst
+				} else if t.inst != t.inst {
+					least = math.Inf(-1)
+				}
 			}
 		}
 		w.mine = mine
@@ -288,9 +340,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 			}
 		}
 		w.late = late
-		slices.SortStableFunc(late, func(a, b taskInfo) int {
-			return cmp.Compare(doc.Tasks[a.i].ReportDeadline, doc.Tasks[b.i].ReportDeadline)
-		})
+		sortStableByDeadline(late)
 		// A project's late tasks take at most the instances its share gives it, rounded
 		// up: deadline mode must not hand a project with short deadlines the whole host.
 		lateUsed := grow(w.lateUsed, len(doc.Projects))
@@ -303,12 +353,8 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		}
 		// Then by anticipated overall debt; within a project running, preempted, then
 		// ready by earliest deadline.
-		slices.SortStableFunc(mine, func(a, b taskInfo) int {
-			if c := cmp.Compare(rank(doc.Tasks[a.i].State), rank(doc.Tasks[b.i].State)); c != 0 {
-				return c
-			}
-			return cmp.Compare(doc.Tasks[a.i].ReportDeadline, doc.Tasks[b.i].ReportDeadline)
-		})
+		mine, w.spare = sortByRank(mine, w.spare)
+		w.mine = mine
 		anticipated := append(w.anticipated[:0], overall...)
 		w.anticipated = anticipated
 		payoff := doc.Preferences.CPUSchedulingPeriod * prsc.RelativeSpeed(h, h.Resources[r])
@@ -318,6 +364,9 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 			}
 		}
 		for {
+			if free+fitSlack < least {
+				break // nothing fits (see least)
+			}
 			best := -1
 			for k, t := range mine {
 				if !fits(t) {

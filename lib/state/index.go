@@ -115,6 +115,9 @@ func SameName(a, b string) bool {
 type Names struct {
 	names []string
 	m     map[string]int // when there are more than linearMax
+	// distinct: no two names alike (up to linearMax). A name stored where one of them
+	// is stored is then that one, and no later one is alike: Index returns it at once.
+	distinct bool
 }
 
 const linearMax = 8
@@ -139,6 +142,14 @@ func (n *Names) SetAppVersions(avs []AppVersion) {
 
 func (n *Names) fill() {
 	if len(n.names) <= linearMax {
+		n.distinct = true
+		for i := range n.names {
+			for _, b := range n.names[i+1:] {
+				if n.names[i] == b {
+					n.distinct = false
+				}
+			}
+		}
 		return
 	}
 	if n.m == nil {
@@ -154,6 +165,16 @@ func (n *Names) fill() {
 func (n *Names) Index(name string) int {
 	if len(n.names) > linearMax {
 		return n.m[name]
+	}
+	if n.distinct {
+		// The pointers first: a task holds the very string of its project or app
+		// version, and two names of the same length would otherwise be compared by
+		// their bytes on the way to it.
+		for i, s := range n.names {
+			if len(s) == len(name) && unsafe.StringData(s) == unsafe.StringData(name) {
+				return i
+			}
+		}
 	}
 	for i := len(n.names) - 1; i >= 0; i-- { // the last, as a map built in order keeps
 		if SameName(n.names[i], name) {

@@ -298,6 +298,11 @@ func TestNamesIsAMap(t *testing.T) {
 				t.Errorf("%d names: Index(%q) = %d, a map says %d", count, name, got, m[name])
 			}
 		}
+		for k, p := range ps { // the very strings stored, as the emulator's tasks hold
+			if got := n.Index(p.Name); got != m[p.Name] {
+				t.Errorf("%d names: Index(name %d, %q) = %d, a map says %d", count, k, p.Name, got, m[p.Name])
+			}
+		}
 		avs := make([]AppVersion, len(ps))
 		for i := range ps {
 			avs[i].Name = ps[i].Name
