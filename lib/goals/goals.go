@@ -88,6 +88,7 @@ type Workspace struct {
 	overall, anticipated []float64  // per project
 	lateUsed             []float64  // per project
 	chosen               []bool     // per task
+	seen                 []bool     // per project
 	order                []int      // the host's resources, coprocessors first
 	mine, late, spare    []taskInfo // spare: sortByRank's other buffer
 
@@ -250,6 +251,10 @@ func Schedule(doc *state.Document, now float64) (abandoned []int) {
 	return w.Schedule(doc, now)
 }
 
+// exhaustive, set by tests, makes a pass sort and search as it did before its
+// shortcuts (sortByRank, least, present): every task sorted and looked at.
+var exhaustive bool
+
 // Schedule is Schedule with w's index and buffers.
 func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int) {
 	h := &doc.Host
@@ -318,10 +323,18 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		mine := w.mine[:0]
 		// least is the fewest instances a task of mine takes: with fewer free, none
 		// fits (fits) and the search below would find none. A NaN need may fit: -Inf.
+		// present counts the projects with tasks in mine (seen).
 		least := math.Inf(1)
+		seen := grow(w.seen, len(doc.Projects))
+		w.seen = seen
+		present := 0
 		for _, t := range ts {
 			if t.r == r {
 				mine = append(mine, t)
+				if !seen[t.p] {
+					seen[t.p] = true
+					present++
+				}
 				if t.inst < least {
 					least = t.inst
 				} else if t.inst != t.inst {
@@ -353,8 +366,17 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		}
 		// Then by anticipated overall debt; within a project running, preempted, then
 		// ready by earliest deadline.
-		mine, w.spare = sortByRank(mine, w.spare)
-		w.mine = mine
+		if exhaustive {
+			slices.SortStableFunc(mine, func(a, b taskInfo) int {
+				if c := cmp.Compare(a.rank, b.rank); c != 0 {
+					return c
+				}
+				return byDeadline(a, b)
+			})
+		} else {
+			mine, w.spare = sortByRank(mine, w.spare)
+			w.mine = mine
+		}
 		anticipated := append(w.anticipated[:0], overall...)
 		w.anticipated = anticipated
 		payoff := doc.Preferences.CPUSchedulingPeriod * prsc.RelativeSpeed(h, h.Resources[r])
@@ -363,17 +385,29 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 				anticipated[t.p] -= payoff * t.inst
 			}
 		}
+		// The search may stop once it has met a fitting task of every project with
+		// tasks here (present): no later task can be best. A project's first fitting
+		// task became best when met, or the best then had at least its anticipated
+		// debt, and best changes only to a strictly greater one.
 		for {
-			if free+fitSlack < least {
+			if free+fitSlack < least && !exhaustive {
 				break // nothing fits (see least)
 			}
 			best := -1
+			clear(seen)
+			met := 0
 			for k, t := range mine {
 				if !fits(t) {
 					continue
 				}
 				if best < 0 || anticipated[t.p] > anticipated[mine[best].p] {
 					best = k
+				}
+				if !seen[t.p] {
+					seen[t.p] = true
+					if met++; met == present && !exhaustive {
+						break
+					}
 				}
 			}
 			if best < 0 {
