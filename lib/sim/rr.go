@@ -34,15 +34,20 @@ type rrPolicy struct {
 	jitter replyRand // the replies' random source
 	turn   []int     // per host resource: the project the next pass deals to first
 	fetch  []int     // per host resource: the project asked next
-	av     map[string]int
-	pIndex map[string]int
-	sched  cpusched.Workspace // Due's index and buffers
-	reason []string           // per host resource: its requests' Reason
+	// The app versions' and projects' indices, as maps made at the first call would
+	// answer (state.Names: a task holding the very string of its app version is found
+	// by a pointer check, where hashing its name was a third of a pass).
+	avIx, pIx state.Names
+	started   bool
+	sched     cpusched.Workspace // Due's index and buffers
+	reason    []string           // per host resource: its requests' Reason
 
 	// Buffers kept from one call to the next, so that a long run allocates nothing
 	// per pass or request: the candidates per resource and project, the tasks chosen,
 	// the resources in dealing order, the work held per resource, a request's Coprocs.
 	cands        [][][]rrCand
+	avRes        []int     // per app version: its host resource (at each call)
+	avSpeed      []float64 // per app version: its Speed on the host (at each call)
 	chosen       []bool
 	order        []int
 	queued, held []float64
@@ -50,19 +55,14 @@ type rrPolicy struct {
 }
 
 func (p *rrPolicy) init(doc *state.Document) {
-	if p.av != nil {
+	if p.started {
 		return
 	}
+	p.started = true
 	p.turn = make([]int, len(doc.Host.Resources))
 	p.fetch = make([]int, len(doc.Host.Resources))
-	p.av = map[string]int{}
-	for i, av := range doc.AppVersions {
-		p.av[av.Name] = i
-	}
-	p.pIndex = make(map[string]int, len(doc.Projects))
-	for i := range doc.Projects {
-		p.pIndex[doc.Projects[i].Name] = i
-	}
+	p.avIx.SetAppVersions(doc.AppVersions)
+	p.pIx.SetProjects(doc.Projects)
 	nR, nP := len(doc.Host.Resources), len(doc.Projects)
 	p.cands = make([][][]rrCand, nR)
 	for r := range p.cands {
@@ -78,7 +78,40 @@ func (p *rrPolicy) init(doc *state.Document) {
 type rrCand struct {
 	task       int
 	need, cpus float64
-	rank       int // 0 running, 1 preempted, 2 ready
+	rank       int     // 0 running, 1 preempted, 2 ready
+	deadline   float64 // its report deadline
+}
+
+// rrOrder is the order in which a project offers its candidates: running, preempted,
+// then ready by earliest deadline (a stable sort keeps document order among equals).
+func rrOrder(a, b rrCand) int {
+	if c := cmp.Compare(a.rank, b.rank); c != 0 || a.rank != 2 {
+		return c
+	}
+	return cmp.Compare(a.deadline, b.deadline)
+}
+
+// sortCands is slices.SortStableFunc(cs, rrOrder), without the sort when cs is in that
+// order already (a stable sort leaves it as it is), as a project's tasks usually are:
+// they arrive by deadline, and its running ones are its earliest.
+func sortCands(cs []rrCand) {
+	for i := 1; i < len(cs); i++ {
+		if rrOrder(cs[i-1], cs[i]) > 0 {
+			slices.SortStableFunc(cs, rrOrder)
+			return
+		}
+	}
+}
+
+// indexAppVersions finds each app version's host resource (-1: none) and speed, for
+// the calls' loops over the tasks.
+func (p *rrPolicy) indexAppVersions(doc *state.Document) {
+	p.avRes, p.avSpeed = p.avRes[:0], p.avSpeed[:0]
+	for v := range doc.AppVersions {
+		av := &doc.AppVersions[v]
+		p.avRes = append(p.avRes, slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() }))
+		p.avSpeed = append(p.avSpeed, av.Speed(&doc.Host))
+	}
 }
 
 func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
@@ -99,14 +132,16 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 			cands[r][pr] = cands[r][pr][:0]
 		}
 	}
+	p.indexAppVersions(doc)
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if !t.State.Runnable() {
 			continue
 		}
-		av := &doc.AppVersions[p.av[t.AppVersion]]
-		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
-		c := rrCand{task: i, need: av.Instances()}
+		v := p.avIx.Index(t.AppVersion)
+		av := &doc.AppVersions[v]
+		r := p.avRes[v]
+		c := rrCand{task: i, need: av.Instances(), deadline: t.ReportDeadline}
 		if av.Coproc != nil {
 			c.cpus = av.AvgNCPUs
 		}
@@ -116,7 +151,7 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 		case state.TaskReady:
 			c.rank = 2
 		}
-		pr := p.pIndex[t.Project]
+		pr := p.pIx.Index(t.Project)
 		cands[r][pr] = append(cands[r][pr], c)
 	}
 	p.chosen = slices.Grow(p.chosen[:0], len(doc.Tasks))[:len(doc.Tasks)]
@@ -139,12 +174,7 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 			free = cpuFree
 		}
 		for pr := range cands[r] {
-			slices.SortStableFunc(cands[r][pr], func(a, b rrCand) int {
-				if c := cmp.Compare(a.rank, b.rank); c != 0 || a.rank != 2 {
-					return c
-				}
-				return cmp.Compare(doc.Tasks[a.task].ReportDeadline, doc.Tasks[b.task].ReportDeadline)
-			})
+			sortCands(cands[r][pr])
 		}
 		for dealt := true; dealt; {
 			dealt = false
@@ -204,14 +234,16 @@ func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, 
 	held := p.held[:nR]     // instances the runnable tasks would take
 	clear(queued)
 	clear(held)
+	p.indexAppVersions(doc)
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if !t.State.Runnable() {
 			continue
 		}
-		av := &doc.AppVersions[p.av[t.AppVersion]]
-		r := slices.IndexFunc(doc.Host.Resources, func(res state.Resource) bool { return res.Type == av.ResourceType() })
-		if sp := av.Speed(&doc.Host); sp > 0 {
+		v := p.avIx.Index(t.AppVersion)
+		av := &doc.AppVersions[v]
+		r := p.avRes[v]
+		if sp := p.avSpeed[v]; sp > 0 {
 			queued[r] += t.RemainingFlops() / sp * av.Instances()
 		}
 		held[r] += av.Instances()
