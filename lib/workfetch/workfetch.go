@@ -130,6 +130,27 @@ func ETTPRC(cpuTimes []float64, k int, rate float64) float64 {
 	return est
 }
 
+// sums is the sum of cpuTimes, in their order, and ETTPRC(cpuTimes, skip, rate), in
+// one loop: each sum's additions in its own order, so that their rounding is the
+// same, the two chains of additions overlap (with thousands of results a decision
+// spent most of its time waiting for them one after the other).
+func sums(cpuTimes []float64, skip int, rate float64) (total, ettprc float64) {
+	if rate <= 0 {
+		for _, c := range cpuTimes {
+			total += c
+		}
+		return total, math.Inf(1)
+	}
+	last := len(cpuTimes) - 1 - max(skip, 0) // ETTPRC's first term, walking down
+	for i, c := range cpuTimes {
+		total += c
+		if j := last - i; j >= 0 {
+			ettprc += cpuTimes[j] / rate
+		}
+	}
+	return total, ettprc
+}
+
 // result is one runnable result: what ETTPRC orders by and what it sums.
 type result struct {
 	deadline float64
@@ -183,14 +204,12 @@ func Compute(doc *state.Document) Decision {
 // next, for a caller that decides again and again on one document (the emulator). The
 // zero value is ready.
 type Workspace struct {
-	names        []string // the projects byName indexes, in order
-	byName       map[string]int
-	owner, start []int
-	next         []int
-	results      []result
-	cpuTimes     []float64
-	coproc       []string // names of the app versions that use a coprocessor
-	d            Decision
+	names    []string // the projects byName indexes, in order
+	byName   map[string]int
+	buckets  [][]result // per project: its runnable CPU results
+	cpuTimes []float64
+	coproc   []string // names of the app versions that use a coprocessor
+	d        Decision
 }
 
 // Decide is Compute's decision without its reasons in words (Decision.Reason and
@@ -261,13 +280,18 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 		return i, ok
 	}
 
-	// Bucket the runnable results by project with a counting sort, then order each
-	// bucket by increasing deadline. Equal deadlines keep document order: the CPU
-	// scheduler, choosing the earliest deadline, meets the earlier one in the document
-	// first, so the later one is the one ETTPRC treats as later and skips first.
-	owner := resize(w.owner, len(doc.Tasks)) // each task's written below
-	start := grow(w.start, len(doc.Projects)+1)
-	w.owner, w.start = owner, start
+	// Bucket the runnable results by project in document order (one pass over the
+	// tasks), then order each bucket by increasing deadline. Equal deadlines keep
+	// document order: the CPU scheduler, choosing the earliest deadline, meets the
+	// earlier one in the document first, so the later one is the one ETTPRC treats as
+	// later and skips first.
+	if len(w.buckets) < len(doc.Projects) {
+		w.buckets = append(w.buckets, make([][]result, len(doc.Projects)-len(w.buckets))...)
+	}
+	buckets := w.buckets[:len(doc.Projects)]
+	for p := range buckets {
+		buckets[p] = buckets[p][:0]
+	}
 	// A coprocessor's results are no CPU work (see the package comment): their names,
 	// few and usually none, are compared one by one.
 	w.coproc = w.coproc[:0]
@@ -276,45 +300,32 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 			w.coproc = append(w.coproc, av.Name)
 		}
 	}
+	n := 0 // results in all buckets
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if !t.State.Runnable() || (len(w.coproc) > 0 && slices.Contains(w.coproc, t.AppVersion)) {
-			owner[i] = -1
 			continue
 		}
 		p, ok := project(t.Project)
 		if !ok {
-			p = -1
-		} else {
-			start[p+1]++
-		}
-		owner[i] = p
-	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
-	}
-	results := resize(w.results, start[len(doc.Projects)]) // each slot written once below
-	next := append(w.next[:0], start[:len(doc.Projects)]...)
-	w.results, w.next = results, next
-	for i, p := range owner {
-		if p < 0 {
 			continue
 		}
-		t := &doc.Tasks[i]
 		ct := 0.0
 		if cpu.Flops > 0 {
 			ct = t.RemainingFlops() / cpu.Flops
 		}
-		results[next[p]] = result{deadline: t.ReportDeadline, order: i, cpuTime: ct}
-		next[p]++
+		buckets[p] = append(buckets[p], result{deadline: t.ReportDeadline, order: i, cpuTime: ct})
+		n++
 	}
 
-	cpuTimes := resize(w.cpuTimes, len(results)) // each bucket's written below
+	cpuTimes := resize(w.cpuTimes, n) // each bucket's written below
 	w.cpuTimes = cpuTimes
+	at := 0
 	for i := range doc.Projects {
-		bucket := results[start[i]:start[i+1]]
+		bucket := buckets[i]
 		sortByDeadline(bucket)
-		times := cpuTimes[start[i]:start[i+1]]
+		times := cpuTimes[at : at+len(bucket)]
+		at += len(bucket)
 		for j, r := range bucket {
 			times[j] = r.cpuTime
 		}
@@ -350,10 +361,7 @@ func (d *Decision) row(p *state.Project, cpuTimes []float64, ncpus int, explain 
 		AvgProcRate: AvgProcRate(p.ResourceShare, d.TotalShare, ncpus, d.ActiveFrac),
 	}
 	r.Skip = max(r.MinResults-1, 0)
-	for _, c := range cpuTimes {
-		r.CPUTime += c
-	}
-	r.ETTPRC = ETTPRC(cpuTimes, r.MinResults-1, r.AvgProcRate)
+	r.CPUTime, r.ETTPRC = sums(cpuTimes, r.Skip, r.AvgProcRate)
 	if math.IsInf(r.ETTPRC, 1) {
 		if explain {
 			r.Reason = "takes no CPU time (" + d.noRateCause(*p) + "): never starves, asks for nothing"

@@ -559,3 +559,28 @@ func BenchmarkDecideEmulator(b *testing.B) {
 		w.Decide(doc)
 	}
 }
+
+// sums is the total of the CPU times in their order and ETTPRC, to the last bit, for
+// lists of every length up to 40 with times of every magnitude, any skip (beyond the
+// list too) and rates of 0, small and large.
+func TestSumsIsETTPRC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 41 {
+		times := make([]float64, n)
+		for i := range times {
+			times[i] = rng.ExpFloat64() * math.Pow(10, float64(rng.IntN(12)-3))
+		}
+		for _, skip := range []int{0, 1, 2, n - 1, n, n + 3} {
+			for _, rate := range []float64{0, 1e-3, 0.7, 3, 1e6} {
+				total, ettprc := sums(times, skip, rate)
+				want := 0.0
+				for _, c := range times {
+					want += c
+				}
+				if total != want || ettprc != ETTPRC(times, skip, rate) {
+					t.Fatalf("%d times, skip %d, rate %g: sums %v %v, want %v %v", n, skip, rate, total, ettprc, want, ETTPRC(times, skip, rate))
+				}
+			}
+		}
+	}
+}
