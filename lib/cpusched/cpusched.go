@@ -24,6 +24,7 @@ package cpusched
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/bkit/bkit/lib/state"
@@ -135,6 +136,8 @@ type Workspace struct {
 	avRes []int // host resource index of each app version
 
 	avOf        []int32
+	avCand      []candidate // per app version: what its candidates share (group)
+	avProject   []int       // per app version: its project's index (group)
 	chosen      []bool
 	why         []TaskDecision
 	cands       [][][]candidate // [resource][project]
@@ -153,6 +156,9 @@ type Workspace struct {
 type names struct {
 	projects, appVersions []string
 	ix                    *state.Index
+	// distinctAV: no two app versions' names alike. A name stored where one of them
+	// is stored is then that one, the first and only one alike.
+	distinctAV bool
 }
 
 // linearMax is the count of names up to which a look-up compares names one by one:
@@ -169,6 +175,15 @@ func (n *names) project(name string) int {
 
 func (n *names) appVersion(name string) int {
 	if len(n.appVersions) <= linearMax {
+		if n.distinctAV {
+			// The pointers first: names of the same length would otherwise be
+			// compared by their bytes on the way to the task's.
+			for i, s := range n.appVersions {
+				if sameStorage(s, name) {
+					return i
+				}
+			}
+		}
 		return state.IndexName(n.appVersions, name)
 	}
 	return n.ix.AppVersion[name]
@@ -192,6 +207,12 @@ func (w *Workspace) index(doc *state.Document) *names {
 		}
 		for i := range doc.AppVersions {
 			n.appVersions = append(n.appVersions, doc.AppVersions[i].Name)
+		}
+		n.distinctAV = true
+		for i, a := range n.appVersions {
+			if slices.Contains(n.appVersions[i+1:], a) {
+				n.distinctAV = false
+			}
 		}
 	}
 	w.fillAVRes(doc)

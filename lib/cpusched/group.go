@@ -1,6 +1,9 @@
 package cpusched
 
 import (
+	"cmp"
+	"unsafe"
+
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -65,38 +68,61 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 		w.runnable[r] = grow(w.runnable[r], nP)
 		w.mixed[r] = grow(w.mixed[r], nP)
 	}
-	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
-		if !t.State.Runnable() {
-			continue
-		}
-		v := ix.appVersion(t.AppVersion)
-		w.avOf[i] = int32(v)
+	// What the candidates of each app version share (their need, CPUs and app), and
+	// the index of its project: a task's, when the task holds the very string of its
+	// version's project (as the emulator's do), found without a look-up.
+	w.avCand, w.avProject = grow(w.avCand, len(doc.AppVersions)), grow(w.avProject, len(doc.AppVersions))
+	for v := range doc.AppVersions {
 		av := &doc.AppVersions[v]
-		p := ix.project(t.Project)
-		c := candidate{task: i, deadline: t.ReportDeadline, need: av.Instances(), app: -1}
+		c := candidate{need: av.Instances(), app: -1}
 		if av.Coproc != nil {
 			c.ncpus = av.AvgNCPUs
-		}
-		switch t.State {
-		case state.TaskPreempted:
-			c.rank = 1
-		case state.TaskReady:
-			c.rank = 2
 		}
 		if apps.of != nil {
 			if a, ok := apps.of[[2]string{av.Project, av.App}]; ok && av.App != "" {
 				c.app = a
 			}
 		}
+		w.avCand[v], w.avProject[v] = c, ix.project(av.Project)
+	}
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		rank := 0
+		switch t.State {
+		case state.TaskRunning:
+		case state.TaskPreempted:
+			rank = 1
+		case state.TaskReady:
+			rank = 2
+		default:
+			continue // cannot run (not Runnable)
+		}
+		v := ix.appVersion(t.AppVersion)
+		w.avOf[i] = int32(v)
+		p := w.avProject[v]
+		if av := &doc.AppVersions[v]; !sameStorage(t.Project, av.Project) {
+			p = ix.project(t.Project)
+		}
+		c := w.avCand[v]
+		c.task, c.deadline, c.rank = i, t.ReportDeadline, rank
 		r := w.avRes[v]
 		list := w.cands[r][p]
-		if n := len(list); n > 0 && before(c, list[n-1]) {
-			w.mixed[r][p] = true // out of sortCandidates' order: choose sorts it
+		// before(c, last), c coming later in the document than last (the keys' last).
+		if n := len(list); n > 0 {
+			last := &list[n-1]
+			if c.rank < last.rank || c.rank == 2 && last.rank == 2 && cmp.Compare(c.deadline, last.deadline) < 0 {
+				w.mixed[r][p] = true // out of sortCandidates' order: choose sorts it
+			}
 		}
 		w.cands[r][p] = append(list, c)
 		w.runnable[r][p]++
 	}
+}
+
+// sameStorage reports whether a and b are one string stored in one place: then they
+// are equal (the converse need not hold).
+func sameStorage(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
 
 // resourceOrder appends to order the host's resources (indices) in the order a pass

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bkit/bkit/lib/state"
@@ -123,5 +124,30 @@ func TestMixedSortsAlike(t *testing.T) {
 	}
 	if sorted == 0 || mixed == 0 {
 		t.Fatalf("%d lists in order, %d out of order: the test compares one kind only", sorted, mixed)
+	}
+}
+
+// An app version is found as state.IndexName finds it (the first alike), whether the
+// name looked up is stored where the document's is or elsewhere, the names distinct or
+// not.
+func TestAppVersionIndexIsIndexName(t *testing.T) {
+	for _, names := range [][]string{{"a", "b", "c"}, {"a", "b", "a"}, {"x", "x"}, {"p", "q", "r", "s", "t", "u", "v", "w", "x"}} {
+		doc := &state.Document{}
+		for _, n := range names {
+			doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: strings.Clone(n)})
+		}
+		var w Workspace
+		ix := w.index(doc)
+		for k := range doc.AppVersions {
+			for _, name := range []string{doc.AppVersions[k].Name, strings.Clone(doc.AppVersions[k].Name)} {
+				want := state.IndexName(names, name)
+				if len(names) > linearMax {
+					want = state.NewIndex(doc).AppVersion[name]
+				}
+				if got := ix.appVersion(name); got != want {
+					t.Errorf("%v: app version %d (%q) found at %d, want %d", names, k, name, got, want)
+				}
+			}
+		}
 	}
 }
