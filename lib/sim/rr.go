@@ -46,6 +46,7 @@ type rrPolicy struct {
 	// per pass or request: the candidates per resource and project, the tasks chosen,
 	// the resources in dealing order, the work held per resource, a request's Coprocs.
 	cands        [][][]rrCand
+	mixed        [][]bool  // per resource and project: candidates out of rrOrder
 	avRes        []int     // per app version: its host resource (at each call)
 	avSpeed      []float64 // per app version: its Speed on the host (at each call)
 	chosen       []bool
@@ -65,8 +66,10 @@ func (p *rrPolicy) init(doc *state.Document) {
 	p.pIx.SetProjects(doc.Projects)
 	nR, nP := len(doc.Host.Resources), len(doc.Projects)
 	p.cands = make([][][]rrCand, nR)
+	p.mixed = make([][]bool, nR)
 	for r := range p.cands {
 		p.cands[r] = make([][]rrCand, nP)
+		p.mixed[r] = make([]bool, nP)
 	}
 	p.queued, p.held = make([]float64, nR), make([]float64, nR)
 	for _, res := range doc.Host.Resources {
@@ -89,18 +92,6 @@ func rrOrder(a, b rrCand) int {
 		return c
 	}
 	return cmp.Compare(a.deadline, b.deadline)
-}
-
-// sortCands is slices.SortStableFunc(cs, rrOrder), without the sort when cs is in that
-// order already (a stable sort leaves it as it is), as a project's tasks usually are:
-// they arrive by deadline, and its running ones are its earliest.
-func sortCands(cs []rrCand) {
-	for i := 1; i < len(cs); i++ {
-		if rrOrder(cs[i-1], cs[i]) > 0 {
-			slices.SortStableFunc(cs, rrOrder)
-			return
-		}
-	}
 }
 
 // indexAppVersions finds each app version's host resource (-1: none) and speed, for
@@ -131,6 +122,7 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 		for pr := range cands[r] {
 			cands[r][pr] = cands[r][pr][:0]
 		}
+		clear(p.mixed[r])
 	}
 	p.indexAppVersions(doc)
 	for i := range doc.Tasks {
@@ -152,6 +144,16 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 			c.rank = 2
 		}
 		pr := p.pIx.Index(t.Project)
+		// Out of order when c goes before the last (rrOrder(last, c) > 0): only such
+		// lists need the stable sort, which leaves a list in order as it is. A
+		// project's tasks arrive by deadline and its running ones are its earliest, so
+		// its list is usually in order.
+		if n := len(cands[r][pr]); n > 0 {
+			last := &cands[r][pr][n-1]
+			if c.rank < last.rank || c.rank == 2 && last.rank == 2 && cmp.Compare(c.deadline, last.deadline) < 0 {
+				p.mixed[r][pr] = true
+			}
+		}
 		cands[r][pr] = append(cands[r][pr], c)
 	}
 	p.chosen = slices.Grow(p.chosen[:0], len(doc.Tasks))[:len(doc.Tasks)]
@@ -174,7 +176,9 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 			free = cpuFree
 		}
 		for pr := range cands[r] {
-			sortCands(cands[r][pr])
+			if p.mixed[r][pr] || noSkips {
+				slices.SortStableFunc(cands[r][pr], rrOrder)
+			}
 		}
 		for dealt := true; dealt; {
 			dealt = false
