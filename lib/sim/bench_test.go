@@ -62,18 +62,20 @@ func BenchmarkStepGoals(b *testing.B)         { benchStep(b, publicExample, "goa
 // benchShortJobs runs the public example for a day with every job's work (real and
 // estimated) set to secs seconds: a day of short jobs should cost in proportion to the
 // jobs done, not to the thousands held in the buffer.
-func benchShortJobs(b *testing.B, secs float64) {
+func benchShortJobs(b *testing.B, secs float64, policy string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		sc := load(b, publicExample)
 		for i := range sc.Apps {
 			sc.Apps[i].FpopsEst, sc.Apps[i].Fpops = secs*2e9, estimates(sc.Apps[i].Fpops)
 		}
-		if _, err := Run(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
+		if _, err := Run(sc, Config{Duration: 86400, Delta: 60, Policy: policy, Seed: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func BenchmarkJobs10sOneDay(b *testing.B)  { benchShortJobs(b, 10) }
-func BenchmarkJobs100sOneDay(b *testing.B) { benchShortJobs(b, 100) }
+func BenchmarkJobs10sOneDay(b *testing.B)      { benchShortJobs(b, 10, "seed") }
+func BenchmarkJobs100sOneDay(b *testing.B)     { benchShortJobs(b, 100, "seed") }
+func BenchmarkJobs10sOneDayRR(b *testing.B)    { benchShortJobs(b, 10, "rr") }
+func BenchmarkJobs10sOneDayGoals(b *testing.B) { benchShortJobs(b, 10, "goals") }
