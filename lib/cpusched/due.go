@@ -74,22 +74,24 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 	var coprocCPUs float64
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
-		if !t.State.Runnable() {
+		running := false
+		switch t.State {
+		case state.TaskRunning:
+			running = true
+		case state.TaskReady, state.TaskPreempted:
+		default:
 			continue // a done or reported task counts in neither sum
 		}
 		v := ix.appVersion(t.AppVersion)
 		av := &doc.AppVersions[v]
 		r := w.avRes[v]
-		switch t.State {
-		case state.TaskRunning:
+		if running {
 			used[r] += av.Instances()
 			if av.Coproc != nil {
 				coprocCPUs += av.AvgNCPUs
 			}
-		case state.TaskReady, state.TaskPreempted:
-			if n := av.Instances(); !waiting[r] || n < small[r] {
-				small[r], waiting[r] = n, true
-			}
+		} else if n := av.Instances(); !waiting[r] || n < small[r] {
+			small[r], waiting[r] = n, true
 		}
 	}
 	// The CPUs coprocessor tasks take are not free for CPU tasks (the pass gives them

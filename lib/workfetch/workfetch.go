@@ -177,9 +177,11 @@ func sortByDeadline(results []result) {
 	if len(results) > 12 {
 		// Most often in order already (results are taken in document order, in which a
 		// project's arrive by deadline): a look at each neighbour tells, at a fraction
-		// of the sort's cost.
+		// of the sort's cost. A later result goes before the one ahead of it only by an
+		// earlier deadline; a NaN deadline, which byDeadline does not order
+		// consistently, is left to the sort as before.
 		for i := 1; i < len(results); i++ {
-			if byDeadline(results[i], results[i-1]) < 0 {
+			if a, b := results[i].deadline, results[i-1].deadline; !(a >= b) {
 				slices.SortFunc(results, byDeadline)
 				return
 			}

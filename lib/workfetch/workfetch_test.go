@@ -584,3 +584,33 @@ func TestSumsIsETTPRC(t *testing.T) {
 		}
 	}
 }
+
+// sortByDeadline's order is slices.SortFunc's by byDeadline, the sort skipped or not:
+// lists in order, one result out of order, any order, equal deadlines and NaNs.
+func TestSortByDeadlineIsSort(t *testing.T) {
+	for i := range 200 {
+		rs := make([]result, i%40)
+		for k := range rs {
+			dl := float64(k * 10)
+			switch i % 4 {
+			case 1:
+				if k == i%7 {
+					dl = 25
+				}
+			case 2:
+				dl = float64((k*37 + i*11) % 13)
+			case 3:
+				if k%5 == i%5 {
+					dl = math.NaN()
+				}
+			}
+			rs[k] = result{deadline: dl, order: k, cpuTime: float64(k)}
+		}
+		want := slices.Clone(rs)
+		slices.SortFunc(want, byDeadline)
+		sortByDeadline(rs)
+		if d := cmp.Diff(want, rs, cmp.AllowUnexported(result{}), cmpopts.EquateNaNs()); d != "" {
+			t.Fatalf("list %d (-sort +sortByDeadline):\n%s", i, d)
+		}
+	}
+}
