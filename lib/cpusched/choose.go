@@ -24,12 +24,19 @@ func expectedPayOff(totalWorkDone float64, instances int, period float64) float6
 // anticipated debt falls by the expected pay-off times the instances the task takes.
 // It adds the instances given to rp.Used, the tasks to the apps' running counts, and
 // with why != nil the reason of each chosen task; it returns the CPUs left free.
-func (w *Workspace) choose(byProject [][]candidate, mixed []bool, anticipated []float64, rp *ResourcePass, cpuFree float64, apps *appLimits, why []TaskDecision) float64 {
+//
+// least is at most the need of every candidate (-Inf: not known): once fewer instances
+// are free, no candidate fits and the search for one is over without looking at each
+// (with thousands of ready tasks, most of a pass's time went to that last look).
+func (w *Workspace) choose(byProject [][]candidate, mixed []bool, least float64, anticipated []float64, rp *ResourcePass, cpuFree float64, apps *appLimits, why []TaskDecision) float64 {
 	sortCandidates(byProject, mixed)
 	chosen, capacity := w.chosen, rp.Instances
 	next := grow(w.next, len(byProject)) // first candidate not yet taken
 	w.next = next
 	for {
+		if capacity-rp.Used+fitSlack < least {
+			break // no candidate fits: firstFit would find none
+		}
 		best, bestTask := -1, -1
 		for p := range byProject {
 			if best >= 0 && anticipated[p] <= anticipated[best] {

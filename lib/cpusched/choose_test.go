@@ -1,10 +1,13 @@
 package cpusched
 
 import (
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/bkit/bkit/lib/state"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // The pay-off per instance: 2400 s done on 2 CPUs is 1200; the first pass (nothing
@@ -32,7 +35,7 @@ func TestChoose(t *testing.T) {
 	anticipated := []float64{5000, 2000}
 	rp := ResourcePass{Type: state.ResourceCPU, Instances: 3, ExpectedPayOff: 3600}
 	why := make([]TaskDecision, len(doc.Tasks))
-	cpuFree := w.choose(w.cands[0], nil, anticipated, &rp, 3, &apps, why)
+	cpuFree := w.choose(w.cands[0], nil, math.Inf(-1), anticipated, &rp, 3, &apps, why)
 	if !cmp.Equal(w.chosen, []bool{false, true, true, false, true}) {
 		t.Errorf("chosen = %v, want a_early, a_mid and b_pre", w.chosen)
 	}
@@ -55,7 +58,7 @@ func TestChooseCoprocessorAndAppLimit(t *testing.T) {
 	}
 	w, _, apps := grouped(t, doc)
 	rp := ResourcePass{Type: "NVIDIA", Instances: 2, ExpectedPayOff: 3600}
-	cpuFree := w.choose(w.cands[1], nil, []float64{0, 0}, &rp, 2, &apps, nil)
+	cpuFree := w.choose(w.cands[1], nil, math.Inf(-1), []float64{0, 0}, &rp, 2, &apps, nil)
 	if !cmp.Equal(w.chosen, []bool{true, false}) || rp.Used != 1 || cpuFree != 1.5 || !apps.full(0) {
 		t.Errorf("chosen %v, GPUs used %g, CPUs free %g, app full %v; want [true false], 1, 1.5, true", w.chosen, rp.Used, cpuFree, apps.full(0))
 	}
@@ -74,7 +77,7 @@ func TestExplain(t *testing.T) {
 	anticipated := []float64{100, 50}
 	rp := ResourcePass{Type: state.ResourceCPU, Instances: 2, ExpectedPayOff: 3600, Projects: []ProjectDebt{{Project: "A"}, {Project: "B"}}}
 	why := make([]TaskDecision, len(doc.Tasks))
-	cpuFree := w.choose(w.cands[0], nil, anticipated, &rp, 2, &apps, why)
+	cpuFree := w.choose(w.cands[0], nil, math.Inf(-1), anticipated, &rp, 2, &apps, why)
 	explain(ix, w.cands[0], anticipated, &rp, cpuFree, &apps, w.chosen, why)
 	// A takes 1.5 CPUs (100 → -5300), B one of its tasks in the 0.5 left (50 → -1750).
 	if got := []float64{rp.Projects[0].AnticipatedEnd, rp.Projects[1].AnticipatedEnd}; !cmp.Equal(got, []float64{-5300, -1750}) {
@@ -95,7 +98,7 @@ func TestExplain(t *testing.T) {
 	w, ix, apps = grouped(t, doc)
 	rp = ResourcePass{Type: "NVIDIA", Instances: 2, ExpectedPayOff: 3600}
 	why = make([]TaskDecision, len(doc.Tasks))
-	cpuFree = w.choose(w.cands[1], nil, []float64{0, 0}, &rp, 2, &apps, why)
+	cpuFree = w.choose(w.cands[1], nil, math.Inf(-1), []float64{0, 0}, &rp, 2, &apps, why)
 	explain(ix, w.cands[1], []float64{0, 0}, &rp, cpuFree, &apps, w.chosen, why)
 	if why[1].Why != WhyAppLimit {
 		t.Errorf("g2 = %+v, want its app at max_concurrent", why[1])
@@ -106,5 +109,59 @@ func TestExplain(t *testing.T) {
 	explain(ix, w.cands[1], []float64{0, 0}, &rp, 0.25, &apps, w.chosen, why)
 	if why[0].Why != WhyNoCPUs {
 		t.Errorf("g1 with a quarter CPU free = %+v, want its CPUs not free", why[0])
+	}
+}
+
+// choose with least (leastNeed: the search stops once fewer instances are free than
+// any candidate takes) chooses as it does without: on a host with a GPU, fractional
+// needs, tasks of two instances, NaN needs and apps at their limit.
+func TestLeastChangesNothing(t *testing.T) {
+	for i := range 40 {
+		doc := gpuHost()
+		doc.AppVersions[0].AvgNCPUs = []float64{1, 0.5, 2, 1.5}[i%4]
+		if i%5 == 4 {
+			doc.AppVersions[1].AvgNCPUs = math.NaN()
+		}
+		doc.Host.Resources[0].Instances = 1 + i%4
+		for k := range 30 {
+			st := []state.TaskState{state.TaskReady, state.TaskReady, state.TaskRunning, state.TaskPreempted}[(k+i)%4]
+			p := []string{"A", "B"}[(k*7+i)%2]
+			addTask(doc, fmt.Sprint("t", k), p, st, 0, float64((k*13+i)%17))
+			if p == "B" && k%3 == 0 {
+				doc.Tasks[len(doc.Tasks)-1].AppVersion = "B_gpu"
+			}
+		}
+		type outcome struct {
+			Chosen      []bool
+			Used, Free  []float64
+			Anticipated [][]float64
+		}
+		run := func(shortcut bool) outcome {
+			w := &Workspace{}
+			ix := w.index(doc)
+			apps := newAppLimits(doc)
+			w.group(doc, ix, &apps)
+			w.chosen = grow(w.chosen, len(doc.Tasks))
+			var o outcome
+			cpuFree := float64(doc.Host.Resources[0].Instances)
+			for _, r := range resourceOrder(doc.Host.Resources, nil) {
+				least := math.Inf(-1)
+				if shortcut {
+					least = w.leastNeed(r)
+				}
+				anticipated := []float64{float64(i%3) * 100, 50}
+				rp := ResourcePass{Type: doc.Host.Resources[r].Type, Instances: float64(doc.Host.Resources[r].Instances), ExpectedPayOff: 60}
+				if rp.Type == state.ResourceCPU {
+					rp.Instances = cpuFree
+				}
+				cpuFree = w.choose(w.cands[r], w.mixed[r], least, anticipated, &rp, cpuFree, &apps, nil)
+				o.Used, o.Free, o.Anticipated = append(o.Used, rp.Used), append(o.Free, cpuFree), append(o.Anticipated, anticipated)
+			}
+			o.Chosen = w.chosen
+			return o
+		}
+		if d := cmp.Diff(run(false), run(true), cmpopts.EquateNaNs()); d != "" {
+			t.Fatalf("document %d (-without least +with):\n%s", i, d)
+		}
 	}
 }

@@ -274,7 +274,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		rp.TotalWorkDone = workDone(doc.Tasks, byProject, r.Type, w.done)
 		settleDebts(doc, &rp, w.runnable[ri], w.done, w.antic, w.Quiet)
 		rp.ExpectedPayOff = expectedPayOff(rp.TotalWorkDone, r.Instances, doc.Preferences.CPUSchedulingPeriod)
-		cpuFree = w.choose(byProject, w.mixed[ri][:nP], w.antic, &rp, cpuFree, &apps, why)
+		cpuFree = w.choose(byProject, w.mixed[ri][:nP], w.leastNeed(ri), w.antic, &rp, cpuFree, &apps, why)
 		if why != nil {
 			explain(ix, byProject, w.antic, &rp, cpuFree, &apps, w.chosen, why)
 		}

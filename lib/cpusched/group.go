@@ -2,6 +2,7 @@ package cpusched
 
 import (
 	"cmp"
+	"math"
 	"unsafe"
 
 	"github.com/bkit/bkit/lib/state"
@@ -117,6 +118,22 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 		w.cands[r][p] = append(list, c)
 		w.runnable[r][p]++
 	}
+}
+
+// leastNeed is the fewest instances of resource r a candidate takes at most: the least
+// need of the app versions on r (after group), -Inf when one's is NaN (it may fit).
+func (w *Workspace) leastNeed(r int) float64 {
+	least := math.Inf(1)
+	for v, c := range w.avCand {
+		switch {
+		case w.avRes[v] != r:
+		case c.need < least:
+			least = c.need
+		case c.need != c.need:
+			return math.Inf(-1)
+		}
+	}
+	return least
 }
 
 // sameStorage reports whether a and b are one string stored in one place: then they
