@@ -271,7 +271,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 			rp.Instances = cpuFree
 		}
 		w.done, w.antic = grow(w.done, nP), grow(w.antic, nP)
-		rp.TotalWorkDone = workDone(doc.Tasks, byProject, r.Type, w.done)
+		rp.TotalWorkDone = workDone(doc.Tasks, byProject, w.mixed[ri][:nP], r.Type, w.done)
 		settleDebts(doc, &rp, w.runnable[ri], w.done, w.antic, w.Quiet)
 		rp.ExpectedPayOff = expectedPayOff(rp.TotalWorkDone, r.Instances, doc.Preferences.CPUSchedulingPeriod)
 		cpuFree = w.choose(byProject, w.mixed[ri][:nP], w.leastNeed(ri), w.antic, &rp, cpuFree, &apps, why)

@@ -7,11 +7,19 @@ import (
 // workDone is step 1 on one resource: the work each project's running tasks did since
 // the last pass (done[p], added to) and their total, in CPU seconds for the CPU and
 // instance-seconds of elapsed time for a coprocessor.
-func workDone(tasks []state.Task, byProject [][]candidate, resource string, done []float64) float64 {
+//
+// mixed[p] says whether project p's candidates are out of sortCandidates' order (nil:
+// not known). A list in order has its running candidates first (rank 0): the look
+// stops at its first other one, where the rest would add nothing.
+func workDone(tasks []state.Task, byProject [][]candidate, mixed []bool, resource string, done []float64) float64 {
 	var total float64
 	for p, cands := range byProject {
+		inOrder := mixed != nil && !mixed[p]
 		for _, c := range cands {
 			if c.rank != 0 { // not running (group ranked it by its state)
+				if inOrder {
+					break
+				}
 				continue
 			}
 			t := &tasks[c.task]

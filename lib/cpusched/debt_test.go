@@ -18,7 +18,7 @@ func TestWorkDone(t *testing.T) {
 	doc.Tasks[0].CPUTimeAtLastSched = 100
 	w, _, _ := grouped(t, doc)
 	done := make([]float64, 2)
-	if total := workDone(doc.Tasks, w.cands[0], state.ResourceCPU, done); total != 2400 {
+	if total := workDone(doc.Tasks, w.cands[0], w.mixed[0], state.ResourceCPU, done); total != 2400 {
 		t.Errorf("total work done = %g, want 2400", total)
 	}
 	if !cmp.Equal(done, []float64{1500, 900}) {
@@ -30,7 +30,7 @@ func TestWorkDone(t *testing.T) {
 	doc.Tasks = append(doc.Tasks, state.Task{Name: "g", Project: "B", AppVersion: "B_gpu", State: state.TaskRunning, CPUTime: 99, ElapsedTime: 700, ElapsedTimeAtLastSched: 100, ReportDeadline: 1})
 	w, _, _ = grouped(t, doc)
 	done = make([]float64, 2)
-	if total := workDone(doc.Tasks, w.cands[1], "NVIDIA", done); total != 300 || !cmp.Equal(done, []float64{0, 300}) {
+	if total := workDone(doc.Tasks, w.cands[1], w.mixed[1], "NVIDIA", done); total != 300 || !cmp.Equal(done, []float64{0, 300}) {
 		t.Errorf("GPU work done = %g %v, want 300 [0 300] (600 s × 0.5 instances)", total, done)
 	}
 }

@@ -1,7 +1,6 @@
 package cpusched
 
 import (
-	"cmp"
 	"math"
 	"unsafe"
 
@@ -111,7 +110,9 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 		// before(c, last), c coming later in the document than last (the keys' last).
 		if n := len(list); n > 0 {
 			last := &list[n-1]
-			if c.rank < last.rank || c.rank == 2 && last.rank == 2 && cmp.Compare(c.deadline, last.deadline) < 0 {
+			// (cmp.Compare(c.deadline, last.deadline) < 0, spelt out: NaN first.)
+			a, b := c.deadline, last.deadline
+			if c.rank < last.rank || c.rank == 2 && last.rank == 2 && (a < b || a != a && b == b) {
 				w.mixed[r][p] = true // out of sortCandidates' order: choose sorts it
 			}
 		}

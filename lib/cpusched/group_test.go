@@ -76,7 +76,7 @@ func TestResourceOrder(t *testing.T) {
 }
 
 // group's word on which lists are out of order (mixed) spares sortCandidates a sort
-// of lists in order only: with it the candidates come out as a sort of every list puts
+// of lists in order only, and workDone a look past their running candidates: with it the candidates come out as a sort of every list puts
 // them, on documents whose projects' tasks are in order, in order but for one, or not
 // at all, with equal and NaN deadlines and every runnable state.
 func TestMixedSortsAlike(t *testing.T) {
@@ -102,9 +102,17 @@ func TestMixedSortsAlike(t *testing.T) {
 			if i%2 == 1 || k%13 == 0 {
 				st = states[(k*7+i)%len(states)]
 			}
-			addTask(doc, fmt.Sprintf("t%d", k), []string{"A", "B"}[(k/3+i)%2], st, 0, deadline)
+			addTask(doc, fmt.Sprintf("t%d", k), []string{"A", "B"}[(k/3+i)%2], st, float64(k*k+i), deadline)
 		}
 		w, _, _ := grouped(t, doc)
+		// workDone stops at a list's first candidate not running when the list is in
+		// order: the same sums as looking at every one.
+		wantDone, gotDone := make([]float64, 2), make([]float64, 2)
+		wantTotal := workDone(doc.Tasks, w.cands[0], nil, state.ResourceCPU, wantDone)
+		gotTotal := workDone(doc.Tasks, w.cands[0], w.mixed[0], state.ResourceCPU, gotDone)
+		if wantTotal != gotTotal || !slices.Equal(wantDone, gotDone) {
+			t.Fatalf("document %d: work done %g %v, looking at every candidate %g %v", i, gotTotal, gotDone, wantTotal, wantDone)
+		}
 		for p, m := range w.mixed[0] {
 			if m {
 				mixed++
