@@ -141,6 +141,7 @@ func (n *Names) SetAppVersions(avs []AppVersion) {
 }
 
 func (n *Names) fill() {
+	n.distinct = false // (more than linearMax: the map answers)
 	if len(n.names) <= linearMax {
 		n.distinct = true
 		for i := range n.names {
