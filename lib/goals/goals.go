@@ -85,12 +85,13 @@ type Workspace struct {
 	// A pass's buffers (Schedule).
 	finish               prsc.CompletionsWork
 	abandoned            []int
-	overall, anticipated []float64  // per project
-	lateUsed             []float64  // per project
-	chosen               []bool     // per task
-	seen                 []bool     // per project
-	order                []int      // the host's resources, coprocessors first
-	mine, late, spare    []taskInfo // spare: sortByRank's other buffer
+	overall, anticipated []float64 // per project
+	lateUsed             []float64 // per project
+	chosen               []bool    // per task
+	seen                 []bool    // per project
+	order                []int     // the host's resources, coprocessors first
+	mine, late           []taskInfo
+	byRank               [3][]taskInfo // a resource's tasks by rank
 
 	// A request's buffers (Needs, Request, Next).
 	needs   []Need
@@ -144,31 +145,6 @@ func sortStableByDeadline(ts []taskInfo) {
 			return
 		}
 	}
-}
-
-// sortByRank sorts ts stably by rank, then deadline, with buf's storage; it returns
-// the sorted list (in buf's storage) and ts's storage, for the next call's buf. A
-// stable sort by (rank, deadline) is the tasks of each rank in their order, each rank
-// stably sorted by deadline: so it is made, the ranks first counted and placed, so
-// that a list whose ranks are mixed but whose deadlines within each rank are in order
-// (the emulator's, a project's running task among the others' ready ones) is not sorted.
-func sortByRank(ts, buf []taskInfo) (sorted, spare []taskInfo) {
-	var start [4]int
-	for _, t := range ts {
-		start[t.rank+1]++
-	}
-	start[2] += start[1]
-	start[3] += start[2]
-	buf = grow(buf, len(ts))
-	next := start
-	for _, t := range ts {
-		buf[next[t.rank]] = t
-		next[t.rank]++
-	}
-	for k := range 3 {
-		sortStableByDeadline(buf[start[k]:start[k+1]])
-	}
-	return buf, ts
 }
 
 // runnable is doc's runnable tasks, in w's storage. A task's project, app version and
@@ -252,7 +228,7 @@ func Schedule(doc *state.Document, now float64) (abandoned []int) {
 }
 
 // exhaustive, set by tests, makes a pass sort and search as it did before its
-// shortcuts (sortByRank, least, present): every task sorted and looked at.
+// shortcuts (the ranks apart, least, present): every task sorted and looked at.
 var exhaustive bool
 
 // Schedule is Schedule with w's index and buffers.
@@ -320,39 +296,53 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 				cpuFree -= t.cpus
 			}
 		}
-		mine := w.mine[:0]
-		// least is the fewest instances a task of mine takes: with fewer free, none
-		// fits (fits) and the search below would find none. A NaN need may fit: -Inf.
-		// present counts the projects with tasks in mine (seen).
+		// This resource's tasks by rank (running, preempted, ready), each rank in
+		// document order, and the late ones (below) in document order too. least is
+		// the fewest instances one takes: with fewer free, none fits (fits) and the
+		// search below would find none (a NaN need may fit: -Inf). present counts the
+		// projects with tasks here (seen); ready says whether the ready ones are by
+		// deadline already.
+		byRank := &w.byRank
+		for k := range byRank {
+			byRank[k] = byRank[k][:0]
+		}
+		mine := w.mine[:0] // all of them, in document order, for the exhaustive sort
+		late := w.late[:0]
 		least := math.Inf(1)
 		seen := grow(w.seen, len(doc.Projects))
 		w.seen = seen
 		present := 0
+		ready := true
 		for _, t := range ts {
-			if t.r == r {
-				mine = append(mine, t)
-				if !seen[t.p] {
-					seen[t.p] = true
-					present++
-				}
-				if t.inst < least {
-					least = t.inst
-				} else if t.inst != t.inst {
-					least = math.Inf(-1)
-				}
+			if t.r != r {
+				continue
 			}
-		}
-		w.mine = mine
-		shareOf, _ := w.shares(doc, h.Resources[r].Type)
-		// Deadline mode: the tasks the round-robin simulation sees late, earliest
-		// deadline first.
-		late := w.late[:0]
-		for _, t := range mine {
+			if !seen[t.p] {
+				seen[t.p] = true
+				present++
+			}
+			if t.inst < least {
+				least = t.inst
+			} else if t.inst != t.inst {
+				least = math.Inf(-1)
+			}
 			if isLate[t.i] {
 				late = append(late, t)
 			}
+			if exhaustive {
+				mine = append(mine, t)
+				continue
+			}
+			list := byRank[t.rank]
+			if t.rank == 2 && len(list) > 0 && byDeadline(t, list[len(list)-1]) < 0 {
+				ready = false
+			}
+			byRank[t.rank] = append(list, t)
 		}
-		w.late = late
+		w.mine, w.late = mine, late
+		shareOf, _ := w.shares(doc, h.Resources[r].Type)
+		// Deadline mode: the tasks the round-robin simulation sees late, earliest
+		// deadline first.
 		sortStableByDeadline(late)
 		// A project's late tasks take at most the instances its share gives it, rounded
 		// up: deadline mode must not hand a project with short deadlines the whole host.
@@ -365,7 +355,11 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 			}
 		}
 		// Then by anticipated overall debt; within a project running, preempted, then
-		// ready by earliest deadline.
+		// ready by earliest deadline: the tasks stably sorted by rank, then deadline.
+		// That is each rank's tasks in document order stably sorted by deadline, one
+		// rank after the other (lists): the few running and preempted ones sorted, the
+		// thousands of ready ones only when out of order.
+		lists := [3][]taskInfo{mine}
 		if exhaustive {
 			slices.SortStableFunc(mine, func(a, b taskInfo) int {
 				if c := cmp.Compare(a.rank, b.rank); c != 0 {
@@ -374,8 +368,12 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 				return byDeadline(a, b)
 			})
 		} else {
-			mine, w.spare = sortByRank(mine, w.spare)
-			w.mine = mine
+			sortStableByDeadline(byRank[0])
+			sortStableByDeadline(byRank[1])
+			if !ready {
+				slices.SortStableFunc(byRank[2], byDeadline)
+			}
+			lists = *byRank
 		}
 		anticipated := append(w.anticipated[:0], overall...)
 		w.anticipated = anticipated
@@ -393,28 +391,32 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 			if free+fitSlack < least && !exhaustive {
 				break // nothing fits (see least)
 			}
-			best := -1
+			var best taskInfo
+			found := false
 			clear(seen)
 			met := 0
-			for k, t := range mine {
-				if !fits(t) {
-					continue
-				}
-				if best < 0 || anticipated[t.p] > anticipated[mine[best].p] {
-					best = k
-				}
-				if !seen[t.p] {
-					seen[t.p] = true
-					if met++; met == present && !exhaustive {
-						break
+		search:
+			for _, list := range lists {
+				for _, t := range list {
+					if !fits(t) {
+						continue
+					}
+					if !found || anticipated[t.p] > anticipated[best.p] {
+						best, found = t, true
+					}
+					if !seen[t.p] {
+						seen[t.p] = true
+						if met++; met == present && !exhaustive {
+							break search
+						}
 					}
 				}
 			}
-			if best < 0 {
+			if !found {
 				break
 			}
-			take(mine[best])
-			anticipated[mine[best].p] -= payoff * mine[best].inst
+			take(best)
+			anticipated[best.p] -= payoff * best.inst
 		}
 	}
 	next := now + doc.Preferences.CPUSchedulingPeriod

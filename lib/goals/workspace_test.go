@@ -1,14 +1,12 @@
 package goals
 
 import (
-	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
 
-	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/bkit/bkit/lib/state"
@@ -64,40 +62,40 @@ func TestWorkspaceIsPlain(t *testing.T) {
 		for _, d := range []*state.Document{plain, ws, quiet} {
 			mutate(d, i, now)
 		}
-		if diff := gocmp.Diff(Needs(plain), w.Needs(ws), opts); diff != "" {
+		if diff := cmp.Diff(Needs(plain), w.Needs(ws), opts); diff != "" {
 			t.Fatalf("call %d: needs (-Needs +Workspace):\n%s", i, diff)
 		}
 		for _, asked := range [][]int{nil, {0}, {1, 2}} {
 			want, wantOK := Request(plain, now, asked)
 			got, ok := w.Request(ws, now, asked)
-			if diff := gocmp.Diff(want, got, opts); diff != "" || ok != wantOK {
+			if diff := cmp.Diff(want, got, opts); diff != "" || ok != wantOK {
 				t.Fatalf("call %d, asked %v: request %v, want %v (-Request +Workspace):\n%s", i, asked, ok, wantOK, diff)
 			}
 			got, ok = q.Request(quiet, now, asked)
 			want.Reason = ""
-			if diff := gocmp.Diff(want, got, opts); diff != "" || ok != wantOK {
+			if diff := cmp.Diff(want, got, opts); diff != "" || ok != wantOK {
 				t.Fatalf("call %d, asked %v: quiet request %v, want %v (-Request without its reason +quiet Workspace):\n%s", i, asked, ok, wantOK, diff)
 			}
 		}
 		for _, asked := range [][]int{nil, {0}} {
 			want, wantOK := Next(plain, now, asked)
 			got, ok := w.Next(ws, now, asked)
-			if diff := gocmp.Diff(want, got, opts); diff != "" || ok != wantOK {
+			if diff := cmp.Diff(want, got, opts); diff != "" || ok != wantOK {
 				t.Fatalf("call %d, asked %v: next %v, want %v (-Next +Workspace):\n%s", i, asked, ok, wantOK, diff)
 			}
 			got, ok = q.Next(quiet, now, asked)
 			want.Why, want.Request.Reason = "", ""
-			if diff := gocmp.Diff(want, got, opts); diff != "" || ok != wantOK {
+			if diff := cmp.Diff(want, got, opts); diff != "" || ok != wantOK {
 				t.Fatalf("call %d, asked %v: quiet next %v, want %v (-Next without its words +quiet Workspace):\n%s", i, asked, ok, wantOK, diff)
 			}
 		}
 		exhaustive = true // the plain pass without its shortcuts, too
 		want := Schedule(plain, now)
 		exhaustive = false
-		if diff := gocmp.Diff(want, w.Schedule(ws, now), opts); diff != "" {
+		if diff := cmp.Diff(want, w.Schedule(ws, now), opts); diff != "" {
 			t.Fatalf("call %d: abandoned (-Schedule +Workspace):\n%s", i, diff)
 		}
-		if diff := gocmp.Diff(want, q.Schedule(quiet, now), opts); diff != "" {
+		if diff := cmp.Diff(want, q.Schedule(quiet, now), opts); diff != "" {
 			t.Fatalf("call %d: abandoned (-Schedule +quiet Workspace):\n%s", i, diff)
 		}
 		used := make([][]float64, len(plain.Projects))
@@ -107,13 +105,13 @@ func TestWorkspaceIsPlain(t *testing.T) {
 		Account(plain, used, 600, now+600)
 		w.Account(ws, used, 600, now+600)
 		q.Account(quiet, used, 600, now+600)
-		if diff := gocmp.Diff(plain, ws, opts); diff != "" {
+		if diff := cmp.Diff(plain, ws, opts); diff != "" {
 			t.Fatalf("call %d: document (-plain functions +Workspace):\n%s", i, diff)
 		}
 		if plain.Request != nil {
 			quiet.Request.Reason = plain.Request.Reason // the one difference Quiet makes
 		}
-		if diff := gocmp.Diff(plain, quiet, opts); diff != "" {
+		if diff := cmp.Diff(plain, quiet, opts); diff != "" {
 			t.Fatalf("call %d: document (-plain functions +quiet Workspace):\n%s", i, diff)
 		}
 	}
@@ -168,42 +166,4 @@ func mutate(d *state.Document, i int, now float64) {
 	p.Resources[(i+1)%len(p.Resources)].BackoffUntil = now + float64(i%3*600)
 	p.MinRPCTime = now + float64(i%2*300)
 	p.NRPCFailures = i % 3 % 2
-}
-
-// sortByRank's order is the one slices.SortStableFunc gives by rank, then deadline,
-// on lists in order, with one task out of order, in any order, with equal and NaN
-// deadlines; its buffers are reused from one call to the next.
-func TestSortByRankIsStableSort(t *testing.T) {
-	var buf []taskInfo
-	for i := range 200 {
-		ts := make([]taskInfo, i%40)
-		for k := range ts {
-			dl := float64(k * 10)
-			switch i % 4 {
-			case 1:
-				if k == i%7 {
-					dl = 25
-				}
-			case 2:
-				dl = float64((k*37 + i*11) % 13)
-			case 3:
-				if k%5 == i%5 {
-					dl = math.NaN()
-				}
-			}
-			ts[k] = taskInfo{i: k, rank: []int{2, 2, 2, 0, 1}[(k*3+i)%5], dl: dl}
-		}
-		want := slices.Clone(ts)
-		slices.SortStableFunc(want, func(a, b taskInfo) int {
-			if c := cmp.Compare(a.rank, b.rank); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.dl, b.dl)
-		})
-		var got []taskInfo
-		got, buf = sortByRank(ts, buf)
-		if d := gocmp.Diff(want, got, gocmp.AllowUnexported(taskInfo{}), cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); d != "" {
-			t.Fatalf("list %d (-stable sort +sortByRank):\n%s", i, d)
-		}
-	}
 }
