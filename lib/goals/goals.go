@@ -87,6 +87,7 @@ type Workspace struct {
 	abandoned            []int
 	overall, anticipated []float64 // per project
 	lateUsed             []float64 // per project
+	avail                []float64 // per host resource
 	chosen               []bool    // per task
 	seen                 []bool    // per project
 	order                []int     // the host's resources, coprocessors first
@@ -238,9 +239,14 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 	// Abandon ready tasks that cannot meet their deadline even if started now.
 	abandoned = w.abandoned[:0]
 	keep := ts[:0]
+	avail := w.avail[:0] // availability of each resource, found once
+	for r := range h.Resources {
+		avail = append(avail, availability(h, r))
+	}
+	w.avail = avail
 	for _, t := range ts {
 		task := &doc.Tasks[t.i]
-		a := availability(h, t.r)
+		a := avail[t.r]
 		unstarted := task.State == state.TaskReady && task.FlopsDone == 0
 		if (unstarted && a > 0 && now+t.runtime/a > task.ReportDeadline) || now+t.runtime > task.ReportDeadline {
 			task.State = state.TaskDone
