@@ -72,8 +72,11 @@ func nextPass(doc *state.Document, avOf []int32, now float64, prev string, quiet
 	at, first := now+doc.Preferences.CPUSchedulingPeriod, -1
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
+		if t.State != state.TaskRunning {
+			continue
+		}
 		left := t.RemainingFlops()
-		if t.State != state.TaskRunning || left <= 0 {
+		if left <= 0 {
 			continue
 		}
 		speed := doc.AppVersions[avOf[i]].Speed(&doc.Host) // a running task is runnable: avOf knows it
