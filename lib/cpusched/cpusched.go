@@ -148,6 +148,7 @@ type Workspace struct {
 	done, antic []float64
 	next        []int
 	used, small []float64 // Due: per resource
+	least       []float64 // Due: per resource
 	waiting     []bool
 	pass        Pass
 }

@@ -1,6 +1,8 @@
 package cpusched
 
 import (
+	"math"
+
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -46,6 +48,10 @@ const (
 	dueFinished           // a running task has finished its work: its processor is free (the task's index)
 )
 
+// dueExhaustive, set by tests, makes due look at every waiting task (no settled
+// resources).
+var dueExhaustive bool
+
 // due is Due's decision: its cause and the task or resource it names.
 func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 	s := doc.CPUSched
@@ -71,6 +77,29 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 	nR := len(doc.Host.Resources)
 	used, small, waiting := grow(w.used, nR), grow(w.small, nR), grow(w.waiting, nR)
 	w.used, w.small, w.waiting = used, small, waiting
+	// least[r]: the least need of an app version on r (-Inf when one's is NaN). Once a
+	// resource's smallest waiting need is that (settled), no later task lowers it, and
+	// once every resource with app versions is settled the waiting tasks need no look.
+	least := grow(w.least, nR)
+	w.least = least
+	for r := range least {
+		least[r] = math.Inf(1)
+	}
+	for v := range doc.AppVersions {
+		if r := w.avRes[v]; r >= 0 {
+			if n := doc.AppVersions[v].Instances(); n < least[r] {
+				least[r] = n
+			} else if n != n {
+				least[r] = math.Inf(-1)
+			}
+		}
+	}
+	open := 0 // resources with app versions not settled
+	for r := range least {
+		if least[r] < math.Inf(1) {
+			open++
+		}
+	}
 	var coprocCPUs float64
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
@@ -79,6 +108,9 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 		case state.TaskRunning:
 			running = true
 		case state.TaskReady, state.TaskPreempted:
+			if open == 0 && !dueExhaustive {
+				continue // every resource settled: it would change nothing
+			}
 		default:
 			continue // a done or reported task counts in neither sum
 		}
@@ -92,6 +124,9 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 			}
 		} else if n := av.Instances(); !waiting[r] || n < small[r] {
 			small[r], waiting[r] = n, true
+			if n == least[r] {
+				open--
+			}
 		}
 	}
 	// The CPUs coprocessor tasks take are not free for CPU tasks (the pass gives them
