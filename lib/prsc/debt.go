@@ -152,6 +152,15 @@ func grow[T any](b []T, n int) []T {
 	return b
 }
 
+// resize returns b with length n, reusing its storage, its elements as they were: for
+// buffers whose every element the caller writes before reading (no clearing).
+func resize[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
 // AccumulateDebt is AccumulateDebt with w's buffers, in the steps of its comment: who
 // takes part where, each resource's use, the groups and what each owes, then each
 // project's debts.

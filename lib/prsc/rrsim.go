@@ -462,6 +462,10 @@ type CompletionsWork struct {
 	finish   []float64
 	lateOnly lateOnly // Late's
 	late     []bool
+	work     []float64 // lateAtOnce's, per resource
+	jobs     []bool    // lateAtOnce's, per resource: it has jobs
+	res      []int32   // lateAtOnce's, per task: its job's resource, -1 for none
+	dur      []float64 // lateAtOnce's, per task: its job's left ÷ rate
 }
 
 // Completions is Completions with w's buffers.
@@ -483,16 +487,87 @@ func Late(doc *state.Document, now, margin float64) []bool {
 // known (lateOnly), where Completions runs it to the last completion: with thousands
 // of short jobs well ahead of their deadlines, that is at once.
 func (w *CompletionsWork) Late(doc *state.Document, now, margin float64) []bool {
+	late := grow(w.late, len(doc.Tasks))
+	w.late = late
+	if w.lateAtOnce(doc, now, margin, late) {
+		return late
+	}
 	w.lateOnly = lateOnly{now: now, margin: margin, tasks: doc.Tasks}
 	w.sim.late = &w.lateOnly
 	w.finish = completions(doc, now, &w.sim, w.finish)
 	w.sim.late, w.lateOnly.tasks = nil, nil
-	late := grow(w.late, len(doc.Tasks))
-	w.late = late
 	for i, f := range w.finish {
 		late[i] = now+f+margin > doc.Tasks[i].ReportDeadline
 	}
 	return late
+}
+
+// lateAtOnce answers Late in two passes over the tasks, without the simulation, when
+// settled's bound settles every job (none late; a task without a job has finish +Inf,
+// as Completions gives it), writing the answers to late; it reports false, late half
+// written, when some job is not settled or has no bound (then the simulation decides).
+// The bound is settled's, each resource's work W summed in document order rather than
+// queue order: the bound holds of Completions' times whatever the order (its 1e-6
+// covers the rounding of the sums many times over, and a different order of W's terms
+// moves W by about as little), so a job it settles is on time in Completions too. The
+// jobs and their rates are simulate's.
+func (w *CompletionsWork) lateAtOnce(doc *state.Document, now, margin float64, late []bool) bool {
+	sw := &w.sim
+	sw.index(doc)
+	h := &doc.Host
+	nr := len(h.Resources)
+	work, jobs := grow(w.work, nr), grow(w.jobs, nr)
+	w.work, w.jobs = work, jobs
+	// Each task's job: its resource (-1: no job) and left ÷ rate, for the second pass.
+	res, dur := resize(w.res, len(doc.Tasks)), resize(w.dur, len(doc.Tasks))
+	w.res, w.dur = res, dur
+	avail := h.TimeStats.OnFrac * h.TimeStats.ActiveFrac
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		res[i] = -1
+		switch t.State {
+		case state.TaskRunning, state.TaskPreempted, state.TaskReady:
+		default:
+			continue
+		}
+		left := t.RemainingFlops()
+		if left <= 0 {
+			continue
+		}
+		v := sw.appVersionIndex(t.AppVersion)
+		r := sw.avRes[v]
+		rate := sw.avSpeed[v] * avail
+		if r != sw.cpu {
+			rate *= h.TimeStats.GPUActiveFrac
+		}
+		if inst := sw.avInst[v]; !(rate > 0 && inst > 0) {
+			return false // no bound (settled: +Inf)
+		}
+		res[i], dur[i] = int32(r), left/rate
+		work[r] += dur[i] * sw.avInst[v]
+		jobs[r] = true
+	}
+	for r := range work {
+		if n := float64(h.Resources[r].Instances); jobs[r] {
+			if !(n > 0 && work[r] < math.Inf(1)) {
+				return false // no bound
+			}
+			work[r] /= n // W/n
+		}
+	}
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		r := res[i]
+		if r < 0 {
+			late[i] = now+math.Inf(1)+margin > t.ReportDeadline
+			continue
+		}
+		if bound := (work[r] + dur[i]) * (1 + 1e-6); !(now+bound+margin <= t.ReportDeadline) {
+			return false // not settled: the simulation decides
+		}
+		late[i] = false
+	}
+	return true
 }
 
 // completions is Completions in sw's buffers, the result in buf's storage.

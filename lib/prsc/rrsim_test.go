@@ -487,13 +487,14 @@ func TestBusyTimesStopsEarlyAlike(t *testing.T) {
 }
 
 // TestLateIsCompletions: Late stops its simulation once every task left is known to
-// end late or on time (lateOnly, with a margin); its answers are those of the whole
-// simulation (Completions) to the last task, on the documents of
+// end late or on time (lateOnly, with a margin), or runs none when every job is
+// settled at once (lateAtOnce); its answers are those of the whole simulation
+// (Completions) to the last task, on the documents of
 // TestBusyTimesStopsEarlyAlike, with margins of 0, a scheduling period and more, one
 // Workspace reused throughout.
 func TestLateIsCompletions(t *testing.T) {
 	var cw CompletionsWork
-	late, onTime := 0, 0
+	late, onTime, atOnce := 0, 0, 0
 	for i := range 400 {
 		doc := emulatorDoc()
 		if i%2 == 1 {
@@ -542,8 +543,43 @@ func TestLateIsCompletions(t *testing.T) {
 		if diff := cmp.Diff(want, Late(doc, now, margin)); diff != "" {
 			t.Fatalf("document %d (-whole simulation +Late, new workspace):\n%s", i, diff)
 		}
+		// Without the simulation when every job is settled.
+		got := make([]bool, len(doc.Tasks))
+		if cw.lateAtOnce(doc, now, margin, got) {
+			atOnce++
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("document %d (-whole simulation +lateAtOnce):\n%s", i, diff)
+			}
+		}
 	}
 	if late == 0 || onTime == 0 {
 		t.Fatalf("%d late, %d on time: the test compares one answer only", late, onTime)
+	}
+	if atOnce == 0 || atOnce == 400 {
+		t.Fatalf("%d of 400 documents answered without the simulation: the test compares one way only", atOnce)
+	}
+	// Every deadline a little after (all on time: settled at once) or well before (some
+	// late: a bound too small would settle them) the last completion.
+	for i, c := range []float64{3, 0.6, 1.5, 0.9} {
+		doc := emulatorDoc()
+		doc.Host.TimeStats.GPUActiveFrac = 1
+		now, margin := 1000.0, float64(i*600)
+		last := 0.0
+		for _, f := range Completions(doc, now) {
+			if !math.IsInf(f, 1) {
+				last = max(last, f)
+			}
+		}
+		for k := range doc.Tasks {
+			doc.Tasks[k].ReportDeadline = now + c*last + margin
+		}
+		finish := Completions(doc, now)
+		want := make([]bool, len(doc.Tasks))
+		for k := range doc.Tasks {
+			want[k] = now+finish[k]+margin > doc.Tasks[k].ReportDeadline
+		}
+		if diff := cmp.Diff(want, cw.Late(doc, now, margin)); diff != "" {
+			t.Fatalf("deadlines at %g × the last completion (-whole simulation +Late):\n%s", c, diff)
+		}
 	}
 }
