@@ -458,14 +458,15 @@ func Completions(doc *state.Document, now float64) []float64 {
 // ready; w.Completions and Completions compute alike, to the last bit; the slice
 // w.Completions returns is w's, good until the next call.
 type CompletionsWork struct {
-	sim      simWork
-	finish   []float64
-	lateOnly lateOnly // Late's
-	late     []bool
-	work     []float64 // lateAtOnce's, per resource
-	jobs     []bool    // lateAtOnce's, per resource: it has jobs
-	res      []int32   // lateAtOnce's, per task: its job's resource, -1 for none
-	dur      []float64 // lateAtOnce's, per task: its job's left ÷ rate
+	sim       simWork
+	finish    []float64
+	lateOnly  lateOnly // Late's
+	late      []bool
+	simulated bool      // Late has run the simulation once
+	work      []float64 // lateAtOnce's, per resource
+	jobs      []bool    // lateAtOnce's, per resource: it has jobs
+	res       []int32   // lateAtOnce's, per task: its job's resource, -1 for none
+	dur       []float64 // lateAtOnce's, per task: its job's left ÷ rate
 }
 
 // Completions is Completions with w's buffers.
@@ -489,9 +490,13 @@ func Late(doc *state.Document, now, margin float64) []bool {
 func (w *CompletionsWork) Late(doc *state.Document, now, margin float64) []bool {
 	late := grow(w.late, len(doc.Tasks))
 	w.late = late
-	if w.lateAtOnce(doc, now, margin, late) {
+	// The first call runs the simulation all the same: its buffers are then made as a
+	// run starts, not at the first job not settled, which may come days into it (the
+	// emulator's step loop allocates nothing).
+	if w.simulated && w.lateAtOnce(doc, now, margin, late) {
 		return late
 	}
+	w.simulated = true
 	w.lateOnly = lateOnly{now: now, margin: margin, tasks: doc.Tasks}
 	w.sim.late = &w.lateOnly
 	w.finish = completions(doc, now, &w.sim, w.finish)
