@@ -4,11 +4,16 @@
 package scripttest
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
+	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -61,4 +66,58 @@ func URLVar(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: serverurl FILE VAR")
 	}
 	ts.Setenv(args[1], ServerURL(ts, args[0]))
+}
+
+// StartServe starts a `bserver serve` process (the bserver on $PATH: a test
+// binary's own, put there by testscript.Main) on a free loopback port and returns its
+// base URL; the process gets SIGTERM at cleanup and must exit 0. projectDir is its
+// --project-dir, or "" for the default (SQLite's database directory; a new one for
+// MySQL).
+func StartServe(t testing.TB, db, projectDir string) string {
+	t.Helper()
+	bin, err := exec.LookPath("bserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}
+	if projectDir == "" && strings.HasPrefix(db, "mysql://") {
+		// Required with MySQL, where no database file's directory implies it.
+		projectDir = t.TempDir()
+	}
+	if projectDir != "" {
+		args = append(args, "--project-dir", projectDir)
+	}
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("serve: %v\n%s", err, stderr.String())
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- s
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case s := <-line:
+		url, ok := strings.CutPrefix(strings.TrimSpace(s), "listening on ")
+		if !ok {
+			t.Fatalf("serve said %q", s)
+		}
+		return url
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	return ""
 }

@@ -1,21 +1,17 @@
 package bserver_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"os/exec"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/programs/bserver"
+	"github.com/bkit/bkit/lib/scripttest"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
 )
@@ -27,59 +23,6 @@ func run(t *testing.T, args ...string) {
 	if code := bserver.Main(append([]string{"bserver"}, args...), nil, &out, &errb); code != 0 {
 		t.Fatalf("bserver %v: status %d: %s", args, code, errb.String())
 	}
-}
-
-// startServe starts a `bserver serve` process on a free loopback port and returns its
-// base URL; the process gets SIGTERM at cleanup and must exit 0. projectDir is its
-// --project-dir, or "" for the default (SQLite's database directory; a new one for
-// MySQL).
-func startServe(t *testing.T, db, projectDir string) string {
-	t.Helper()
-	bin, err := exec.LookPath("bserver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}
-	if projectDir == "" && strings.HasPrefix(db, "mysql://") {
-		// Required with MySQL, where no database file's directory implies it.
-		projectDir = t.TempDir()
-	}
-	if projectDir != "" {
-		args = append(args, "--project-dir", projectDir)
-	}
-	cmd := exec.Command(bin, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("serve: %v\n%s", err, stderr.String())
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- s
-		io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case s := <-line:
-		url, ok := strings.CutPrefix(strings.TrimSpace(s), "listening on ")
-		if !ok {
-			t.Fatalf("serve said %q", s)
-		}
-		return url
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not start")
-	}
-	return ""
 }
 
 // TestTwoServers runs two server processes on one database (a SQLite file, and a
@@ -108,7 +51,7 @@ func testTwoServers(t *testing.T, db string) {
 	run(t, "app", "add", "--db", db, "--project-dir", pdir, "sim")
 	run(t, "app-version", "add", "--db", db, "--project-dir", pdir, "--app", "sim", "--version", "1")
 	run(t, "work", "create", "--db", db, "--project-dir", pdir, "--app", "sim", "--count", "1000", "--fpops-est", "1e12", "--delay-bound", "1d")
-	urls := []string{startServe(t, db, pdir) + "scheduler", startServe(t, db, pdir) + "scheduler"}
+	urls := []string{scripttest.StartServe(t, db, pdir) + "scheduler", scripttest.StartServe(t, db, pdir) + "scheduler"}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}
 	post := func(url string, req *boincxml.SchedulerRequest) (*boincxml.SchedulerReply, error) {
 		b, _ := req.Marshal()

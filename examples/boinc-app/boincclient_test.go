@@ -1,4 +1,4 @@
-package bserver_test
+package main
 
 import (
 	"bytes"
@@ -20,7 +20,9 @@ import (
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/programs/bsim"
+	"github.com/bkit/bkit/lib/scripttest"
 	"github.com/bkit/bkit/lib/store"
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // runOut runs bserver in-process, fails t unless it exits 0, and returns its stdout.
@@ -56,6 +58,14 @@ const clientConfig = `<cc_config>
 </cc_config>
 `
 
+// TestMain lets the test binary run as the bserver program too: testscript puts a copy
+// named bserver on $PATH, which scripttest.StartServe starts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"bserver": func() { os.Exit(bserver.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
 // TestRealBOINCClient runs Debian's boinc-client against `bserver serve` on loopback:
 // the client attaches with an account key, downloads the signed example app
 // (examples/boinc-app) and the jobs' input, runs the jobs, uploads their outputs and
@@ -77,7 +87,7 @@ func TestRealBOINCClient(t *testing.T) {
 	os.MkdirAll(proj, 0o755)
 	os.MkdirAll(cdir, 0o755)
 	appBin := filepath.Join(dir, "boinc-app")
-	build := exec.Command("go", "build", "-o", appBin, "../../../examples/boinc-app")
+	build := exec.Command("go", "build", "-o", appBin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the example app: %v\n%s", err, out)
@@ -97,7 +107,7 @@ func TestRealBOINCClient(t *testing.T) {
 	// the job takes, so the client never aborts one for its elapsed time.
 	runOut(t, "work", "create", "--db", db, "--app", "upper", "--count", strconv.Itoa(njobs), "--fpops-est", "1e8", "--fpops-bound", "1e12",
 		"--delay-bound", "1d", "--input", "in="+input, "--output", "out:100000")
-	url := startServe(t, db, "")
+	url := scripttest.StartServe(t, db, "")
 
 	os.WriteFile(filepath.Join(cdir, "global_prefs_override.xml"), []byte(clientPrefs), 0o644)
 	os.WriteFile(filepath.Join(cdir, "cc_config.xml"), []byte(clientConfig), 0o644)
