@@ -68,24 +68,14 @@ func URLVar(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[1], ServerURL(ts, args[0]))
 }
 
-// StartServe starts a `bserver serve` process (the bserver on $PATH: a test
-// binary's own, put there by testscript.Main) on a free loopback port and returns its
-// base URL; the process gets SIGTERM at cleanup and must exit 0. projectDir is its
-// --project-dir, or "" for the default (SQLite's database directory; a new one for
-// MySQL).
-func StartServe(t testing.TB, db, projectDir string) string {
+// Start runs PROG (on $PATH: a test binary's own programs, put there by
+// testscript.Main) until cleanup (SIGTERM, exit 0), and
+// returns the first line it prints (with wait).
+func Start(t testing.TB, wait bool, prog string, args ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("bserver")
+	bin, err := exec.LookPath(prog)
 	if err != nil {
 		t.Fatal(err)
-	}
-	args := []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}
-	if projectDir == "" && strings.HasPrefix(db, "mysql://") {
-		// Required with MySQL, where no database file's directory implies it.
-		projectDir = t.TempDir()
-	}
-	if projectDir != "" {
-		args = append(args, "--project-dir", projectDir)
 	}
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -100,9 +90,16 @@ func StartServe(t testing.TB, db, projectDir string) string {
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
-			t.Errorf("serve: %v\n%s", err, stderr.String())
+			t.Errorf("%s: %v\n%s", prog, err, stderr.String())
+		}
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", prog, stderr.String())
 		}
 	})
+	if !wait {
+		go io.Copy(io.Discard, stdout)
+		return ""
+	}
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(stdout).ReadString('\n')
@@ -111,13 +108,31 @@ func StartServe(t testing.TB, db, projectDir string) string {
 	}()
 	select {
 	case s := <-line:
-		url, ok := strings.CutPrefix(strings.TrimSpace(s), "listening on ")
-		if !ok {
-			t.Fatalf("serve said %q", s)
-		}
-		return url
+		return strings.TrimSpace(s)
 	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not start")
+		t.Fatalf("%s did not start", prog)
 	}
 	return ""
+}
+
+// StartServe starts a `bserver serve` process (Start) on a free loopback port and
+// returns its base URL; the process gets SIGTERM at cleanup and must exit 0. projectDir
+// is its --project-dir, or "" for the default (SQLite's database directory; a new one
+// for MySQL).
+func StartServe(t testing.TB, db, projectDir string) string {
+	t.Helper()
+	args := []string{"serve", "--db", db, "--addr", "127.0.0.1:0"}
+	if projectDir == "" && strings.HasPrefix(db, "mysql://") {
+		// Required with MySQL, where no database file's directory implies it.
+		projectDir = t.TempDir()
+	}
+	if projectDir != "" {
+		args = append(args, "--project-dir", projectDir)
+	}
+	s := Start(t, true, "bserver", args...)
+	url, ok := strings.CutPrefix(s, "listening on ")
+	if !ok {
+		t.Fatalf("serve said %q", s)
+	}
+	return url
 }

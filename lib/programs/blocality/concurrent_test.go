@@ -1,11 +1,9 @@
 package blocality_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"os/exec"
@@ -17,55 +15,10 @@ import (
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/locality"
+	"github.com/bkit/bkit/lib/scripttest"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
 )
-
-// start runs one of the test binary's programs until cleanup (SIGTERM, exit 0), and
-// returns the first line it prints (with wait).
-func start(t *testing.T, wait bool, prog string, args ...string) string {
-	t.Helper()
-	bin, err := exec.LookPath(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("%s: %v\n%s", prog, err, stderr.String())
-		}
-		if t.Failed() {
-			t.Logf("%s's log:\n%s", prog, stderr.String())
-		}
-	})
-	if !wait {
-		go io.Copy(io.Discard, stdout)
-		return ""
-	}
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- s
-		io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case s := <-line:
-		return strings.TrimSpace(s)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not start", prog)
-	}
-	return ""
-}
 
 // TestGenerateAndServeConcurrently runs two `blocality generate` and two `bserver
 // serve` processes on one database while hosts fetch and report jobs through both
@@ -104,13 +57,13 @@ func TestGenerateAndServeConcurrently(t *testing.T) {
 			}
 			var urls []string
 			for range 2 {
-				s := start(t, true, "bserver", append([]string{"serve", "--db", e.DSN, "--addr", "127.0.0.1:0"}, project...)...)
+				s := scripttest.Start(t, true, "bserver", append([]string{"serve", "--db", e.DSN, "--addr", "127.0.0.1:0"}, project...)...)
 				url, ok := strings.CutPrefix(s, "listening on ")
 				if !ok {
 					t.Fatalf("serve said %q", s)
 				}
 				urls = append(urls, url)
-				start(t, false, "blocality", "generate", "--db", e.DSN, "--cushion", "5", "--interval", "0.02", "-v")
+				scripttest.Start(t, false, "blocality", "generate", "--db", e.DSN, "--cushion", "5", "--interval", "0.02", "-v")
 			}
 			var wg sync.WaitGroup
 			deadline := time.Now().Add(3 * time.Second)
@@ -188,7 +141,7 @@ func TestDaemonsTwiceAndKilled(t *testing.T) {
 			}
 			var urls []string
 			for range 2 {
-				s := start(t, true, "bserver", append([]string{"serve", "--db", e.DSN, "--addr", "127.0.0.1:0"}, project...)...)
+				s := scripttest.Start(t, true, "bserver", append([]string{"serve", "--db", e.DSN, "--addr", "127.0.0.1:0"}, project...)...)
 				url, ok := strings.CutPrefix(s, "listening on ")
 				if !ok {
 					t.Fatalf("serve said %q", s)
