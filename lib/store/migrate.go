@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 )
@@ -451,19 +454,18 @@ func (s *Store) Migrate(ctx context.Context, now float64) (applied []int, err er
 			return nil, err
 		}
 		defer conn.Close()
+		// The lock is the database's own (its name hashed to fit MySQL's 64-character
+		// limit): projects sharing a server migrate at the same time.
 		var got sql.NullInt64
-		if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK('bkit_migrate', 60)`).Scan(&got); err != nil {
+		if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK(`+migrateLock+`, 60)`).Scan(&got); err != nil {
 			return nil, err
 		}
 		if got.Int64 != 1 {
 			return nil, errors.New("another process holds the migration lock")
 		}
-		defer conn.ExecContext(context.Background(), `SELECT RELEASE_LOCK('bkit_migrate')`)
+		defer conn.ExecContext(context.Background(), `SELECT RELEASE_LOCK(`+migrateLock+`)`)
 	}
-	if _, err := s.DB.ExecContext(ctx, s.dialect.ddl(`CREATE TABLE IF NOT EXISTS schema_version (
-		version BIGINT NOT NULL PRIMARY KEY,
-		applied_time DOUBLE NOT NULL
-	){TABLE}`)); err != nil {
+	if _, err := s.DB.ExecContext(ctx, s.dialect.ddl(schemaVersionTable)); err != nil {
 		return nil, fmt.Errorf("create schema_version: %w", err)
 	}
 	for i, stmts := range migrations {
@@ -494,6 +496,32 @@ func (s *Store) Migrate(ctx context.Context, now float64) (applied []int, err er
 		}
 	}
 	return applied, nil
+}
+
+// schemaVersionTable records the migrations applied, one row each.
+const schemaVersionTable = `CREATE TABLE IF NOT EXISTS schema_version (
+		version BIGINT NOT NULL PRIMARY KEY,
+		applied_time DOUBLE NOT NULL
+	){TABLE}`
+
+// migrateLock names the MySQL lock Migrate holds: one per database.
+const migrateLock = `CONCAT('bkit_migrate.', SHA1(DATABASE()))`
+
+// SchemaDigest identifies the schema Migrate makes on engine (SQLite or MySQL): a hash
+// of every migration's statements as that engine runs them, so a copy of a migrated
+// database (a test's template) is known to be stale as soon as any statement changes.
+func SchemaDigest(engine string) string {
+	d := dialects[engine]
+	h := sha256.New()
+	io.WriteString(h, d.ddl(schemaVersionTable))
+	for _, stmts := range migrations {
+		for _, st := range stmts {
+			io.WriteString(h, d.ddl(st))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte{1})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // nowSeconds is the wall clock as Unix seconds, for rows whose time no caller gave.

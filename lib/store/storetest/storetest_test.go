@@ -1,0 +1,69 @@
+package storetest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestTemplateIsMigrated checks that a database Open fills from the template has the
+// very schema Migrate makes on an empty one: the same tables, each with the same
+// SHOW CREATE TABLE (columns, keys, foreign keys), and the same versions.
+func TestTemplateIsMigrated(t *testing.T) {
+	ctx := context.Background()
+	migrated, err := store.Open(storetest.MySQLDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer migrated.Close()
+	if _, err := migrated.Migrate(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	copied := storetest.Open(t, storetest.MySQLDSN(t))
+	schema := func(s *store.Store) map[string]string {
+		t.Helper()
+		rows, err := s.DB.QueryContext(ctx, "SHOW TABLES")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for rows.Next() {
+			var n string
+			rows.Scan(&n)
+			names = append(names, n)
+		}
+		rows.Close()
+		out := map[string]string{}
+		for _, n := range names {
+			var table, create string
+			if err := s.DB.QueryRowContext(ctx, "SHOW CREATE TABLE "+n).Scan(&table, &create); err != nil {
+				t.Fatal(err)
+			}
+			out[n] = create
+		}
+		var versions []int
+		rows, err = s.DB.QueryContext(ctx, "SELECT version FROM schema_version ORDER BY version")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var v int
+			rows.Scan(&v)
+			versions = append(versions, v)
+		}
+		rows.Close()
+		out["versions"] = fmt.Sprint(versions)
+		return out
+	}
+	want, got := schema(migrated), schema(copied)
+	if len(want) < 10 {
+		t.Fatalf("the migrated database has only %d tables", len(want)-1)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("template copy differs from a migrated database (-migrated +copy):\n%s", d)
+	}
+}
