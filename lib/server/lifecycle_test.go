@@ -76,3 +76,33 @@ func TestSlowClientTimeout(t *testing.T) {
 		t.Errorf("unexpected response %q", b)
 	}
 }
+
+// TestShutdownSkipsSilentConnections checks that a connection that has sent nothing
+// (an HTTP client's spare) does not hold up a shutdown: net/http alone would wait five
+// seconds for it, though no request is in flight.
+func TestShutdownSkipsSilentConnections(t *testing.T) {
+	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{}, 0)
+	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(e.url, "http://"), "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(100 * time.Millisecond) // the server has accepted it
+	began := time.Now()
+	e.cancel()
+	select {
+	case <-e.done:
+		if e.err != nil {
+			t.Errorf("Serve: %v", e.err)
+		}
+		if d := time.Since(began); d > 3*time.Second {
+			t.Errorf("Serve returned %v after the shutdown began, want before net/http's five seconds for a silent connection", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	if n, err := conn.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("the silent connection is still open: read %d, %v", n, err)
+	}
+}

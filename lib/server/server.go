@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
@@ -265,6 +266,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// their transactions.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	silent := &silentConns{conns: map[net.Conn]bool{}}
+	hs.ConnState = silent.track
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -275,11 +278,49 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log().Info("shutting down: draining requests in flight")
 	dctx, cancel := context.WithTimeout(context.Background(), orDefault(c.DrainTimeout, DefaultDrainTimeout))
 	defer cancel()
+	silent.closeAll()
 	err := hs.Shutdown(dctx)
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
 	return err
+}
+
+// silentConns are the connections that have not sent a byte. http.Server's Shutdown
+// counts such a connection as busy for its first five seconds (it might be about to
+// send a request), so one a client opened and never used (an HTTP client dials
+// ahead, and keeps the spare) held up every shutdown by five seconds. Nothing has
+// been asked on them, so the drain closes them at once.
+type silentConns struct {
+	mu      sync.Mutex
+	closing bool
+	conns   map[net.Conn]bool
+}
+
+// track is the server's ConnState hook.
+func (s *silentConns) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state != http.StateNew {
+		delete(s.conns, c)
+		return
+	}
+	if s.closing {
+		c.Close()
+		return
+	}
+	s.conns[c] = true
+}
+
+// closeAll closes the silent connections, and from now on every new one.
+func (s *silentConns) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	for c := range s.conns {
+		c.Close()
+	}
+	clear(s.conns)
 }
 
 // URLFor returns the base URL of a listener's address, for messages and tests.
