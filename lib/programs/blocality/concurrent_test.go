@@ -66,7 +66,7 @@ func TestGenerateAndServeConcurrently(t *testing.T) {
 				scripttest.Start(t, false, "blocality", "generate", "--db", e.DSN, "--cushion", "5", "--interval", "0.02", "-v")
 			}
 			var wg sync.WaitGroup
-			deadline := time.Now().Add(3 * time.Second)
+			deadline := time.Now().Add(1500 * time.Millisecond)
 			for h := range 8 {
 				wg.Add(1)
 				go func() {
@@ -99,7 +99,7 @@ func TestGenerateAndServeConcurrently(t *testing.T) {
 
 // TestDaemonsTwiceAndKilled runs the three daemons twice each (generate, transition,
 // credit) beside two `bserver serve` processes while hosts fetch and report jobs
-// (two results a job, both must succeed), SIGKILLs a daemon at random every fifth of
+// (two results a job, both must succeed), SIGKILLs a daemon at random every tenth of
 // a second and starts another in its place, then makes one clean pass of the
 // transitioner and the locality daemon and checks every cursor against what its
 // jobs say: each job below first_ungenerated_job_num made once with its two results,
@@ -176,7 +176,7 @@ func TestDaemonsTwiceAndKilled(t *testing.T) {
 					select {
 					case <-stop:
 						return
-					case <-time.After(200 * time.Millisecond):
+					case <-time.After(100 * time.Millisecond):
 					}
 					i := (k * 7) % len(procs)
 					procs[i].Process.Signal(syscall.SIGKILL)
@@ -186,7 +186,7 @@ func TestDaemonsTwiceAndKilled(t *testing.T) {
 				}
 			}()
 			var wg sync.WaitGroup
-			deadline := time.Now().Add(4 * time.Second)
+			deadline := time.Now().Add(2 * time.Second)
 			for h := range 8 {
 				wg.Add(1)
 				go func() {
