@@ -138,24 +138,8 @@ func transient(format string, args ...any) error {
 	return &uploadError{false, fmt.Sprintf(format, args...)}
 }
 
-// validFileName tells whether name may be a file name in the project's directories:
-// ^[A-Za-z0-9][A-Za-z0-9_.-]{0,250}$ (TestValidFileName holds it to that expression).
-// Not a regexp: compiling that one costs every program linking this package 3,300
-// allocations at start-up, and the toolkit's programs start often.
-func validFileName(name string) bool {
-	if len(name) == 0 || len(name) > 251 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case i > 0 && (c == '_' || c == '.' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validFileName tells whether name may be a file name in the project's directories.
+func validFileName(name string) bool { return store.ValidName(name, store.MaxFileNameLen) }
 
 // serveUpload speaks BOINC's upload protocol on POST /file_upload_handler: a
 // <get_file_size> query, or a <file_upload> header followed by the file's bytes. A

@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -97,9 +96,11 @@ type descCursor struct {
 	LastJob  int `json:"last_job" yaml:"last_job"`
 }
 
-// validName is what batch and file names may be: they become workunit, result and
-// file names.
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$`)
+// maxName is the longest batch or file name: they become workunit, result and file
+// names.
+const maxName = 200
+
+func validName(s string) bool { return store.ValidName(s, maxName) }
 
 // problems collects what is wrong with a description, each naming its field.
 type problems struct {
@@ -144,7 +145,7 @@ func parseDescription(data []byte, file, dir string, readFile func(string) ([]by
 	}
 	spec := store.BatchSpec{Name: d.Name, DelayBound: float64(d.DelayBound), MinQuorum: d.MinQuorum, TargetNResults: d.TargetNResults,
 		MaxErrorResults: d.MaxErrorResults, MaxTotalResults: d.MaxTotalResults, MaxSuccessResults: d.MaxSuccessResults}
-	if !validName.MatchString(d.Name) {
+	if !validName(d.Name) {
 		p.add("name: want letters, digits, '_', '.' or '-' (at most 200, not starting with a punctuation mark), got %q", d.Name)
 	}
 	if d.DelayBound <= 0 {
@@ -179,7 +180,7 @@ func parseDescription(data []byte, file, dir string, readFile func(string) ([]by
 		}
 		if _, dup := index[f.Name]; dup {
 			p.add("%s.name: %q is named twice", at, f.Name)
-		} else if !validName.MatchString(f.Name) {
+		} else if !validName(f.Name) {
 			p.add("%s.name: want letters, digits, '_', '.' or '-' (at most 200), got %q", at, f.Name)
 		}
 		if d.FilesCSV != "" && (!(f.Size >= 0) || math.IsInf(f.Size, 0)) { // the tags checked files[]

@@ -2,7 +2,6 @@ package bserver
 
 import (
 	"context"
-	"regexp"
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/store"
@@ -12,12 +11,12 @@ import (
 // What the administration subcommands (app.go, appversion.go, work.go, status.go)
 // share.
 
-// validName is what app names and workunit name prefixes may be: they end up in file
-// and result names.
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
+// maxName is the longest app name, platform or workunit name prefix: they end up in
+// file and result names.
+const maxName = 100
 
 func checkName(what, s string) error {
-	if !validName.MatchString(s) {
+	if !store.ValidName(s, maxName) {
 		return cliutil.Usagef("%s: want letters, digits, '_', '.' or '-' (at most 100, not starting with a punctuation mark), got %q", what, s)
 	}
 	return nil

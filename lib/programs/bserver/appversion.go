@@ -77,7 +77,7 @@ versions) or the GPU's peak FLOPS × coproc-count (GPU versions).`,
 				av.Platform = cmd.String("platform")
 				files := cmd.StringSlice("file")
 				switch {
-				case av.Platform != "" && !validName.MatchString(av.Platform):
+				case av.Platform != "" && !store.ValidName(av.Platform, maxName):
 					return cliutil.Usagef("--platform: want a BOINC platform name like x86_64-pc-linux-gnu, got %q", av.Platform)
 				case av.Platform != "" && len(files) == 0:
 					return cliutil.Usagef("--platform needs the version's files (--file PATH, the main program first)")

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -209,10 +208,8 @@ func md5File(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// fileNameRE is what names of files in the project's directories may be.
-var fileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,250}$`)
-
-func validFileName(s string) bool { return fileNameRE.MatchString(s) }
+// validFileName tells whether s may name a file in the project's directories.
+func validFileName(s string) bool { return store.ValidName(s, store.MaxFileNameLen) }
 
 func userCommand() *cli.Command {
 	return &cli.Command{
