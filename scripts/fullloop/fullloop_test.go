@@ -54,7 +54,8 @@ func binDir(t *testing.T) string {
 }
 
 // TestFullLoop runs a short loop (four clients: a plain one, one with a GPU, one that goes
-// offline and loses its work, one attached to both projects; six simulated hours) and checks its invariants (Summary.Broken, see invariants and
+// offline and loses its work, one attached to both projects; six simulated hours in
+// hour-long steps, which still lose, retry, give up and validate work) and checks its invariants (Summary.Broken, see invariants and
 // client.step): on SQLite with project A's front end SIGKILLed in the middle of a
 // step and restarted, and on MySQL/MariaDB with two front ends on A's database.
 func TestFullLoop(t *testing.T) {
@@ -63,7 +64,7 @@ func TestFullLoop(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			e.Require(t)
 			t.Parallel() // each engine's run has its own databases and directories
-			cfg := Config{Bin: bin, Clients: 4, Duration: 6 * 3600, Delta: 1800, FrontEnds: 1, Seed: 1, Output: "json", Keep: t.TempDir()}
+			cfg := Config{Bin: bin, Clients: 4, Duration: 6 * 3600, Delta: 3600, FrontEnds: 1, Seed: 1, Output: "json", Keep: t.TempDir()}
 			if e.Name == "sqlite" {
 				cfg.KillAt = 2 * 3600
 			} else {
