@@ -178,13 +178,13 @@ func testKilledUnderLoad(t *testing.T, db string) {
 		}()
 	}
 	for k := range kills {
-		time.Sleep(time.Duration(300+100*k) * time.Millisecond)
+		time.Sleep(time.Duration(150+50*k) * time.Millisecond)
 		proc.cmd.Process.Signal(syscall.SIGKILL)
 		proc.cmd.Wait()
 		proc = startServeProc(t, db, pdir)
 		url.Store(proc.url)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(150 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 
