@@ -39,7 +39,7 @@ func TestAdversarial(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, dsn string) {
 		const maxBody = 64 << 10
-		e := start(t, dsn, server.Config{MaxBodyBytes: maxBody, ReadTimeout: time.Second}, 4)
+		e := start(t, dsn, server.Config{MaxBodyBytes: maxBody, ReadTimeout: 400 * time.Millisecond}, 4)
 		var h advHosts
 		h.a, h.authA = e.newHost(t, 1, 0)
 		h.b, h.authB = e.newHost(t, 1, 0)
