@@ -134,10 +134,27 @@ func loadTemplate(dsn string) (string, []string, error) {
 }
 
 // makeTemplate (re)creates the template database name by migrating it, and marks it
-// complete last.
+// complete last. The templates of other schemas (older checkouts) are dropped, so the
+// server keeps one.
 func makeTemplate(ctx context.Context, conn *sql.Conn, dsn, name string) error {
-	if _, err := conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
+	rows, err := conn.QueryContext(ctx, "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'bkit\\_test\\_template\\_%'")
+	if err != nil {
 		return err
+	}
+	var old []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		old = append(old, n)
+	}
+	rows.Close()
+	for _, n := range append(old, name) {
+		if _, err := conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+n); err != nil {
+			return err
+		}
 	}
 	if _, err := conn.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
 		return err
