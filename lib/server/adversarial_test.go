@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -190,11 +189,7 @@ func (e *env) postReader(t *testing.T, body io.Reader) (int, string) {
 // slowBody sends a request whose body never arrives in full and waits for the server
 // to drop the connection at its read time-out; status 0 means dropped without an answer.
 func slowBody(t *testing.T, url string) (int, string) {
-	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, url)
 	fmt.Fprintf(conn, "POST /scheduler HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n<scheduler_request>")
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	b, err := io.ReadAll(conn)

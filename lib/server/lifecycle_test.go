@@ -19,11 +19,7 @@ import (
 // Serve returns once it is.
 func TestShutdownDrains(t *testing.T) {
 	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{}, 1)
-	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(e.url, "http://"), "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, e.url)
 	body := "<scheduler_request><cpu_req_secs>1</cpu_req_secs></scheduler_request>"
 	io.WriteString(conn, "POST /scheduler HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: "+
 		strconv.Itoa(len(body))+"\r\n\r\n"+body[:10])
@@ -60,11 +56,7 @@ func TestShutdownDrains(t *testing.T) {
 // TestSlowClientTimeout checks that a client that never sends its request is dropped.
 func TestSlowClientTimeout(t *testing.T) {
 	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 300 * time.Millisecond}, 0)
-	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(e.url, "http://"), "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, e.url)
 	io.WriteString(conn, "POST /scheduler HTTP/1.1\r\n") // and then nothing
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	start := time.Now()
@@ -82,11 +74,7 @@ func TestSlowClientTimeout(t *testing.T) {
 // seconds for it, though no request is in flight.
 func TestShutdownSkipsSilentConnections(t *testing.T) {
 	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{}, 0)
-	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(e.url, "http://"), "/"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialServer(t, e.url)
 	time.Sleep(100 * time.Millisecond) // the server has accepted it
 	began := time.Now()
 	e.cancel()
@@ -105,4 +93,15 @@ func TestShutdownSkipsSilentConnections(t *testing.T) {
 	if n, err := conn.Read(make([]byte, 1)); n != 0 || err == nil {
 		t.Errorf("the silent connection is still open: read %d, %v", n, err)
 	}
+}
+
+// dialServer opens a raw connection to the server at url, closed at the test's end.
+func dialServer(t *testing.T, url string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
