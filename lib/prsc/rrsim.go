@@ -587,11 +587,14 @@ func completions(doc *state.Document, now float64, sw *simWork, buf []float64) [
 
 // BusyTimes is, per host resource, the estimated delay a client reports with its
 // request (BOINC's BUSY_TIME_ESTIMATOR, filled by its round-robin simulation): each
-// runnable task that the simulation (Completions) finishes after its deadline occupies
-// the least busy instances of its resource for its remaining estimated run time ÷ the
-// fraction of time the resource is available, and the delay is the busy time of the
-// least busy instance. Tasks on track add nothing, so the delay is 0 unless the host is
-// already late; fractional usages below one instance count as none, as in BOINC.
+// runnable task that the simulation (Completions) finishes after its computation
+// deadline occupies the least busy instances of its resource for its remaining
+// estimated run time ÷ the fraction of time the resource is available, and the delay is
+// the busy time of the least busy instance. The computation deadline is BOINC's
+// (RESULT::computation_deadline): the report deadline less the work buffer's low-water
+// mark (work_buf_min_days; DEADLINE_CUSHION is 0), the time the host may wait before it
+// next reports. Tasks on track add nothing, so the delay is 0 unless the host is late or
+// close to it; fractional usages below one instance count as none, as in BOINC.
 func BusyTimes(doc *state.Document, now float64) []float64 {
 	var w BusyWork
 	return w.BusyTimes(doc, now)
@@ -612,7 +615,8 @@ type BusyWork struct {
 // BusyTimes is BusyTimes with w's buffers.
 func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 	h := &doc.Host
-	w.late = lateOnly{now: now, tasks: doc.Tasks}
+	margin := doc.Preferences.WorkBufMinDays * 86400
+	w.late = lateOnly{now: now, margin: margin, tasks: doc.Tasks}
 	w.sim.late = &w.late
 	w.finish = completions(doc, now, &w.sim, w.finish)
 	w.sim.late, w.late.tasks = nil, nil
@@ -628,7 +632,7 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 	ts := h.TimeStats
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
-		if math.IsInf(finish[i], 1) || now+finish[i] <= t.ReportDeadline {
+		if math.IsInf(finish[i], 1) || now+finish[i]+margin <= t.ReportDeadline {
 			continue
 		}
 		v := w.sim.appVersionIndex(t.AppVersion)

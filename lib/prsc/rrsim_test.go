@@ -233,8 +233,11 @@ func BenchmarkDecide(b *testing.B) {
 // ends at 1000 s, a1 and b2 at 3000 s. With deadlines at 2000 s only a1 and b2 are late;
 // each occupies the least busy CPU for its remaining run time (3000 s and 2000 s), so
 // the delay a request reports is the lesser, 2000 s. The GPU has no task: delay 0.
+// Lateness is against the computation deadline, the report deadline less
+// work_buf_min_days (0 here, until the last case).
 func TestCompletionsAndBusyTimes(t *testing.T) {
 	doc := cpuDoc()
+	doc.Preferences.WorkBufMinDays = 0
 	doc.Tasks = []state.Task{
 		task("b1", "B", "b", state.TaskReady, 1e12),
 		task("a1", "A", "a", state.TaskRunning, 3e12),
@@ -260,6 +263,15 @@ func TestCompletionsAndBusyTimes(t *testing.T) {
 	}
 	if busy := BusyTimes(doc, 0); busy[0] != 0 {
 		t.Errorf("busy times %v with every deadline met, want 0", busy)
+	}
+	// Deadlines at 3,500 s and a 1,000-s low-water mark: a1 and b2 end (3,000 s) within
+	// the buffer of their deadlines, so they count as late again; b1 (1,000 s) does not.
+	for i := range doc.Tasks {
+		doc.Tasks[i].ReportDeadline = 3500
+	}
+	doc.Preferences.WorkBufMinDays = 1000.0 / 86400
+	if busy := BusyTimes(doc, 0); !approx(busy[0], 2000) || busy[1] != 0 {
+		t.Errorf("busy times %v with the computation deadline at 2,500 s, want [2000 0]", busy)
 	}
 }
 
@@ -399,7 +411,7 @@ func fullBusyTimes(doc *state.Document, now float64) []float64 {
 	ts := h.TimeStats
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
-		if math.IsInf(finish[i], 1) || now+finish[i] <= t.ReportDeadline {
+		if math.IsInf(finish[i], 1) || now+finish[i]+doc.Preferences.WorkBufMinDays*86400 <= t.ReportDeadline {
 			continue
 		}
 		av := &doc.AppVersions[slices.IndexFunc(doc.AppVersions, func(av state.AppVersion) bool { return av.Name == t.AppVersion })]
@@ -465,6 +477,7 @@ func TestBusyTimesStopsEarlyAlike(t *testing.T) {
 		case 5:
 			doc.Host.TimeStats.OnFrac = 0 // nothing ever ends
 		}
+		doc.Preferences.WorkBufMinDays = float64(i%4) * 0.02 // the computation deadline's margin: 0 to 1.4 h
 		now := float64(i * 97)
 		for k := range doc.Tasks {
 			// From long past to well after every completion.
