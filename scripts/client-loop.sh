@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [--policy seed|goals] [-o table|json] [--keep DIR] [--server URL [--clock-file FILE]]
+# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [--policy seed|goals] [--three-state] [-o table|json] [--keep DIR] [--server URL [--clock-file FILE]]
 #
 # The BOINC client loop made of bkit's real programs, over simulated time: the state
 # document goes through bfetch, bdevices, brpc poll and bsched at every step, all with
@@ -8,6 +8,8 @@
 # 'bsim run SCENARIO --policy P' prints them for the same flags, to the last digit.
 # --policy (seed by default, or goals) is passed to every stage that decides, and to bsim
 # init, whose world file makes bsim advance account for the steps as that policy does.
+# --three-state: replies are seed 002's proposed three-state ones (bsim run --three-state):
+# given to bsim init and to bdevices reply (brpc session with --server).
 #
 # --server URL: the same loop against a live project server (bserver serve, or any
 # BOINC-style scheduler) at master URL URL, reached over HTTP by 'brpc session' in place
@@ -30,13 +32,14 @@ usage() {
 	exit 2
 }
 
-scenario="" duration=1d delta=60 seed=1 policy=seed out=table keep="" server="" clock=""
+scenario="" duration=1d delta=60 seed=1 policy=seed out=table keep="" server="" clock="" three=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--duration) duration=${2:?--duration needs a value}; shift 2 ;;
 	--delta) delta=${2:?--delta needs a value}; shift 2 ;;
 	--seed) seed=${2:?--seed needs a value}; shift 2 ;;
 	--policy) policy=${2:?--policy needs a value}; shift 2 ;;
+	--three-state) three=(--three-state); shift ;;
 	-o | --output) out=${2:?-o needs table or json}; shift 2 ;;
 	--keep) keep=${2:?--keep needs a directory}; shift 2 ;;
 	--server) server=${2:?--server needs a master URL}; shift 2 ;;
@@ -67,7 +70,7 @@ if [ -n "$server" ]; then
 	"$bsim" init "$scenario" --live --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" "${pol[@]}" >"$doc"
 	"$brpc" attach "$server" "${st[@]}"
 else
-	"$bsim" init "$scenario" --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" "${pol[@]}" >"$doc"
+	"$bsim" init "$scenario" --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" "${pol[@]}" ${three[@]+"${three[@]}"} >"$doc"
 fi
 
 steps=0
@@ -90,12 +93,12 @@ while :; do
 					# The session's RPCs over HTTP; its backoff jitter is drawn from the
 					# run's seed and the step, so a run is repeatable against the same server.
 					if [ -n "$clock" ]; then printf '%s\n' "$now" >"$clock.tmp" && mv "$clock.tmp" "$clock"; fi
-					"$brpc" session --now "$now" --seed "$((seed * 1000003 + steps * 64 + ${#asked[@]}))" "${st[@]}"
+					"$brpc" session --now "$now" --seed "$((seed * 1000003 + steps * 64 + ${#asked[@]}))" "${st[@]}" ${three[@]+"${three[@]}"}
 					continue
 				fi
 				read -r status jobs replyseed <<<"$("$bsim" serve --world "$world" --now "$now" "${st[@]}")"
 				if [ "$status" = ok ]; then
-					"$bdevices" reply --now "$now" --jobs "$jobs" --seed "$replyseed" "${st[@]}"
+					"$bdevices" reply --now "$now" --jobs "$jobs" --seed "$replyseed" "${st[@]}" ${three[@]+"${three[@]}"}
 				fi
 			done
 		fi

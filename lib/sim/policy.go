@@ -64,6 +64,10 @@ type Reply struct {
 	Failed bool
 	Jobs   map[string]int // the server's: good until its next reply
 	Seed   uint64
+	// ThreeState: the server answers with seed 002's proposed three-state reply, so a
+	// reply without jobs says "no work, but the resource is supported" and leaves
+	// D(P,R) set (Config.ThreeState).
+	ThreeState bool
 }
 
 // StepUsage is what happened in one step of DT seconds ending at Now: per project

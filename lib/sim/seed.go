@@ -248,7 +248,7 @@ func applyReply(doc *state.Document, r RPC, rep Reply, now float64, jitter *repl
 		return
 	}
 	// The only error is an unknown project or resource, which the loop cannot produce.
-	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(&r.Request)}, false, now, jitter.seeded(rep.Seed))
+	_ = prsc.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(&r.Request)}, rep.ThreeState, now, jitter.seeded(rep.Seed))
 }
 
 // replyRand is the source of a reply's jitter, kept from reply to reply: seeded with

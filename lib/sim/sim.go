@@ -29,6 +29,12 @@ type Config struct {
 	// ExistingJobsOnly: the servers send no jobs, so only the scenario's explicit jobs
 	// run (BOINC's emulator's --existing_jobs_only).
 	ExistingJobsOnly bool
+	// ThreeState: the servers send seed 002's proposed three-state reply ("work", "no
+	// work but supported", "not supported"), as bdevices reply --three-state takes it:
+	// a reply without jobs no longer clears D(P,R), so a project that once refused work
+	// for a resource is asked again when its backoff ends. The seed's text without the
+	// proposal, which clears it, is the default.
+	ThreeState bool
 }
 
 // Random streams: each process draws from its own PCG stream of the seed, so that (for
@@ -451,7 +457,7 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		s.m.jobs += n
 	}
 	rpc.RPCSucceeded(p, now, 0)
-	return Reply{Jobs: jobs, Seed: s.rng.Uint64()}
+	return Reply{Jobs: jobs, Seed: s.rng.Uint64(), ThreeState: s.cfg.ThreeState}
 }
 
 var errServerDown = errors.New("the project's server is down")

@@ -73,3 +73,36 @@ func estimates(f *scenario.NormalDist) *scenario.NormalDist {
 	}
 	return &scenario.NormalDist{StdDev: f.StdDev}
 }
+
+// TestThreeStateAsksAgain: on the GPU latch (testdata/gpu-latch), seed 002's text clears
+// D(A, NVIDIA) at A's first reply without jobs and the GPU idles for the rest of the
+// run; with the three-state reply A is asked again once its backoff ends and the GPU
+// stays busy, as under BOINC's emulator. Carried through a World, the setting holds.
+func TestThreeStateAsksAgain(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Duration: 2 * 86400, Delta: 60, Policy: "seed", Seed: 1}
+	latched, err := Run(load(t, "testdata/gpu-latch"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ThreeState = true
+	asked, err := Run(load(t, "testdata/gpu-latch"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latched.IdleFraction < 0.5 || asked.IdleFraction > 0.01 {
+		t.Errorf("idle fraction %g by the seed's text (want the GPU idle, > 0.5), %g with three-state replies (want < 0.01)",
+			latched.IdleFraction, asked.IdleFraction)
+	}
+	s, err := New(load(t, "testdata/gpu-latch"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.World("testdata/gpu-latch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.ThreeState {
+		t.Error("the world does not carry the three-state setting")
+	}
+}

@@ -41,6 +41,8 @@ type World struct {
 	Avail    Avail   `json:"avail"` // the current step's availability
 	// ExistingJobsOnly: the servers send no jobs (Config.ExistingJobsOnly).
 	ExistingJobsOnly bool `json:"existing_jobs_only,omitempty"`
+	// ThreeState: the servers send three-state replies (Config.ThreeState).
+	ThreeState bool `json:"three_state,omitempty"`
 
 	On        Process        `json:"on"`
 	Active    Process        `json:"active"`
@@ -112,7 +114,7 @@ func (s *Sim) World(scenario string) (*World, error) {
 	s.nameTasks()
 	w := &World{Version: WorldVersion, Scenario: scenario, Policy: s.cfg.Policy, Seed: s.cfg.Seed,
 		Duration: s.cfg.Duration, Delta: s.cfg.Delta, Start: s.start, Now: s.now, End: s.end, Avail: s.avail,
-		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly, Live: s.liveWorld()}
+		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly, ThreeState: s.cfg.ThreeState, Live: s.liveWorld()}
 	var err error
 	proc := func(p *onOff) Process {
 		b, e := p.rng.pcg.MarshalBinary()
@@ -194,7 +196,7 @@ func restoreRun(doc *state.Document, w *World) (*Sim, error) {
 	if err := state.Validate(doc); err != nil {
 		return nil, err
 	}
-	cfg := Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed, ExistingJobsOnly: w.ExistingJobsOnly}
+	cfg := Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed, ExistingJobsOnly: w.ExistingJobsOnly, ThreeState: w.ThreeState}
 	if !(cfg.Delta > 0) {
 		return nil, fmt.Errorf("delta must be > 0 seconds, got %g", cfg.Delta)
 	}

@@ -59,7 +59,14 @@ const (
 	flagPolicy   = "policy"
 	flagPlot     = "plot"
 	flagExisting = "existing-jobs-only"
+	flagThree    = "three-state"
 )
+
+// threeStateFlag makes the emulated servers send seed 002's proposed three-state reply.
+func threeStateFlag() cli.Flag {
+	return &cli.BoolFlag{Name: flagThree, Usage: "the project servers answer with seed 002's proposed three-state reply: a reply without jobs means " +
+		"\"no work, but supported\" and keeps D(P,R), so a project is asked again for a resource once its backoff ends (the shell loop: bdevices reply --three-state)"}
+}
 
 // existingFlag is BOINC's emulator's --existing_jobs_only (both spellings work).
 func existingFlag() cli.Flag {
@@ -132,6 +139,7 @@ scenario, policy and --seed give byte-identical output.`,
 			cliutil.FormatFlag("table", "json"),
 			&cli.StringFlag{Name: flagPlot, Usage: "also draw the run: a timeline and each project's share over time, SVG and PNG, with an index.html, in `DIR`"},
 			existingFlag(),
+			threeStateFlag(),
 			cliutil.MaxInputFlag(),
 			cliutil.VerboseFlag(),
 		},
@@ -262,7 +270,7 @@ func runConfig(cmd *cli.Command, d runDefaults) (sim.Config, error) {
 	if delta <= 0 {
 		return sim.Config{}, cliutil.Usagef("--delta: must be > 0 seconds, got %g", delta)
 	}
-	return sim.Config{Duration: dur, Delta: delta, Seed: cmd.Uint64(cliutil.FlagSeed), ExistingJobsOnly: cmd.Bool(flagExisting)}, nil
+	return sim.Config{Duration: dur, Delta: delta, Seed: cmd.Uint64(cliutil.FlagSeed), ExistingJobsOnly: cmd.Bool(flagExisting), ThreeState: cmd.Bool(flagThree)}, nil
 }
 
 // printResult writes a run's figures as -o says (table by default).
@@ -280,8 +288,12 @@ func printResult(cmd *cli.Command, scenario string, cfg sim.Config, res *sim.Res
 }
 
 func table(w io.Writer, dir string, cfg sim.Config, res *sim.Result) error {
-	fmt.Fprintf(w, "Scenario %s, policy %s, seed %d: %s simulated in steps of %s s\n\n",
-		dir, cfg.Policy, cfg.Seed, days(cfg.Duration), cliutil.Num(cfg.Delta))
+	three := ""
+	if cfg.ThreeState {
+		three = ", three-state replies"
+	}
+	fmt.Fprintf(w, "Scenario %s, policy %s%s, seed %d: %s simulated in steps of %s s\n\n",
+		dir, cfg.Policy, three, cfg.Seed, days(cfg.Duration), cliutil.Num(cfg.Delta))
 	t := cliutil.NewTable(w, "project", "resource share", "share", "used", "deadlines met", "missed")
 	for _, p := range res.Projects {
 		if err := t.Append([]string{p.Name, cliutil.Num(p.ResourceShare), pct(p.Share), pct(p.UsedFraction),

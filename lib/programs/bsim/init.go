@@ -44,6 +44,7 @@ APP=P, with probability P, one of its own.
 			&cli.StringFlag{Name: flagDelta, Value: "60", Usage: "step length, `S` seconds (or with a unit)"},
 			cliutil.SeedFlag(),
 			existingFlag(),
+			threeStateFlag(),
 			&cli.BoolFlag{Name: flagLive, Usage: "the projects are real servers the client reaches with brpc session (scripts/full-loop.sh): see above"},
 			&cli.StringSliceFlag{Name: flagNondet, Usage: "with --live: results of app `APP[=P]` disagree with probability P (default 0.5): their output digests differ (repeat the flag)"},
 			cliutil.FormatFlag("json", "yaml"),

@@ -163,6 +163,9 @@ func setLive(cmd *cli.Command, s *sim.Sim, path string) error {
 		}
 		return nil
 	}
+	if cmd.Bool(flagThree) {
+		return cliutil.Usagef("--%s is the emulated servers' reply; with --%s the servers are real: give brpc session --%s instead", flagThree, flagLive, flagThree)
+	}
 	var apps []sim.NondeterministicApp
 	for _, a := range nd {
 		name, p, ok := strings.Cut(a, "=")
