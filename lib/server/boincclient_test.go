@@ -228,6 +228,78 @@ func TestAccountLookup(t *testing.T) {
 	})
 }
 
+// TestAccountCreation: BOINC's create_account.php (boinccmd --create_account, the
+// Manager's new-account page). The creation URL is the one Debian's BOINC client
+// 7.20.5 requested for alice@example.org, password "secret123", name Alice. Without
+// Config.AccountCreation the project refuses, as get_project_config.php says; with it
+// the account is made, found by a lookup, given again to the same request, and
+// refused to another password; bad names, addresses and hashes get BOINC's errors.
+func TestAccountCreation(t *testing.T) {
+	t.Parallel()
+	const recorded = "create_account.php?email_addr=alice%40example%2Eorg&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=Alice"
+	get := func(t *testing.T, url string) string {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: status %d: %s", url, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	t.Run("disabled", func(t *testing.T) {
+		e := start(t, storetest.SQLiteDSN(t), server.Config{}, 0)
+		if got := get(t, e.url+recorded); !strings.Contains(got, "<error_num>-1</error_num>") || !strings.Contains(got, "not accepting new accounts") {
+			t.Errorf("creation while disabled: %q", got)
+		}
+		if users, _ := e.st.Users(context.Background()); len(users) != 0 {
+			t.Errorf("accounts made while disabled: %+v", users)
+		}
+	})
+	forEngine(t, func(t *testing.T, dsn string) {
+		e := start(t, dsn, server.Config{AccountCreation: true}, 0)
+		if cfg := get(t, e.url+"get_project_config.php"); strings.Contains(cfg, "account_creation_disabled") {
+			t.Errorf("project config says creation is disabled:\n%s", cfg)
+		}
+		got := get(t, e.url+recorded)
+		auth, ok := strings.CutPrefix(got, "<account_out>\n    <authenticator>")
+		auth, ok2 := strings.CutSuffix(auth, "</authenticator>\n</account_out>\n")
+		if !ok || !ok2 || auth == "" {
+			t.Fatalf("creation: %q", got)
+		}
+		if again := get(t, e.url+recorded); again != got {
+			t.Errorf("the same request again: %q, want the same account %q", again, got)
+		}
+		if lookup := get(t, e.url+"lookup_account.php?email_addr=alice%40example%2Eorg&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0"); lookup != got {
+			t.Errorf("lookup of the created account: %q, want %q", lookup, got)
+		}
+		users, err := e.st.Users(context.Background())
+		if err != nil || len(users) != 1 || users[0].Name != "Alice" || users[0].EmailAddr != "alice@example.org" || users[0].Authenticator != auth {
+			t.Errorf("accounts: %+v, %v", users, err)
+		}
+		for _, tc := range []struct{ query, errNum string }{
+			{"email_addr=alice%40example.org&passwd_hash=00000000000000000000000000000000&user_name=Alice", "-137"},
+			{"email_addr=bob%40example.org&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=+Bob", "-188"},
+			{"email_addr=bob%40example.org&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=", "-188"},
+			{"email_addr=bob%40example.org&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=1234", "-188"},
+			{"email_addr=bob%40example.org&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=%3Cb%3EBob", "-188"},
+			{"email_addr=bob&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=Bob", "-205"},
+			{"email_addr=Bob+%3Cbob%40example.org%3E&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=Bob", "-205"},
+			{"email_addr=bob%40example.org&passwd_hash=short&user_name=Bob", "-1"},
+		} {
+			if got := get(t, e.url+"create_account.php?"+tc.query); !strings.Contains(got, "<error_num>"+tc.errNum+"</error_num>") {
+				t.Errorf("%s: %q, want error %s", tc.query, got, tc.errNum)
+			}
+		}
+		if users, _ := e.st.Users(context.Background()); len(users) != 1 {
+			t.Errorf("refused requests made accounts: %+v", users)
+		}
+	})
+}
+
 // TestRecordedBOINCClientAborts: a client holding a task the project no longer wants
 // is told to abort it (BOINC's send_result_abort): a replica whose workunit another
 // host's result validated, if it has not started; a task the project never sent to

@@ -2,9 +2,11 @@ package server
 
 import (
 	"bufio"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzUploadHeader: the upload handler's header reader never panics, and what it
@@ -32,4 +34,26 @@ func TestSplitOutputName(t *testing.T) {
 			t.Errorf("splitOutputName(%q) = %q, want %q", name, got, want)
 		}
 	}
+}
+
+// FuzzUserName: what create_account.php accepts as a user name has none of BOINC's
+// refusals: no leading or trailing white space, no HTML special or control
+// characters, valid UTF-8 of at most 254 bytes, not a number.
+func FuzzUserName(f *testing.F) {
+	for _, s := range []string{"Alice", " Bob", "12", "1e3", "a<b", "Zoë", "\xc3\x28", "NaN", "0x10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if badUserName(name) != "" {
+			return
+		}
+		_, numErr := strconv.ParseFloat(name, 64)
+		if numErr == nil && !strings.ContainsAny(name, "0123456789") {
+			numErr = errors.New("NaN or Inf: a name")
+		}
+		if name == "" || strings.TrimSpace(name) != name || strings.ContainsAny(name, "'\"<>&") || !utf8.ValidString(name) ||
+			len(name) > 254 || numErr == nil || strings.ContainsFunc(name, func(c rune) bool { return c < 32 || c == 127 }) {
+			t.Fatalf("accepted %q", name)
+		}
+	})
 }

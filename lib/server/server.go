@@ -46,6 +46,10 @@ type Config struct {
 	// version for at all ("not supported", as against "no work now"). Off by default
 	// (DESIGN.md section 5).
 	NoRscApps bool
+	// AccountCreation lets clients create accounts (BOINC's create_account.php, the
+	// Manager's "new account"); without it accounts are made with bserver user add and
+	// get_project_config.php says creation is disabled.
+	AccountCreation bool
 	// MaxBodyBytes bounds a request body; 0 means boincxml.MaxRequestBytes.
 	MaxBodyBytes int64
 	// MaxJobsPerRPC bounds the jobs one reply carries whatever the request asks for;
@@ -116,7 +120,8 @@ func orDefault[T comparable](v, def T) T {
 // Handler returns the endpoint's routes: GET / is the master file; POST / and POST
 // /scheduler are the scheduler; GET /download/NAME serves files, POST
 // /file_upload_handler takes output files; GET /get_project_config.php and
-// /lookup_account.php let a client attach by e-mail address and password.
+// /lookup_account.php let a client attach by e-mail address and password, and
+// /create_account.php create an account (when Config.AccountCreation allows).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveRoot)
@@ -125,6 +130,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/"+UploadPath, s.serveUpload)
 	mux.HandleFunc("/get_project_config.php", s.serveProjectConfig)
 	mux.HandleFunc("/lookup_account.php", s.serveLookupAccount)
+	mux.HandleFunc("/create_account.php", s.serveCreateAccount)
 	return mux
 }
 

@@ -252,7 +252,12 @@ func (s *Store) CreateWork(ctx context.Context, spec WorkSpec, now float64) ([]s
 	return names, err
 }
 
+// isUniqueViolation tells whether err is a unique key's refusal (either engine); nil
+// is not.
 func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
 	msg := err.Error()
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "Duplicate entry")
 }

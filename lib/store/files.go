@@ -54,25 +54,64 @@ var ErrBadPassword = errors.New("wrong password")
 // lower case, as BOINC does, so that the lookup reads the index.
 func (s *Store) AddUserWithPassword(ctx context.Context, name, email, password string, now float64) (*User, error) {
 	email = strings.ToLower(email)
+	u, _, err := s.addPasswordUser(ctx, name, email, PasswdHash(password, email), false, now)
+	return u, err
+}
+
+// CreateAccount is BOINC's create_account.php: it creates an account with e-mail
+// address email (stored in lower case), name and password hash passwdHash (PasswdHash,
+// which the client computes) and returns it with created true. An account with that
+// address and a password already exists: with the same hash it is returned (created
+// false: the client asked again, as BOINC answers it), with another ErrExists. Two
+// servers creating the same address at once make one account.
+func (s *Store) CreateAccount(ctx context.Context, name, email, passwdHash string, now float64) (*User, bool, error) {
+	return s.addPasswordUser(ctx, name, strings.ToLower(email), strings.ToLower(passwdHash), true, now)
+}
+
+// addPasswordUser inserts an account with a password; password_email's unique index
+// settles a race for one address. With same, an existing account with the same
+// hash is returned instead of ErrExists.
+func (s *Store) addPasswordUser(ctx context.Context, name, email, hash string, same bool, now float64) (*User, bool, error) {
 	u := &User{Name: name, EmailAddr: email, Authenticator: NewAuthenticator(), CreateTime: now}
+	created := false
 	err := s.InTx(ctx, func(tx *Tx) error {
-		var n int
-		if err := tx.queryRow(`SELECT COUNT(*) FROM user WHERE email_addr=?`, email).Scan(&n); err != nil {
+		created = false
+		var old User
+		var oldHash string
+		err := tx.queryRow(`SELECT id, name, email_addr, authenticator, create_time, passwd_hash FROM user WHERE email_addr=? AND passwd_hash<>'' ORDER BY id LIMIT 1`, email).
+			Scan(&old.ID, &old.Name, &old.EmailAddr, &old.Authenticator, &old.CreateTime, &oldHash)
+		switch {
+		case err == nil && same && subtle.ConstantTimeCompare([]byte(oldHash), []byte(hash)) == 1:
+			*u = old
+			return nil
+		case err == nil:
+			return fmt.Errorf("an account with e-mail address %q: %w", email, ErrExists)
+		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		if n > 0 {
-			return fmt.Errorf("an account with e-mail address %q: %w", email, ErrExists)
+		r, err := tx.exec(`INSERT INTO user (create_time, name, email_addr, authenticator, passwd_hash, password_email) VALUES (?, ?, ?, ?, ?, ?)`,
+			now, name, email, u.Authenticator, hash, email)
+		if isUniqueViolation(err) {
+			// Another server made it since the look: that account is the one.
+			return fmt.Errorf("an account with e-mail address %q: %w", email, errRaced)
 		}
-		r, err := tx.exec(`INSERT INTO user (create_time, name, email_addr, authenticator, passwd_hash) VALUES (?, ?, ?, ?, ?)`,
-			now, name, email, u.Authenticator, PasswdHash(password, email))
 		if err != nil {
 			return err
 		}
 		u.ID, err = r.LastInsertId()
+		created = true
 		return err
 	})
-	return u, err
+	if errors.Is(err, errRaced) {
+		// Read again in a new transaction: the other server's account is committed.
+		return s.addPasswordUser(ctx, name, email, hash, same, now)
+	}
+	return u, created, err
 }
+
+// errRaced: another transaction inserted the same unique key first; the caller reads
+// again.
+var errRaced = errors.New("made at the same time by another server")
 
 // LookupAccount returns the account key of the account with e-mail address email
 // (in any case) whose password hash is passwdHash (BOINC's lookup_account.php):

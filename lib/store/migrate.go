@@ -372,6 +372,16 @@ var migrations = [][]string{
 			stderr_out TEXT NOT NULL
 		){TABLE}`,
 	},
+	// 9: accounts a client creates (BOINC's create_account.php). password_email is the
+	// e-mail address of an account that has a password, NULL for the others: its unique
+	// index makes two servers creating an account for one address at once make one.
+	// An address shared by older accounts with passwords keeps it on the first.
+	{
+		`ALTER TABLE user ADD COLUMN password_email VARCHAR(254) NULL`,
+		`UPDATE user SET password_email=email_addr WHERE passwd_hash<>'' AND id IN
+			(SELECT id FROM (SELECT MIN(id) AS id FROM user WHERE passwd_hash<>'' GROUP BY email_addr) firsts)`,
+		`CREATE UNIQUE INDEX user_password_email ON user (password_email)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

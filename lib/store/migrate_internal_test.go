@@ -157,3 +157,50 @@ func TestUpgradeRecountsCursors(t *testing.T) {
 	}
 	check(4, 0)
 }
+
+// TestUpgradeKeysPasswordEmails: accounts with passwords made before migration 9 get
+// their address as password_email, the first of an address shared (it could be, as the
+// check was not atomic) keeping it, so the unique index can be made; accounts without
+// a password keep NULL. Not parallel: it shortens the migration list for a moment.
+func TestUpgradeKeysPasswordEmails(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open("sqlite:" + filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	saved := migrations
+	migrations = saved[:8]
+	_, err = s.Migrate(ctx, 1)
+	migrations = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO user (id, name, email_addr, authenticator, passwd_hash) VALUES (1, 'a', 'a@x.org', 'k1', 'h1')`,
+		`INSERT INTO user (id, name, email_addr, authenticator, passwd_hash) VALUES (2, 'a2', 'a@x.org', 'k2', 'h2')`,
+		`INSERT INTO user (id, name, email_addr, authenticator, passwd_hash) VALUES (3, 'b', 'b@x.org', 'k3', '')`,
+	} {
+		if _, err := s.DB.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if applied, err := s.Migrate(ctx, 2); err != nil || len(applied) != 1 || applied[0] != 9 {
+		t.Fatalf("upgrade: applied %v, %v", applied, err)
+	}
+	got := ""
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, COALESCE(password_email, 'NULL') FROM user ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int
+		var pe string
+		rows.Scan(&id, &pe)
+		got += fmt.Sprintf("%d:%s ", id, pe)
+	}
+	rows.Close()
+	if want := "1:a@x.org 2:NULL 3:NULL "; got != want {
+		t.Errorf("password_email after the upgrade: %q, want %q", got, want)
+	}
+}

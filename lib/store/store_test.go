@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -380,4 +381,70 @@ func TestDurability(t *testing.T) {
 	if durable, setting, err := s.Durability(context.Background()); err != nil || durable || setting != "synchronous=NORMAL" {
 		t.Errorf("?synchronous=normal: %v %q %v", durable, setting, err)
 	}
+}
+
+// TestCreateAccount: BOINC's create_account.php on each engine: a new address makes an
+// account a lookup finds; asking again with the same password hash returns it (not a
+// second one); another hash is ErrExists, as is an address 'user add --password-file'
+// took. Eight servers creating one address at once make one account, and all get its
+// key.
+func TestCreateAccount(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		hash := store.PasswdHash("secret-pw", "dave@example.org")
+		u, created, err := s.CreateAccount(ctx, "Dave", "Dave@Example.org", hash, 1)
+		if err != nil || !created || u.EmailAddr != "dave@example.org" {
+			t.Fatalf("CreateAccount = %+v, %v, %v", u, created, err)
+		}
+		if auth, err := s.LookupAccount(ctx, "dave@example.org", hash); err != nil || auth != u.Authenticator {
+			t.Errorf("lookup after creation: %q, %v; want %q", auth, err, u.Authenticator)
+		}
+		again, created, err := s.CreateAccount(ctx, "Dave", "dave@example.org", strings.ToUpper(hash), 2)
+		if err != nil || created || again.Authenticator != u.Authenticator || again.ID != u.ID {
+			t.Errorf("asking again: %+v, created %v, %v; want account %d", again, created, err, u.ID)
+		}
+		if _, _, err := s.CreateAccount(ctx, "Eve", "dave@example.org", store.PasswdHash("other", "dave@example.org"), 3); !errors.Is(err, store.ErrExists) {
+			t.Errorf("another password for a taken address: %v, want ErrExists", err)
+		}
+		if _, err := s.AddUserWithPassword(ctx, "carol", "carol@example.org", "pw-carol", 4); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.CreateAccount(ctx, "Carol2", "carol@example.org", store.PasswdHash("x", "carol@example.org"), 5); !errors.Is(err, store.ErrExists) {
+			t.Errorf("an address user add took: %v, want ErrExists", err)
+		}
+		if _, err := s.AddUserWithPassword(ctx, "dave2", "dave@example.org", "pw", 6); !errors.Is(err, store.ErrExists) {
+			t.Errorf("user add for a created address: %v, want ErrExists", err)
+		}
+
+		var wg sync.WaitGroup
+		keys := make([]string, 8)
+		hash = store.PasswdHash("pw", "race@example.org")
+		for i := range keys {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u, _, err := s.CreateAccount(ctx, "Racer", "race@example.org", hash, 7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				keys[i] = u.Authenticator
+			}()
+		}
+		wg.Wait()
+		var n int
+		if err := s.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM user WHERE email_addr='race@example.org'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("%d accounts for one address created at once, want 1", n)
+		}
+		for _, k := range keys {
+			if k != keys[0] {
+				t.Errorf("the racers got different keys: %q", keys)
+				break
+			}
+		}
+	})
 }

@@ -35,6 +35,8 @@ Serves the project on --addr:
   GET /get_project_config.php   the project's name and platforms (BOINC Manager's wizard)
   GET /lookup_account.php       the account key for an e-mail address and password hash
                                 (accounts made with 'bserver user add --password-file')
+  GET /create_account.php       with --account-creation: a new account for an e-mail
+                                address, password hash and name (boinccmd --create_account)
 and prints "listening on URL" on standard output once it accepts connections.
 
 Each request is one database transaction. A host's first request (no authenticator)
@@ -83,6 +85,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.StringSliceFlag{Name: "url", Usage: "scheduler `URL` the master file names (repeat for several; default: the master URL's /scheduler)"},
 			&cli.StringFlag{Name: "project-name", Usage: "project `NAME` in replies and the master file", Value: "bkit project"},
 			&cli.StringFlag{Name: "request-delay", Usage: "ask clients to wait `DURATION` before their next request (0: no request_delay)", Value: "0"},
+			&cli.BoolFlag{Name: "account-creation", Usage: "let clients create accounts by e-mail address and password (create_account.php: boinccmd --create_account, the Manager's new-account page); without it 'bserver user add' makes them"},
 			&cli.BoolFlag{Name: "no-rsc-apps", Usage: "tell clients which requested resources the project has no app version for (<no_rsc_apps>; seed 002's proposed three-state reply)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest request body in `BYTES`", Value: boincxml.MaxRequestBytes},
 			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
@@ -174,21 +177,22 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		Now:   clock,
 		Log:   log,
 		Config: server.Config{
-			ProjectName:    cmd.String("project-name"),
-			MasterURL:      master,
-			SchedulerURLs:  cmd.StringSlice("url"),
-			RequestDelay:   delay,
-			NoRscApps:      cmd.Bool("no-rsc-apps"),
-			MaxBodyBytes:   cmd.Int64("max-body"),
-			MaxJobsPerRPC:  cmd.Int("max-jobs"),
-			DrainTimeout:   cmd.Duration("drain-timeout"),
-			ReadTimeout:    cmd.Duration("read-timeout"),
-			WriteTimeout:   cmd.Duration("write-timeout"),
-			DownloadDir:    dirs[0],
-			UploadDir:      dirs[1],
-			CodeSignKey:    codeSignKey,
-			UploadKey:      uploadKey,
-			MaxUploadBytes: cmd.Int64("max-upload"),
+			ProjectName:     cmd.String("project-name"),
+			MasterURL:       master,
+			SchedulerURLs:   cmd.StringSlice("url"),
+			RequestDelay:    delay,
+			NoRscApps:       cmd.Bool("no-rsc-apps"),
+			AccountCreation: cmd.Bool("account-creation"),
+			MaxBodyBytes:    cmd.Int64("max-body"),
+			MaxJobsPerRPC:   cmd.Int("max-jobs"),
+			DrainTimeout:    cmd.Duration("drain-timeout"),
+			ReadTimeout:     cmd.Duration("read-timeout"),
+			WriteTimeout:    cmd.Duration("write-timeout"),
+			DownloadDir:     dirs[0],
+			UploadDir:       dirs[1],
+			CodeSignKey:     codeSignKey,
+			UploadKey:       uploadKey,
+			MaxUploadBytes:  cmd.Int64("max-upload"),
 		},
 	}
 	if codeSignKey == "" || uploadKey == nil {
