@@ -56,7 +56,7 @@ type SchedulerRequest struct {
 	// reports. nil: the request has no <other_results> (bkit's clients leave it out
 	// when they hold none); non-nil, even empty: the client listed every task it holds
 	// (BOINC clients always send the list), so the scheduler may resend the others.
-	OtherResults OtherResultList `xml:"other_results,omitempty"`
+	OtherResults OtherResultList `xml:"other_results"`
 	// FileInfos are the sticky files the host holds (locality scheduling, seed 004).
 	FileInfos []NameRef `xml:"file_info,omitempty"`
 }
@@ -77,8 +77,13 @@ func (l *OtherResultList) UnmarshalXML(d *xml.Decoder, start xml.StartElement) e
 	return nil
 }
 
-// MarshalXML writes <other_results> with one <other_result> per task.
+// MarshalXML writes <other_results> with one <other_result> per task: an empty
+// element for an empty list (a BOINC client that holds no task says so, and the
+// scheduler resends what it lost), nothing for a nil one.
 func (l OtherResultList) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	if l == nil {
+		return nil
+	}
 	v := struct {
 		Items []NameRef `xml:"other_result"`
 	}{l}

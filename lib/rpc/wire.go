@@ -53,6 +53,9 @@ func BuildRequest(doc *state.Document, p int, req *state.WorkRequest) *boincxml.
 	for i := range doc.AppVersions {
 		avNum[doc.AppVersions[i].Name] = &doc.AppVersions[i]
 	}
+	// Always listed, if empty, as a BOINC client lists them: the scheduler resends
+	// the tasks in progress it does not see here (lost replies, a lost state).
+	out.OtherResults = boincxml.OtherResultList{}
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
 		if t.Project != pr.Name {

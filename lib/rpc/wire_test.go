@@ -108,3 +108,29 @@ func FuzzApplyReply(f *testing.F) {
 		}
 	})
 }
+
+// TestBuildRequestListsNoOtherResults: B holds no task but its done one, and its
+// request still carries an empty <other_results>, as a BOINC client's does, so the
+// scheduler knows the client holds nothing else (and resends what it lost); a nil
+// list, a request not built here, writes no element.
+func TestBuildRequestListsNoOtherResults(t *testing.T) {
+	req := BuildRequest(wireDoc(t), 1, nil)
+	if req.OtherResults == nil || len(req.OtherResults) != 0 {
+		t.Fatalf("other results: %#v, want an empty list", req.OtherResults)
+	}
+	b, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "<other_results></other_results>") {
+		t.Errorf("no empty <other_results> in\n%s", b)
+	}
+	back, err := boincxml.ParseSchedulerRequest(strings.NewReader(string(b)))
+	if err != nil || back.OtherResults == nil {
+		t.Errorf("read back: %#v, %v; want an empty, non-nil list", back.OtherResults, err)
+	}
+	req.OtherResults = nil
+	if b, _ := req.Marshal(); strings.Contains(string(b), "other_results") {
+		t.Errorf("a nil list written:\n%s", b)
+	}
+}

@@ -125,6 +125,75 @@ func TestLocalityScheduling(t *testing.T) {
 	})
 }
 
+// TestLocalityResend: a host that lost its locality jobs (it lists neither in
+// <other_results>: a lost reply, a reset) gets them again, deadlines unchanged, with
+// their runs of batch files (sticky, so it fetches those it no longer has); jobs it
+// still lists are not sent twice.
+func TestLocalityResend(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		st := storetest.Open(t, dsn)
+		setupBatch(t, st)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- (&server.Server{Store: st, Now: func() time.Time { return testNow }}).Serve(ctx, ln) }()
+		defer func() { cancel(); <-done }()
+		e := &env{url: server.URLFor(ln), st: st}
+		a, aauth := e.newHost(t, 1, 0)
+		ask := func(others ...string) *boincxml.SchedulerReply {
+			t.Helper()
+			req := &boincxml.SchedulerRequest{HostID: a, Authenticator: aauth, OtherResults: boincxml.OtherResultList{}}
+			for _, o := range others {
+				req.OtherResults = append(req.OtherResults, boincxml.NameRef{Name: o})
+			}
+			rep, status := e.post(t, req)
+			if status != 200 {
+				t.Fatalf("status %d: %s", status, messages(rep))
+			}
+			return rep
+		}
+		first, status := e.post(t, &boincxml.SchedulerRequest{HostID: a, Authenticator: aauth, CPUReqInstances: 2, CPUReqSecs: 1})
+		if status != 200 || len(first.ResultsSent) != 2 {
+			t.Fatalf("first request: status %d, %d jobs", status, len(first.ResultsSent))
+		}
+		// Still held: nothing is sent (the request asks for no work).
+		if rep := ask("b1_j0_0", "b1_j1_0"); len(rep.ResultsSent) != 0 {
+			t.Errorf("jobs the host holds sent again: %v", names(rep.ResultsSent))
+		}
+		// Job 1 lost: it alone comes back, with files 1 and 2.
+		rep := ask("b1_j0_0")
+		if d := cmp.Diff([]string{"b1_j1_0"}, names(rep.ResultsSent)); d != "" {
+			t.Fatalf("resent jobs (-want +got)\n%s", d)
+		}
+		if rep.ResultsSent[0].ReportDeadline != first.ResultsSent[1].ReportDeadline {
+			t.Errorf("deadline %g on resending, %g when sent", rep.ResultsSent[0].ReportDeadline, first.ResultsSent[1].ReportDeadline)
+		}
+		var files []string
+		for _, f := range rep.FileInfos {
+			if f.URL == "http://files/"+f.Name {
+				if !f.Sticky {
+					t.Errorf("batch file %s resent without <sticky/>", f.Name)
+				}
+				files = append(files, f.Name)
+			}
+		}
+		if d := cmp.Diff([]string{"b1_f1", "b1_f2"}, files); d != "" {
+			t.Errorf("resent batch files (-want +got)\n%s", d)
+		}
+		if d := cmp.Diff([]boincxml.ReplyFileRef{{FileName: "b1_f1"}, {FileName: "b1_f2"}}, rep.Workunits[0].FileRefs); d != "" {
+			t.Errorf("resent job's file refs (-want +got)\n%s", d)
+		}
+		// Both lost: both come back.
+		if d := cmp.Diff([]string{"b1_j0_0", "b1_j1_0"}, names(ask().ResultsSent)); d != "" {
+			t.Errorf("both lost: resent (-want +got)\n%s", d)
+		}
+	})
+}
+
 // TestLocalityStreams: with per-host streams of 4 jobs and 2 results per job, the
 // second host follows the first on stream 0, the third starts stream 1 (two hosts
 // serve stream 0 already), the first continues its own stream, and a fourth follows

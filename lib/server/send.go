@@ -328,9 +328,11 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 // project reset, or a detach before it attached again (newUserHost gives it back its
 // host). This is BOINC's resend_lost_results. A result is resent with its deadline
 // unchanged, if that is still ahead and its app version still offered to the host;
-// otherwise it stays in progress until the retry job marks it lost at its deadline,
-// as do locality jobs (their batch files are the cursor's). It returns what the
-// resent jobs fill per resource, which the client did not count in its request.
+// otherwise it stays in progress until the retry job marks it lost at its deadline.
+// A locality job goes again with its run of batch files (sticky, as when it was first
+// sent: the client fetches those it no longer has); the host's place in the cursor's
+// team is unchanged. It returns what the resent jobs fill per resource, which the
+// client did not count in its request.
 func (s *Server) resendLost(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply,
 	versions []store.AppVersion, caps hostCaps, st *sendState, now float64) (map[string]need, error) {
 	held, err := tx.ResultsInProgress(host.ID)
@@ -346,16 +348,30 @@ func (s *Server) resendLost(tx *store.Tx, host *store.Host, req *boincxml.Schedu
 	}
 	filled := map[string]need{}
 	var names []string
+	var lost []store.HeldResult
+	var locality []store.LocalityCandidate
 	for _, h := range held {
-		if listed[h.ResultName] || h.ReportDeadline <= now || h.CursorID != 0 || st.full(reply) {
+		if listed[h.ResultName] || h.ReportDeadline <= now || len(lost) >= st.maxJobs-len(reply.ResultsSent) ||
+			!slices.ContainsFunc(versions, func(av store.AppVersion) bool { return av.ID == h.AppVersionID }) {
 			continue
 		}
-		i := slices.IndexFunc(versions, func(av store.AppVersion) bool { return av.ID == h.AppVersionID })
-		if i < 0 {
-			continue
+		lost = append(lost, h)
+		if h.CursorID != 0 {
+			locality = append(locality, h.LocalityCandidate)
 		}
-		av := versions[i]
-		if err := st.addJob(reply, h.Candidate, av, h.ReportDeadline, nil); err != nil {
+	}
+	if len(locality) > 0 {
+		if err := st.prefetch(locality); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range lost {
+		av := versions[slices.IndexFunc(versions, func(av store.AppVersion) bool { return av.ID == h.AppVersionID })]
+		var files []store.BatchFile
+		if h.CursorID != 0 {
+			files = st.batchFiles(h.LocalityCandidate)
+		}
+		if err := st.addJob(reply, h.Candidate, av, h.ReportDeadline, files); err != nil {
 			return nil, err
 		}
 		f := filled[resourceOf(av)]

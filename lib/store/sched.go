@@ -299,9 +299,10 @@ func (t *Tx) UnsentCandidates(appIDs []int64, hostID, afterID int64, limit int) 
 	return out, rows.Err()
 }
 
-// HeldResult is a result in progress on a host, with what resending it needs.
+// HeldResult is a result in progress on a host, with what resending it needs: for a
+// locality job (CursorID ≠ 0) its batch and run of batch files too.
 type HeldResult struct {
-	Candidate
+	LocalityCandidate
 	AppVersionID   int64
 	ReportDeadline float64
 	CursorID       int64
@@ -311,7 +312,7 @@ type HeldResult struct {
 // resends those a client no longer holds.
 func (t *Tx) ResultsInProgress(hostID int64) ([]HeldResult, error) {
 	rows, err := t.query(`SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound,
-		r.app_version_id, r.report_deadline, r.cursor_id
+		r.app_version_id, r.report_deadline, r.cursor_id, w.batch_id, w.first_file_num, w.last_file_num
 		FROM result r JOIN workunit w ON w.id=r.workunitid WHERE r.hostid=? AND r.server_state=? ORDER BY r.id`, hostID, ServerStateInProgress)
 	if err != nil {
 		return nil, err
@@ -322,7 +323,7 @@ func (t *Tx) ResultsInProgress(hostID int64) ([]HeldResult, error) {
 		var h HeldResult
 		c := &h.Candidate
 		if err := rows.Scan(&c.ResultID, &c.ResultName, &c.AppID, &c.WUID, &c.WUName, &c.FpopsEst, &c.FpopsBound, &c.DelayBound,
-			&h.AppVersionID, &h.ReportDeadline, &h.CursorID); err != nil {
+			&h.AppVersionID, &h.ReportDeadline, &h.CursorID, &h.BatchID, &h.FirstFileNum, &h.LastFileNum); err != nil {
 			return nil, err
 		}
 		out = append(out, h)
