@@ -128,8 +128,12 @@ func (s *Server) serveCreateAccount(w http.ResponseWriter, r *http.Request) {
 		writeAccountError(w, errBadEmailAddr, "invalid e-mail address")
 		return
 	}
-	if len(hash) != 32 || strings.Trim(strings.ToLower(hash), "0123456789abcdef") != "" {
+	if len(hash) != 32 {
 		writeAccountError(w, errOther, "password hash length not 32")
+		return
+	}
+	if strings.Trim(strings.ToLower(hash), "0123456789abcdef") != "" {
+		writeAccountError(w, errOther, "password hash not hexadecimal")
 		return
 	}
 	u, created, err := s.Store.CreateAccount(r.Context(), name, email, hash, s.now())
