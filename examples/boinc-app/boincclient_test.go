@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bkit/bkit/lib/credit"
 	"github.com/bkit/bkit/lib/programs/bretry"
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bserver"
@@ -242,6 +245,12 @@ func TestRealBOINCClient(t *testing.T) {
 	users := runOut(t, "user", "list", "--db", db, "-o", "json")
 	if !strings.Contains(users, `"hosts": 1`) {
 		t.Errorf("the client's host is not alice's:\n%s", users)
+	}
+	// The validator granted each valid result its estimated credit, to alice.
+	var accounts []store.User
+	if err := json.Unmarshal([]byte(users), &accounts); err != nil || len(accounts) != 1 ||
+		math.Abs(accounts[0].TotalCredit-njobs*credit.Granted(1e8)) > 1e-12 {
+		t.Errorf("alice's credit after validation: %+v (%v), want %d × %g", accounts, err, njobs, credit.Granted(1e8))
 	}
 	msgs, err := cmd("--get_messages")
 	if err != nil {

@@ -23,10 +23,16 @@ type SchedulerReply struct {
 	Authenticator string `xml:"authenticator,omitempty"`
 	// For a host of an account (a BOINC client attached with an account key): the
 	// account and the host's venue, as BOINC's scheduler sends them.
-	UserID    int64     `xml:"userid,omitempty"`
-	UserName  string    `xml:"user_name,omitempty"`
-	HostVenue *string   `xml:"host_venue"`
-	Messages  []Message `xml:"message"`
+	UserID   int64  `xml:"userid,omitempty"`
+	UserName string `xml:"user_name,omitempty"`
+	// The account's and the host's credit (total, and average per day), which the
+	// client shows.
+	UserTotalCredit  float64   `xml:"user_total_credit,omitempty"`
+	UserExpavgCredit float64   `xml:"user_expavg_credit,omitempty"`
+	HostTotalCredit  float64   `xml:"host_total_credit,omitempty"`
+	HostExpavgCredit float64   `xml:"host_expavg_credit,omitempty"`
+	HostVenue        *string   `xml:"host_venue"`
+	Messages         []Message `xml:"message"`
 	// CodeSignKey is the project's public code-signing key in BOINC's text form; a
 	// client keeps the first one it gets and checks app files' signatures with it.
 	CodeSignKey *RawText `xml:"code_sign_key,omitempty"`

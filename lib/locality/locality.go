@@ -15,12 +15,16 @@
 // rest. Nothing here reads a clock, draws a random number or does I/O.
 package locality
 
-import "math"
+import (
+	"math"
 
-// CreditPerFlop converts floating-point operations to credit (BOINC's cobblestone:
-// a host doing 1 GFLOPS for a day earns 200 credits), so that remaining_credit and
-// expavg_credit (credit per day) divide to days.
-const CreditPerFlop = 200.0 / (86400 * 1e9)
+	"github.com/bkit/bkit/lib/credit"
+)
+
+// CreditPerFlop converts floating-point operations to credit (BOINC's cobblestone, the
+// validator's: credit.PerFlop), so that remaining_credit and expavg_credit (credit per
+// day) divide to days.
+const CreditPerFlop = credit.PerFlop
 
 // Defaults of the batch and the daemons.
 const (

@@ -119,10 +119,20 @@ func TestRecordedBOINCClient(t *testing.T) {
 		if users, err := st.Users(ctx); err != nil || len(users) != 1 || users[0].Hosts != 1 {
 			t.Errorf("users after attaching again: %+v, %v; want alice with one host", users, err)
 		}
+		// The reply tells the client its account's and host's credit, as BOINC's does.
+		for _, q := range []string{`UPDATE user SET total_credit=12.5, expavg_credit=3.25`, `UPDATE host SET total_credit=7, expavg_credit=1.5`} {
+			if _, err := st.DB.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rep := ask("restart.xml", now+25); rep.UserTotalCredit != 12.5 || rep.UserExpavgCredit != 3.25 || rep.HostTotalCredit != 7 || rep.HostExpavgCredit != 1.5 {
+			t.Errorf("credit in the reply: user %g/%g, host %g/%g; want 12.5/3.25, 7/1.5", rep.UserTotalCredit, rep.UserExpavgCredit, rep.HostTotalCredit, rep.HostExpavgCredit)
+		}
 		if rep := ask("reset.xml", now+30); !slices.Equal(names(rep.ResultsSent), both) {
 			t.Errorf("after a project reset: jobs %v, want %v resent", names(rep.ResultsSent), both)
 		}
-		// Without <other_results> (bkit's clients holding no task) nothing is resent.
+		// Without <other_results> (a client that does not list what it holds) nothing
+		// is resent.
 		req := recorded(t, "reset.xml")
 		req.OtherResults = nil
 		if rep, err := srv.Handle(ctx, req, now+40, base); err != nil || len(rep.ResultsSent) != 0 {

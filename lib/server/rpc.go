@@ -116,7 +116,7 @@ func (s *Server) hostKeyMatches(tx *store.Tx, host *store.Host, auth string, rep
 	if err != nil || subtle.ConstantTimeCompare([]byte(u.Authenticator), []byte(auth)) != 1 {
 		return false
 	}
-	fillUser(reply, u)
+	fillUser(reply, u, host)
 	return true
 }
 
@@ -130,7 +130,7 @@ func (s *Server) newUserHost(tx *store.Tx, u *store.User, req *boincxml.Schedule
 		host, err := tx.HostByUserCPID(u.ID, cpid)
 		if err == nil {
 			reply.HostID = host.ID
-			fillUser(reply, u)
+			fillUser(reply, u, host)
 			fillHost(host, req, now)
 			s.log().Info("host attached again", "host", host.ID, "user", u.ID)
 			return host, tx.UpdateHostRPC(host)
@@ -145,15 +145,20 @@ func (s *Server) newUserHost(tx *store.Tx, u *store.User, req *boincxml.Schedule
 		return nil, err
 	}
 	reply.HostID = host.ID
-	fillUser(reply, u)
+	fillUser(reply, u, host)
 	s.log().Info("new host of a user", "host", host.ID, "user", u.ID, "platform", req.PlatformName)
 	return host, nil
 }
 
-// fillUser puts what BOINC's scheduler tells a client about its account in the reply.
-func fillUser(reply *boincxml.SchedulerReply, u *store.User) {
+// fillUser puts what BOINC's scheduler tells a client about its account and host in
+// the reply (host is nil for a host not made yet).
+func fillUser(reply *boincxml.SchedulerReply, u *store.User, host *store.Host) {
 	venue := ""
 	reply.UserID, reply.UserName, reply.HostVenue = u.ID, u.Name, &venue
+	reply.UserTotalCredit, reply.UserExpavgCredit = u.TotalCredit, u.ExpavgCredit
+	if host != nil {
+		reply.HostTotalCredit, reply.HostExpavgCredit = host.TotalCredit, host.ExpavgCredit
+	}
 }
 
 // fillHost copies the request's description of the host into h.

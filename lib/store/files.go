@@ -21,6 +21,10 @@ type User struct {
 	Authenticator string  `json:"authenticator"`
 	CreateTime    float64 `json:"create_time"`
 	Hosts         int64   `json:"hosts"`
+	// Credit granted to the account's valid results (bretry validate): in all, and
+	// BOINC's average per day.
+	TotalCredit  float64 `json:"total_credit"`
+	ExpavgCredit float64 `json:"expavg_credit"`
 }
 
 // AddUser creates an account with a fresh account key.
@@ -136,7 +140,7 @@ func (s *Store) LookupAccount(ctx context.Context, email, passwdHash string) (st
 // Users returns every account with its number of hosts, by id.
 func (s *Store) Users(ctx context.Context) ([]User, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT u.id, u.name, u.email_addr, u.authenticator, u.create_time,
-		(SELECT COUNT(*) FROM host h WHERE h.userid=u.id) FROM user u ORDER BY u.id`)
+		(SELECT COUNT(*) FROM host h WHERE h.userid=u.id), u.total_credit, u.expavg_credit FROM user u ORDER BY u.id`)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +148,7 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 	out := []User{}
 	for rows.Next() {
 		var u User
-		if err := rows.Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime, &u.Hosts); err != nil {
+		if err := rows.Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime, &u.Hosts, &u.TotalCredit, &u.ExpavgCredit); err != nil {
 			return nil, err
 		}
 		out = append(out, u)
@@ -155,8 +159,8 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 // UserByAuthenticator returns the account whose key is auth, or ErrNotFound.
 func (t *Tx) UserByAuthenticator(auth string) (*User, error) {
 	var u User
-	err := t.queryRow(`SELECT id, name, email_addr, authenticator, create_time FROM user WHERE authenticator=?`, auth).
-		Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime)
+	err := t.queryRow(`SELECT id, name, email_addr, authenticator, create_time, total_credit, expavg_credit FROM user WHERE authenticator=?`, auth).
+		Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime, &u.TotalCredit, &u.ExpavgCredit)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -166,8 +170,8 @@ func (t *Tx) UserByAuthenticator(auth string) (*User, error) {
 // UserByID returns the account id, or ErrNotFound.
 func (t *Tx) UserByID(id int64) (*User, error) {
 	var u User
-	err := t.queryRow(`SELECT id, name, email_addr, authenticator, create_time FROM user WHERE id=?`, id).
-		Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime)
+	err := t.queryRow(`SELECT id, name, email_addr, authenticator, create_time, total_credit, expavg_credit FROM user WHERE id=?`, id).
+		Scan(&u.ID, &u.Name, &u.EmailAddr, &u.Authenticator, &u.CreateTime, &u.TotalCredit, &u.ExpavgCredit)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

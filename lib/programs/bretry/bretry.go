@@ -47,7 +47,10 @@ bserver serves. A pass over the app --app does, in order:
     workunit with reported successes gets a canonical result when at least its
     min_quorum successes agree (same output digest; a result reported without one
     agrees with all); then its retry check time is 0 and its unsent results are
-    withdrawn (didnt_need). Disagreeing results are marked invalid.
+    withdrawn (didnt_need). Disagreeing results are marked invalid. Each valid
+    result is granted its workunit's estimated credit once (rsc_fpops_est × 200 per
+    day of 1 GFLOPS: BOINC's cobblestone, fixed credit), added to its host's and
+    user's total and weekly-decaying average (expavg_credit, BOINC's).
  3. Retry: every workunit past its retry check time (check time < now; 0 is never),
     not waiting for validation and without a canonical result, by the seed's rules in
     the seed's order:
@@ -117,7 +120,8 @@ Runs steps 1 and 2 of a bretry pass (see 'bretry --help'): lost results, then th
 validator over the app's workunits that wait for it. A workunit whose successful
 results include min_quorum that agree (equal output digests, or no digest) gets the
 oldest of them as its canonical result, its retry check time set to 0 and its unsent
-results withdrawn; its agreeing results are valid, the others invalid. With fewer
+results withdrawn; its agreeing results are valid (and granted credit: see 'bretry
+--help'), the others invalid. With fewer
 successes it waits for more; with enough that disagree, all are invalid until a later
 result agrees with some (so a nondeterministic app runs into Ndet). Prints the same
 one-line summary as a pass.`,

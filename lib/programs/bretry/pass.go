@@ -292,6 +292,9 @@ func (p *Pass) validateBatch(ctx context.Context, sum *Summary) (int, error) {
 		if err := setValidateState(tx, store.ValidateValid, valid); err != nil {
 			return err
 		}
+		if err := tx.GrantCredit(valid, p.Now); err != nil {
+			return err
+		}
 		if err := setValidateState(tx, store.ValidateInvalid, bad); err != nil {
 			return err
 		}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"testing"
 
+	"github.com/bkit/bkit/lib/credit"
 	"github.com/bkit/bkit/lib/retry"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
@@ -238,6 +240,64 @@ func TestValidate(t *testing.T) {
 		var pending int
 		if err := s.DB.QueryRow(`SELECT COUNT(*) FROM workunit WHERE need_validate<>0`).Scan(&pending); err != nil || pending != 0 {
 			t.Errorf("%d workunits still wait for validation (%v)", pending, err)
+		}
+	})
+}
+
+// TestValidateGrantsCredit: the validator grants each valid result its workunit's
+// estimated credit (1e12 FLOPs: 200/86.4 credits) once, and adds it to its host's and
+// the host's user's totals and averages (BOINC's update_average over a week's
+// half-life); an invalid result gets nothing, and validating again grants nothing more.
+func TestValidateGrantsCredit(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s)
+		f.exec(`INSERT INTO user (id, create_time, name, authenticator) VALUES (1, ?, 'u', 'k')`, t0-86400)
+		f.exec(`INSERT INTO host (id, create_time, userid, authenticator) VALUES (1, ?, 1, 'h1'), (2, ?, 0, 'h2')`, t0-86400, t0-86400)
+		f.wu("agree", 2, t0+1, success, success)
+		f.wu("odd", 2, t0+1, success, success, success)
+		f.exec(`UPDATE workunit SET need_validate=1`)
+		f.exec(`UPDATE result SET output_digest='sha256:aa', hostid=1 WHERE name IN ('agree_0', 'odd_0', 'odd_1')`)
+		f.exec(`UPDATE result SET output_digest='sha256:aa', hostid=2 WHERE name='agree_1'`)
+		f.exec(`UPDATE result SET output_digest='sha256:bb', hostid=2 WHERE name='odd_2'`)
+		now := t0 + 50
+		f.pass(params, now, false)
+		f.exec(`UPDATE workunit SET need_validate=1`) // as if a late result came in
+		f.pass(params, now+10, false)
+
+		per := 1e12 * 200 / (86400 * 1e9)
+		granted := map[string]float64{}
+		rows, err := s.DB.Query(`SELECT name, granted_credit FROM result`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var name string
+			var c float64
+			rows.Scan(&name, &c)
+			granted[name] = math.Round(c*1e9) / 1e9
+		}
+		rows.Close()
+		r := math.Round(per*1e9) / 1e9
+		if d := cmp.Diff(map[string]float64{"agree_0": r, "agree_1": r, "odd_0": r, "odd_1": r, "odd_2": 0}, granted); d != "" {
+			t.Errorf("granted credit (-want +got)\n%s", d)
+		}
+		// Host 1: three results, the first grants over the day since its creation.
+		var total, avg float64
+		if err := s.DB.QueryRow(`SELECT total_credit, expavg_credit FROM host WHERE id=1`).Scan(&total, &avg); err != nil {
+			t.Fatal(err)
+		}
+		wantAvg, at := credit.UpdateAverage(now, t0-86400, per, 0, 0)
+		wantAvg, at = credit.UpdateAverage(now, t0-86400, per, wantAvg, at)
+		wantAvg, _ = credit.UpdateAverage(now, t0-86400, per, wantAvg, at)
+		if math.Abs(total-3*per) > 1e-9 || math.Abs(avg-wantAvg) > 1e-9 {
+			t.Errorf("host 1: total %g, average %g; want %g, %g", total, avg, 3*per, wantAvg)
+		}
+		if err := s.DB.QueryRow(`SELECT total_credit FROM user WHERE id=1`).Scan(&total); err != nil || math.Abs(total-3*per) > 1e-9 {
+			t.Errorf("user 1: total %g (%v), want %g", total, err, 3*per)
+		}
+		if err := s.DB.QueryRow(`SELECT total_credit FROM host WHERE id=2`).Scan(&total); err != nil || math.Abs(total-per) > 1e-9 {
+			t.Errorf("host 2: total %g (%v), want %g (its invalid result earns nothing)", total, err, per)
 		}
 	})
 }

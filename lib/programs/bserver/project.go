@@ -296,7 +296,7 @@ accounts.`,
 			Name:        "list",
 			Usage:       "list accounts with their hosts and account keys",
 			UsageText:   "bserver user list --db DSN [-o table|json]",
-			Description: cliutil.Help(`Lists every account: id, name, e-mail, number of hosts, account key.`, []string{"bserver user list --db project.db", "bserver user list --db project.db -o json"}, ""),
+			Description: cliutil.Help(`Lists every account: id, name, e-mail, number of hosts, total credit granted (bretry validate), account key.`, []string{"bserver user list --db project.db", "bserver user list --db project.db -o json"}, ""),
 			Flags:       []cli.Flag{cliutil.FormatFlag("table", "json")},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				if err := cliutil.NoArgs(cmd); err != nil {
@@ -315,9 +315,9 @@ accounts.`,
 				if cmd.String(cliutil.FlagOutput) == "json" {
 					return cliutil.WriteJSON(w, users)
 				}
-				t := cliutil.NewTable(w, "id", "name", "email", "hosts", "account key")
+				t := cliutil.NewTable(w, "id", "name", "email", "hosts", "credit", "account key")
 				for _, u := range users {
-					t.Append(strconv.FormatInt(u.ID, 10), u.Name, u.EmailAddr, strconv.FormatInt(u.Hosts, 10), u.Authenticator)
+					t.Append(strconv.FormatInt(u.ID, 10), u.Name, u.EmailAddr, strconv.FormatInt(u.Hosts, 10), cliutil.Num(u.TotalCredit), u.Authenticator)
 				}
 				return t.Render()
 			},

@@ -1,0 +1,51 @@
+// Package credit owns what a project grants for valid results: the cobblestone (credit
+// per floating-point operation) and BOINC's exponentially decaying average of credit
+// per day (expavg_credit, update_average in BOINC's lib/util.cpp), kept for hosts and
+// users. The validator grants a valid result its workunit's estimated credit, fixed
+// credit in BOINC's terms; seed 004's locality scheduling ranks hosts and teams by the
+// average. Nothing here reads a clock or does I/O.
+package credit
+
+import "math"
+
+// PerFlop converts floating-point operations to credit (BOINC's cobblestone: a host
+// doing 1 GFLOPS for a day earns 200 credits).
+const PerFlop = 200.0 / (86400 * 1e9)
+
+// HalfLife is the half-life of the average, seconds: a week, BOINC's CREDIT_HALF_LIFE.
+const HalfLife = 7 * 86400
+
+// Granted is the credit of a valid result of a workunit estimated at fpopsEst
+// floating-point operations.
+func Granted(fpopsEst float64) float64 {
+	if !(fpopsEst > 0) || math.IsInf(fpopsEst, 0) {
+		return 0
+	}
+	return fpopsEst * PerFlop
+}
+
+// UpdateAverage is BOINC's update_average: the average avg (credit per day), last
+// brought up to date at avgTime (0: never), after work credits granted at now; start
+// is when the work began (the account's or host's creation), used for the first
+// grant. Between updates the average decays with half-life HalfLife, and new work
+// enters at its rate over the time since the last update.
+func UpdateAverage(now, start, work, avg, avgTime float64) (newAvg, newTime float64) {
+	switch {
+	case avgTime > 0:
+		diff := max(now-avgTime, 0)
+		weight := math.Exp(-diff * math.Ln2 / HalfLife)
+		avg *= weight
+		if 1-weight > 1e-6 {
+			avg += (1 - weight) * work / (diff / 86400)
+		} else {
+			avg += math.Ln2 * work * 86400 / HalfLife
+		}
+	case work > 0:
+		if days := (now - start) / 86400; days > 0 {
+			avg = work / days
+		} else {
+			avg = math.Ln2 * work * 86400 / HalfLife // no time yet: as for a burst
+		}
+	}
+	return avg, now
+}

@@ -1,0 +1,46 @@
+package credit
+
+import (
+	"math"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// TestGranted: a day of a 1-GFLOPS host is 200 credits; nothing for a bad estimate.
+func TestGranted(t *testing.T) {
+	for _, tc := range []struct{ fpops, want float64 }{
+		{86400e9, 200}, {3600e9, 200.0 / 24}, {0, 0}, {-1, 0}, {math.NaN(), 0}, {math.Inf(1), 0},
+	} {
+		if got := Granted(tc.fpops); !near(got, tc.want) {
+			t.Errorf("Granted(%g) = %g, want %g", tc.fpops, got, tc.want)
+		}
+	}
+}
+
+// TestUpdateAverage follows BOINC's update_average: the first grant is its rate since
+// the start; with no work the average halves every half-life; a steady rate of credit
+// per day converges to that rate; a grant with no time elapsed adds ln 2 × work ×
+// day / half-life.
+func TestUpdateAverage(t *testing.T) {
+	avg, at := UpdateAverage(2*86400, 0, 100, 0, 0)
+	if !near(avg, 50) || at != 2*86400 {
+		t.Fatalf("first grant: %g at %g, want 50 credits a day at %d", avg, at, 2*86400)
+	}
+	if got, _ := UpdateAverage(at+HalfLife, 0, 0, avg, at); !near(got, 25) {
+		t.Errorf("a half-life without work: %g, want 25", got)
+	}
+	if got, _ := UpdateAverage(at, 0, 10, avg, at); !near(got, 50+math.Ln2*10*86400/HalfLife) {
+		t.Errorf("a grant with no time elapsed: %g", got)
+	}
+	avg, at = 0, 0
+	for day := 1; day <= 200; day++ {
+		avg, at = UpdateAverage(float64(day)*86400, 0, 300, avg, at)
+	}
+	if !near(avg, 300) {
+		t.Errorf("300 credits a day for 200 days: average %g, want 300", avg)
+	}
+	if got, _ := UpdateAverage(0, 0, 0, 0, 0); got != 0 {
+		t.Errorf("nothing ever: %g", got)
+	}
+}
