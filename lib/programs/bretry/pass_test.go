@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/bkit/bkit/lib/credit"
@@ -298,6 +299,53 @@ func TestValidateGrantsCredit(t *testing.T) {
 		}
 		if err := s.DB.QueryRow(`SELECT total_credit FROM host WHERE id=2`).Scan(&total); err != nil || math.Abs(total-per) > 1e-9 {
 			t.Errorf("host 2: total %g (%v), want %g (its invalid result earns nothing)", total, err, per)
+		}
+	})
+}
+
+// TestValidateTwiceAtOnceCreditsOnce: two validators at once over 120 workunits (two
+// agreeing results each, on four hosts of two users) credit every valid result once:
+// the results' granted credit, the hosts' totals and the users' totals all add up to
+// 240 grants.
+func TestValidateTwiceAtOnceCreditsOnce(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s)
+		f.exec(`INSERT INTO user (id, create_time, name, authenticator) VALUES (1, ?, 'u1', 'k1'), (2, ?, 'u2', 'k2')`, t0-86400, t0-86400)
+		f.exec(`INSERT INTO host (id, create_time, userid, authenticator) VALUES (1, ?, 1, 'h1'), (2, ?, 1, 'h2'), (3, ?, 2, 'h3'), (4, ?, 2, 'h4')`,
+			t0-86400, t0-86400, t0-86400, t0-86400)
+		const n = 120
+		for i := range n {
+			f.wu(fmt.Sprintf("w%d", i), 2, t0+1, success, success)
+		}
+		f.exec(`UPDATE workunit SET need_validate=1`)
+		f.exec(`UPDATE result SET output_digest='sha256:aa', hostid=1+(id % 4)`)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ps := &Pass{Store: s, AppID: f.appID, App: "app", Params: params, Now: t0 + 50, Batch: 10,
+					Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				if _, err := ps.Validate(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		per := credit.Granted(1e12)
+		for _, q := range []string{`SELECT SUM(granted_credit) FROM result`, `SELECT SUM(total_credit) FROM host`, `SELECT SUM(total_credit) FROM user`} {
+			var sum float64
+			if err := s.DB.QueryRow(q).Scan(&sum); err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(sum-2*n*per) > 1e-6 {
+				t.Errorf("%s = %g, want %d grants of %g = %g", q, sum, 2*n, per, 2*n*per)
+			}
+		}
+		var uncredited int
+		if err := s.DB.QueryRow(`SELECT COUNT(*) FROM result WHERE validate_state=? AND granted_credit=0`, store.ValidateValid).Scan(&uncredited); err != nil || uncredited != 0 {
+			t.Errorf("%d valid results without credit (%v)", uncredited, err)
 		}
 	})
 }
