@@ -79,6 +79,9 @@ func (s *Server) serveLookupAccount(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if !s.accountAllowed(w, r) {
+		return
+	}
 	email, hash := r.FormValue("email_addr"), r.FormValue("passwd_hash")
 	log := s.log().With("remote", r.RemoteAddr)
 	if email == "" || len(email) > 254 || len(hash) > 254 {
@@ -117,6 +120,9 @@ func (s *Server) serveCreateAccount(w http.ResponseWriter, r *http.Request) {
 	log := s.log().With("remote", r.RemoteAddr)
 	if !s.Config.AccountCreation {
 		writeAccountError(w, errOther, "The project is not accepting new accounts.")
+		return
+	}
+	if !s.accountAllowed(w, r) {
 		return
 	}
 	email, hash, name := strings.ToLower(r.FormValue("email_addr")), r.FormValue("passwd_hash"), r.FormValue("user_name")

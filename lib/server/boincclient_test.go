@@ -270,7 +270,7 @@ func TestAccountCreation(t *testing.T) {
 		}
 	})
 	forEngine(t, func(t *testing.T, dsn string) {
-		e := start(t, dsn, server.Config{AccountCreation: true}, 0)
+		e := start(t, dsn, server.Config{AccountCreation: true, AccountRequestsPerMinute: -1}, 0)
 		if cfg := get(t, e.url+"get_project_config.php"); strings.Contains(cfg, "account_creation_disabled") {
 			t.Errorf("project config says creation is disabled:\n%s", cfg)
 		}
@@ -308,6 +308,42 @@ func TestAccountCreation(t *testing.T) {
 			t.Errorf("refused requests made accounts: %+v", users)
 		}
 	})
+}
+
+// TestAccountRateLimit: one address may make AccountRequestsPerMinute account requests
+// (lookups and creations together) at once and then one every 60/N seconds; the next
+// is refused with BOINC's error form, which the client shows; other endpoints are not
+// counted.
+func TestAccountRateLimit(t *testing.T) {
+	t.Parallel()
+	e := start(t, storetest.SQLiteDSN(t), server.Config{AccountCreation: true, AccountRequestsPerMinute: 3}, 0)
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(e.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	const lookup = "lookup_account.php?email_addr=x%40example.org&passwd_hash=00000000000000000000000000000000"
+	for i := range 3 {
+		if got := get(lookup); !strings.Contains(got, "<error_num>-136</error_num>") {
+			t.Fatalf("request %d: %q, want an answer (no such account)", i+1, got)
+		}
+	}
+	if got := get("get_project_config.php"); !strings.Contains(got, "<project_config>") {
+		t.Errorf("project config refused: %q", got)
+	}
+	for _, path := range []string{lookup, "create_account.php?email_addr=y%40example.org&passwd_hash=00000000000000000000000000000000&user_name=Y"} {
+		if got := get(path); !strings.Contains(got, "<error_num>-1</error_num>") || !strings.Contains(got, "too many account requests") {
+			t.Errorf("%s past the limit: %q, want refused", path, got)
+		}
+	}
+	if users, _ := e.st.Users(context.Background()); len(users) != 0 {
+		t.Errorf("a refused creation made an account: %+v", users)
+	}
 }
 
 // TestRecordedBOINCClientAborts: a client holding a task the project no longer wants

@@ -50,6 +50,10 @@ type Config struct {
 	// Manager's "new account"); without it accounts are made with bserver user add and
 	// get_project_config.php says creation is disabled.
 	AccountCreation bool
+	// AccountRequestsPerMinute bounds the account lookups and creations one client
+	// address may make a minute (a password guesser's pace); 0 means
+	// DefaultAccountRequestsPerMinute, negative no limit.
+	AccountRequestsPerMinute float64
 	// MaxBodyBytes bounds a request body; 0 means boincxml.MaxRequestBytes.
 	MaxBodyBytes int64
 	// MaxJobsPerRPC bounds the jobs one reply carries whatever the request asks for;
@@ -92,6 +96,24 @@ type Server struct {
 	// Now is the clock; tests set it. Nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
+
+	limitsOnce sync.Once
+	limits     *accountLimits
+}
+
+// accountAllowed reports whether the account request r may go on, and refuses it
+// (BOINC's web code's error form, which the client shows) when its address has made
+// too many lately.
+func (s *Server) accountAllowed(w http.ResponseWriter, r *http.Request) bool {
+	s.limitsOnce.Do(func() {
+		s.limits = &accountLimits{perMin: orDefault(s.Config.AccountRequestsPerMinute, DefaultAccountRequestsPerMinute)}
+	})
+	if s.limits.allow(r.RemoteAddr, time.Now()) {
+		return true
+	}
+	s.log().Warn("account request refused", "reason", "too many from this address", "remote", r.RemoteAddr)
+	writeAccountError(w, errOther, "too many account requests from your address; try again in a minute")
+	return false
 }
 
 func (s *Server) now() float64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -86,6 +87,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.StringFlag{Name: "project-name", Usage: "project `NAME` in replies and the master file", Value: "bkit project"},
 			&cli.StringFlag{Name: "request-delay", Usage: "ask clients to wait `DURATION` before their next request (0: no request_delay)", Value: "0"},
 			&cli.BoolFlag{Name: "account-creation", Usage: "let clients create accounts by e-mail address and password (create_account.php: boinccmd --create_account, the Manager's new-account page); without it 'bserver user add' makes them"},
+			&cli.FloatFlag{Name: "account-rate", Usage: "account lookups and creations one client address may make a `N` a minute, as many at once (0: no limit; behind a proxy all clients share its address)", Value: server.DefaultAccountRequestsPerMinute},
 			&cli.BoolFlag{Name: "no-rsc-apps", Usage: "tell clients which requested resources the project has no app version for (<no_rsc_apps>; seed 002's proposed three-state reply)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest request body in `BYTES`", Value: boincxml.MaxRequestBytes},
 			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
@@ -122,6 +124,9 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 	}
 	if cmd.Int64("max-body") < 1 {
 		return cliutil.Usagef("--max-body: must be >= 1, got %d", cmd.Int64("max-body"))
+	}
+	if r := cmd.Float("account-rate"); !(r >= 0) || math.IsInf(r, 0) {
+		return cliutil.Usagef("--account-rate: must be a number >= 0 (0: no limit), got %g", r)
 	}
 	if cmd.Int("max-jobs") < 1 {
 		return cliutil.Usagef("--max-jobs: must be >= 1, got %d", cmd.Int("max-jobs"))
@@ -177,22 +182,23 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 		Now:   clock,
 		Log:   log,
 		Config: server.Config{
-			ProjectName:     cmd.String("project-name"),
-			MasterURL:       master,
-			SchedulerURLs:   cmd.StringSlice("url"),
-			RequestDelay:    delay,
-			NoRscApps:       cmd.Bool("no-rsc-apps"),
-			AccountCreation: cmd.Bool("account-creation"),
-			MaxBodyBytes:    cmd.Int64("max-body"),
-			MaxJobsPerRPC:   cmd.Int("max-jobs"),
-			DrainTimeout:    cmd.Duration("drain-timeout"),
-			ReadTimeout:     cmd.Duration("read-timeout"),
-			WriteTimeout:    cmd.Duration("write-timeout"),
-			DownloadDir:     dirs[0],
-			UploadDir:       dirs[1],
-			CodeSignKey:     codeSignKey,
-			UploadKey:       uploadKey,
-			MaxUploadBytes:  cmd.Int64("max-upload"),
+			ProjectName:              cmd.String("project-name"),
+			MasterURL:                master,
+			SchedulerURLs:            cmd.StringSlice("url"),
+			RequestDelay:             delay,
+			NoRscApps:                cmd.Bool("no-rsc-apps"),
+			AccountCreation:          cmd.Bool("account-creation"),
+			AccountRequestsPerMinute: accountRate(cmd.Float("account-rate")),
+			MaxBodyBytes:             cmd.Int64("max-body"),
+			MaxJobsPerRPC:            cmd.Int("max-jobs"),
+			DrainTimeout:             cmd.Duration("drain-timeout"),
+			ReadTimeout:              cmd.Duration("read-timeout"),
+			WriteTimeout:             cmd.Duration("write-timeout"),
+			DownloadDir:              dirs[0],
+			UploadDir:                dirs[1],
+			CodeSignKey:              codeSignKey,
+			UploadKey:                uploadKey,
+			MaxUploadBytes:           cmd.Int64("max-upload"),
 		},
 	}
 	if codeSignKey == "" || uploadKey == nil {
@@ -251,4 +257,13 @@ func fileClock(path string, log *slog.Logger) (func() time.Time, error) {
 		last = t
 		return t
 	}, nil
+}
+
+// accountRate is --account-rate as server.Config takes it: 0 on the command line means
+// no limit.
+func accountRate(perMin float64) float64 {
+	if perMin == 0 {
+		return -1
+	}
+	return perMin
 }
