@@ -70,10 +70,11 @@ func TestMain(m *testing.M) {
 }
 
 // TestRealBOINCClient runs Debian's boinc-client against `bserver serve` on loopback:
-// the client attaches with an account key, downloads the signed example app
-// (examples/boinc-app) and the jobs' input, runs the jobs, uploads their outputs and
-// reports them; then bretry validate validates them by the uploaded outputs' digests. Skipped, loudly, when the boinc and boinccmd commands are missing
-// (.ci/run installs them).
+// the client creates an account (create_account.php) and attaches with its key,
+// downloads the signed example app (examples/boinc-app) and the jobs' input, runs the
+// jobs, uploads their outputs and reports them; then bretry validate validates them by
+// the uploaded outputs' digests and grants their credit. Skipped, loudly, when the
+// boinc and boinccmd commands are missing (.ci/run installs them).
 func TestRealBOINCClient(t *testing.T) {
 	t.Parallel()
 	boinc, err1 := exec.LookPath("boinc")
@@ -101,7 +102,6 @@ func TestRealBOINCClient(t *testing.T) {
 	db := filepath.Join(proj, "project.db")
 	runOut(t, "init", "--db", db)
 	runOut(t, "keys", "--db", db)
-	key := strings.TrimSpace(runOut(t, "user", "add", "--db", db, "--name", "alice"))
 	runOut(t, "app", "add", "--db", db, "upper")
 	runOut(t, "app-version", "add", "--db", db, "--app", "upper", "--version", "1", "--platform", "x86_64-pc-linux-gnu", "--file", appBin)
 	// Jobs estimated at 0.1 s: a client's first request to a project asks for 1 s of
@@ -110,7 +110,11 @@ func TestRealBOINCClient(t *testing.T) {
 	// the job takes, so the client never aborts one for its elapsed time.
 	runOut(t, "work", "create", "--db", db, "--app", "upper", "--count", strconv.Itoa(njobs), "--fpops-est", "1e8", "--fpops-bound", "1e12",
 		"--delay-bound", "1d", "--input", "in="+input, "--output", "out:100000")
-	url := scripttest.StartServe(t, db, "")
+	// Accounts are made by clients here (create_account.php), as on most BOINC projects.
+	url, ok := strings.CutPrefix(scripttest.Start(t, true, "bserver", "serve", "--db", db, "--addr", "127.0.0.1:0", "--account-creation"), "listening on ")
+	if !ok {
+		t.Fatalf("bserver serve did not start")
+	}
 
 	os.WriteFile(filepath.Join(cdir, "global_prefs_override.xml"), []byte(clientPrefs), 0o644)
 	os.WriteFile(filepath.Join(cdir, "cc_config.xml"), []byte(clientConfig), 0o644)
@@ -151,6 +155,14 @@ func TestRealBOINCClient(t *testing.T) {
 			t.Fatalf("the client's GUI RPC did not answer:\n%s", clientLog.String())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// The volunteer makes an account with the client (the Manager's new-account page does
+	// the same), then attaches with its account key.
+	out, err := cmd("--create_account", url, "alice@example.org", "secret-pw", "alice")
+	_, key, found := strings.Cut(out, "account key: ")
+	key = strings.TrimSpace(key)
+	if err != nil || !found || len(key) != 32 {
+		t.Fatalf("create_account: %v: %s", err, out)
 	}
 	attach := time.Now()
 	if out, err := cmd("--project_attach", url, key); err != nil {
