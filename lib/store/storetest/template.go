@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,16 +17,16 @@ import (
 // maker killed half-way) is dropped and made again.
 const readyTable = "bkit_template_ready"
 
-// template is this process's copy of the template's DDL, read once.
+// template is this process's copy of the template, read once.
 var template struct {
 	once  sync.Once
 	name  string
-	stmts []string // CREATE TABLE statements, in no particular order
+	stmts []string // CREATE TABLE statements (in no particular order), then the version rows' INSERTs
 	err   error
 }
 
 // fillFromTemplate creates the schema's tables in the empty database dsn names and
-// copies the template's schema_version rows, so Migrate finds nothing to do.
+// the template's schema_version rows, so Migrate finds nothing to do.
 func fillFromTemplate(dsn string) error {
 	template.once.Do(func() { template.name, template.stmts, template.err = loadTemplate(dsn) })
 	if template.err != nil {
@@ -56,8 +57,7 @@ func fillFromTemplate(dsn string) error {
 			return fmt.Errorf("copying the template: %w\n%s", err, st)
 		}
 	}
-	_, err = conn.ExecContext(ctx, "INSERT INTO schema_version SELECT * FROM "+template.name+".schema_version")
-	return err
+	return nil
 }
 
 // loadTemplate makes sure the server holds a complete template for this schema
@@ -130,7 +130,22 @@ func loadTemplate(dsn string) (string, []string, error) {
 		}
 		stmts = append(stmts, create)
 	}
-	return name, stmts, nil
+	// The version rows too, as statements: filling a database then reads nothing of
+	// the template, which a test process of another schema may drop meanwhile.
+	rows, err := conn.QueryContext(ctx, "SELECT version, applied_time FROM "+name+".schema_version ORDER BY version")
+	if err != nil {
+		return "", nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int64
+		var at float64
+		if err := rows.Scan(&v, &at); err != nil {
+			return "", nil, err
+		}
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO schema_version (version, applied_time) VALUES (%d, %s)", v, strconv.FormatFloat(at, 'g', -1, 64)))
+	}
+	return name, stmts, rows.Err()
 }
 
 // makeTemplate (re)creates the template database name by migrating it, and marks it
