@@ -73,20 +73,7 @@ func URLVar(ts *testscript.TestScript, neg bool, args []string) {
 // returns the first line it prints (with wait).
 func Start(t testing.TB, wait bool, prog string, args ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, line, stderr := Launch(t, wait, prog, args...)
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
@@ -96,9 +83,31 @@ func Start(t testing.TB, wait bool, prog string, args ...string) string {
 			t.Logf("%s's log:\n%s", prog, stderr.String())
 		}
 	})
+	return line
+}
+
+// Launch starts PROG (on $PATH) and, with wait, returns the first line it prints
+// (failing t after 30 s without one), with the process and its standard error; the
+// caller stops it (Start does at cleanup; a test that kills it uses Launch).
+func Launch(t testing.TB, wait bool, prog string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	bin, err := exec.LookPath(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	if !wait {
 		go io.Copy(io.Discard, stdout)
-		return ""
+		return cmd, "", stderr
 	}
 	line := make(chan string, 1)
 	go func() {
@@ -108,11 +117,13 @@ func Start(t testing.TB, wait bool, prog string, args ...string) string {
 	}()
 	select {
 	case s := <-line:
-		return strings.TrimSpace(s)
+		return cmd, strings.TrimSpace(s), stderr
 	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
 		t.Fatalf("%s did not start", prog)
 	}
-	return ""
+	return cmd, "", stderr
 }
 
 // StartServe starts a `bserver serve` process (Start) on a free loopback port and

@@ -205,19 +205,7 @@ func TestAccountLookup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		get := func(path string) string {
-			t.Helper()
-			resp, err := http.Get(e.url + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 {
-				t.Fatalf("GET %s: status %d: %s", path, resp.StatusCode, b)
-			}
-			return string(b)
-		}
+		get := func(path string) string { t.Helper(); return getOK(t, e.url+path) }
 		const recordedLookup = "lookup_account.php?email_addr=carol%40example%2Eorg&passwd_hash=3132ce81b7994459ebbad6021f6eb600"
 		if got, want := get(recordedLookup), "<account_out>\n    <authenticator>"+u.Authenticator+"</authenticator>\n</account_out>\n"; got != want {
 			t.Errorf("lookup: got %q, want %q", got, want)
@@ -247,22 +235,9 @@ func TestAccountLookup(t *testing.T) {
 func TestAccountCreation(t *testing.T) {
 	t.Parallel()
 	const recorded = "create_account.php?email_addr=alice%40example%2Eorg&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=Alice"
-	get := func(t *testing.T, url string) string {
-		t.Helper()
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: status %d: %s", url, resp.StatusCode, b)
-		}
-		return string(b)
-	}
 	t.Run("disabled", func(t *testing.T) {
 		e := start(t, storetest.SQLiteDSN(t), server.Config{}, 0)
-		if got := get(t, e.url+recorded); !strings.Contains(got, "<error_num>-1</error_num>") || !strings.Contains(got, "not accepting new accounts") {
+		if got := getOK(t, e.url+recorded); !strings.Contains(got, "<error_num>-1</error_num>") || !strings.Contains(got, "not accepting new accounts") {
 			t.Errorf("creation while disabled: %q", got)
 		}
 		if users, _ := e.st.Users(context.Background()); len(users) != 0 {
@@ -271,19 +246,19 @@ func TestAccountCreation(t *testing.T) {
 	})
 	forEngine(t, func(t *testing.T, dsn string) {
 		e := start(t, dsn, server.Config{AccountCreation: true, AccountRequestsPerMinute: -1}, 0)
-		if cfg := get(t, e.url+"get_project_config.php"); strings.Contains(cfg, "account_creation_disabled") {
+		if cfg := getOK(t, e.url+"get_project_config.php"); strings.Contains(cfg, "account_creation_disabled") {
 			t.Errorf("project config says creation is disabled:\n%s", cfg)
 		}
-		got := get(t, e.url+recorded)
+		got := getOK(t, e.url+recorded)
 		auth, ok := strings.CutPrefix(got, "<account_out>\n    <authenticator>")
 		auth, ok2 := strings.CutSuffix(auth, "</authenticator>\n</account_out>\n")
 		if !ok || !ok2 || auth == "" {
 			t.Fatalf("creation: %q", got)
 		}
-		if again := get(t, e.url+recorded); again != got {
+		if again := getOK(t, e.url+recorded); again != got {
 			t.Errorf("the same request again: %q, want the same account %q", again, got)
 		}
-		if lookup := get(t, e.url+"lookup_account.php?email_addr=alice%40example%2Eorg&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0"); lookup != got {
+		if lookup := getOK(t, e.url+"lookup_account.php?email_addr=alice%40example%2Eorg&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0"); lookup != got {
 			t.Errorf("lookup of the created account: %q, want %q", lookup, got)
 		}
 		users, err := e.st.Users(context.Background())
@@ -300,7 +275,7 @@ func TestAccountCreation(t *testing.T) {
 			{"email_addr=Bob+%3Cbob%40example.org%3E&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=Bob", "-205"},
 			{"email_addr=bob%40example.org&passwd_hash=short&user_name=Bob", "-1"},
 		} {
-			if got := get(t, e.url+"create_account.php?"+tc.query); !strings.Contains(got, "<error_num>"+tc.errNum+"</error_num>") {
+			if got := getOK(t, e.url+"create_account.php?"+tc.query); !strings.Contains(got, "<error_num>"+tc.errNum+"</error_num>") {
 				t.Errorf("%s: %q, want error %s", tc.query, got, tc.errNum)
 			}
 		}
@@ -317,16 +292,7 @@ func TestAccountCreation(t *testing.T) {
 func TestAccountRateLimit(t *testing.T) {
 	t.Parallel()
 	e := start(t, storetest.SQLiteDSN(t), server.Config{AccountCreation: true, AccountRequestsPerMinute: 3}, 0)
-	get := func(path string) string {
-		t.Helper()
-		resp, err := http.Get(e.url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	get := func(path string) string { t.Helper(); return getOK(t, e.url+path) }
 	const lookup = "lookup_account.php?email_addr=x%40example.org&passwd_hash=00000000000000000000000000000000"
 	for i := range 3 {
 		if got := get(lookup); !strings.Contains(got, "<error_num>-136</error_num>") {
@@ -514,4 +480,20 @@ func TestRecordedBOINCClientRetrySameHost(t *testing.T) {
 			t.Errorf("after the report: %v, jobs %v, want %v (the failed ones' other results only)", err, names(rep.ResultsSent), want)
 		}
 	})
+}
+
+// getOK GETs url and returns the body, failing t unless the status is 200 (BOINC's web
+// RPCs answer errors in the body).
+func getOK(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: status %d: %s", url, resp.StatusCode, b)
+	}
+	return string(b)
 }

@@ -53,20 +53,28 @@ func setupBatch(t *testing.T, st *store.Store) {
 	}
 }
 
+// startBatch serves a database holding setupBatch's batch on a loopback port, at
+// testNow, until the test ends.
+func startBatch(t *testing.T, dsn string) *env {
+	t.Helper()
+	st := storetest.Open(t, dsn)
+	setupBatch(t, st)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&server.Server{Store: st, Now: func() time.Time { return testNow }}).Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &env{url: server.URLFor(ln), st: st}
+}
+
 func TestLocalityScheduling(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, dsn string) {
-		st := storetest.Open(t, dsn)
-		setupBatch(t, st)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- (&server.Server{Store: st, Now: func() time.Time { return testNow }}).Serve(ctx, ln) }()
-		defer func() { cancel(); <-done }()
-		e := &env{url: server.URLFor(ln), st: st}
+		e := startBatch(t, dsn)
+		st, ctx := e.st, context.Background()
 
 		// Host A (credit 10) joins cursor 1, the first of two with no team credit.
 		a, aauth := e.newHost(t, 1, 0)
@@ -132,17 +140,7 @@ func TestLocalityScheduling(t *testing.T) {
 func TestLocalityResend(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, dsn string) {
-		st := storetest.Open(t, dsn)
-		setupBatch(t, st)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- (&server.Server{Store: st, Now: func() time.Time { return testNow }}).Serve(ctx, ln) }()
-		defer func() { cancel(); <-done }()
-		e := &env{url: server.URLFor(ln), st: st}
+		e := startBatch(t, dsn)
 		a, aauth := e.newHost(t, 1, 0)
 		ask := func(others ...string) *boincxml.SchedulerReply {
 			t.Helper()

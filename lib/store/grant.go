@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql"
 	"errors"
+	"strings"
 
 	"github.com/bkit/bkit/lib/credit"
 )
@@ -14,35 +15,51 @@ import (
 // marks the results valid; a result already credited is skipped, so that it is
 // credited once whoever validates it.
 func (t *Tx) GrantCredit(ids []int64, now float64) error {
-	for _, id := range ids {
-		var fpops float64
-		var hostID int64
-		err := t.queryRow(`SELECT w.rsc_fpops_est, r.hostid FROM result r JOIN workunit w ON w.id=r.workunitid
-			WHERE r.id=? AND r.granted_credit=0`, id).Scan(&fpops, &hostID)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
+	type grant struct {
+		id, hostID, userID int64
+		fpops              float64
+	}
+	var grants []grant
+	for lo := 0; lo < len(ids); lo += 500 {
+		part := ids[lo:min(len(ids), lo+500)]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
 		}
+		rows, err := t.query(`SELECT r.id, w.rsc_fpops_est, r.hostid, COALESCE(h.userid, 0)
+			FROM result r JOIN workunit w ON w.id=r.workunitid LEFT JOIN host h ON h.id=r.hostid
+			WHERE r.granted_credit=0 AND r.id IN (?`+strings.Repeat(",?", len(part)-1)+`) ORDER BY r.id`, args...)
 		if err != nil {
 			return err
 		}
-		c := credit.Granted(fpops)
+		for rows.Next() {
+			var g grant
+			if err := rows.Scan(&g.id, &g.fpops, &g.hostID, &g.userID); err != nil {
+				rows.Close()
+				return err
+			}
+			grants = append(grants, g)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for _, g := range grants {
+		c := credit.Granted(g.fpops)
 		if c == 0 {
 			continue
 		}
-		if _, err := t.exec(`UPDATE result SET granted_credit=? WHERE id=?`, c, id); err != nil {
+		if _, err := t.exec(`UPDATE result SET granted_credit=? WHERE id=?`, c, g.id); err != nil {
 			return err
 		}
-		var userID int64
-		if hostID != 0 {
-			if err := t.queryRow(`SELECT userid FROM host WHERE id=?`, hostID).Scan(&userID); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if err := t.addCredit("host", hostID, c, now); err != nil {
+		if g.hostID != 0 {
+			if err := t.addCredit("host", g.hostID, c, now); err != nil {
 				return err
 			}
 		}
-		if userID != 0 {
-			if err := t.addCredit("user", userID, c, now); err != nil {
+		if g.userID != 0 {
+			if err := t.addCredit("user", g.userID, c, now); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,26 @@ import (
 	"github.com/bkit/bkit/lib/locality"
 )
 
+// oldDatabase is a SQLite database migrated to version (the first version
+// migrations), closed at the test's end. Its callers are not parallel: it shortens the
+// package's migration list for a moment.
+func oldDatabase(t *testing.T, version int) *Store {
+	t.Helper()
+	s, err := Open("sqlite:" + filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	saved := migrations
+	migrations = saved[:version]
+	_, err = s.Migrate(context.Background(), 1)
+	migrations = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestUpgradeKeepsAppVersions: a database made by migration 1 with app versions in it
 // keeps them through migration 2's rebuild of app_version (SQLite; the MySQL path runs
 // the same statements on every fresh test database).
@@ -17,18 +37,7 @@ import (
 // Not parallel: it shortens the package's migration list for a moment.
 func TestUpgradeKeepsAppVersions(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open("sqlite:" + filepath.Join(t.TempDir(), "old.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	saved := migrations
-	migrations = saved[:1]
-	_, err = s.Migrate(ctx, 1)
-	migrations = saved
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := oldDatabase(t, 1)
 	for _, q := range []string{
 		`INSERT INTO app (id, name) VALUES (1, 'a')`,
 		`INSERT INTO app_version (id, appid, version_num, plan_class, avg_ncpus, coproc_type, coproc_count, flops) VALUES (7, 1, 3, 'cuda', 0.5, 'NVIDIA', 1, 2e11)`,
@@ -59,18 +68,7 @@ func TestUpgradeKeepsAppVersions(t *testing.T) {
 // moves as before. Not parallel: it shortens the migration list for a moment.
 func TestUpgradeRecountsCursors(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open("sqlite:" + filepath.Join(t.TempDir(), "old.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	saved := migrations
-	migrations = saved[:5]
-	_, err = s.Migrate(ctx, 1)
-	migrations = saved
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := oldDatabase(t, 5)
 	if _, err := s.AddApp(ctx, "loc", true, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -164,18 +162,7 @@ func TestUpgradeRecountsCursors(t *testing.T) {
 // a password keep NULL. Not parallel: it shortens the migration list for a moment.
 func TestUpgradeKeysPasswordEmails(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open("sqlite:" + filepath.Join(t.TempDir(), "old.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	saved := migrations
-	migrations = saved[:8]
-	_, err = s.Migrate(ctx, 1)
-	migrations = saved
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := oldDatabase(t, 8)
 	for _, q := range []string{
 		`INSERT INTO user (id, name, email_addr, authenticator, passwd_hash) VALUES (1, 'a', 'a@x.org', 'k1', 'h1')`,
 		`INSERT INTO user (id, name, email_addr, authenticator, passwd_hash) VALUES (2, 'a2', 'a@x.org', 'k2', 'h2')`,

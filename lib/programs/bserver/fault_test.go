@@ -1,11 +1,9 @@
 package bserver_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/scripttest"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
 )
@@ -29,40 +28,14 @@ type serveProc struct {
 
 func startServeProc(t *testing.T, db, projectDir string) *serveProc {
 	t.Helper()
-	bin, err := exec.LookPath("bserver")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", "--db", db, "--project-dir", projectDir, "--addr", "127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &serveProc{cmd: cmd, stderr: &bytes.Buffer{}}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- s
-		io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case s := <-line:
-		url, ok := strings.CutPrefix(strings.TrimSpace(s), "listening on ")
-		if !ok {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("serve said %q: %s", s, p.stderr)
-		}
-		p.url = url + "scheduler"
-	case <-time.After(30 * time.Second):
+	cmd, line, stderr := scripttest.Launch(t, true, "bserver", "serve", "--db", db, "--project-dir", projectDir, "--addr", "127.0.0.1:0")
+	url, ok := strings.CutPrefix(line, "listening on ")
+	if !ok {
 		cmd.Process.Kill()
-		t.Fatal("serve did not start")
+		cmd.Wait()
+		t.Fatalf("serve said %q: %s", line, stderr)
 	}
-	return p
+	return &serveProc{cmd: cmd, url: url + "scheduler", stderr: stderr}
 }
 
 // TestKilledUnderLoad SIGKILLs `bserver serve` while hosts make requests at full speed,
