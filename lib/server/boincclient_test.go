@@ -163,6 +163,18 @@ func TestRecordedBOINCClientErrors(t *testing.T) {
 		if err != nil || len(rep.ResultsSent) != 4 {
 			t.Fatalf("attach: %v, jobs %v", err, names(rep.ResultsSent))
 		}
+		// The client uploaded the outputs of the tasks done before it reported them.
+		for _, r := range []string{"good_1_0", "good_3_0"} {
+			if err := st.InTx(ctx, func(tx *store.Tx) error {
+				t, err := tx.OutputFile(r, 0)
+				if err != nil {
+					return err
+				}
+				return tx.RecordUpload(store.UploadedFile{ResultID: t.ResultID, Name: r + "_0", NBytes: 15, MD5: "m", SHA256: "s", UploadTime: now + 50})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		rep, err = srv.Handle(ctx, recorded(t, "errors-report.xml"), now+100, "http://127.0.0.1:18081/")
 		if err != nil || len(rep.ResultAcks) != 4 || len(rep.Messages) != 0 {
 			t.Fatalf("report: %v, %d acks, messages %q", err, len(rep.ResultAcks), messages(rep))

@@ -246,15 +246,25 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader) (string, error) {
 	}
 	if req.GetFileSize != "" {
 		// Partial files are never kept (see upload), so a client resumes from 0
-		// unless the whole file is here already.
+		// unless the whole file was uploaded and recorded.
 		name := strings.TrimSpace(req.GetFileSize)
-		size := int64(0)
-		if validFileName(name) {
-			if fi, err := os.Stat(filepath.Join(s.Config.UploadDir, name)); err == nil && fi.Mode().IsRegular() {
-				size = fi.Size()
+		size := 0.0
+		if result, k, ok := splitOutputName(name); ok && validFileName(name) {
+			err := s.Store.InTx(ctx, func(tx *store.Tx) error {
+				t, err := tx.OutputFile(result, k)
+				if err == nil && t.Complete {
+					size = t.NBytes
+				}
+				if errors.Is(err, store.ErrNotFound) {
+					err = nil
+				}
+				return err
+			})
+			if err != nil {
+				return "", err
 			}
 		}
-		return fmt.Sprintf("<file_size>%d</file_size>", size), nil
+		return fmt.Sprintf("<file_size>%.0f</file_size>", size), nil
 	}
 	fu := req.FileUpload
 	if fu == nil {
@@ -283,9 +293,14 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader) (string, error) {
 	if target.HostID == 0 || !hmac.Equal([]byte(strings.TrimSpace(fu.FileInfo.XMLSignature)), []byte(want)) {
 		return "", permanent("%s: invalid signature (not a file of a result sent to this host)", name)
 	}
-	if !(target.ServerState == store.ServerStateInProgress ||
-		target.ServerState == store.ServerStateOver && target.Outcome == store.OutcomeNoReply) {
-		return "", permanent("%s: result %s is not in progress", name, result)
+	if err := uploadable(target, name, result); err != nil {
+		return "", err
+	}
+	if target.Complete {
+		// As BOINC's handler answers for a file it made read-only: the client may
+		// have missed the reply to its upload; the file stays as it is.
+		s.log().Info("upload of a complete file: kept as it is", "name", name)
+		return "", nil
 	}
 	limit := min(target.MaxNBytes, float64(orDefault(s.Config.MaxUploadBytes, DefaultMaxUploadBytes)))
 	switch {
@@ -296,56 +311,108 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader) (string, error) {
 	case fu.Offset != 0:
 		return "", permanent("%s: offset %.0f: this server takes whole files only (its get_file_size says 0)", name, fu.Offset)
 	}
-	f, err := s.receive(br, name, int64(fu.NBytes), strings.ToLower(strings.TrimSpace(fu.MD5)))
+	tmp, f, err := s.receive(br, name, int64(fu.NBytes), strings.ToLower(strings.TrimSpace(fu.MD5)))
 	if err != nil {
 		return "", err
 	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name()) // when it was not renamed: a refusal, a failure
+	}()
 	f.ResultID, f.FileNum = target.ResultID, k
-	return "", s.Store.RecordUpload(ctx, *f)
+	final := filepath.Join(s.Config.UploadDir, name)
+	err = s.Store.InTx(ctx, func(tx *store.Tx) error {
+		// Again, with the result locked until the file is recorded: a report or
+		// another upload of this file since the first look must win or wait.
+		t, err := tx.LockOutputFile(target.ResultID, k)
+		if err != nil {
+			return err
+		}
+		if t.HostID != target.HostID {
+			return permanent("%s: result %s is no longer this host's", name, result)
+		}
+		if err := uploadable(t, name, result); err != nil {
+			return err
+		}
+		if t.Complete {
+			return errComplete
+		}
+		// No row, and the lock held: whatever is under the name is not a recorded
+		// upload (a server killed between rename and commit), and is replaced.
+		if err := placeFile(tmp, final); err != nil {
+			return err
+		}
+		return tx.RecordUpload(*f)
+	})
+	if errors.Is(err, errComplete) {
+		s.log().Info("upload of a file another upload completed meanwhile: kept as it is", "name", name)
+		return "", nil
+	}
+	return "", err
 }
 
-// receive copies n bytes of the body to a temporary file, checks them and renames the
-// file into the upload directory.
-func (s *Server) receive(body io.Reader, name string, n int64, wantMD5 string) (*store.UploadedFile, error) {
-	dir := s.Config.UploadDir
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := filepath.Join(dir, ".tmp-"+hex.EncodeToString(rnd[:])+"-"+name)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// errComplete: the file was recorded by another upload since the first look.
+var errComplete = errors.New("output file complete")
+
+// uploadable refuses an upload to a result that is not in progress: reported (its
+// files are what the validator judges) or never sent. A result that timed out may
+// still be reported late, so its files are taken.
+func uploadable(t *store.UploadTarget, name, result string) error {
+	if !(t.ServerState == store.ServerStateInProgress ||
+		t.ServerState == store.ServerStateOver && t.Outcome == store.OutcomeNoReply) {
+		return permanent("%s: result %s is not in progress", name, result)
+	}
+	return nil
+}
+
+// placeFile renames the received file tmp to final and syncs the directory. It may
+// run again when the recording transaction is retried: a file already renamed is left.
+func placeFile(tmp *os.File, final string) error {
+	mine, err := tmp.Stat()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	keep := false
-	defer func() {
-		if !keep {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	m5, s256 := md5.New(), sha256.New()
-	got, err := io.Copy(io.MultiWriter(f, m5, s256), io.LimitReader(body, n))
-	if err != nil || got < n {
-		return nil, transient("%s: upload cut off after %d of %d bytes", name, got, n)
+	if fi, err := os.Stat(final); err == nil && os.SameFile(fi, mine) {
+		return nil
 	}
-	sum := hexSum(m5)
-	if wantMD5 != "" && wantMD5 != sum {
-		return nil, transient("%s: MD5 %s of the data received differs from the client's %s", name, sum, wantMD5)
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return err
 	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return nil, err
-	}
-	keep = true
-	if d, err := os.Open(dir); err == nil {
+	if d, err := os.Open(filepath.Dir(final)); err == nil {
 		d.Sync()
 		d.Close()
 	}
-	return &store.UploadedFile{Name: name, NBytes: float64(n), MD5: sum, SHA256: hexSum(s256), UploadTime: s.now()}, nil
+	return nil
+}
+
+// receive copies n bytes of the body to a temporary file in the upload directory and
+// checks them; the caller renames the file (placeFile) or removes it.
+func (s *Server) receive(body io.Reader, name string, n int64, wantMD5 string) (*os.File, *store.UploadedFile, error) {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(s.Config.UploadDir, ".tmp-"+hex.EncodeToString(rnd[:])+"-"+name)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*os.File, *store.UploadedFile, error) {
+		f.Close()
+		os.Remove(tmp)
+		return nil, nil, err
+	}
+	m5, s256 := md5.New(), sha256.New()
+	got, err := io.Copy(io.MultiWriter(f, m5, s256), io.LimitReader(body, n))
+	if err != nil || got < n {
+		return fail(transient("%s: upload cut off after %d of %d bytes", name, got, n))
+	}
+	sum := hexSum(m5)
+	if wantMD5 != "" && wantMD5 != sum {
+		return fail(transient("%s: MD5 %s of the data received differs from the client's %s", name, sum, wantMD5))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	return f, &store.UploadedFile{Name: name, NBytes: float64(n), MD5: sum, SHA256: hexSum(s256), UploadTime: s.now()}, nil
 }
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }

@@ -204,12 +204,13 @@ func TestAccountsFilesUploads(t *testing.T) {
 			}
 			// A BOINC client reports with no digest of its own: the server records the
 			// digest of what it uploaded, for the validator. Host B's success, with
-			// nothing uploaded, keeps none (it agrees with every other result).
+			// nothing uploaded, is a validate error (issue 28).
 			for _, c := range []struct {
-				host   int64
-				result string
-				want   string
-			}{{repA.HostID, resA.Name, digest}, {repB.HostID, repB.ResultsSent[0].Name, ""}} {
+				host    int64
+				result  string
+				want    string
+				outcome int
+			}{{repA.HostID, resA.Name, digest, store.OutcomeSuccess}, {repB.HostID, repB.ResultsSent[0].Name, "", store.OutcomeValidateError}} {
 				req := boincRequest(fe.key, c.host, linux)
 				req.WorkReqSeconds, req.CPUReqSecs = 0, 0
 				req.Results = []boincxml.ReportedResult{{Name: c.result, FinalCPUTime: 1, FinalElapsedTime: 1, State: boincxml.ResultFilesUploaded}}
@@ -219,8 +220,8 @@ func TestAccountsFilesUploads(t *testing.T) {
 				var got string
 				var outcome int
 				if err := fe.st.DB.QueryRow(`SELECT output_digest, outcome FROM result WHERE name=?`, c.result).Scan(&got, &outcome); err != nil ||
-					got != c.want || outcome != store.OutcomeSuccess {
-					t.Errorf("report %s: recorded digest %q, outcome %d (%v); want %q, success", c.result, got, outcome, err, c.want)
+					got != c.want || outcome != c.outcome {
+					t.Errorf("report %s: recorded digest %q, outcome %d (%v); want %q, %d", c.result, got, outcome, err, c.want, c.outcome)
 				}
 			}
 			// get_file_size: the whole file when it is here, else 0.

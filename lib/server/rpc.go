@@ -182,30 +182,40 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 	success := func(r boincxml.ReportedResult) bool {
 		return r.ExitStatus == 0 && (r.State == 0 || r.State == boincxml.ResultFilesUploaded)
 	}
-	// A real BOINC client sends no digest of its own: it uploaded its output files
-	// before reporting, so the validator compares the digests of what arrived
-	// (store.Tx.OutputDigests, one query for the request). A result with nothing
-	// uploaded keeps "".
-	var need []string
+	// A result whose workunit declares output files is validated on what the host
+	// uploaded, as BOINC's validator reads the files: the digest of the uploaded files
+	// (store.Tx.ReportedOutputs, which also holds off uploads of the reported results
+	// until the reports are recorded). A declared file not uploaded, or a client's own
+	// digest that is not its files', makes a success a validate error: an empty digest
+	// would agree with every other result, and a claimed one could copy another host's.
+	// The client's <bkit_output_digest> counts only for results without output files
+	// (bkit's own clients, which upload nothing).
+	var succeeded []string
 	for _, r := range req.Results {
-		if success(r) && r.OutputDigest == "" {
-			need = append(need, r.Name)
+		if success(r) {
+			succeeded = append(succeeded, r.Name)
 		}
 	}
-	digests, err := tx.OutputDigests(need)
+	outputs, err := tx.ReportedOutputs(succeeded)
 	if err != nil {
-		return fmt.Errorf("reports: output digests: %w", err)
+		return fmt.Errorf("reports: output files: %w", err)
 	}
 	reports := make([]store.Report, len(req.Results))
 	for i, r := range req.Results {
 		success := success(r)
-		digest := r.OutputDigest
-		if success && digest == "" {
-			digest = digests[r.Name]
+		digest, outErr := r.OutputDigest, ""
+		if o, ok := outputs[r.Name]; ok && success {
+			digest = o.Digest
+			switch {
+			case len(o.Missing) > 0:
+				outErr = fmt.Sprintf("output file %s was not uploaded", OutputFileName(r.Name, o.Missing[0]))
+			case r.OutputDigest != "" && r.OutputDigest != o.Digest:
+				outErr = fmt.Sprintf("the reported output digest %q is not that of the uploaded files (%s)", r.OutputDigest, o.Digest)
+			}
 		}
 		reports[i] = store.Report{
 			Name: r.Name, Success: success, CPUTime: r.FinalCPUTime, ElapsedTime: r.FinalElapsedTime,
-			ExitStatus: r.ExitStatus, ClientState: r.State, OutputDigest: digest,
+			ExitStatus: r.ExitStatus, ClientState: r.State, OutputDigest: digest, OutputError: outErr,
 		}
 		if r.StderrOut != nil {
 			reports[i].StderrOut = strings.TrimSpace(r.StderrOut.Text)
@@ -218,6 +228,12 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 	for i, r := range req.Results {
 		st := statuses[i]
 		switch st {
+		case store.ReportRecorded:
+			if e := reports[i].OutputError; e != "" {
+				s.log().Warn("reported success without valid output: recorded as a validate error", "host", host.ID, "result", r.Name, "reason", e)
+				reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow,
+					Text: fmt.Sprintf("result %s: %s; it cannot be validated", r.Name, e)})
+			}
 		case store.ReportNotYours:
 			s.log().Warn("report of a result not sent to this host", "host", host.ID, "result", r.Name)
 			reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow,

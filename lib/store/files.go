@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -317,18 +318,68 @@ type UploadTarget struct {
 	ServerState int
 	Outcome     int
 	MaxNBytes   float64
+	// Complete: the file was uploaded in full and recorded (RecordUpload), with this
+	// size and MD5. A complete file is never replaced.
+	Complete bool
+	NBytes   float64
+	MD5      string
 }
+
+// outputFileQuery reads an UploadTarget; the caller adds the result's condition.
+const outputFileQuery = `SELECT r.id, r.hostid, r.server_state, r.outcome, o.max_nbytes, f.nbytes, f.md5_cksum FROM result r
+	JOIN wu_output o ON o.workunitid=r.workunitid AND o.file_num=?
+	LEFT JOIN result_file f ON f.resultid=r.id AND f.file_num=o.file_num WHERE `
 
 // OutputFile finds output file fileNum of the result named result, or ErrNotFound.
 func (t *Tx) OutputFile(result string, fileNum int) (*UploadTarget, error) {
+	return t.outputFile(outputFileQuery+`r.name=?`, fileNum, result)
+}
+
+// LockOutputFile is OutputFile of result resultID with the result's row locked until
+// the transaction ends, so that the state it reads holds while an upload is recorded:
+// a report of the result (RecordReports) or another upload of its files waits for the
+// commit (MySQL; SQLite's write transactions run one at a time anyway).
+func (t *Tx) LockOutputFile(resultID int64, fileNum int) (*UploadTarget, error) {
+	if err := t.lockResults([]int64{resultID}); err != nil {
+		return nil, err
+	}
+	return t.outputFile(outputFileQuery+`r.id=?`, fileNum, resultID)
+}
+
+func (t *Tx) outputFile(query string, args ...any) (*UploadTarget, error) {
 	var u UploadTarget
-	err := t.queryRow(`SELECT r.id, r.hostid, r.server_state, r.outcome, o.max_nbytes FROM result r
-		JOIN wu_output o ON o.workunitid=r.workunitid AND o.file_num=? WHERE r.name=?`, fileNum, result).
-		Scan(&u.ResultID, &u.HostID, &u.ServerState, &u.Outcome, &u.MaxNBytes)
+	var nbytes sql.NullFloat64
+	var md5 sql.NullString
+	err := t.queryRow(query, args...).Scan(&u.ResultID, &u.HostID, &u.ServerState, &u.Outcome, &u.MaxNBytes, &nbytes, &md5)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
+	u.Complete, u.NBytes, u.MD5 = nbytes.Valid, nbytes.Float64, md5.String
 	return &u, err
+}
+
+// lockResults locks the rows of results ids until the transaction ends (MySQL; a
+// no-op on SQLite, whose write transaction holds the whole database).
+func (t *Tx) lockResults(ids []int64) error {
+	if t.s.dialect.forUpdate == "" || len(ids) == 0 {
+		return nil
+	}
+	for lo := 0; lo < len(ids); lo += 500 {
+		part := ids[lo:min(len(ids), lo+500)]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		rows, err := t.query(`SELECT id FROM result WHERE id IN (?`+strings.Repeat(",?", len(part)-1)+`)`+t.s.dialect.forUpdate, args...)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UploadedFile is an output file a host uploaded in full.
@@ -343,17 +394,16 @@ type UploadedFile struct {
 	UploadTime float64 `json:"upload_time"`
 }
 
-// RecordUpload notes that an output file is in the upload directory; a repeated
-// upload of the same file replaces the row.
-func (s *Store) RecordUpload(ctx context.Context, f UploadedFile) error {
-	return s.InTx(ctx, func(tx *Tx) error {
-		if _, err := tx.exec(`DELETE FROM result_file WHERE resultid=? AND file_num=?`, f.ResultID, f.FileNum); err != nil {
-			return err
-		}
-		_, err := tx.exec(`INSERT INTO result_file (resultid, file_num, name, nbytes, md5_cksum, sha256, upload_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			f.ResultID, f.FileNum, f.Name, f.NBytes, f.MD5, f.SHA256, f.UploadTime)
-		return err
-	})
+// RecordUpload notes that an output file is complete in the upload directory. A file
+// is recorded once: a second record of it is ErrExists (the upload handler checks
+// LockOutputFile first, in the same transaction).
+func (t *Tx) RecordUpload(f UploadedFile) error {
+	_, err := t.exec(`INSERT INTO result_file (resultid, file_num, name, nbytes, md5_cksum, sha256, upload_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		f.ResultID, f.FileNum, f.Name, f.NBytes, f.MD5, f.SHA256, f.UploadTime)
+	if isUniqueViolation(err) {
+		return fmt.Errorf("output file %s: %w", f.Name, ErrExists)
+	}
+	return err
 }
 
 // UploadedFiles returns every uploaded output file, by result and file number.
@@ -380,52 +430,147 @@ func (s *Store) UploadedFiles(ctx context.Context) ([]UploadedFile, error) {
 // lines "k:HEX\n" (file number and file SHA-256) when it has several; "" when none was
 // uploaded. Results whose outputs agree byte for byte get equal digests.
 func (t *Tx) OutputDigest(result string) (string, error) {
-	d, err := t.OutputDigests([]string{result})
-	return d[result], err
+	var id int64
+	err := t.queryRow(`SELECT id FROM result WHERE name=?`, result).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	files, err := t.uploadedSums([]int64{id})
+	if err != nil || len(files[id]) == 0 {
+		return "", err
+	}
+	return outputDigest(files[id]), nil
 }
 
-// OutputDigests is OutputDigest of several results in one query (a request's
-// reports); results with nothing uploaded are absent.
-func (t *Tx) OutputDigests(results []string) (map[string]string, error) {
-	out := map[string]string{}
-	if len(results) == 0 {
-		return out, nil
+// outputDigest is OutputDigest of the SHA-256 sums of a result's uploaded files, by
+// file number.
+func outputDigest(sums map[int]string) string {
+	ks := make([]int, 0, len(sums))
+	for k := range sums {
+		ks = append(ks, k)
 	}
-	lines := map[string][]string{}
-	only := map[string]string{}
-	for lo := 0; lo < len(results); lo += 500 {
-		part := results[lo:min(len(results), lo+500)]
+	slices.Sort(ks)
+	if len(ks) == 1 {
+		return "sha256:" + sums[ks[0]]
+	}
+	var b strings.Builder
+	for _, k := range ks {
+		fmt.Fprintf(&b, "%d:%s\n", k, sums[k])
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// uploadedSums returns the SHA-256 of each recorded output file of results ids, by
+// result and file number.
+func (t *Tx) uploadedSums(ids []int64) (map[int64]map[int]string, error) {
+	out := map[int64]map[int]string{}
+	for lo := 0; lo < len(ids); lo += 500 {
+		part := ids[lo:min(len(ids), lo+500)]
 		args := make([]any, len(part))
-		for i, n := range part {
-			args[i] = n
+		for i, id := range part {
+			args[i] = id
 		}
-		rows, err := t.query(`SELECT r.name, f.file_num, f.sha256 FROM result_file f JOIN result r ON r.id=f.resultid
-			WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`) ORDER BY r.name, f.file_num`, args...)
+		rows, err := t.query(`SELECT resultid, file_num, sha256 FROM result_file WHERE resultid IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var name, h string
+			var id int64
 			var k int
-			if err := rows.Scan(&name, &k, &h); err != nil {
+			var h string
+			if err := rows.Scan(&id, &k, &h); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			only[name] = h
-			lines[name] = append(lines[name], fmt.Sprintf("%d:%s\n", k, h))
+			if out[id] == nil {
+				out[id] = map[int]string{}
+			}
+			out[id][k] = h
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 	}
-	for name, ls := range lines {
-		if len(ls) == 1 {
-			out[name] = "sha256:" + only[name]
-			continue
+	return out, nil
+}
+
+// ReportedOutput is what the server knows of the output of a result a host reports
+// whose workunit declares output files.
+type ReportedOutput struct {
+	Declared int   // output files the result template declares
+	Missing  []int // the declared files not uploaded (complete and recorded), in order
+	// Digest is OutputDigest of the uploaded files when none is missing, else "".
+	Digest string
+}
+
+// ReportedOutputs returns ReportedOutput of each of the named results whose workunit
+// declares output files (results without any are absent). The results' rows are locked
+// first (LockOutputFile's lock), so an upload of one of their files either committed
+// before and is counted, or waits and then finds the result reported.
+func (t *Tx) ReportedOutputs(results []string) (map[string]ReportedOutput, error) {
+	out := map[string]ReportedOutput{}
+	declared := map[int64][]int{}
+	names := map[int64]string{}
+	for lo := 0; lo < len(results); lo += 500 {
+		part := results[lo:min(len(results), lo+500)]
+		args := make([]any, len(part))
+		for i, n := range part {
+			args[i] = n
 		}
-		sum := sha256.Sum256([]byte(strings.Join(ls, "")))
-		out[name] = "sha256:" + hex.EncodeToString(sum[:])
+		rows, err := t.query(`SELECT r.id, r.name, o.file_num FROM result r JOIN wu_output o ON o.workunitid=r.workunitid
+			WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id int64
+			var name string
+			var k int
+			if err := rows.Scan(&id, &name, &k); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			declared[id] = append(declared[id], k)
+			names[id] = name
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(declared) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, 0, len(declared))
+	for id := range declared {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // one lock order for every transaction
+	if err := t.lockResults(ids); err != nil {
+		return nil, err
+	}
+	sums, err := t.uploadedSums(ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		ks := declared[id]
+		slices.Sort(ks)
+		o := ReportedOutput{Declared: len(ks)}
+		for _, k := range ks {
+			if _, ok := sums[id][k]; !ok {
+				o.Missing = append(o.Missing, k)
+			}
+		}
+		if len(o.Missing) == 0 {
+			o.Digest = outputDigest(sums[id])
+		}
+		out[names[id]] = o
 	}
 	return out, nil
 }

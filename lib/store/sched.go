@@ -126,9 +126,15 @@ type Report struct {
 	ElapsedTime float64
 	ExitStatus  int
 	ClientState int
-	// OutputDigest is the client's hash of the result's output (a bkit extension of
-	// the scheduler request); empty when it sent none. The validator compares them.
+	// OutputDigest is what the validator compares: the digest of the uploaded
+	// output files (ReportedOutputs) for a result that declares some, else the
+	// client's own (a bkit extension of the scheduler request); empty when neither.
 	OutputDigest string
+	// OutputError, for a success, says why its output cannot be validated (a declared
+	// output file not uploaded, or a client's digest that is not its files'): it is
+	// recorded as BOINC's validator records a result whose files it cannot read, a
+	// validate error, invalid, which the retry rules count as an error.
+	OutputError string
 	// StderrOut is the client's account of the run (BOINC's stderr_out), kept
 	// (valid UTF-8, at most MaxStderrBytes) when the report is recorded.
 	StderrOut string
@@ -167,13 +173,16 @@ func (t *Tx) RecordReports(hostID int64, reports []Report, now float64) ([]Repor
 	out := make([]ReportStatus, len(reports))
 	var succeeded, failed []any
 	for i, r := range reports {
-		outcome := OutcomeClientError
-		if r.Success {
+		outcome, validate := OutcomeClientError, ValidateInit
+		switch {
+		case r.Success && r.OutputError != "":
+			outcome, validate = OutcomeValidateError, ValidateInvalid
+		case r.Success:
 			outcome = OutcomeSuccess
 		}
 		res, err := t.exec(`UPDATE result SET server_state=?, outcome=?, client_state=?, received_time=?, cpu_time=?, elapsed_time=?,
 		exit_status=?, validate_state=?, output_digest=? WHERE name=? AND hostid=? AND (server_state=? OR (server_state=? AND outcome=?))`,
-			ServerStateOver, outcome, r.ClientState, now, r.CPUTime, r.ElapsedTime, r.ExitStatus, ValidateInit, r.OutputDigest,
+			ServerStateOver, outcome, r.ClientState, now, r.CPUTime, r.ElapsedTime, r.ExitStatus, validate, r.OutputDigest,
 			r.Name, hostID, ServerStateInProgress, ServerStateOver, OutcomeNoReply)
 		if err != nil {
 			return nil, err
@@ -190,7 +199,7 @@ func (t *Tx) RecordReports(hostID int64, reports []Report, now float64) ([]Repor
 					return nil, err
 				}
 			}
-			if r.Success {
+			if outcome == OutcomeSuccess {
 				succeeded = append(succeeded, r.Name)
 			} else {
 				failed = append(failed, r.Name)

@@ -53,7 +53,11 @@ Replies carry the public code-signing key (keys/code_sign_public, made by
 'bserver keys'); app versions with a --platform go only to hosts that report it.
 An upload is accepted only for an output file of a result in progress on the host it
 was sent to (the file's <xml_signature> says which), no larger than its limit,
-complete and matching its MD5; it is written under a temporary name and renamed. Reported results are
+complete and matching its MD5; it is written under a temporary name and renamed and
+recorded in one transaction that checks the result again (a file uploaded in full is
+never replaced; a result reported meanwhile refuses it). A reported success whose
+declared output files were not all uploaded, or whose <bkit_output_digest> is not that
+of its files, is a validate error. Reported results are
 recorded once (a repeated report is acknowledged and changes nothing). Jobs are sent
 per seed 002: only for resources with a nonzero request, enough to fill both the
 requested seconds and instances, with app versions the host can run; a request with
