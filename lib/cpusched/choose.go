@@ -34,7 +34,8 @@ func (w *Workspace) choose(byProject [][]candidate, mixed []bool, least float64,
 	next := grow(w.next, len(byProject)) // first candidate not yet taken
 	w.next = next
 	for {
-		if capacity-rp.Used+fitSlack < least {
+		left := capacity - rp.Used
+		if rp.Type == state.ResourceCPU && !state.CPUsFit(left, 0, false) || rp.Type != state.ResourceCPU && left+fitSlack < least {
 			break // no candidate fits: firstFit would find none
 		}
 		best, bestTask := -1, -1
@@ -144,10 +145,7 @@ func explain(ix *names, byProject [][]candidate, anticipated []float64, rp *Reso
 func firstFit(cands []candidate, k int, chosen []bool, free, cpuFree float64, apps *appLimits, resource string) int {
 	for ; k < len(cands); k++ {
 		c := cands[k]
-		if chosen[c.task] || c.need > free+fitSlack {
-			continue
-		}
-		if resource != state.ResourceCPU && c.ncpus > cpuFree+fitSlack {
+		if chosen[c.task] || !fits(c, free, cpuFree, resource) {
 			continue
 		}
 		if apps.full(c.app) {
@@ -158,13 +156,23 @@ func firstFit(cands []candidate, k int, chosen []bool, free, cpuFree float64, ap
 	return -1
 }
 
+// fits reports whether candidate c fits in the free instances of its resource and, for a
+// coprocessor task, beside the CPUs committed (state.CPUsFit: a CPU task starts while a
+// CPU is uncommitted, a coprocessor task may overcommit them by up to one).
+func fits(c candidate, free, cpuFree float64, resource string) bool {
+	if resource == state.ResourceCPU {
+		return state.CPUsFit(free, c.need, false)
+	}
+	return c.need <= free+fitSlack && state.CPUsFit(cpuFree, c.ncpus, true)
+}
+
 // waiting says why an unchosen candidate waits.
 func waiting(c candidate, anticipated, free, cpuFree float64, resource string, apps *appLimits) TaskDecision {
 	d := TaskDecision{Why: WhyOtherTasks, Anticipated: anticipated, Free: free}
 	switch {
-	case c.need > free+fitSlack:
+	case resource == state.ResourceCPU && !state.CPUsFit(free, c.need, false) || resource != state.ResourceCPU && c.need > free+fitSlack:
 		d.Why = WhyNoRoom
-	case resource != state.ResourceCPU && c.ncpus > cpuFree+fitSlack:
+	case resource != state.ResourceCPU && !state.CPUsFit(cpuFree, c.ncpus, true):
 		d.Why = WhyNoCPUs
 	case apps.full(c.app):
 		d.Why = WhyAppLimit

@@ -106,9 +106,16 @@ func TestExplain(t *testing.T) {
 	w, ix, apps = grouped(t, doc)
 	why = make([]TaskDecision, len(doc.Tasks))
 	rp = ResourcePass{Type: "NVIDIA", Instances: 2, ExpectedPayOff: 3600}
+	// A GPU task may overcommit the CPUs by up to one (state.CPUsFit): with a quarter
+	// CPU free it fits, with the CPUs overcommitted by 0.75 its half CPU does not.
 	explain(ix, w.cands[1], []float64{0, 0}, &rp, 0.25, &apps, w.chosen, why)
+	if why[0].Why == WhyNoCPUs {
+		t.Errorf("g1 with a quarter CPU free = %+v, want its CPUs free", why[0])
+	}
+	why = make([]TaskDecision, len(doc.Tasks))
+	explain(ix, w.cands[1], []float64{0, 0}, &rp, -0.75, &apps, w.chosen, why)
 	if why[0].Why != WhyNoCPUs {
-		t.Errorf("g1 with a quarter CPU free = %+v, want its CPUs not free", why[0])
+		t.Errorf("g1 with the CPUs overcommitted by 0.75 = %+v, want its CPUs not free", why[0])
 	}
 }
 

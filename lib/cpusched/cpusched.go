@@ -14,7 +14,8 @@
 //     largest anticipated debt and a task that fits gets, in this order, its running task,
 //     a preempted task, or its ready result with the earliest deadline, and its
 //     anticipated debt falls by the expected pay-off (total work ÷ instances, times the
-//     instances the task takes);
+//     instances the task takes); a task fits on the CPUs by BOINC's rule (state.CPUsFit:
+//     while a CPU is uncommitted, and a coprocessor task up to one CPU over);
 //  4. tasks chosen run (started or resumed), running tasks not chosen are preempted, and
 //     every task's CPU time at the last pass is brought up to date.
 //

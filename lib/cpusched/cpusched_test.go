@@ -175,8 +175,9 @@ func TestTies(t *testing.T) {
 }
 
 // Fractional CPUs: 2 CPUs; A's tasks take 1.5 CPUs, B's 0.5. A has the larger debt and
-// gets 1.5 CPUs; only 0.5 remain, so A's second task cannot fit and B's two tasks cannot
-// both fit: B gets one (0.5). Used CPUs never exceed 2.
+// gets 1.5 CPUs; 0.5 remain uncommitted, so A, whose anticipated debt is still the
+// larger, starts its second task too, as BOINC's client would (a task starts while a
+// CPU is uncommitted: state.CPUsFit): 3 CPUs committed, none free, B waits.
 func TestFractionalCPUs(t *testing.T) {
 	doc := host(2, map[string]float64{"A": 1, "B": 1}, "A", "B")
 	doc.AppVersions[0].AvgNCPUs = 1.5
@@ -188,12 +189,12 @@ func TestFractionalCPUs(t *testing.T) {
 	doc.Projects[0].Debt = 10000
 	mustValid(t, doc)
 	pass := Schedule(doc, 0)
-	want := map[string]state.TaskState{"a1": "running", "a2": "ready", "b1": "running", "b2": "ready"}
+	want := map[string]state.TaskState{"a1": "running", "a2": "running", "b1": "ready", "b2": "ready"}
 	if diff := cmp.Diff(want, states(doc)); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
-	if got := pass.Resources[0].Used; got != 2 {
-		t.Errorf("CPUs used = %g, want 2", got)
+	if got := pass.Resources[0].Used; got != 3 {
+		t.Errorf("CPUs used = %g, want 3", got)
 	}
 }
 
@@ -375,5 +376,38 @@ func TestCoprocessorByLongTermDebt(t *testing.T) {
 		if d.Name == "a2" && d.Reason() != "largest anticipated debt 800: starts its earliest-deadline result (deadline 600)" {
 			t.Errorf("a2's reason: %q", d.Reason())
 		}
+	}
+}
+
+// CPU overcommit beside a coprocessor task, as BOINC's client commits the CPUs
+// (state.CPUsFit): a GPU task that takes a fifth of a CPU leaves 1.8 of 2 CPUs, and both
+// of B's one-CPU tasks start (2.2 committed) rather than one, which left 0.8 CPU idle.
+// A second GPU task may then still take its fifth (2.4 ≤ 3).
+func TestOvercommitBesideCoprocessor(t *testing.T) {
+	doc := host(2, map[string]float64{"A": 1, "B": 1}, "A", "B")
+	doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 2, Flops: 1e10})
+	doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "A_gpu", Project: "A", AvgNCPUs: 0.2, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	addTask(doc, "b1", "B", state.TaskReady, 0, 100)
+	addTask(doc, "b2", "B", state.TaskReady, 0, 200)
+	addTask(doc, "b3", "B", state.TaskReady, 0, 300)
+	doc.Tasks = append(doc.Tasks, state.Task{Name: "g1", Project: "A", AppVersion: "A_gpu", State: state.TaskReady, ReportDeadline: 100})
+	mustValid(t, doc)
+	pass := Schedule(doc, 0)
+	want := map[string]state.TaskState{"b1": "running", "b2": "running", "b3": "ready", "g1": "running"}
+	if diff := cmp.Diff(want, states(doc)); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if got := pass.Resources[1].Used; got != 2 {
+		t.Errorf("CPU tasks' CPUs = %g, want 2 (beside the GPU task's 0.2)", got)
+	}
+	// The pass is not due again: no CPU is uncommitted.
+	if due, why := Due(doc, 1); due {
+		t.Errorf("due at once after the pass: %s", why)
+	}
+	// Once all CPUs are committed a GPU task still starts, up to one CPU over.
+	doc.Tasks = append(doc.Tasks, state.Task{Name: "g2", Project: "A", AppVersion: "A_gpu", State: state.TaskReady, ReportDeadline: 100, ReceivedTime: 1})
+	Schedule(doc, 2)
+	if got := doc.Tasks[4].State; got != state.TaskRunning {
+		t.Errorf("g2 %s, want running (2.4 CPUs committed of 2 + 1)", got)
 	}
 }

@@ -140,7 +140,12 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 		w.waitingBelowLimit(doc, ix, small, waiting)
 	}
 	for r := range doc.Host.Resources {
-		if waiting[r] && small[r] <= float64(doc.Host.Resources[r].Instances)-used[r]+fitSlack {
+		free := float64(doc.Host.Resources[r].Instances) - used[r]
+		if !waiting[r] {
+			continue
+		}
+		if doc.Host.Resources[r].Type == state.ResourceCPU && state.CPUsFit(free, small[r], false) ||
+			doc.Host.Resources[r].Type != state.ResourceCPU && small[r] <= free+fitSlack {
 			return dueFree, r
 		}
 	}

@@ -287,11 +287,16 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		if r == cpu {
 			free = cpuFree
 		}
+		// BOINC's overcommit (state.CPUsFit): a CPU task starts while a CPU is
+		// uncommitted, a coprocessor task may overcommit the CPUs by up to one.
 		fits := func(t taskInfo) bool {
-			if chosen[t.i] || t.inst > free+fitSlack {
+			if chosen[t.i] {
 				return false
 			}
-			return r == cpu || t.cpus <= cpuFree+fitSlack
+			if r == cpu {
+				return state.CPUsFit(cpuFree, t.inst, false)
+			}
+			return t.inst <= free+fitSlack && state.CPUsFit(cpuFree, t.cpus, true)
 		}
 		take := func(t taskInfo) {
 			chosen[t.i] = true
@@ -394,7 +399,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		// task became best when met, or the best then had at least its anticipated
 		// debt, and best changes only to a strictly greater one.
 		for {
-			if free+fitSlack < least && !exhaustive {
+			if (r == cpu && !state.CPUsFit(cpuFree, 0, false) || r != cpu && free+fitSlack < least) && !exhaustive {
 				break // nothing fits (see least)
 			}
 			var best taskInfo

@@ -188,3 +188,28 @@ func TestNextReportsOverdue(t *testing.T) {
 		t.Errorf("second RPC %+v %v, want a report-only RPC to B", plan, ok)
 	}
 }
+
+// TestOvercommitBesideCoprocessor: a GPU task that takes a fifth of a CPU, and the two
+// CPUs still both get a CPU task (2.2 CPUs committed, BOINC's rule: state.CPUsFit);
+// only one did, and 0.8 of a CPU idled while the GPU task ran.
+func TestOvercommitBesideCoprocessor(t *testing.T) {
+	d := doc()
+	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	d.AppVersions = append(d.AppVersions, state.AppVersion{Name: "a_gpu", Project: "A", AvgNCPUs: 0.2, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	d.Tasks = []state.Task{
+		task("g1", "A", "a_gpu", 3600e10, 0, 1e6),
+		task("a1", "A", "a", 3600e9, 0, 1e6),
+		task("b1", "B", "b", 3600e9, 0, 1e6),
+		task("b2", "B", "b", 3600e9, 0, 1e6),
+	}
+	Schedule(d, 0)
+	running := 0
+	for _, tk := range d.Tasks {
+		if tk.State == state.TaskRunning {
+			running++
+		}
+	}
+	if d.Tasks[0].State != state.TaskRunning || running != 3 {
+		t.Errorf("%d tasks running (GPU task %s), want the GPU task and two CPU tasks", running, d.Tasks[0].State)
+	}
+}

@@ -74,9 +74,10 @@ func TestLive(t *testing.T) {
 			name  string
 			flops float64
 		}{{"wu_1_0", 6e11}, {"wu_2_0", 6e12}} {
-			doc.Tasks = append(doc.Tasks, state.Task{Name: n.name, Project: "A", AppVersion: "A/nd/1", State: state.TaskRunning,
+			doc.Tasks = append(doc.Tasks, state.Task{Name: n.name, Project: "A", AppVersion: "A/nd/1", State: state.TaskReady,
 				EstimatedFlops: n.flops, ReportDeadline: now + 3600, ReceivedTime: now})
 		}
+		doc.Tasks[0].State = state.TaskRunning // the host's one CPU
 	})
 	if got := s.Result(); got.RPCs != 1 || got.Jobs != 2 {
 		t.Fatalf("after the reply: %d RPCs, %d jobs; want 1, 2", got.RPCs, got.Jobs)

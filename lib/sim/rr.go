@@ -185,7 +185,9 @@ func (p *rrPolicy) Schedule(doc *state.Document, now float64) bool {
 			for k := range nP {
 				pr := (p.turn[r] + k) % nP
 				for _, c := range cands[r][pr] {
-					if chosen[c.task] || c.need > free+slack || (!isCPU && c.cpus > cpuFree+slack) {
+					// BOINC's overcommit (state.CPUsFit) for the CPUs.
+					if chosen[c.task] || isCPU && !state.CPUsFit(cpuFree, c.need, false) ||
+						!isCPU && (c.need > free+slack || !state.CPUsFit(cpuFree, c.cpus, true)) {
 						continue
 					}
 					chosen[c.task], dealt = true, true

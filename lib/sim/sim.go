@@ -561,6 +561,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		}
 		s.runningHold = true
 	}
+	cpuScale, coScale := s.cpuScales(gpuActive)
 	for _, i := range s.running {
 		t := &doc.Tasks[i]
 		j := &s.jobs[i]
@@ -576,6 +577,16 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		if j.finished {
 			continue
 		}
+		// The CPUs a task gets: all it takes, unless the running tasks overcommit them.
+		scale := coScale
+		if av.Coproc == nil {
+			scale = cpuScale
+			speed *= cpuScale
+			if speed <= 0 {
+				continue
+			}
+		}
+		cpus := av.AvgNCPUs * scale
 		run := dt
 		finished := false
 		if left := j.real - t.FlopsDone; left <= speed*dt {
@@ -586,13 +597,13 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		} else {
 			t.FlopsDone += speed * run
 		}
-		t.CPUTime += av.AvgNCPUs * run
+		t.CPUTime += cpus * run
 		t.ElapsedTime += run
 		p := j.project
 		r := s.avRes[v]
 		// The figures' peak FLOPs: the CPUs the task takes at the CPU's peak, its
 		// coprocessor instances at theirs (boinc-emulator.md).
-		cpuPeak := run * av.AvgNCPUs * cpuFlops
+		cpuPeak := run * cpus * cpuFlops
 		var coPeak float64
 		if av.Coproc != nil {
 			coPeak = run * av.Coproc.Count * doc.Host.Resources[r].Flops
@@ -606,8 +617,12 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		}
 		// What the policies account: the instances of the task's own resource type
 		// (the rule of prsc.Usage), averaged over the step.
-		su.Used[p][r] += av.Instances() * run / dt
-		su.CPUTime[p] += av.AvgNCPUs * run
+		inst := av.Instances()
+		if av.Coproc == nil {
+			inst = cpus
+		}
+		su.Used[p][r] += inst * run / dt
+		su.CPUTime[p] += cpus * run
 		if finished {
 			j.finished = true
 			t.CompletedTime = now + run
@@ -615,4 +630,41 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 			s.tasksChanged()
 		}
 	}
+}
+
+// cpuScales is the part of its CPUs each running task gets in a step: all of them while
+// the running tasks commit no more CPUs than the host has. When they commit more (the
+// schedulers overcommit the CPUs beside coprocessor tasks, as BOINC's client does:
+// state.CPUsFit), the coprocessor tasks keep theirs and the CPU tasks share what is
+// left, each running slower by that ratio (BOINC's emulator's cpu_scale,
+// ACTIVE_TASK_SET::poll in client/sim.cpp). Coprocessor tasks that alone commit more
+// than the host has share its CPUs (coScale; their speed is their coprocessor's).
+// BOINC's emulator also credits a coprocessor task's CPUs at cpu_scale, so that an
+// overcommitted host shows a little idle CPU; bsim credits what each task got, the
+// CPUs' whole peak.
+func (s *Sim) cpuScales(gpuActive bool) (cpuScale, coScale float64) {
+	var cpu, co float64
+	for _, i := range s.running {
+		if s.jobs[i].finished {
+			continue
+		}
+		v := s.jobs[i].av
+		av := &s.doc.AppVersions[v]
+		if s.avSpeed[v] <= 0 {
+			continue
+		}
+		if av.Coproc == nil {
+			cpu += av.AvgNCPUs
+		} else if gpuActive {
+			co += av.AvgNCPUs
+		}
+	}
+	n := float64(s.doc.Host.Resources[s.m.cpu].Instances)
+	if cpu+co <= n {
+		return 1, 1
+	}
+	if co > n {
+		return 0, n / co
+	}
+	return (n - co) / cpu, 1
 }

@@ -84,6 +84,19 @@ func (av *AppVersion) Speed(h *Host) float64 {
 	return s
 }
 
+// CPUsFit reports whether a task that takes cpus CPUs may start beside the tasks chosen
+// so far, which leave free of the host's CPUs uncommitted (below 0 when they overcommit
+// them). The rule is BOINC's client's (client/cpu_sched.cpp, enforce_run_list): any task
+// starts while fewer than all CPUs are committed, even one that then overcommits them;
+// once all are, only a coprocessor task does, and only while the CPUs committed stay
+// within one more than the host has. A GPU task that takes a fifth of a CPU would
+// otherwise leave most of a CPU idle beside whole-CPU tasks for as long as it runs;
+// the overcommitted CPU tasks share the CPUs and run slower (bsim's emulator, as BOINC's).
+func CPUsFit(free, cpus float64, coproc bool) bool {
+	const slack = 1e-9 // rounding of fractional CPUs summed
+	return free > slack || coproc && cpus <= free+1+slack
+}
+
 // RemainingFlops is the estimated work a task still has to do, never below 0.
 func (t *Task) RemainingFlops() float64 {
 	return max(0, t.EstimatedFlops-t.FlopsDone)

@@ -315,3 +315,29 @@ func TestNamesIsAMap(t *testing.T) {
 		}
 	}
 }
+
+// CPUsFit is BOINC's enforce_run_list rule: any task while a CPU is uncommitted, a
+// coprocessor task also while the CPUs stay within one over.
+func TestCPUsFit(t *testing.T) {
+	for _, c := range []struct {
+		free, cpus float64
+		coproc     bool
+		want       bool
+	}{
+		{2, 1, false, true},
+		{0.8, 1, false, true}, // overcommits by 0.2
+		{0.8, 1.5, false, true},
+		{0, 1, false, false},
+		{-0.2, 0.2, false, false},
+		{0, 0.2, true, true},
+		{-0.2, 0.5, true, true},  // 0.7 over
+		{-0.2, 0.8, true, true},  // exactly one over
+		{-0.2, 0.9, true, false}, // 1.1 over
+		{1e-12, 1, false, false}, // rounding: all committed
+		{-0.6, 0.5, true, false},
+	} {
+		if got := CPUsFit(c.free, c.cpus, c.coproc); got != c.want {
+			t.Errorf("CPUsFit(%g, %g, %v) = %v, want %v", c.free, c.cpus, c.coproc, got, c.want)
+		}
+	}
+}
