@@ -3,9 +3,14 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,21 +28,69 @@ const benchClients = 16
 // BenchmarkSchedulerRPC measures scheduler RPCs per second on loopback with SQLite as
 // bserver opens it (synchronous=FULL: every acknowledged report on disk):
 // benchClients hosts each loop "report my finished job, get one new job", the steady
-// state of a busy project. It reports rpc/s and the p50 and p99 latency in ms
-// (scripts/bench-bserver.sh prints them).
-func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b)) }
+// state of a busy project. It reports rpc/s, the p50 and p99 latency in ms and the
+// statements per RPC (scripts/bench-bserver.sh prints them).
+func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b), 0) }
 
 // BenchmarkSchedulerRPCSQLiteNormal is the same with synchronous=NORMAL, which may lose
 // the last commits in a power cut: the price of durability, side by side.
 func BenchmarkSchedulerRPCSQLiteNormal(b *testing.B) {
-	benchRPC(b, storetest.SQLiteDSN(b)+"?synchronous=normal")
+	benchRPC(b, storetest.SQLiteDSN(b)+"?synchronous=normal", 0)
 }
 
 // BenchmarkSchedulerRPCMySQL is the same on MySQL/MariaDB (BKIT_TEST_MYSQL_DSN); it
 // reports the server's innodb_flush_log_at_trx_commit as trx-flush (1: durable).
-func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b)) }
+func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b), 0) }
 
-func benchRPC(b *testing.B, dsn string) {
+// BenchmarkSchedulerRPCScale is BenchmarkSchedulerRPC on tables of a real project's
+// size, per engine (sqlite: synchronous=FULL; mysql when BKIT_TEST_MYSQL_DSN is set)
+// and per number of workunits (BKIT_BENCH_WORKUNITS, comma-separated; 10,000 and
+// 1,000,000 by default): all but the benchmark's own jobs are finished work
+// (store.Populate), as in a project that has run for a while. A statement that reads a
+// whole table makes RPC/s fall with the table's size (issue 28: 181 RPC/s at 3,000
+// workunits, 19 at 100,000 on MariaDB); with every statement on a key, RPC/s at
+// 1,000,000 stays near that at 10,000.
+func BenchmarkSchedulerRPCScale(b *testing.B) {
+	sizes := []int{10000, 1000000}
+	if v := os.Getenv("BKIT_BENCH_WORKUNITS"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("BKIT_BENCH_WORKUNITS=%q: want numbers of workunits such as 10000,1000000", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, e := range storetest.Engines(b) {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("engine=%s/workunits=%d", e.Name, n), func(b *testing.B) {
+				e.Require(b)
+				// Each size on a database of its own.
+				dsn := storetest.SQLiteDSN(b)
+				if e.Name == store.MySQL {
+					dsn = storetest.MySQLDSN(b)
+				}
+				benchRPC(b, dsn, n)
+			})
+		}
+	}
+}
+
+// benchPool is how many jobs a benchmark makes for its RPCs: -benchtime's count with
+// NNNx (scripts/bench-bserver.sh), else enough for a second or two.
+func benchPool() int {
+	if f := flag.Lookup("test.benchtime"); f != nil {
+		if n, err := strconv.Atoi(strings.TrimSuffix(f.Value.String(), "x")); err == nil && strings.HasSuffix(f.Value.String(), "x") {
+			return n
+		}
+	}
+	return 20000
+}
+
+// benchRPC runs the benchmark on dsn, whose tables hold workunits workunits in all (at
+// least the benchmark's jobs; the rest finished work).
+func benchRPC(b *testing.B, dsn string, workunits int) {
 	ctx := context.Background()
 	st := storetest.Open(b, dsn)
 	durable, setting, err := st.Durability(ctx)
@@ -57,10 +110,12 @@ func benchRPC(b *testing.B, dsn string) {
 	if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "bench", VersionNum: 1, AvgNCPUs: 1}, 1); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := st.CreateWork(ctx, store.WorkSpec{App: "bench", Count: b.N + 2*benchClients, FpopsEst: 1e12,
-		DelayBound: 86400, MinQuorum: 1, TargetNResults: 1, MaxErrorResults: 3, MaxTotalResults: 5, MaxSuccessResults: 3}, 1); err != nil {
+	pool := benchPool() + 2*benchClients
+	t0 := time.Now()
+	if err := st.Populate(ctx, store.PopulateSpec{App: "bench", Hosts: 1000, Done: max(0, workunits-pool), Unsent: pool}, 1); err != nil {
 		b.Fatal(err)
 	}
+	b.Logf("%d workunits (%d jobs unsent) made in %v", max(workunits, pool), pool, time.Since(t0).Round(time.Millisecond))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -98,33 +153,46 @@ func benchRPC(b *testing.B, dsn string) {
 		ask.HostID, ask.Authenticator = rep.HostID, rep.Authenticator
 		hosts[i] = &host{req: ask, job: rep.ResultsSent[0].Name}
 	}
-	var left atomic.Int64
-	left.Store(int64(b.N))
+	var statements atomic.Int64
+	st.TraceStatements(func(string, []any) { statements.Add(1) })
 	lat := make([][]time.Duration, benchClients)
+	turns := make(chan struct{})
 	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
+	var start time.Time
 	for i, h := range hosts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for left.Add(-1) >= 0 {
+			for range turns {
 				h.req.RPCSeqno++
 				h.req.Results = []boincxml.ReportedResult{{Name: h.job, FinalCPUTime: 1000, State: boincxml.ResultFilesUploaded}}
 				t0 := time.Now()
 				rep := rpc(&h.req)
 				lat[i] = append(lat[i], time.Since(t0))
 				if len(rep.ResultAcks) != 1 || len(rep.ResultsSent) != 1 {
-					b.Errorf("reply: %d acks, %d jobs; want 1, 1", len(rep.ResultAcks), len(rep.ResultsSent))
+					b.Errorf("reply: %d acks, %d jobs; want 1, 1 (the pool of %d jobs ran out? use -benchtime NNNx)",
+						len(rep.ResultAcks), len(rep.ResultsSent), pool)
+					for range turns {
+					}
 					return
 				}
 				h.job = rep.ResultsSent[0].Name
 			}
 		}()
 	}
+	// b.Loop runs this function once (the tables are made once) and counts the RPCs;
+	// the hosts take them in turn.
+	statements.Store(0)
+	for b.Loop() {
+		if start.IsZero() {
+			start = time.Now()
+		}
+		turns <- struct{}{}
+	}
+	close(turns)
 	wg.Wait()
 	elapsed := time.Since(start)
-	b.StopTimer()
+	st.TraceStatements(nil)
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	if len(all) == 0 {
@@ -134,6 +202,7 @@ func benchRPC(b *testing.B, dsn string) {
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "rpc/s")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(statements.Load())/float64(len(all)), "stmts/rpc")
 	if st.Engine() == store.MySQL {
 		b.ReportMetric(flush, "trx-flush")
 	}

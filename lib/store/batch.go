@@ -41,7 +41,11 @@ type BatchJob struct {
 // insertRows inserts rows in statements of up to 200 rows: a batch of a million jobs
 // is written in seconds, not minutes.
 func (t *Tx) insertRows(head string, ncols int, n int, row func(i int) []any) error {
-	const chunk = 200
+	return t.insertRowsN(head, ncols, n, 200, row)
+}
+
+// insertRowsN is insertRows with chunk rows a statement.
+func (t *Tx) insertRowsN(head string, ncols, n, chunk int, row func(i int) []any) error {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?,", ncols), ",") + ")"
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(n, lo+chunk)
@@ -50,7 +54,8 @@ func (t *Tx) insertRows(head string, ncols int, n int, row func(i int) []any) er
 			args = append(args, row(i)...)
 		}
 		q := head + " VALUES " + strings.TrimSuffix(strings.Repeat(one+",", hi-lo), ",")
-		if _, err := t.tx.Exec(q, args...); err != nil {
+		t.s.traced(q, args)
+		if _, err := t.tx.ExecContext(t.ctx, q, args...); err != nil {
 			return err
 		}
 	}

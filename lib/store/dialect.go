@@ -18,6 +18,9 @@ type dialect struct {
 	// pick different rows instead of queueing on the same one. SQLite has one writer
 	// at a time and needs nothing.
 	skipLocked string
+	// unsentIndex follows the result table in the scheduler's candidate query
+	// (UnsentCandidates): MariaDB's optimizer would walk the primary key instead.
+	unsentIndex string
 	// forUpdate locks rows read until commit (MySQL); SQLite's immediate transactions
 	// already hold the database's write lock.
 	forUpdate string
@@ -39,6 +42,7 @@ var dialects = map[string]dialect{
 		id:           "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
 		tableOptions: " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
 		skipLocked:   " FOR UPDATE SKIP LOCKED",
+		unsentIndex:  " FORCE INDEX (result_unsent)",
 		forUpdate:    " FOR UPDATE",
 		// READ COMMITTED: a claim's UPDATE re-reads the row's latest committed state
 		// anyway, and it avoids the gap locks REPEATABLE READ takes on range scans.

@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -39,6 +40,8 @@ type Store struct {
 	mu     sync.Mutex
 	stmts  map[string]*sql.Stmt
 	wanted map[string]bool // queries run unprepared, to prepare after their transaction
+
+	trace atomic.Pointer[func(query string, args []any)] // TraceStatements
 }
 
 // Engine names.
@@ -331,6 +334,7 @@ func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	if !finiteArgs(args) {
 		return nil, ErrNonFinite
 	}
+	t.s.traced(query, args)
 	if st := t.stmt(query); st != nil {
 		return st.ExecContext(t.ctx, args...)
 	}
@@ -341,6 +345,7 @@ func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
 	if !finiteArgs(args) {
 		return nil, ErrNonFinite
 	}
+	t.s.traced(query, args)
 	if st := t.stmt(query); st != nil {
 		return st.QueryContext(t.ctx, args...)
 	}
@@ -358,6 +363,7 @@ func (t *Tx) queryRow(query string, args ...any) *sql.Row {
 			}
 		}
 	}
+	t.s.traced(query, args)
 	if st := t.stmt(query); st != nil {
 		return st.QueryRowContext(t.ctx, args...)
 	}
