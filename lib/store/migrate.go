@@ -382,6 +382,18 @@ var migrations = [][]string{
 			(SELECT id FROM (SELECT MIN(id) AS id FROM user WHERE passwd_hash<>'' GROUP BY email_addr) firsts)`,
 		`CREATE UNIQUE INDEX user_password_email ON user (password_email)`,
 	},
+	// 10: one host per user and BOINC host cross-project id (issue 28): two first
+	// requests of one client at once made two hosts on MariaDB. cpid_key is the
+	// host_cpid of a user's host, under a unique key with userid; NULL for bkit's own
+	// hosts (no user), for a host whose cpid changed since it was made, and for the
+	// older hosts of a user and cpid made before this key (they keep their rows and
+	// results; the latest keeps the key, as HostByUserCPID picks the latest).
+	{
+		`ALTER TABLE host ADD COLUMN cpid_key VARCHAR(254) NULL`,
+		`UPDATE host SET cpid_key=host_cpid WHERE id IN
+			(SELECT id FROM (SELECT MAX(id) AS id FROM host WHERE userid<>0 AND host_cpid<>'' GROUP BY userid, host_cpid) latest)`,
+		`CREATE UNIQUE INDEX host_user_cpid_key ON host (userid, cpid_key)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -172,7 +172,7 @@ func TestUpgradeKeysPasswordEmails(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if applied, err := s.Migrate(ctx, 2); err != nil || len(applied) != 1 || applied[0] != 9 {
+	if applied, err := s.Migrate(ctx, 2); err != nil || len(applied) != SchemaVersion-8 || applied[0] != 9 {
 		t.Fatalf("upgrade: applied %v, %v", applied, err)
 	}
 	got := ""
@@ -189,5 +189,47 @@ func TestUpgradeKeysPasswordEmails(t *testing.T) {
 	rows.Close()
 	if want := "1:a@x.org 2:NULL 3:NULL "; got != want {
 		t.Errorf("password_email after the upgrade: %q, want %q", got, want)
+	}
+}
+
+// TestUpgradeKeysHostCPIDs: a user's hosts made before migration 10 with one cpid (two
+// first requests at once could make them) keep their rows; the latest gets the cpid
+// as cpid_key, which the unique key then holds; bkit's own hosts (no user) and hosts
+// without a cpid keep NULL. Not parallel: it shortens the migration list for a moment.
+func TestUpgradeKeysHostCPIDs(t *testing.T) {
+	ctx := context.Background()
+	s := oldDatabase(t, 9)
+	for _, q := range []string{
+		`INSERT INTO host (id, userid, authenticator, host_cpid) VALUES (1, 7, 'a1', 'c1')`,
+		`INSERT INTO host (id, userid, authenticator, host_cpid) VALUES (2, 7, 'a2', 'c1')`,
+		`INSERT INTO host (id, userid, authenticator, host_cpid) VALUES (3, 8, 'a3', 'c1')`,
+		`INSERT INTO host (id, userid, authenticator, host_cpid) VALUES (4, 0, 'a4', 'c1')`,
+		`INSERT INTO host (id, userid, authenticator, host_cpid) VALUES (5, 7, 'a5', '')`,
+		`INSERT INTO host (id, userid, authenticator, host_cpid) VALUES (6, 0, 'a6', '')`,
+	} {
+		if _, err := s.DB.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if applied, err := s.Migrate(ctx, 2); err != nil || len(applied) != SchemaVersion-9 || applied[0] != 10 {
+		t.Fatalf("upgrade: applied %v, %v", applied, err)
+	}
+	got := ""
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, COALESCE(cpid_key, 'NULL') FROM host ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int
+		var k string
+		rows.Scan(&id, &k)
+		got += fmt.Sprintf("%d:%s ", id, k)
+	}
+	rows.Close()
+	if want := "1:NULL 2:c1 3:c1 4:NULL 5:NULL 6:NULL "; got != want {
+		t.Errorf("cpid_key after the upgrade: %q, want %q", got, want)
+	}
+	if _, err := s.DB.ExecContext(ctx, `INSERT INTO host (userid, authenticator, host_cpid, cpid_key) VALUES (7, 'a7', 'c1', 'c1')`); err == nil {
+		t.Error("a second host of user 7 with cpid c1 and its key: inserted")
 	}
 }

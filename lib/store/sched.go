@@ -77,12 +77,22 @@ func (t *Tx) HostByUserCPID(userID int64, cpid string) (*Host, error) {
 	return scanHost(t.queryRow(`SELECT `+hostColumns+` FROM host WHERE userid=? AND host_cpid=? ORDER BY id DESC LIMIT 1`, userID, cpid))
 }
 
-// CreateHost inserts h (its Authenticator set by the caller) and sets h.ID.
+// CreateHost inserts h (its Authenticator set by the caller) and sets h.ID. A user's
+// host with a BOINC host cpid is unique per user and cpid: when another transaction
+// made it first, CreateHost fails with an error InTx retries, and the transaction run
+// again finds that host (HostByUserCPID) instead of making a second.
 func (t *Tx) CreateHost(h *Host, now float64) error {
+	var key any
+	if h.UserID != 0 && h.HostCPID != "" {
+		key = h.HostCPID
+	}
 	r, err := t.exec(`INSERT INTO host (create_time, userid, authenticator, rpc_seqno, rpc_time, platform_name, p_ncpus, p_fpops,
-		m_nbytes, coprocs, on_frac, connected_frac, active_frac, host_cpid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m_nbytes, coprocs, on_frac, connected_frac, active_frac, host_cpid, cpid_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		now, h.UserID, h.Authenticator, h.RPCSeqno, h.RPCTime, h.PlatformName, h.PNCPUs, h.PFpops, h.MNBytes, h.Coprocs,
-		h.OnFrac, h.ConnectedFrac, h.ActiveFrac, h.HostCPID)
+		h.OnFrac, h.ConnectedFrac, h.ActiveFrac, h.HostCPID, key)
+	if key != nil && isUniqueViolation(err) {
+		return fmt.Errorf("host of user %d with cpid %q: %w", h.UserID, h.HostCPID, errHostRace)
+	}
 	if err != nil {
 		return err
 	}
@@ -90,11 +100,17 @@ func (t *Tx) CreateHost(h *Host, now float64) error {
 	return err
 }
 
-// UpdateHostRPC saves what a scheduler request tells about the host.
+// errHostRace is a user's host made by another transaction between this one's look
+// for it and its insert; InTx runs the transaction again, which finds it.
+var errHostRace = errors.New("store: the host was made at the same time by another request")
+
+// UpdateHostRPC saves what a scheduler request tells about the host. A host whose
+// cpid changes gives up its cpid_key (set before host_cpid: MySQL assigns left to
+// right), so the key never names a cpid the host no longer has.
 func (t *Tx) UpdateHostRPC(h *Host) error {
-	_, err := t.exec(`UPDATE host SET rpc_seqno=?, rpc_time=?, platform_name=?, p_ncpus=?, p_fpops=?, m_nbytes=?, coprocs=?,
-		on_frac=?, connected_frac=?, active_frac=?, host_cpid=? WHERE id=?`,
-		h.RPCSeqno, h.RPCTime, h.PlatformName, h.PNCPUs, h.PFpops, h.MNBytes, h.Coprocs, h.OnFrac, h.ConnectedFrac, h.ActiveFrac,
+	_, err := t.exec(`UPDATE host SET cpid_key=CASE WHEN host_cpid=? THEN cpid_key ELSE NULL END, rpc_seqno=?, rpc_time=?,
+		platform_name=?, p_ncpus=?, p_fpops=?, m_nbytes=?, coprocs=?, on_frac=?, connected_frac=?, active_frac=?, host_cpid=? WHERE id=?`,
+		h.HostCPID, h.RPCSeqno, h.RPCTime, h.PlatformName, h.PNCPUs, h.PFpops, h.MNBytes, h.Coprocs, h.OnFrac, h.ConnectedFrac, h.ActiveFrac,
 		h.HostCPID, h.ID)
 	return err
 }

@@ -407,10 +407,10 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 }
 
 // retryable reports whether err is the engine aborting a transaction for contention,
-// or a claim finding its candidate taken (ClaimResults), so that running it again may
-// succeed.
+// or a claim finding its candidate taken (ClaimResults), or a host made by another
+// request meanwhile (CreateHost), so that running it again may succeed.
 func retryable(err error) bool {
-	if errors.Is(err, errClaimRace) {
+	if errors.Is(err, errClaimRace) || errors.Is(err, errHostRace) {
 		return true
 	}
 	var me *mysql.MySQLError
