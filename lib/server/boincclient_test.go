@@ -277,8 +277,13 @@ func TestAccountCreation(t *testing.T) {
 		if err != nil || len(users) != 1 || users[0].Name != "Alice" || users[0].EmailAddr != "alice@example.org" || users[0].Authenticator != auth {
 			t.Errorf("accounts: %+v, %v", users, err)
 		}
+		// An address 'bserver user add' took (no password, typed in another case).
+		if _, err := e.st.AddUser(context.Background(), "carol", "Carol@Example.org", 1); err != nil {
+			t.Fatal(err)
+		}
 		for _, tc := range []struct{ query, errNum string }{
 			{"email_addr=alice%40example.org&passwd_hash=00000000000000000000000000000000&user_name=Alice", "-137"},
+			{"email_addr=carol%40example.org&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=Carol", "-137"},
 			{"email_addr=bob%40example.org&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=+Bob", "-188"},
 			{"email_addr=bob%40example.org&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=", "-188"},
 			{"email_addr=bob%40example.org&passwd_hash=adde85aad2eea5e6109eade26ab1b9d0&user_name=1234", "-188"},
@@ -291,7 +296,7 @@ func TestAccountCreation(t *testing.T) {
 				t.Errorf("%s: %q, want error %s", tc.query, got, tc.errNum)
 			}
 		}
-		if users, _ := e.st.Users(context.Background()); len(users) != 1 {
+		if users, _ := e.st.Users(context.Background()); len(users) != 2 {
 			t.Errorf("refused requests made accounts: %+v", users)
 		}
 	})

@@ -28,8 +28,11 @@ type User struct {
 	ExpavgCredit float64 `json:"expavg_credit"`
 }
 
-// AddUser creates an account with a fresh account key.
+// AddUser creates an account with a fresh account key. The e-mail address is stored in
+// lower case, as every account's is (BOINC's too), so that create_account.php finds it
+// whatever case a client sends.
 func (s *Store) AddUser(ctx context.Context, name, email string, now float64) (*User, error) {
+	email = strings.ToLower(email)
 	u := &User{Name: name, EmailAddr: email, Authenticator: NewAuthenticator(), CreateTime: now}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		r, err := tx.exec(`INSERT INTO user (create_time, name, email_addr, authenticator) VALUES (?, ?, ?, ?)`,
@@ -55,8 +58,8 @@ var ErrBadPassword = errors.New("wrong password")
 
 // AddUserWithPassword creates an account that a client can also find by e-mail
 // address and password (BOINC's lookup_account.php), as AddUser does otherwise. The
-// address must be new (ErrExists otherwise): it names the account. It is stored in
-// lower case, as BOINC does, so that the lookup reads the index.
+// address must be new, unused by any account (ErrExists otherwise): it names the
+// account. It is stored in lower case, as BOINC does, so that the lookup reads the index.
 func (s *Store) AddUserWithPassword(ctx context.Context, name, email, password string, now float64) (*User, error) {
 	email = strings.ToLower(email)
 	u, _, err := s.addPasswordUser(ctx, name, email, PasswdHash(password, email), false, now)
@@ -67,8 +70,10 @@ func (s *Store) AddUserWithPassword(ctx context.Context, name, email, password s
 // address email (stored in lower case), name and password hash passwdHash (PasswdHash,
 // which the client computes) and returns it with created true. An account with that
 // address and a password already exists: with the same hash it is returned (created
-// false: the client asked again, as BOINC answers it), with another ErrExists. Two
-// servers creating the same address at once make one account.
+// false: the client asked again, as BOINC answers it), with another ErrExists; so is an
+// address of an account without a password (bserver user add --email), as BOINC has
+// one account per address. Two servers creating the same address at once make one
+// account.
 func (s *Store) CreateAccount(ctx context.Context, name, email, passwdHash string, now float64) (*User, bool, error) {
 	return s.addPasswordUser(ctx, name, strings.ToLower(email), strings.ToLower(passwdHash), true, now)
 }
@@ -83,10 +88,13 @@ func (s *Store) addPasswordUser(ctx context.Context, name, email, hash string, s
 		created = false
 		var old User
 		var oldHash string
-		err := tx.queryRow(`SELECT id, name, email_addr, authenticator, create_time, passwd_hash FROM user WHERE email_addr=? AND passwd_hash<>'' ORDER BY id LIMIT 1`, email).
+		// Any account with the address, one with a password first (the one a client
+		// asking again made).
+		err := tx.queryRow(`SELECT id, name, email_addr, authenticator, create_time, passwd_hash FROM user WHERE email_addr=?
+			ORDER BY CASE WHEN passwd_hash<>'' THEN 0 ELSE 1 END, id LIMIT 1`, email).
 			Scan(&old.ID, &old.Name, &old.EmailAddr, &old.Authenticator, &old.CreateTime, &oldHash)
 		switch {
-		case err == nil && same && subtle.ConstantTimeCompare([]byte(oldHash), []byte(hash)) == 1:
+		case err == nil && same && oldHash != "" && subtle.ConstantTimeCompare([]byte(oldHash), []byte(hash)) == 1:
 			*u = old
 			return nil
 		case err == nil:

@@ -394,6 +394,13 @@ var migrations = [][]string{
 			(SELECT id FROM (SELECT MAX(id) AS id FROM host WHERE userid<>0 AND host_cpid<>'' GROUP BY userid, host_cpid) latest)`,
 		`CREATE UNIQUE INDEX host_user_cpid_key ON host (userid, cpid_key)`,
 	},
+	// 11: every account's e-mail address in lower case, as BOINC stores them and as
+	// accounts with passwords already were: create_account.php compares exactly
+	// (utf8mb4_bin on MySQL), so an address 'bserver user add' stored as typed was
+	// missed and a second account made for it (issue 28).
+	{
+		`UPDATE user SET email_addr=LOWER(email_addr) WHERE email_addr<>LOWER(email_addr)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

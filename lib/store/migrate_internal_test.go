@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -231,5 +232,21 @@ func TestUpgradeKeysHostCPIDs(t *testing.T) {
 	}
 	if _, err := s.DB.ExecContext(ctx, `INSERT INTO host (userid, authenticator, host_cpid, cpid_key) VALUES (7, 'a7', 'c1', 'c1')`); err == nil {
 		t.Error("a second host of user 7 with cpid c1 and its key: inserted")
+	}
+}
+
+// TestUpgradeLowersEmails: addresses 'bserver user add' stored as typed before
+// migration 11 are lower case after it. Not parallel: it shortens the migration list.
+func TestUpgradeLowersEmails(t *testing.T) {
+	ctx := context.Background()
+	s := oldDatabase(t, 10)
+	if _, err := s.DB.ExecContext(ctx, `INSERT INTO user (id, name, email_addr, authenticator) VALUES (1, 'b', 'Bob@Example.ORG', 'k1'), (2, 'c', '', 'k2')`); err != nil {
+		t.Fatal(err)
+	}
+	if applied, err := s.Migrate(ctx, 2); err != nil || len(applied) != SchemaVersion-10 || applied[0] != 11 {
+		t.Fatalf("upgrade: applied %v, %v", applied, err)
+	}
+	if _, _, err := s.CreateAccount(ctx, "Bob", "bob@example.org", PasswdHash("pw-bob", "bob@example.org"), 3); !errors.Is(err, ErrExists) {
+		t.Errorf("create_account for an address user add stored as Bob@Example.ORG: %v, want ErrExists", err)
 	}
 }

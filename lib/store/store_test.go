@@ -386,7 +386,7 @@ func TestDurability(t *testing.T) {
 // TestCreateAccount: BOINC's create_account.php on each engine: a new address makes an
 // account a lookup finds; asking again with the same password hash returns it (not a
 // second one); another hash is ErrExists, as is an address 'user add --password-file'
-// took. Eight servers creating one address at once make one account, and all get its
+// took, with or without a password, in any case. Eight servers creating one address at once make one account, and all get its
 // key.
 func TestCreateAccount(t *testing.T) {
 	t.Parallel()
@@ -415,6 +415,18 @@ func TestCreateAccount(t *testing.T) {
 		}
 		if _, err := s.AddUserWithPassword(ctx, "dave2", "dave@example.org", "pw", 6); !errors.Is(err, store.ErrExists) {
 			t.Errorf("user add for a created address: %v, want ErrExists", err)
+		}
+		// An address 'user add' took without a password, in another case (issue 28).
+		if u, err := s.AddUser(ctx, "frank", "Frank@Example.org", 6); err != nil || u.EmailAddr != "frank@example.org" {
+			t.Fatalf("AddUser = %+v, %v; want the address in lower case", u, err)
+		}
+		for _, hash := range []string{store.PasswdHash("x", "frank@example.org"), ""} {
+			if _, _, err := s.CreateAccount(ctx, "Frank2", "frank@example.org", hash, 6); !errors.Is(err, store.ErrExists) {
+				t.Errorf("an address user add took without a password (hash %q): %v, want ErrExists", hash, err)
+			}
+		}
+		if _, err := s.AddUserWithPassword(ctx, "frank3", "FRANK@example.org", "pw-frank", 6); !errors.Is(err, store.ErrExists) {
+			t.Errorf("user add --password-file for an address user add took: %v, want ErrExists", err)
 		}
 
 		var wg sync.WaitGroup
