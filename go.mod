@@ -12,7 +12,6 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/urfave/cli/v3 v3.14.0
 	go.yaml.in/yaml/v3 v3.0.6
-	golang.org/x/time v0.16.0
 	gonum.org/v1/plot v0.17.0
 )
 

@@ -2,56 +2,33 @@ package server
 
 import (
 	"net"
-	"sync"
-	"time"
-
-	"golang.org/x/time/rate"
+	"net/netip"
 )
 
 // DefaultAccountRequestsPerMinute is how many account lookups and creations one
-// address may make a minute (Config.AccountRequestsPerMinute), with as many at once:
-// a person setting up a few clients needs far fewer, a password guesser far more.
+// client network may make in a minute (Config.AccountRequestsPerMinute), with as many
+// at once: a person setting up a few clients needs far fewer, a password guesser far
+// more.
 const DefaultAccountRequestsPerMinute = 10
 
-// accountLimits holds a token bucket per client address for the account endpoints
-// (lookup_account.php, create_account.php), on the wall clock whatever the server's
-// Now says (a server run on a test clock still meets real request rates).
-type accountLimits struct {
-	mu      sync.Mutex
-	perMin  float64
-	buckets map[string]*rate.Limiter
-}
-
-// maxBuckets bounds the addresses remembered; past it, those whose bucket is full
-// again (no request for a minute) are forgotten.
-const maxBuckets = 10000
-
-// allow reports whether a request from remote (host:port) may go on at now.
-func (l *accountLimits) allow(remote string, now time.Time) bool {
-	if l.perMin <= 0 {
-		return true
-	}
+// accountNetwork is the address block whose bucket a client's account requests draw
+// on (store.TakeAccountRequest): the /24 of an IPv4 address (IPv4-mapped IPv6 too) and
+// the /64 of an IPv6 one, since a guesser is given a whole /64 by any provider and
+// neighbouring IPv4 addresses are cheap to get; remote is host:port.
+func accountNetwork(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
 		host = remote
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.buckets == nil {
-		l.buckets = map[string]*rate.Limiter{}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
 	}
-	b := l.buckets[host]
-	if b == nil {
-		if len(l.buckets) >= maxBuckets {
-			burst := float64(max(1, int(l.perMin)))
-			for k, v := range l.buckets {
-				if v.TokensAt(now) >= burst {
-					delete(l.buckets, k)
-				}
-			}
-		}
-		b = rate.NewLimiter(rate.Limit(l.perMin/60), max(1, int(l.perMin)))
-		l.buckets[host] = b
+	addr = addr.Unmap().WithZone("")
+	bits := 64
+	if addr.Is4() {
+		bits = 24
 	}
-	return b.AllowN(now, 1)
+	p, _ := addr.Prefix(bits)
+	return p.String()
 }

@@ -1,44 +1,78 @@
 package server
 
 import (
-	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
-	"time"
+
+	"github.com/bkit/bkit/lib/store/storetest"
 )
 
-// TestAccountLimits: a bucket per address of perMin requests, refilled at perMin a
-// minute; addresses do not share; a full table forgets the addresses whose buckets
-// are full again, and keeps the others; no limit when perMin ≤ 0.
-func TestAccountLimits(t *testing.T) {
-	t0 := time.Unix(1_700_000_000, 0)
-	l := &accountLimits{perMin: 6}
-	for i := range 6 {
-		if !l.allow("10.0.0.1:5000", t0) {
-			t.Fatalf("request %d refused", i+1)
+// TestAccountNetwork: IPv4 addresses share their /24 (mapped ones too), IPv6 ones
+// their /64; a remote that is not an address stands for itself.
+func TestAccountNetwork(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.0.0.1:5000":                   "10.0.0.0/24",
+		"10.0.0.254:1":                    "10.0.0.0/24",
+		"10.0.1.1:1":                      "10.0.1.0/24",
+		"[::ffff:10.0.0.7]:1":             "10.0.0.0/24",
+		"[2001:db8:1:2:3:4:5:6]:443":      "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::1%eth0]:443": "2001:db8:1:2::/64",
+		"@unix":                           "@unix",
+	} {
+		if got := accountNetwork(in); got != want {
+			t.Errorf("accountNetwork(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if l.allow("10.0.0.1:5001", t0) {
-		t.Error("the 7th request of an address (another port) allowed")
-	}
-	if !l.allow("10.0.0.2:5000", t0) {
-		t.Error("another address refused")
-	}
-	if l.allow("10.0.0.1:5000", t0.Add(9*time.Second)) || !l.allow("10.0.0.1:5000", t0.Add(10*time.Second)) {
-		t.Error("one request back every 10 s at 6 a minute: wrong")
-	}
-	for i := len(l.buckets); i < maxBuckets; i++ {
-		l.allow(fmt.Sprintf("192.0.2.%d:1", i), t0)
-	}
-	l.allow("203.0.113.1:1", t0.Add(30*time.Second))
-	if _, ok := l.buckets["192.0.2.5"]; ok || len(l.buckets) > 3 {
-		t.Errorf("full table: %d addresses kept, want the idle ones forgotten", len(l.buckets))
-	}
-	if _, ok := l.buckets["10.0.0.1"]; !ok {
-		t.Error("an address with a spent bucket forgotten")
-	}
-	for range 100 {
-		if !(&accountLimits{perMin: -1}).allow("10.0.0.1:1", t0) {
-			t.Fatal("refused with no limit")
-		}
+}
+
+// TestAccountLimitShared: two servers of one project (one database) give a network
+// perMin account requests between them, not each; a neighbouring address of the same
+// /24 or /64 draws on the same bucket; another network has its own. Both engines.
+func TestAccountLimitShared(t *testing.T) {
+	t.Parallel()
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			t.Parallel()
+			st := storetest.Open(t, e.DSN)
+			a := &Server{Store: st, Config: Config{AccountRequestsPerMinute: 4}}
+			b := &Server{Store: st, Config: Config{AccountRequestsPerMinute: 4}}
+			ask := func(s *Server, remote string) bool {
+				r := httptest.NewRequest("GET", "/lookup_account.php", nil)
+				r.RemoteAddr = remote
+				w := httptest.NewRecorder()
+				ok := s.accountAllowed(w, r)
+				if !ok && !strings.Contains(w.Body.String(), "too many account requests") {
+					t.Fatalf("refusal: %d %q", w.Code, w.Body.String())
+				}
+				return ok
+			}
+			allowed := 0
+			for i, remote := range []string{"192.0.2.1:1", "192.0.2.2:1", "192.0.2.200:7", "192.0.2.1:2", "192.0.2.3:1", "192.0.2.4:1"} {
+				s := a
+				if i%2 == 1 {
+					s = b
+				}
+				if ask(s, remote) {
+					allowed++
+				}
+			}
+			if allowed != 4 {
+				t.Errorf("one /24 through two servers: %d requests allowed, want 4", allowed)
+			}
+			allowed = 0
+			for _, remote := range []string{"[2001:db8::1]:1", "[2001:db8::2]:1", "[2001:db8::ffff]:1", "[2001:db8::1:1]:1", "[2001:db8::9]:1"} {
+				if ask(b, remote) {
+					allowed++
+				}
+			}
+			if allowed != 4 {
+				t.Errorf("one /64: %d requests allowed, want 4", allowed)
+			}
+			if !ask(a, "198.51.100.1:1") || !ask(a, "[2001:db8:0:1::1]:1") {
+				t.Error("another network refused")
+			}
+		})
 	}
 }

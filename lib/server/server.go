@@ -96,23 +96,30 @@ type Server struct {
 	// Now is the clock; tests set it. Nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
-
-	limitsOnce sync.Once
-	limits     *accountLimits
 }
 
 // accountAllowed reports whether the account request r may go on, and refuses it
-// (BOINC's web code's error form, which the client shows) when its address has made
-// too many lately.
+// otherwise: in BOINC's error form, which a client shows, when the client's network
+// (accountNetwork) has spent its requests, on every server of the project at once (the
+// buckets are in the database); on the wall clock whatever Now says, so a server on a
+// test clock still meets real request rates.
 func (s *Server) accountAllowed(w http.ResponseWriter, r *http.Request) bool {
-	s.limitsOnce.Do(func() {
-		s.limits = &accountLimits{perMin: orDefault(s.Config.AccountRequestsPerMinute, DefaultAccountRequestsPerMinute)}
-	})
-	if s.limits.allow(r.RemoteAddr, time.Now()) {
+	perMin := orDefault(s.Config.AccountRequestsPerMinute, DefaultAccountRequestsPerMinute)
+	if perMin <= 0 {
 		return true
 	}
-	s.log().Warn("account request refused", "reason", "too many from this address", "remote", r.RemoteAddr)
-	writeAccountError(w, errOther, "too many account requests from your address; try again in a minute")
+	network := accountNetwork(r.RemoteAddr)
+	ok, err := s.Store.TakeAccountRequest(r.Context(), network, float64(time.Now().UnixNano())/1e9, 60/perMin, max(1, int(perMin)))
+	if err != nil {
+		s.log().Error("account request failed", "err", err)
+		http.Error(w, "server error; try again later", http.StatusInternalServerError)
+		return false
+	}
+	if ok {
+		return true
+	}
+	s.log().Warn("account request refused", "reason", "too many from this network", "remote", r.RemoteAddr, "network", network)
+	writeAccountError(w, errOther, "too many account requests from your network; try again in a minute")
 	return false
 }
 

@@ -401,6 +401,16 @@ var migrations = [][]string{
 	{
 		`UPDATE user SET email_addr=LOWER(email_addr) WHERE email_addr<>LOWER(email_addr)`,
 	},
+	// 12: the account endpoints' request limit, shared by every server of the project
+	// (issue 28): one row per client network (/24, /64) with the time its bucket is
+	// full again plus one interval (store.TakeAccountRequest).
+	{
+		`CREATE TABLE account_bucket (
+			network VARCHAR(64) NOT NULL PRIMARY KEY,
+			tat DOUBLE NOT NULL
+		){TABLE}`,
+		`CREATE INDEX account_bucket_tat ON account_bucket (tat)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/bkit/bkit/lib/store"
@@ -53,6 +54,60 @@ func TestPopulateAndFullScans(t *testing.T) {
 		scans, err = s.FullScans(ctx, `SELECT r.id FROM result r JOIN workunit w ON w.id=r.workunitid WHERE r.name=?`, []any{"populate_9_1"}, "workunit", "result")
 		if err != nil || len(scans) != 0 {
 			t.Errorf("read by name: %q, %v; want no full scan", scans, err)
+		}
+	})
+}
+
+// TestTakeAccountRequest: a network's bucket gives burst requests at once, then one
+// per interval; other networks have their own; eight servers taking from a fresh
+// bucket at once get burst requests between them.
+func TestTakeAccountRequest(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		take := func(network string, now float64) bool {
+			t.Helper()
+			ok, err := s.TakeAccountRequest(ctx, network, now, 20, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		for i := range 3 {
+			if !take("10.0.0.0/24", 1000) {
+				t.Fatalf("request %d of 3 refused", i+1)
+			}
+		}
+		if take("10.0.0.0/24", 1000) || take("10.0.0.0/24", 1019) {
+			t.Error("a 4th request within 20 s allowed")
+		}
+		if !take("10.0.0.0/24", 1020) || take("10.0.0.0/24", 1021) {
+			t.Error("one request back after 20 s: wrong")
+		}
+		if !take("10.0.1.0/24", 1021) {
+			t.Error("another network refused")
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		n := 0
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := s.TakeAccountRequest(ctx, "2001:db8::/64", 2000, 20, 3)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					n++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if n != 3 {
+			t.Errorf("8 requests at once on a fresh bucket of 3: %d allowed", n)
 		}
 	})
 }
