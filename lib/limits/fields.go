@@ -3,6 +3,7 @@ package limits
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"unicode/utf8"
 )
@@ -35,6 +36,15 @@ const (
 	AltPlatforms = 16
 	// KeyBytes bounds a key in BOINC's text format (a 1024-bit RSA key is about 1 KB).
 	KeyBytes = 16 << 10
+	// Redundancy bounds how many results of one workunit are wanted at once: an app's
+	// Nredundancy, a workunit's or batch's min_quorum and target_nresults. BOINC's
+	// projects use 1 to a few; a bound keeps a typing slip (100000000) from making the
+	// retry job build a hundred million rows in one transaction.
+	Redundancy = 100
+	// WorkunitResults bounds the counts of one workunit's results that give up on it:
+	// an app's NError and Ndet, a workunit's or batch's max_error_results,
+	// max_total_results and max_success_results (BOINC's defaults are 3 to 10).
+	WorkunitResults = 1000
 )
 
 // Checker collects the first problem among the fields it is shown, each named by its
@@ -95,3 +105,28 @@ func (c *Checker) Count(path string, n, max int) {
 func (c *Checker) Name(path, s string) { c.String(path, s, NameBytes) }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// URL checks that s is an absolute http or https URL with a host, of at most
+// NameBytes bytes (a VARCHAR(254) column on MariaDB; SQLite would store any length, so
+// both engines refuse the same URLs only if the parser does). Other schemes
+// (javascript:, file:) are refused: clients and web pages follow these URLs.
+func (c *Checker) URL(path, s string) {
+	if p := URLProblem(s, NameBytes); p != "" {
+		c.fail(path, "%s", p)
+	}
+}
+
+// URLProblem says what is wrong with s as an http(s) URL of at most max bytes, or "".
+func URLProblem(s string, max int) string {
+	if len(s) > max {
+		return fmt.Sprintf("longer than %d bytes (%d)", max, len(s))
+	}
+	if !utf8.ValidString(s) {
+		return "not valid UTF-8"
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("want an http:// or https:// URL with a host, got %q", s)
+	}
+	return ""
+}

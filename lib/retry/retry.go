@@ -7,13 +7,18 @@
 // lib/programs/bretry runs these rules over lib/store's database in short batches.
 //
 // The order of the rules is the seed's: a result never sent gives up first, then
-// NError error results, then Ndet results done, else Nredundancy − n new results.
+// NError error results, then Ndet results done, else Nredundancy − n new results. A
+// workunit's own limits (BOINC's max_error_results, max_success_results,
+// max_total_results: Limits) are checked beside the app's, as BOINC's transitioner
+// does: each after the seed's rule of the same kind (Decide has the order).
 package retry
 
 import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/bkit/bkit/lib/limits"
 )
 
 // Result server states, outcomes and validate states: BOINC's numbers, the same as
@@ -53,14 +58,23 @@ func (p Params) Check() error {
 		return fmt.Errorf("DWU: must be > 0 seconds, got %v", p.DWU)
 	case !(p.Dresult > 0) || math.IsInf(p.Dresult, 0):
 		return fmt.Errorf("Dresult: must be > 0 seconds, got %v", p.Dresult)
-	case p.NError < 1:
-		return fmt.Errorf("NError: must be >= 1, got %d", p.NError)
-	case p.Ndet < 1:
-		return fmt.Errorf("Ndet: must be >= 1, got %d", p.Ndet)
-	case p.Nredundancy < 1:
-		return fmt.Errorf("Nredundancy: must be >= 1, got %d", p.Nredundancy)
+	case p.NError < 1 || p.NError > limits.WorkunitResults:
+		return fmt.Errorf("NError: must be 1 to %d, got %d", limits.WorkunitResults, p.NError)
+	case p.Ndet < 1 || p.Ndet > limits.WorkunitResults:
+		return fmt.Errorf("Ndet: must be 1 to %d, got %d", limits.WorkunitResults, p.Ndet)
+	case p.Nredundancy < 1 || p.Nredundancy > limits.Redundancy:
+		return fmt.Errorf("Nredundancy: must be 1 to %d, got %d", limits.Redundancy, p.Nredundancy)
 	}
 	return nil
+}
+
+// Limits are one workunit's own bounds on its results, BOINC's workunit columns that
+// bserver work create and a batch set. 0 means no bound (a workunit of the database
+// always has all three).
+type Limits struct {
+	MaxErrorResults   int // give up when more results than this failed
+	MaxSuccessResults int // give up when more than this succeeded without a canonical result
+	MaxTotalResults   int // never more results than this; give up when more are needed
 }
 
 // DefaultParams are an app's parameters until the project sets its own: the
@@ -128,13 +142,21 @@ func Done(r Result) bool {
 // Reason says why a workunit was given up.
 type Reason string
 
-// The seed's three reasons to give up, in its order.
+// The seed's three reasons to give up, in its order, and the workunit's own three
+// (BOINC's error_mask bits of the same names).
 const (
 	None       Reason = ""
 	NotSentYet Reason = "not_sent"  // a result was never sent
 	TooManyErr Reason = "errors"    // at least NError error results
 	TooManyDet Reason = "ndet_done" // at least Ndet results done, no canonical result
+
+	TooManyErrorResults   Reason = "max_error_results"   // more error results than the workunit's max_error_results
+	TooManySuccessResults Reason = "max_success_results" // more successes than its max_success_results, no canonical result
+	TooManyTotalResults   Reason = "max_total_results"   // more results needed than its max_total_results allows
 )
+
+// Reasons lists every reason to give up, in the order Decide checks them.
+var Reasons = []Reason{NotSentYet, TooManyErr, TooManyErrorResults, TooManyDet, TooManySuccessResults, TooManyTotalResults}
 
 // Decision is what to do with a due workunit.
 type Decision struct {
@@ -150,14 +172,29 @@ type Decision struct {
 }
 
 // Decide applies the seed's rules, in its order, to a due workunit with results rs
-// (lost results already marked, or past their deadline: both count as lost).
+// (lost results already marked, or past their deadline: both count as lost), and the
+// workunit's own limits lim each after the seed's rule of its kind:
+//
+//  1. a result never sent                                  -> not_sent
+//  2. errors >= NError                                     -> errors
+//  3. errors > max_error_results                           -> max_error_results
+//  4. results done >= Ndet                                 -> ndet_done
+//  5. results done > max_success_results                   -> max_success_results
+//  6. results > max_total_results, or new results needed
+//     and already max_total_results results               -> max_total_results
+//  7. min(Nredundancy − n, max_total_results − results) new results.
+//
+// The workunit's limits compare as BOINC's transitioner and validator do ("more
+// than"), the app's as the seed says ("at least"). Rule 7's cap means a workunit never
+// has more than max_total_results results, so rule 6 gives up where BOINC would make
+// the results and give up on its next pass.
 //
 // n, the results done that count toward Nredundancy, leaves out results the
 // validator found invalid: they disagree with the others, so a nondeterministic app
 // keeps getting new results until Ndet (which counts every result done) gives up, as
 // the seed means it to. With no validator run, no result is invalid and n is the
 // seed's "results done".
-func Decide(rs []Result, p Params, now float64) Decision {
+func Decide(rs []Result, p Params, lim Limits, now float64) Decision {
 	var d Decision
 	useful := 0
 	for _, r := range rs {
@@ -182,14 +219,32 @@ func Decide(rs []Result, p Params, now float64) Decision {
 	case d.Errors >= p.NError:
 		d.GiveUp = TooManyErr
 		d.Message = fmt.Sprintf("%d error results (NError %d): the application may have a bug", d.Errors, p.NError)
+	case lim.MaxErrorResults > 0 && d.Errors > lim.MaxErrorResults:
+		d.GiveUp = TooManyErrorResults
+		d.Message = fmt.Sprintf("%d error results (the workunit's max_error_results %d): the application may have a bug", d.Errors, lim.MaxErrorResults)
 	case d.Done >= p.Ndet:
 		d.GiveUp = TooManyDet
 		d.Message = fmt.Sprintf("%d results done without a canonical result (Ndet %d): the application may be nondeterministic", d.Done, p.Ndet)
-	default:
-		d.NewResults = max(p.Nredundancy-useful, 0)
-		d.NewDeadline = now + p.Dresult
-		d.RetryCheckTime = now + p.DWU
+	case lim.MaxSuccessResults > 0 && d.Done > lim.MaxSuccessResults:
+		d.GiveUp = TooManySuccessResults
+		d.Message = fmt.Sprintf("%d results done without a canonical result (the workunit's max_success_results %d): the application may be nondeterministic", d.Done, lim.MaxSuccessResults)
 	}
+	if d.GiveUp != None {
+		return d
+	}
+	need := max(p.Nredundancy-useful, 0)
+	if lim.MaxTotalResults > 0 {
+		room := lim.MaxTotalResults - len(rs)
+		if room < 0 || (need > 0 && room == 0) {
+			d.GiveUp = TooManyTotalResults
+			d.Message = fmt.Sprintf("%d results in all, %d more needed (the workunit's max_total_results %d)", len(rs), need, lim.MaxTotalResults)
+			return d
+		}
+		need = min(need, room)
+	}
+	d.NewResults = need
+	d.NewDeadline = now + p.Dresult
+	d.RetryCheckTime = now + p.DWU
 	return d
 }
 

@@ -66,7 +66,7 @@ func TestDecide(t *testing.T) {
 		}()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := Decide(c.rs, p, now)
+			got := Decide(c.rs, p, Limits{}, now)
 			if (got.Message == "") != (c.want.GiveUp == None) {
 				t.Errorf("message %q for give-up %q", got.Message, got.GiveUp)
 			}
@@ -75,6 +75,67 @@ func TestDecide(t *testing.T) {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDecideWorkunitLimits: a workunit's max_error_results, max_success_results and
+// max_total_results beside the app's NError, Ndet and Nredundancy, in Decide's order.
+func TestDecideWorkunitLimits(t *testing.T) {
+	retry := func(newResults int) Decision {
+		return Decision{NewResults: newResults, NewDeadline: now + 100, RetryCheckTime: now + 200}
+	}
+	big := Params{DWU: 200, Dresult: 100, NError: 50, Ndet: 50, Nredundancy: 5}
+	for _, c := range []struct {
+		name string
+		rs   []Result
+		p    Params
+		lim  Limits
+		want Decision
+	}{
+		{"max_error_results errors: not more than it, retry", n(2, errR), big, Limits{MaxErrorResults: 2},
+			func() Decision { d := retry(5); d.Errors = 2; return d }()},
+		{"more errors than max_error_results: give up", n(3, errR), big, Limits{MaxErrorResults: 2},
+			Decision{GiveUp: TooManyErrorResults, Errors: 3}},
+		{"NError comes before max_error_results", n(3, errR), p, Limits{MaxErrorResults: 2},
+			Decision{GiveUp: TooManyErr, Errors: 3}},
+		{"max_error_results comes before Ndet", rs(n(3, errR), n(4, ok)), Params{DWU: 200, Dresult: 100, NError: 9, Ndet: 4, Nredundancy: 2},
+			Limits{MaxErrorResults: 2}, Decision{GiveUp: TooManyErrorResults, Errors: 3, Done: 4}},
+		{"more successes than max_success_results: give up", n(3, invalid), big, Limits{MaxSuccessResults: 2},
+			Decision{GiveUp: TooManySuccessResults, Done: 3}},
+		{"Ndet comes before max_success_results", n(4, invalid), p, Limits{MaxSuccessResults: 2},
+			Decision{GiveUp: TooManyDet, Done: 4}},
+		{"max_success_results comes before max_total_results", n(3, invalid), big, Limits{MaxSuccessResults: 2, MaxTotalResults: 3},
+			Decision{GiveUp: TooManySuccessResults, Done: 3}},
+		{"new results capped by max_total_results", n(2, noReply), big, Limits{MaxTotalResults: 4},
+			func() Decision { d := retry(2); d.Lost = 2; return d }()},
+		{"max_total_results reached, more needed: give up", n(4, noReply), big, Limits{MaxTotalResults: 4},
+			Decision{GiveUp: TooManyTotalResults, Lost: 4}},
+		{"max_total_results reached, none needed: retry", rs(n(2, ok), n(2, noReply)), Params{DWU: 200, Dresult: 100, NError: 3, Ndet: 4, Nredundancy: 2},
+			Limits{MaxTotalResults: 4}, func() Decision { d := retry(0); d.Done, d.Lost = 2, 2; return d }()},
+		{"more than max_total_results already: give up", n(5, inProgress), big, Limits{MaxTotalResults: 4},
+			Decision{GiveUp: TooManyTotalResults}},
+		{"errors before max_total_results", rs(n(3, errR), n(2, noReply)), p, Limits{MaxTotalResults: 4},
+			Decision{GiveUp: TooManyErr, Errors: 3, Lost: 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Decide(c.rs, c.p, c.lim, now)
+			if (got.Message == "") != (c.want.GiveUp == None) {
+				t.Errorf("message %q for give-up %q", got.Message, got.GiveUp)
+			}
+			got.Message = ""
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecideHugeRedundancy: however large Nredundancy is (even past what Check
+// allows), new results never take a workunit past its max_total_results.
+func TestDecideHugeRedundancy(t *testing.T) {
+	huge := Params{DWU: 200, Dresult: 100, NError: 3, Ndet: 4, Nredundancy: 100000000}
+	if got := Decide(n(1, noReply), huge, Limits{MaxTotalResults: 10}, now); got.NewResults != 9 {
+		t.Errorf("NewResults = %d, want 9 (max_total_results 10, 1 result)", got.NewResults)
 	}
 }
 
@@ -87,7 +148,7 @@ func TestDecideMessages(t *testing.T) {
 		{n(3, errR), "3 error results (NError 3)"},
 		{n(4, ok), "4 results done without a canonical result (Ndet 4)"},
 	} {
-		if got := Decide(c.rs, p, now).Message; !strings.Contains(got, c.want) {
+		if got := Decide(c.rs, p, Limits{}, now).Message; !strings.Contains(got, c.want) {
 			t.Errorf("message %q, want it to contain %q", got, c.want)
 		}
 	}
@@ -140,9 +201,12 @@ func TestParamsCheck(t *testing.T) {
 	}{
 		{Params{DWU: 0, Dresult: 1, NError: 1, Ndet: 1, Nredundancy: 1}, "DWU: must be > 0"},
 		{Params{DWU: 1, Dresult: -1, NError: 1, Ndet: 1, Nredundancy: 1}, "Dresult: must be > 0"},
-		{Params{DWU: 1, Dresult: 1, NError: 0, Ndet: 1, Nredundancy: 1}, "NError: must be >= 1"},
-		{Params{DWU: 1, Dresult: 1, NError: 1, Ndet: 0, Nredundancy: 1}, "Ndet: must be >= 1"},
-		{Params{DWU: 1, Dresult: 1, NError: 1, Ndet: 1, Nredundancy: 0}, "Nredundancy: must be >= 1"},
+		{Params{DWU: 1, Dresult: 1, NError: 0, Ndet: 1, Nredundancy: 1}, "NError: must be 1 to 1000"},
+		{Params{DWU: 1, Dresult: 1, NError: 1, Ndet: 0, Nredundancy: 1}, "Ndet: must be 1 to 1000"},
+		{Params{DWU: 1, Dresult: 1, NError: 1, Ndet: 1, Nredundancy: 0}, "Nredundancy: must be 1 to 100, got 0"},
+		{Params{DWU: 1, Dresult: 1, NError: 1, Ndet: 1, Nredundancy: 100000000}, "Nredundancy: must be 1 to 100, got 100000000"},
+		{Params{DWU: 1, Dresult: 1, NError: 1001, Ndet: 1, Nredundancy: 1}, "NError: must be 1 to 1000"},
+		{Params{DWU: 1, Dresult: 1, NError: 1, Ndet: 1 << 40, Nredundancy: 1}, "Ndet: must be 1 to 1000"},
 	} {
 		if err := c.p.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
@@ -235,7 +299,7 @@ func TestDecideLifeOfAWorkunit(t *testing.T) {
 			Decision{GiveUp: TooManyErr, Errors: 3, Done: 1, Lost: 1}},
 	}
 	for _, s := range steps {
-		got := Decide(s.rs, p, s.now)
+		got := Decide(s.rs, p, Limits{}, s.now)
 		got.Message = ""
 		if diff := cmp.Diff(s.want, got); diff != "" {
 			t.Errorf("at %g (-want +got)\n%s", s.now, diff)

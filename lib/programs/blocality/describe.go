@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/locality"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/bkit/bkit/lib/store"
@@ -157,6 +158,18 @@ func parseDescription(data []byte, file, dir string, readFile func(string) ([]by
 	if d.MaxTotalResults < d.TargetNResults {
 		p.add("max_total_results: must be >= target_nresults (%d), got %d", d.TargetNResults, d.MaxTotalResults)
 	}
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{
+		{"min_quorum", d.MinQuorum, limits.Redundancy}, {"target_nresults", d.TargetNResults, limits.Redundancy},
+		{"max_error_results", d.MaxErrorResults, limits.WorkunitResults}, {"max_total_results", d.MaxTotalResults, limits.WorkunitResults},
+		{"max_success_results", d.MaxSuccessResults, limits.WorkunitResults},
+	} {
+		if f.v > f.max {
+			p.add("%s: must be at most %d, got %d", f.name, f.max, f.v)
+		}
+	}
 
 	// Files.
 	files := d.Files
@@ -192,6 +205,16 @@ func parseDescription(data []byte, file, dir string, readFile func(string) ([]by
 		url := f.URL
 		if url == "" {
 			url = d.URLBase + f.Name
+		}
+		// Checked here, not by the database: MariaDB's column refuses more than 254
+		// bytes with an SQL error where SQLite stores any length.
+		if f.URL == "" && d.URLBase == "" {
+			p.add("%s.url: missing: give the file a url, or the batch a url_base", at)
+		} else if prob := limits.URLProblem(url, limits.NameBytes); prob != "" {
+			if f.URL == "" {
+				prob += " (url_base + name)"
+			}
+			p.add("%s.url: %s", at, prob)
 		}
 		spec.Files = append(spec.Files, store.BatchFile{FileNum: int64(i), Name: f.Name, URL: url, NBytes: f.Size})
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/retry"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/urfave/cli/v3"
@@ -59,6 +60,11 @@ bserver serves. A pass over the app --app does, in order:
       at least Ndet results done     -> give up
       otherwise create Nredundancy - n new results (n: results done and not found
       invalid), deadline now + Dresult, and set the check time to now + DWU.
+    Each workunit's own limits (bserver work create, a batch) are checked beside
+    these, as BOINC's transitioner does: more error results than its
+    max_error_results gives up after the NError rule, more successes than its
+    max_success_results after the Ndet rule; new results never take it past its
+    max_total_results, and when more are needed than that allows it is given up.
     Giving up sets the check time to 0, sets the workunit's error_mask, withdraws its
     unsent results, writes a wu_giveup row (see 'bretry report', 'bserver status')
     and a structured line on standard error.
@@ -92,9 +98,9 @@ BOINC's spelling of --app. Durations are seconds or take a unit: 90s, 30m, 36h, 
 			&cli.StringFlag{Name: "interval", Usage: "run a pass every `DURATION` until SIGTERM"},
 			&cli.StringFlag{Name: "dwu", Usage: "seed 003's DWU: `DURATION` from a check (or creation) to the next (default: the app's)"},
 			&cli.StringFlag{Name: "dresult", Usage: "seed 003's Dresult: deadline `DURATION` of the results created (default: the app's)"},
-			&cli.IntFlag{Name: "nerror", Usage: "give up after `N` error results (default: the app's)"},
-			&cli.IntFlag{Name: "ndet", Usage: "give up after `N` results done without a canonical result (default: the app's)"},
-			&cli.IntFlag{Name: "nredundancy", Usage: "try to get at least `N` non-error results (default: the app's)"},
+			&cli.IntFlag{Name: "nerror", Usage: "give up after `N` error results, 1 to 1000 (default: the app's)"},
+			&cli.IntFlag{Name: "ndet", Usage: "give up after `N` results done without a canonical result, 1 to 1000 (default: the app's)"},
+			&cli.IntFlag{Name: "nredundancy", Usage: "try to get at least `N` non-error results, 1 to 100 (default: the app's)"},
 			&cli.IntFlag{Name: "batch", Usage: "workunits (or results) per transaction, `N` from 1 to 10000", Value: DefaultBatch},
 			&cli.BoolFlag{Name: "no-validate", Usage: "skip the validator (run 'bretry validate' separately)"},
 			cliutil.NowFlag(),
@@ -241,18 +247,19 @@ func paramFlags(cmd *cli.Command) (func(retry.Params) retry.Params, error) {
 	}
 	for _, f := range []struct {
 		name string
+		max  int
 		set  func(*retry.Params, int)
 	}{
-		{"nerror", func(p *retry.Params, v int) { p.NError = v }},
-		{"ndet", func(p *retry.Params, v int) { p.Ndet = v }},
-		{"nredundancy", func(p *retry.Params, v int) { p.Nredundancy = v }},
+		{"nerror", limits.WorkunitResults, func(p *retry.Params, v int) { p.NError = v }},
+		{"ndet", limits.WorkunitResults, func(p *retry.Params, v int) { p.Ndet = v }},
+		{"nredundancy", limits.Redundancy, func(p *retry.Params, v int) { p.Nredundancy = v }},
 	} {
 		if !cmd.IsSet(f.name) {
 			continue
 		}
 		v := cmd.Int(f.name)
-		if v < 1 {
-			return nil, cliutil.Usagef("--%s: must be >= 1, got %d", f.name, v)
+		if v < 1 || v > f.max {
+			return nil, cliutil.Usagef("--%s: must be 1 to %d, got %d", f.name, f.max, v)
 		}
 		set := f.set
 		sets = append(sets, func(p *retry.Params) { set(p, v) })

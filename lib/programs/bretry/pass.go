@@ -175,11 +175,15 @@ type wuRow struct {
 	name      string
 	checkTime float64
 	minQuorum int
+	limits    retry.Limits
 	results   []retry.Result
 }
 
-// readWorkunits reads the workunits a batch query selects (id, name, retry check
-// time, min_quorum) and their results.
+// wuColumns are the workunit columns readWorkunits scans, in its order.
+const wuColumns = `id, name, retry_check_time, min_quorum, max_error_results, max_success_results, max_total_results`
+
+// readWorkunits reads the workunits a batch query selects (wuColumns) and their
+// results.
 func readWorkunits(tx *store.Tx, query string, args ...any) ([]*wuRow, error) {
 	rows, err := tx.Query(query, args...)
 	if err != nil {
@@ -189,7 +193,8 @@ func readWorkunits(tx *store.Tx, query string, args ...any) ([]*wuRow, error) {
 	byID := map[int64]*wuRow{}
 	for rows.Next() {
 		w := &wuRow{}
-		if err := rows.Scan(&w.id, &w.name, &w.checkTime, &w.minQuorum); err != nil {
+		if err := rows.Scan(&w.id, &w.name, &w.checkTime, &w.minQuorum,
+			&w.limits.MaxErrorResults, &w.limits.MaxSuccessResults, &w.limits.MaxTotalResults); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -265,7 +270,7 @@ func (p *Pass) validateBatch(ctx context.Context, sum *Summary) (int, error) {
 	var n, validated, invalid int
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
 		n, validated, invalid = 0, 0, 0
-		wus, err := readWorkunits(tx, `SELECT id, name, retry_check_time, min_quorum FROM workunit
+		wus, err := readWorkunits(tx, `SELECT `+wuColumns+` FROM workunit
 			WHERE appid=? AND need_validate=1 LIMIT ?`+tx.ForUpdateSkipLocked(), p.AppID, p.batch())
 		if err != nil {
 			return err
@@ -319,9 +324,12 @@ type giveUpLog struct {
 
 // errorMask is the workunit error_mask bit of each reason to give up (BOINC's).
 var errorMask = map[retry.Reason]int{
-	retry.NotSentYet: store.WUErrorCouldntSendResult,
-	retry.TooManyErr: store.WUErrorTooManyErrorResults,
-	retry.TooManyDet: store.WUErrorTooManySuccessResults,
+	retry.NotSentYet:            store.WUErrorCouldntSendResult,
+	retry.TooManyErr:            store.WUErrorTooManyErrorResults,
+	retry.TooManyErrorResults:   store.WUErrorTooManyErrorResults,
+	retry.TooManyDet:            store.WUErrorTooManySuccessResults,
+	retry.TooManySuccessResults: store.WUErrorTooManySuccessResults,
+	retry.TooManyTotalResults:   store.WUErrorTooManyTotalResults,
 }
 
 // retryBatch applies seed 003's rules to up to a batch of the app's due workunits.
@@ -330,7 +338,7 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 	var gaveUp []giveUpLog
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
 		n, retried, created, gaveUp = 0, 0, 0, nil
-		wus, err := readWorkunits(tx, `SELECT id, name, retry_check_time, min_quorum FROM workunit
+		wus, err := readWorkunits(tx, `SELECT `+wuColumns+` FROM workunit
 			WHERE appid=? AND need_validate=0 AND retry_check_time>0 AND retry_check_time<? AND canonical_resultid=0 AND error_mask=0
 			LIMIT ?`+tx.ForUpdateSkipLocked(),
 			p.AppID, p.Now, p.batch())
@@ -348,7 +356,7 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 					lost = append(lost, r.ID)
 				}
 			}
-			d := retry.Decide(w.results, p.Params, p.Now)
+			d := retry.Decide(w.results, p.Params, w.limits, p.Now)
 			if d.GiveUp != retry.None {
 				byReason[d.GiveUp] = append(byReason[d.GiveUp], w.id)
 				gaveUp = append(gaveUp, giveUpLog{w.id, w.name, d.GiveUp, d.Message})
@@ -383,7 +391,7 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 		if err := claimAll(tx, `retry_check_time=?`, []any{p.Now + p.Params.DWU}, due, []any{p.Now}, retryIDs); err != nil {
 			return err
 		}
-		for _, reason := range []retry.Reason{retry.NotSentYet, retry.TooManyErr, retry.TooManyDet} {
+		for _, reason := range retry.Reasons {
 			ids := byReason[reason]
 			if err := claimAll(tx, `retry_check_time=0, error_mask=error_mask+?`, []any{errorMask[reason]}, due, []any{p.Now}, ids); err != nil {
 				return err

@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/bkit/bkit/lib/credit"
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/retry"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
@@ -348,4 +350,85 @@ func TestValidateTwiceAtOnceCreditsOnce(t *testing.T) {
 			t.Errorf("%d valid results without credit (%v)", uncredited, err)
 		}
 	})
+}
+
+// TestWorkunitLimits: a workunit's own max_error_results, max_success_results and
+// max_total_results (as bserver work create stores them) give it up with their
+// reasons and error_mask bits, beside the app's NError, Ndet and Nredundancy; new
+// results stop at max_total_results however large Nredundancy is.
+func TestWorkunitLimits(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, s *store.Store) {
+		f := newFixture(t, s)
+		now := t0 + 200
+		limit := func(name string, maxErr, maxSuccess, maxTotal int) {
+			f.exec(`UPDATE workunit SET max_error_results=?, max_success_results=?, max_total_results=? WHERE name=?`, maxErr, maxSuccess, maxTotal, name)
+		}
+		f.wu("errs", 1, t0+1, errored, errored)
+		limit("errs", 1, 6, 10)
+		f.wu("successes", 2, t0+1, success, success, success)
+		limit("successes", 3, 2, 10)
+		f.exec(`UPDATE result SET validate_state=? WHERE name LIKE 'successes_%'`, store.ValidateInvalid)
+		f.wu("total", 1, t0+1, noReply, noReply, noReply)
+		limit("total", 3, 6, 3)
+		f.wu("capped", 1, t0+1, noReply)
+		limit("capped", 3, 6, 4)
+		// The app's limits are loose: only the workunits' own can give up.
+		p := retry.Params{DWU: 1000, Dresult: 500, NError: 50, Ndet: 50, Nredundancy: limits.Redundancy}
+		sum := f.pass(p, now, true)
+		if want := (Summary{Examined: 4, Retried: 1, NewResults: 3, GivenUp: 3}); sum != want {
+			t.Errorf("summary %+v, want %+v", sum, want)
+		}
+		got := f.state()
+		for name, want := range map[string]struct {
+			mask   int
+			reason string
+			n      int
+		}{
+			"errs":      {store.WUErrorTooManyErrorResults, "max_error_results", 2},
+			"successes": {store.WUErrorTooManySuccessResults, "max_success_results", 3},
+			"total":     {store.WUErrorTooManyTotalResults, "max_total_results", 3},
+			"capped":    {0, "", 4},
+		} {
+			w := got[name]
+			if w.ErrorMask != want.mask || w.GiveUp != want.reason || len(w.Results) != want.n {
+				t.Errorf("%s: error_mask %d, give-up %q, %d results; want %d, %q, %d", name, w.ErrorMask, w.GiveUp, len(w.Results), want.mask, want.reason, want.n)
+			}
+		}
+		// The next pass: capped's new results were sent and never came back: it has
+		// its 4 results, none done, more needed: given up.
+		f.exec(`UPDATE result SET server_state=?, outcome=? WHERE name LIKE 'capped_%'`, store.ServerStateOver, store.OutcomeNoReply)
+		sum = f.pass(p, now+p.DWU+1, true)
+		if sum.GivenUp != 1 || sum.NewResults != 0 {
+			t.Errorf("second pass %+v, want capped given up and no new results", sum)
+		}
+		if w := f.state()["capped"]; w.GiveUp != "max_total_results" || len(w.Results) != 4 {
+			t.Errorf("capped: %+v, want given up for max_total_results with 4 results", w)
+		}
+	})
+}
+
+// TestHugeRedundancyStored: an app row whose Nredundancy was set before the bound
+// (or by hand) is refused with exit status 2 naming it, before any pass begins.
+func TestHugeRedundancyStored(t *testing.T) {
+	t.Parallel()
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			t.Parallel()
+			e.Require(t)
+			f := newFixture(t, storetest.Open(t, e.DSN))
+			f.wu("w", 1, t0+1, noReply)
+			f.exec(`UPDATE app SET retry_nredundancy=100000000`)
+			f.exec(`UPDATE workunit SET max_total_results=2000000000`)
+			var stdout, stderr strings.Builder
+			code := Main([]string{"bretry", "--db", e.DSN, "--app", "app", "--once", "--now", "2000000"}, strings.NewReader(""), &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), "Nredundancy: must be 1 to 100, got 100000000") {
+				t.Errorf("exit %d, stderr %q; want 2 naming Nredundancy", code, stderr.String())
+			}
+			var n int
+			if err := f.s.DB.QueryRow(`SELECT COUNT(*) FROM result`).Scan(&n); err != nil || n != 1 {
+				t.Errorf("%d results (%v), want 1: nothing written", n, err)
+			}
+		})
+	}
 }

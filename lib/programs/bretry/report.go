@@ -16,7 +16,11 @@ func reportCommand() *cli.Command {
 		Description: cliutil.Help(`
 Lists the wu_giveup rows, oldest first: when, the app, the workunit, the reason
 (not_sent: a result was never sent; errors: at least NError error results;
-ndet_done: at least Ndet results done without a canonical result) and the message
+max_error_results: more error results than the workunit's max_error_results;
+ndet_done: at least Ndet results done without a canonical result;
+max_success_results: more than the workunit's max_success_results done without one;
+max_total_results: more results needed than the workunit's max_total_results allows)
+and the message
 that was logged. --app keeps one app's, --since those at or after TIME (Unix seconds
 or RFC 3339), --limit the first N. 'bserver status' counts them.`,
 			[]string{"bretry report --db project.db", "bretry report --db project.db --app uppercase -o json | jq -r '.[].workunit'"}, ""),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/urfave/cli/v3"
 )
@@ -100,9 +101,9 @@ func retryFlags() []cli.Flag {
 	return []cli.Flag{
 		durationFlag("dwu", "retry check `DURATION` > 0 (seed 003's DWU: creation or retry to the next check)", ""),
 		durationFlag("dresult", "result deadline `DURATION` > 0 (seed 003's Dresult) for the results bretry creates", ""),
-		&cli.IntFlag{Name: "nerror", Usage: "give up on a workunit after `N` >= 1 error results"},
-		&cli.IntFlag{Name: "ndet", Usage: "give up on a workunit after `N` >= 1 results done without a canonical result"},
-		&cli.IntFlag{Name: "nredundancy", Usage: "try to get at least `N` >= 1 non-error results"},
+		&cli.IntFlag{Name: "nerror", Usage: "give up on a workunit after `N` error results (1 to 1000)"},
+		&cli.IntFlag{Name: "ndet", Usage: "give up on a workunit after `N` results done without a canonical result (1 to 1000)"},
+		&cli.IntFlag{Name: "nredundancy", Usage: "try to get at least `N` non-error results (1 to 100)"},
 	}
 }
 
@@ -128,14 +129,15 @@ func retrySet(cmd *cli.Command) (store.AppRetrySet, error) {
 	}
 	for _, f := range []struct {
 		name string
+		max  int
 		p    **int
-	}{{"nerror", &set.NError}, {"ndet", &set.Ndet}, {"nredundancy", &set.Nredundancy}} {
+	}{{"nerror", limits.WorkunitResults, &set.NError}, {"ndet", limits.WorkunitResults, &set.Ndet}, {"nredundancy", limits.Redundancy, &set.Nredundancy}} {
 		if !cmd.IsSet(f.name) {
 			continue
 		}
 		v := cmd.Int(f.name)
-		if v < 1 {
-			return set, cliutil.Usagef("--%s: must be >= 1, got %d", f.name, v)
+		if v < 1 || v > f.max {
+			return set, cliutil.Usagef("--%s: must be 1 to %d, got %d", f.name, f.max, v)
 		}
 		*f.p = &v
 	}

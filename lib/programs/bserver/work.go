@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/urfave/cli/v3"
 )
@@ -45,11 +46,11 @@ given. Durations are seconds or take a unit: 90s, 30m, 36h, 10d, 2w.`,
 				&cli.FloatFlag{Name: "fpops-bound", Usage: "FLOPs after which a job is aborted (`F` >= fpops-est; default 10 × fpops-est)"},
 				durationFlag("delay-bound", "seconds from sending a result to its report deadline (`DURATION` > 0)", ""),
 				durationFlag("retry-delay", "seconds from creation to the first retry check (`DURATION` > 0; default: the app's DWU)", ""),
-				&cli.IntFlag{Name: "min-quorum", Usage: "successful results needed to validate (`N` >= 1)", Value: 1},
-				&cli.IntFlag{Name: "target-nresults", Usage: "results created now (`N` >= min-quorum; default min-quorum)"},
-				&cli.IntFlag{Name: "max-error-results", Usage: "give up after `N` error results", Value: 3},
-				&cli.IntFlag{Name: "max-total-results", Usage: "give up after `N` results in all", Value: 10},
-				&cli.IntFlag{Name: "max-success-results", Usage: "give up after `N` successes without a canonical result", Value: 6},
+				&cli.IntFlag{Name: "min-quorum", Usage: "successful results needed to validate (`N` 1 to 100)", Value: 1},
+				&cli.IntFlag{Name: "target-nresults", Usage: "results created now (`N` from min-quorum to 100; default min-quorum)"},
+				&cli.IntFlag{Name: "max-error-results", Usage: "give up after more than `N` error results (1 to 1000)", Value: 3},
+				&cli.IntFlag{Name: "max-total-results", Usage: "at most `N` results in all (target-nresults to 1000)", Value: 10},
+				&cli.IntFlag{Name: "max-success-results", Usage: "give up after more than `N` successes without a canonical result (min-quorum to 1000)", Value: 6},
 				&cli.StringSliceFlag{Name: "input", Usage: "an input file of every workunit: `[OPEN_NAME=]PATH` (repeat), copied to download/ under its base name"},
 				&cli.StringSliceFlag{Name: "output", Usage: "an output file each result writes: `OPEN_NAME[:MAX_BYTES]` (repeat; default limit 10 MB), uploaded to upload/ as RESULT_k"},
 				&cli.StringFlag{Name: "result-template", Usage: "the outputs as a BOINC result template `FILE` (<file_info> with <max_nbytes>, <result><file_ref> with <open_name>), instead of --output"},
@@ -102,11 +103,15 @@ func workCreate(ctx context.Context, cmd *cli.Command) error {
 		{spec.FpopsBound == 0 || (spec.FpopsBound >= spec.FpopsEst && !math.IsInf(spec.FpopsBound, 0)),
 			fmt.Sprintf("--fpops-bound: must be >= --fpops-est (%v), got %v", spec.FpopsEst, spec.FpopsBound)},
 		{spec.DelayBound > 0, "--delay-bound: must be > 0"},
-		{spec.MinQuorum >= 1, "--min-quorum: must be >= 1, got " + strconv.Itoa(spec.MinQuorum)},
+		{spec.MinQuorum >= 1 && spec.MinQuorum <= limits.Redundancy, fmt.Sprintf("--min-quorum: must be 1 to %d, got %d", limits.Redundancy, spec.MinQuorum)},
 		{spec.TargetNResults >= spec.MinQuorum, fmt.Sprintf("--target-nresults: must be >= --min-quorum (%d), got %d", spec.MinQuorum, spec.TargetNResults)},
-		{spec.MaxErrorResults >= 1, "--max-error-results: must be >= 1, got " + strconv.Itoa(spec.MaxErrorResults)},
+		{spec.TargetNResults <= limits.Redundancy, fmt.Sprintf("--target-nresults: must be at most %d, got %d", limits.Redundancy, spec.TargetNResults)},
+		{spec.MaxErrorResults >= 1 && spec.MaxErrorResults <= limits.WorkunitResults,
+			fmt.Sprintf("--max-error-results: must be 1 to %d, got %d", limits.WorkunitResults, spec.MaxErrorResults)},
 		{spec.MaxTotalResults >= spec.TargetNResults, fmt.Sprintf("--max-total-results: must be >= --target-nresults (%d), got %d", spec.TargetNResults, spec.MaxTotalResults)},
+		{spec.MaxTotalResults <= limits.WorkunitResults, fmt.Sprintf("--max-total-results: must be at most %d, got %d", limits.WorkunitResults, spec.MaxTotalResults)},
 		{spec.MaxSuccessResults >= spec.MinQuorum, fmt.Sprintf("--max-success-results: must be >= --min-quorum (%d), got %d", spec.MinQuorum, spec.MaxSuccessResults)},
+		{spec.MaxSuccessResults <= limits.WorkunitResults, fmt.Sprintf("--max-success-results: must be at most %d, got %d", limits.WorkunitResults, spec.MaxSuccessResults)},
 	} {
 		if !c.ok {
 			return cliutil.Usagef("%s", c.msg)
