@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -35,6 +36,10 @@ const (
 	// SchedulerReplyBytes bounds a scheduler reply: at most a few hundred jobs with their
 	// file references.
 	SchedulerReplyBytes int64 = 16 << 20
+	// TemplateBytes bounds a BOINC result template (a few <file_info> elements).
+	TemplateBytes int64 = 1 << 20
+	// LineBytes bounds a file of one short line: a password file, a clock file.
+	LineBytes int64 = 4 << 10
 )
 
 // Flag is the option that raises a program's input limit; messages name it.
@@ -45,9 +50,13 @@ const Flag = "--max-input"
 type TooLargeError struct {
 	Name  string // the input: a path, "stdin", a URL
 	Limit int64
+	Fixed bool // no flag raises the limit (ReadFile's)
 }
 
 func (e *TooLargeError) Error() string {
+	if e.Fixed {
+		return fmt.Sprintf("%s: larger than %s, the size limit of this input", e.Name, FormatBytes(e.Limit))
+	}
 	return fmt.Sprintf("%s: larger than %s, the input size limit (%s SIZE raises it)", e.Name, FormatBytes(e.Limit), Flag)
 }
 
@@ -63,6 +72,7 @@ type Reader struct {
 	R     io.Reader
 	Name  string
 	Limit int64
+	Fixed bool // the limit is not the program's --max-input (see TooLargeError)
 	n     int64
 	err   error
 }
@@ -91,7 +101,7 @@ func (l *Reader) Read(p []byte) (int, error) {
 		for {
 			n, err := l.R.Read(one[:])
 			if n > 0 {
-				l.err = &TooLargeError{Name: l.Name, Limit: l.Limit}
+				l.err = &TooLargeError{Name: l.Name, Limit: l.Limit, Fixed: l.Fixed}
 				return 0, l.err
 			}
 			if err != nil {
@@ -145,6 +155,24 @@ func ReadAll(r io.Reader, name string, def int64) ([]byte, error) {
 			b = append(b, 0)[:len(b)] // grew: let append choose the next size
 		}
 	}
+}
+
+// ReadFile is os.ReadFile refusing more than limit bytes with a *TooLargeError that
+// names path: for every file whose size its reader does not choose (/dev/zero, a
+// FIFO, a mistaken path to a disk image).
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadAll(&Reader{R: f, Name: path, Limit: limit, Fixed: true}, path, limit)
+}
+
+// ReadAllFixed is ReadAll of r with a limit no flag raises, for small inputs of a
+// program without --max-input (a password on standard input).
+func ReadAllFixed(r io.Reader, name string, limit int64) ([]byte, error) {
+	return ReadAll(&Reader{R: r, Name: name, Limit: limit, Fixed: true}, name, limit)
 }
 
 // ParseBytes reads a size: a number of bytes, or a number with a unit k, M, G (powers

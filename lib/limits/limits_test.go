@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -57,5 +59,27 @@ func TestParseFormatBytes(t *testing.T) {
 		if got := FormatBytes(n); got != want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestReadFile: a file of endless bytes stops at the limit with an error naming it and
+// no flag; a file within the limit is read whole; the limit's own size fits.
+func TestReadFile(t *testing.T) {
+	_, err := ReadFile("/dev/zero", 1<<10)
+	if !IsTooLarge(err) || err.Error() != "/dev/zero: larger than 1 KiB, the size limit of this input" {
+		t.Errorf("/dev/zero: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("1234"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(path, 4); err != nil || string(b) != "1234" {
+		t.Errorf("%q %v", b, err)
+	}
+	if _, err := ReadFile(path, 3); !IsTooLarge(err) {
+		t.Errorf("4 bytes, limit 3: %v", err)
+	}
+	if _, err := ReadAllFixed(zeros{}, "standard input", 10); !IsTooLarge(err) || strings.Contains(err.Error(), Flag) {
+		t.Errorf("ReadAllFixed: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -389,9 +388,10 @@ func readJobsCSV(name, dir string, readFile func(string) ([]byte, error)) ([]des
 
 // readDescription reads a description file from disk.
 func readDescription(path string) (store.BatchSpec, error) {
-	data, err := os.ReadFile(path)
+	readFile := func(p string) ([]byte, error) { return limits.ReadFile(p, limits.DocumentBytes) }
+	data, err := readFile(path)
 	if err != nil {
 		return store.BatchSpec{}, err
 	}
-	return parseDescription(data, path, filepath.Dir(path), os.ReadFile)
+	return parseDescription(data, path, filepath.Dir(path), readFile)
 }

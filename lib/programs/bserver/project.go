@@ -16,6 +16,7 @@ import (
 	"github.com/bkit/bkit/lib/boinccrypt"
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/urfave/cli/v3"
 )
@@ -127,7 +128,7 @@ func writeNew(path string, data []byte, perm os.FileMode) error {
 // upload key; either may be absent (then "" or nil).
 func projectKeys(dir string) (pub string, upload []byte, err error) {
 	kd := filepath.Join(dir, keysSubdir)
-	if b, err := os.ReadFile(filepath.Join(kd, codeSignPub)); err == nil {
+	if b, err := limits.ReadFile(filepath.Join(kd, codeSignPub), limits.KeyBytes); err == nil {
 		if _, err := boinccrypt.ParsePublicKey(string(b)); err != nil {
 			return "", nil, fmt.Errorf("%s: %v", filepath.Join(kd, codeSignPub), err)
 		}
@@ -135,7 +136,7 @@ func projectKeys(dir string) (pub string, upload []byte, err error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", nil, err
 	}
-	if b, err := os.ReadFile(filepath.Join(kd, uploadKeyFile)); err == nil {
+	if b, err := limits.ReadFile(filepath.Join(kd, uploadKeyFile), limits.KeyBytes); err == nil {
 		upload, err = hex.DecodeString(strings.TrimSpace(string(b)))
 		if err != nil || len(upload) < 16 {
 			return "", nil, fmt.Errorf("%s: want at least 16 bytes in hex", filepath.Join(kd, uploadKeyFile))
@@ -262,9 +263,9 @@ accounts.`,
 					var b []byte
 					var err error
 					if f == "-" {
-						b, err = io.ReadAll(io.LimitReader(cmd.Root().Reader, 4096))
+						b, err = limits.ReadAllFixed(cmd.Root().Reader, "standard input", limits.LineBytes)
 					} else {
-						b, err = os.ReadFile(f)
+						b, err = limits.ReadFile(f, limits.LineBytes)
 					}
 					if err != nil {
 						return cliutil.Usagef("--password-file: %v", err)
@@ -333,7 +334,7 @@ func stageAppFiles(cmd *cli.Command, av store.AppVersion, paths []string) ([]sto
 		return nil, err
 	}
 	privPath := filepath.Join(dir, keysSubdir, codeSignPriv)
-	b, err := os.ReadFile(privPath)
+	b, err := limits.ReadFile(privPath, limits.KeyBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, cliutil.Usagef("%s: no code-signing key: run 'bserver keys' first (BOINC clients run only signed app files)", privPath)
 	}
@@ -409,9 +410,9 @@ func outputSpecs(cmd *cli.Command) ([]store.WUOutput, error) {
 		if len(cmd.StringSlice("output")) > 0 {
 			return nil, cliutil.Usagef("--output and --result-template: give one of them")
 		}
-		b, err := os.ReadFile(t)
+		b, err := limits.ReadFile(t, limits.TemplateBytes)
 		if err != nil {
-			return nil, cliutil.BadInput(err)
+			return nil, cliutil.BadInput(fmt.Errorf("--result-template: %w", err))
 		}
 		if outs, err = parseResultTemplate(b); err != nil {
 			return nil, cliutil.Usagef("%s: %v", t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/server"
 	"github.com/urfave/cli/v3"
 )
@@ -235,7 +236,7 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 // request in the middle of a rewrite must still be answered.
 func fileClock(path string, log *slog.Logger) (func() time.Time, error) {
 	read := func() (time.Time, error) {
-		b, err := os.ReadFile(path)
+		b, err := limits.ReadFile(path, limits.LineBytes)
 		if err != nil {
 			return time.Time{}, err
 		}

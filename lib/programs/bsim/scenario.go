@@ -37,7 +37,7 @@ func readScenario(path string, limit int64) (*scenario.Scenario, error) {
 		}
 		return sc, nil
 	}
-	data, err := readFile(path, limit)
+	data, err := limits.ReadFile(path, limit)
 	if limits.IsTooLarge(err) {
 		return nil, input.BadInput(err)
 	}
@@ -51,14 +51,6 @@ func readScenario(path string, limit int64) (*scenario.Scenario, error) {
 	return sc, nil
 }
 
-func readFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return limits.ReadAll(limits.NewReader(f, path, limit), path, limit)
-}
 
 // ioError names path in an I/O error; a path that does not exist is bad input.
 func ioError(path string, err error) error {
