@@ -51,7 +51,6 @@ func readScenario(path string, limit int64) (*scenario.Scenario, error) {
 	return sc, nil
 }
 
-
 // ioError names path in an I/O error; a path that does not exist is bad input.
 func ioError(path string, err error) error {
 	var pe *fs.PathError
