@@ -2,13 +2,13 @@ package cliutil
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bkit/bkit/lib/tempfile"
 )
 
 // WriteFileAtomic replaces path with data so that a reader sees either the old file or
@@ -45,23 +45,11 @@ func WriteFileAtomicFunc(path string, write func(io.Writer) error) error {
 	}
 	dir, base := filepath.Dir(target), filepath.Base(target)
 	removeOrphanTemps(dir, base)
-	for attempt := 0; ; attempt++ {
-		err := writeAndRename(dir, base, target, write, perm)
-		if !errors.Is(err, errTempRemoved) || attempt >= 99 {
-			return err
-		}
-	}
+	return writeAndRename(dir, base, target, write, perm)
 }
 
-// errTempRemoved: another writer took our fresh temporary file for an orphan in the
-// instant before we locked it; write a new one. Each sweep can take at most the files
-// created before it, so a writer loses only to a sweep that overlaps its create-to-lock
-// window: with 8 writers hammering one file (TestWriteFileAtomicConcurrent) 4 attempts
-// were not always enough (1 run in 30), 100 are far more than ever needed.
-var errTempRemoved = errors.New("temporary file removed before it was locked")
-
 func writeAndRename(dir, base, target string, write func(io.Writer) error, perm os.FileMode) (err error) {
-	tmp, err := os.CreateTemp(dir, tempPrefix(base)+"*")
+	tmp, err := tempfile.Create(dir, tempPrefix(base)+"*")
 	if err != nil {
 		return err
 	}
@@ -71,14 +59,6 @@ func writeAndRename(dir, base, target string, write func(io.Writer) error, perm 
 			os.Remove(tmp.Name())
 		}
 	}()
-	if lockFile(tmp) != nil {
-		return errTempRemoved // another writer's sweep holds it and is removing it
-	}
-	// Between CreateTemp and the lock, another writer's sweep may have removed the file.
-	if fi, serr := os.Stat(tmp.Name()); serr != nil || !os.SameFile(fi, mustStat(tmp)) {
-		tmp.Close()
-		return errTempRemoved
-	}
 	bw := bufio.NewWriterSize(tmp, 64<<10)
 	if err = write(bw); err != nil {
 		return err
@@ -104,14 +84,6 @@ func writeAndRename(dir, base, target string, write func(io.Writer) error, perm 
 		d.Close()
 	}
 	return nil
-}
-
-func mustStat(f *os.File) fs.FileInfo {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil
-	}
-	return fi
 }
 
 func tempPrefix(base string) string { return "." + base + ".tmp" }
@@ -141,25 +113,9 @@ func resolveLinks(path string) (string, error) {
 // removeOrphanTemps removes the temporary files of earlier writes of base in dir that no
 // process holds. Failures are ignored: they only leave litter, as before.
 func removeOrphanTemps(dir, base string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
 	prefix := tempPrefix(base)
-	for _, e := range entries {
-		name := e.Name()
+	tempfile.RemoveOrphans(dir, func(name string) bool {
 		digits, ok := strings.CutPrefix(name, prefix)
-		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" || !e.Type().IsRegular() {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		f, err := os.OpenFile(p, os.O_RDWR, 0)
-		if err != nil {
-			continue
-		}
-		if tryLockFile(f) {
-			os.Remove(p)
-		}
-		f.Close()
-	}
+		return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
+	})
 }

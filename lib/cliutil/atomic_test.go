@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bkit/bkit/lib/tempfile"
 )
 
 // TestWriteFileAtomicSymlink: writing through a link replaces the file it points to,
@@ -68,7 +70,7 @@ func TestWriteFileAtomicOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	must(t, lockFile(held))
+	must(t, tempfile.Lock(held))
 	must(t, WriteFileAtomic(path, []byte("new")))
 	var left []string
 	entries, _ := os.ReadDir(dir)
@@ -142,7 +144,7 @@ func TestWriteFileAtomicKilled(t *testing.T) {
 func TestWriteFileAtomicOrphanOfKilled(t *testing.T) {
 	if path := os.Getenv("BKIT_ATOMIC_HOLDER"); path != "" {
 		tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix(filepath.Base(path))+"*")
-		if err == nil && lockFile(tmp) == nil {
+		if err == nil && tempfile.Lock(tmp) == nil {
 			fmt.Println(tmp.Name())
 			time.Sleep(time.Minute)
 		}

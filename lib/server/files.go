@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/md5"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/tempfile"
 )
 
 // UploadPath is where clients upload output files (BOINC's CGI name, which clients
@@ -34,9 +34,15 @@ const DefaultMaxUploadBytes = 1 << 30
 // maxUploadHeader bounds the XML header before an upload's data.
 const maxUploadHeader = 64 << 10
 
-// uploadTimeout is how long one upload may take: more than the scheduler's read
-// time-out, since output files can be large.
+// uploadTimeout is how long one upload may take once its permission is checked: more
+// than the scheduler's time-outs, since output files can be large. Until the check the
+// scheduler's time-outs hold, so a client without a permission holds a connection no
+// longer than a scheduler request.
 const uploadTimeout = 30 * time.Minute
+
+// tempPrefix starts the names of uploads' temporary files in the upload directory
+// (never an output file's name: those start with a workunit's name).
+const tempPrefix = ".tmp-"
 
 // OutputFileName is the name of output file k of the result named result (BOINC's
 // <OUTFILE_k/> in a result template).
@@ -154,9 +160,14 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadTimeout))
+	rc := http.NewResponseController(w)
+	permitted := func() {
+		deadline := time.Now().Add(uploadTimeout)
+		rc.SetReadDeadline(deadline)
+		rc.SetWriteDeadline(deadline.Add(orDefault(s.Config.WriteTimeout, DefaultWriteTimeout)))
+	}
 	br := bufio.NewReader(r.Body)
-	extra, err := s.upload(r.Context(), br)
+	extra, err := s.upload(r.Context(), br, permitted)
 	var ue *uploadError
 	switch {
 	case err == nil:
@@ -235,8 +246,9 @@ func readUploadHeader(br *bufio.Reader) (*uploadRequest, error) {
 	return &req, nil
 }
 
-// upload handles one upload request and returns the reply's extra element.
-func (s *Server) upload(ctx context.Context, br *bufio.Reader) (string, error) {
+// upload handles one upload request and returns the reply's extra element. It calls
+// permitted once the upload's permission is checked, before the data is read.
+func (s *Server) upload(ctx context.Context, br *bufio.Reader, permitted func()) (string, error) {
 	req, err := readUploadHeader(br)
 	if err != nil {
 		return "", err
@@ -296,6 +308,7 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader) (string, error) {
 	if err := uploadable(target, name, result); err != nil {
 		return "", err
 	}
+	permitted()
 	if target.Complete {
 		// As BOINC's handler answers for a file it made read-only: the client may
 		// have missed the reply to its upload; the file stays as it is.
@@ -388,16 +401,20 @@ func placeFile(tmp *os.File, final string) error {
 // receive copies n bytes of the body to a temporary file in the upload directory and
 // checks them; the caller renames the file (placeFile) or removes it.
 func (s *Server) receive(body io.Reader, name string, n int64, wantMD5 string) (*os.File, *store.UploadedFile, error) {
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := filepath.Join(s.Config.UploadDir, ".tmp-"+hex.EncodeToString(rnd[:])+"-"+name)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	// Locked while it lives (lib/tempfile), so a sweep (SweepUploads) tells the
+	// files of a killed server from those of uploads in progress, in any process.
+	f, err := tempfile.Create(s.Config.UploadDir, tempPrefix+"*-"+name)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
 		return nil, nil, err
 	}
 	fail := func(err error) (*os.File, *store.UploadedFile, error) {
 		f.Close()
-		os.Remove(tmp)
+		os.Remove(f.Name())
 		return nil, nil, err
 	}
 	m5, s256 := md5.New(), sha256.New()
@@ -413,6 +430,18 @@ func (s *Server) receive(body io.Reader, name string, n int64, wantMD5 string) (
 		return fail(err)
 	}
 	return f, &store.UploadedFile{Name: name, NBytes: float64(n), MD5: sum, SHA256: hexSum(s256), UploadTime: s.now()}, nil
+}
+
+// SweepUploads removes the temporary files of uploads that no live process is
+// receiving (a server killed mid-upload leaves its file) from the upload directory,
+// and returns how many it removed. Serve sweeps at start and every
+// Config.UploadSweepInterval; uploads in progress, in this process or another sharing
+// the directory, hold a lock on theirs and are left alone.
+func (s *Server) SweepUploads() (int, error) {
+	if s.Config.UploadDir == "" {
+		return 0, nil
+	}
+	return tempfile.RemoveOrphans(s.Config.UploadDir, func(name string) bool { return strings.HasPrefix(name, tempPrefix) })
 }
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }

@@ -32,7 +32,7 @@ type fileEnv struct {
 	key              string // the user's account key
 }
 
-func startFiles(t testing.TB, dsn string) *fileEnv {
+func startFiles(t testing.TB, dsn string, opts ...func(*server.Config)) *fileEnv {
 	t.Helper()
 	dir := t.TempDir()
 	fe := &fileEnv{download: filepath.Join(dir, "download"), upload: filepath.Join(dir, "upload")}
@@ -44,6 +44,9 @@ func startFiles(t testing.TB, dsn string) *fileEnv {
 	os.Symlink(filepath.Join(dir, "secret"), filepath.Join(fe.download, "link_out"))
 	cfg := server.Config{DownloadDir: fe.download, UploadDir: fe.upload, UploadKey: []byte("0123456789abcdef0123456789abcdef"),
 		CodeSignKey: "1024\nabcdef\n.\n"}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	fe.env = start(t, dsn, cfg, 0)
 	ctx := context.Background()
 	st := fe.st

@@ -76,6 +76,14 @@ type Config struct {
 	// MaxUploadBytes bounds one uploaded file whatever its result template says; 0
 	// means DefaultMaxUploadBytes.
 	MaxUploadBytes int64
+	// UploadSweepInterval is how often the upload directory is swept of the
+	// temporary files of uploads no process is receiving (SweepUploads), besides at
+	// start; 0 means DefaultUploadSweepInterval.
+	UploadSweepInterval time.Duration
+	// MaxConnsPerAddr bounds the connections one client address may hold open at
+	// once; more are closed as they arrive. 0 means DefaultMaxConnsPerAddr, negative
+	// no limit (behind a proxy every client has the proxy's address).
+	MaxConnsPerAddr int
 }
 
 // Defaults. A scheduler request is small and answered in milliseconds, so a client
@@ -87,6 +95,10 @@ const (
 	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultDrainTimeout      = 30 * time.Second
+	// A killed server's temporary upload files are swept at the next start; the
+	// periodic sweep catches those of a server that shares the directory and was not
+	// restarted.
+	DefaultUploadSweepInterval = 10 * time.Minute
 )
 
 // Server is the scheduler endpoint of one project database.
@@ -303,12 +315,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	silent := &silentConns{conns: map[net.Conn]bool{}}
 	hs.ConnState = silent.track
+	if n := orDefault(c.MaxConnsPerAddr, DefaultMaxConnsPerAddr); n > 0 {
+		ln = limitPerAddr(ln, n, s.log())
+	}
+	sweep := time.NewTicker(orDefault(c.UploadSweepInterval, DefaultUploadSweepInterval))
+	defer sweep.Stop()
+	s.sweepUploads()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+wait:
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-sweep.C:
+			s.sweepUploads()
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	s.log().Info("shutting down: draining requests in flight")
 	dctx, cancel := context.WithTimeout(context.Background(), orDefault(c.DrainTimeout, DefaultDrainTimeout))
@@ -319,6 +343,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = serr
 	}
 	return err
+}
+
+// sweepUploads runs SweepUploads and logs what it did.
+func (s *Server) sweepUploads() {
+	n, err := s.SweepUploads()
+	switch {
+	case err != nil:
+		s.log().Warn("sweeping the upload directory", "err", err)
+	case n > 0:
+		s.log().Info("removed the temporary files of uploads no server is receiving", "files", n)
+	}
 }
 
 // silentConns are the connections that have not sent a byte. http.Server's Shutdown

@@ -54,12 +54,16 @@ Replies carry the public code-signing key (keys/code_sign_public, made by
 'bserver keys'); app versions with a --platform go only to hosts that report it.
 An upload is accepted only for an output file of a result in progress on the host it
 was sent to (the file's <xml_signature> says which), no larger than its limit,
-complete and matching its MD5; it is written under a temporary name and renamed and
+complete and matching its MD5. Until the permission (<xml_signature>) is checked an
+upload has the scheduler's time-outs (--read-timeout, --write-timeout), then 30 minutes.
+Its data goes to a temporary file (upload/.tmp-*), which is renamed and
 recorded in one transaction that checks the result again (a file uploaded in full is
-never replaced; a result reported meanwhile refuses it). A reported success whose
-declared output files were not all uploaded, or whose <bkit_output_digest> is not that
-of its files, is a validate error. Reported results are
-recorded once (a repeated report is acknowledged and changes nothing). Jobs are sent
+never replaced; a result reported meanwhile refuses it). Temporary files no server is
+writing (a server killed mid-upload) are removed at start and every 10 minutes.
+A client address holding --max-conns-per-addr connections has further ones closed as
+they arrive. A reported success whose declared output files were not all uploaded, or
+whose <bkit_output_digest> is not that of its files, is a validate error. Reported
+results are recorded once (a repeated report is acknowledged and changes nothing). Jobs are sent
 per seed 002: only for resources with a nonzero request, enough to fill both the
 requested seconds and instances, with app versions the host can run; a request with
 only work_req_seconds (an old client) takes jobs of any resource the host can run,
@@ -97,6 +101,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.Int64Flag{Name: "max-body", Usage: "largest request body in `BYTES`", Value: boincxml.MaxRequestBytes},
 			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
 			&cli.Int64Flag{Name: "max-upload", Usage: "largest output file in `BYTES` whatever a result template allows", Value: server.DefaultMaxUploadBytes},
+			&cli.IntFlag{Name: "max-conns-per-addr", Usage: "most connections one client address may hold open at once, `N` (0: no limit; behind a proxy all clients share its address)", Value: server.DefaultMaxConnsPerAddr},
 			&cli.DurationFlag{Name: "drain-timeout", Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight", Value: server.DefaultDrainTimeout},
 			&cli.DurationFlag{Name: "read-timeout", Usage: "drop a client that takes longer than `DURATION` to send its request", Value: server.DefaultReadTimeout},
 			&cli.DurationFlag{Name: "write-timeout", Usage: "drop a client that takes longer than `DURATION` from request to reply read", Value: server.DefaultWriteTimeout},
@@ -132,6 +137,9 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 	}
 	if r := cmd.Float("account-rate"); !(r >= 0) || math.IsInf(r, 0) {
 		return cliutil.Usagef("--account-rate: must be a number >= 0 (0: no limit), got %g", r)
+	}
+	if cmd.Int("max-conns-per-addr") < 0 {
+		return cliutil.Usagef("--max-conns-per-addr: must be >= 0 (0: no limit), got %d", cmd.Int("max-conns-per-addr"))
 	}
 	if cmd.Int("max-jobs") < 1 {
 		return cliutil.Usagef("--max-jobs: must be >= 1, got %d", cmd.Int("max-jobs"))
@@ -204,6 +212,7 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 			CodeSignKey:              codeSignKey,
 			UploadKey:                uploadKey,
 			MaxUploadBytes:           cmd.Int64("max-upload"),
+			MaxConnsPerAddr:          noLimitIfZero(cmd.Int("max-conns-per-addr")),
 		},
 	}
 	if codeSignKey == "" || uploadKey == nil {
@@ -262,6 +271,15 @@ func fileClock(path string, log *slog.Logger) (func() time.Time, error) {
 		last = t
 		return t
 	}, nil
+}
+
+// noLimitIfZero is a count flag whose 0 means "no limit" as server.Config takes it
+// (there 0 is the default, negative no limit).
+func noLimitIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // accountRate is --account-rate as server.Config takes it: 0 on the command line means

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cliutil
+package tempfile
 
 import (
 	"os"
@@ -8,10 +8,11 @@ import (
 )
 
 // Without flock, a temporary file is taken for an orphan once it is an hour old: no
-// write of a document takes that long.
-func lockFile(*os.File) error { return nil }
+// write of a document, and no upload (30 minutes at most), takes that long.
+func Lock(*os.File) error { return nil }
 
-func tryLockFile(f *os.File) bool {
+// Orphan: see Lock.
+func Orphan(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && time.Since(fi.ModTime()) > time.Hour
 }
