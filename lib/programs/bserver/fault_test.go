@@ -26,9 +26,9 @@ type serveProc struct {
 	stderr *bytes.Buffer
 }
 
-func startServeProc(t *testing.T, db, projectDir string) *serveProc {
+func startServeProc(t *testing.T, db, projectDir string, flags ...string) *serveProc {
 	t.Helper()
-	cmd, line, stderr := scripttest.Launch(t, true, "bserver", "serve", "--db", db, "--project-dir", projectDir, "--addr", "127.0.0.1:0")
+	cmd, line, stderr := scripttest.Launch(t, true, "bserver", append([]string{"serve", "--db", db, "--project-dir", projectDir, "--addr", "127.0.0.1:0"}, flags...)...)
 	url, ok := strings.CutPrefix(line, "listening on ")
 	if !ok {
 		cmd.Process.Kill()
