@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/credit"
+	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/programs/bretry"
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bserver"
@@ -208,7 +209,7 @@ func TestRealBOINCClient(t *testing.T) {
 		if r.Outcome != store.OutcomeSuccess {
 			t.Errorf("result %s: outcome %s, want success", r.Name, store.OutcomeName[r.Outcome])
 		}
-		b, err := os.ReadFile(filepath.Join(proj, "upload", r.Name+"_0"))
+		b, err := os.ReadFile(filepath.Join(proj, "upload", filetree.Path(r.Name+"_0")))
 		if err != nil || string(b) != "HELLO FROM BKIT\n15 bytes\n" {
 			t.Errorf("output of %s: %q, %v", r.Name, b, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/tempfile"
 )
@@ -333,7 +334,9 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader, permitted func())
 		os.Remove(tmp.Name()) // when it was not renamed: a refusal, a failure
 	}()
 	f.ResultID, f.FileNum = target.ResultID, k
-	final := filepath.Join(s.Config.UploadDir, name)
+	// Its place in the fan-out tree (lib/filetree: BOINC's upload hierarchy), so no
+	// directory holds millions of files.
+	final := filepath.Join(s.Config.UploadDir, filetree.Path(name))
 	err = s.Store.InTx(ctx, func(tx *store.Tx) error {
 		// Again, with the result locked until the file is recorded: a report or
 		// another upload of this file since the first look must win or wait.
@@ -391,15 +394,21 @@ func placeFile(tmp *os.File, final string) error {
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		return err
 	}
-	if d, err := os.Open(filepath.Dir(final)); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	syncDir(filepath.Dir(final))
 	return nil
 }
 
-// receive copies n bytes of the body to a temporary file in the upload directory and
-// checks them; the caller renames the file (placeFile) or removes it.
+// syncDir makes a directory's entries (a rename into it, a new subdirectory) durable.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// receive copies n bytes of the body to a temporary file in the file's directory of
+// the upload tree (made if new) and checks them; the caller renames the file
+// (placeFile) or removes it.
 func (s *Server) receive(body io.Reader, name string, n int64, wantMD5 string) (*os.File, *store.UploadedFile, error) {
 	// Locked while it lives (lib/tempfile), so a sweep (SweepUploads) tells the
 	// files of a killed server from those of uploads in progress, in any process.

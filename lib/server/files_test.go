@@ -7,16 +7,19 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/server"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
@@ -182,16 +185,20 @@ func TestAccountsFilesUploads(t *testing.T) {
 				if uploadStatus(reply) != c.status {
 					t.Errorf("%s: status %s, want %s: %s", c.what, uploadStatus(reply), c.status, reply)
 				}
-				if ents, _ := os.ReadDir(fe.upload); len(ents) != 0 {
-					t.Fatalf("%s: the upload directory holds %v", c.what, ents)
+				if files := treeFiles(t, fe.upload); len(files) != 0 {
+					t.Fatalf("%s: the upload directory holds %v", c.what, files)
 				}
 			}
 			// The right host's upload is written, and its digests recorded.
 			if reply := uploadReq(t, fe.url, outA, sigA, 5, []byte("HELLO")); uploadStatus(reply) != "0" {
 				t.Fatalf("good upload: %s", reply)
 			}
-			if b, err := os.ReadFile(filepath.Join(fe.upload, outA)); err != nil || string(b) != "HELLO" {
+			// It lands in the fan-out tree (BOINC's upload hierarchy), not the flat directory.
+			if b, err := os.ReadFile(filepath.Join(fe.upload, filetree.Path(outA))); err != nil || string(b) != "HELLO" {
 				t.Fatalf("uploaded file: %q, %v", b, err)
+			}
+			if files := treeFiles(t, fe.upload); len(files) != 1 || files[0] != filetree.Path(outA) {
+				t.Fatalf("the upload directory holds %v, want only %s", files, filetree.Path(outA))
 			}
 			up, err := fe.st.UploadedFiles(context.Background())
 			if err != nil || len(up) != 1 || up[0].Name != outA || up[0].NBytes != 5 || up[0].MD5 != "eb61eead90e3b899c6bcbe27ac581660" {
@@ -227,8 +234,12 @@ func TestAccountsFilesUploads(t *testing.T) {
 					t.Errorf("report %s: recorded digest %q, outcome %d (%v); want %q, %d", c.result, got, outcome, err, c.want, c.outcome)
 				}
 			}
-			// get_file_size: the whole file when it is here, else 0.
-			for name, want := range map[string]string{outA: "5", "nosuch_1_0_0": "0"} {
+			// get_file_size: the whole file when it is here (in the tree, or flat where
+			// an older server put it), else 0.
+			if err := os.WriteFile(filepath.Join(fe.upload, "flat_0_0"), []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range map[string]string{outA: "5", "nosuch_1_0_0": "0", "flat_0_0": "3"} {
 				resp, err := http.Post(fe.url+"file_upload_handler", "text/xml", strings.NewReader(
 					"<data_server_request>\n<get_file_size>"+name+"</get_file_size>\n</data_server_request>\n"))
 				if err != nil {
@@ -334,4 +345,25 @@ func BenchmarkUpload1MB(b *testing.B) {
 	secs := time.Since(start).Seconds()
 	b.ReportMetric(float64(b.N)/secs, "uploads/s")
 	b.ReportMetric(float64(b.N)*size/1e6/secs, "MB/s")
+}
+
+// treeFiles lists the regular files under dir, relative to it, sorted.
+func treeFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -284,6 +284,8 @@ type Status struct {
 	// GiveUps counts the workunits the retry job gave up on, by app and reason
 	// (wu_giveup rows; bretry report lists them).
 	GiveUps []GiveUpCount `json:"giveups"`
+	// Lifecycle is the backlog of assimilation and file deletion.
+	Lifecycle *LifecycleStatus `json:"lifecycle"`
 }
 
 // GiveUpCount is a number of give-ups of one app for one reason.
@@ -341,7 +343,11 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 		}
 		st.GiveUps = append(st.GiveUps, c)
 	}
-	return st, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	st.Lifecycle, err = s.Lifecycle(ctx)
+	return st, err
 }
 
 func nameOr(m map[int]string, v int) string {

@@ -411,6 +411,52 @@ var migrations = [][]string{
 		){TABLE}`,
 		`CREATE INDEX account_bucket_tat ON account_bucket (tat)`,
 	},
+	// 13: the lifecycle after validation (issue 27): assimilation, file deletion and
+	// purge. assimilate_state and file_delete_state are BOINC's (0 init, 2 done);
+	// assimilate_ready is 1 for a workunit the assimilator has to hand over (a
+	// canonical result or given up, not yet assimilated), computed so that no writer
+	// of canonical_resultid or error_mask has to remember it, and indexed so that a
+	// pass reads the backlog alone. A failed hand-over is retried at
+	// assimilate_retry_time (a per-workunit backoff; assimilate_errors counts the
+	// failures, assimilate_message says the last). lifecycle_owner and
+	// lifecycle_lease are an assimilator's claim on the workunit while it hands it
+	// over outside any transaction. deleted_file is the file deleter's journal: a
+	// row per file it decided to delete (done=0 until it is gone), so a deleter killed
+	// between its decision and the unlink finishes the job on its next pass. A batch's
+	// file_delete_state: its batch files went the same way once no cursor needed them.
+	{
+		`ALTER TABLE workunit ADD COLUMN assimilate_state BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE workunit ADD COLUMN assimilate_time DOUBLE NOT NULL DEFAULT 0`,
+		`ALTER TABLE workunit ADD COLUMN assimilate_errors BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE workunit ADD COLUMN assimilate_retry_time DOUBLE NOT NULL DEFAULT 0`,
+		`ALTER TABLE workunit ADD COLUMN assimilate_message VARCHAR(254) NOT NULL DEFAULT ''`,
+		`ALTER TABLE workunit ADD COLUMN file_delete_state BIGINT NOT NULL DEFAULT 0`,
+		`ALTER TABLE workunit ADD COLUMN file_delete_time DOUBLE NOT NULL DEFAULT 0`,
+		`ALTER TABLE workunit ADD COLUMN lifecycle_owner VARCHAR(254) NOT NULL DEFAULT ''`,
+		`ALTER TABLE workunit ADD COLUMN lifecycle_lease DOUBLE NOT NULL DEFAULT 0`,
+		`ALTER TABLE workunit ADD COLUMN assimilate_ready BIGINT GENERATED ALWAYS AS
+			(CASE WHEN assimilate_state=0 AND (canonical_resultid<>0 OR error_mask<>0) THEN 1 ELSE 0 END) VIRTUAL`,
+		`CREATE INDEX workunit_assimilate ON workunit (assimilate_ready)`,
+		`CREATE INDEX workunit_file_delete ON workunit (assimilate_state, file_delete_state)`,
+		`CREATE INDEX workunit_purge ON workunit (file_delete_state, file_delete_time)`,
+		`CREATE INDEX workunit_lifecycle_owner ON workunit (lifecycle_owner)`,
+		`CREATE INDEX wu_file_name ON wu_file (name, workunitid)`,
+		`CREATE INDEX wu_giveup_wu ON wu_giveup (workunitid)`,
+		`ALTER TABLE batch ADD COLUMN file_delete_state BIGINT NOT NULL DEFAULT 0`,
+		`CREATE TABLE deleted_file (
+			id {ID},
+			create_time DOUBLE NOT NULL,
+			workunitid BIGINT NOT NULL DEFAULT 0,
+			batch_id BIGINT NOT NULL DEFAULT 0,
+			directory VARCHAR(254) NOT NULL,
+			name VARCHAR(254) NOT NULL,
+			nbytes DOUBLE NOT NULL DEFAULT 0,
+			done BIGINT NOT NULL DEFAULT 0,
+			message VARCHAR(254) NOT NULL DEFAULT ''
+		){TABLE}`,
+		`CREATE INDEX deleted_file_pending ON deleted_file (done)`,
+		`CREATE INDEX deleted_file_wu ON deleted_file (workunitid)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -250,3 +250,32 @@ func TestUpgradeLowersEmails(t *testing.T) {
 		t.Errorf("create_account for an address user add stored as Bob@Example.ORG: %v, want ErrExists", err)
 	}
 }
+
+// TestUpgradeAssimilateReady: after migration 13, the workunits validated or given up
+// before it wait for the assimilator, and the others do not.
+//
+// Not parallel: it shortens the package's migration list for a moment.
+func TestUpgradeAssimilateReady(t *testing.T) {
+	ctx := context.Background()
+	s := oldDatabase(t, 12)
+	for _, q := range []string{
+		`INSERT INTO app (id, name) VALUES (1, 'a')`,
+		`INSERT INTO workunit (id, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound, canonical_resultid) VALUES (1, 1, 'valid', 1, 1, 1, 7)`,
+		`INSERT INTO workunit (id, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound, error_mask) VALUES (2, 1, 'given_up', 1, 1, 1, 2)`,
+		`INSERT INTO workunit (id, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound) VALUES (3, 1, 'waiting', 1, 1, 1)`,
+	} {
+		if _, err := s.DB.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Migrate(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	var ready string
+	if err := s.DB.QueryRowContext(ctx, `SELECT GROUP_CONCAT(name) FROM (SELECT name FROM workunit WHERE assimilate_ready=1 ORDER BY id)`).Scan(&ready); err != nil {
+		t.Fatal(err)
+	}
+	if ready != "valid,given_up" {
+		t.Errorf("ready for assimilation: %q, want valid,given_up", ready)
+	}
+}

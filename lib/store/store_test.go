@@ -180,7 +180,7 @@ func TestClaimAndReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantSt := &store.Status{Apps: 1, AppVersions: 1, Hosts: 1, Workunits: 1, Results: []store.StateCount{
-			{"sim", "unsent", "init", 1}, {"sim", "over", "success", 1}}, GiveUps: []store.GiveUpCount{}}
+			{"sim", "unsent", "init", 1}, {"sim", "over", "success", 1}}, GiveUps: []store.GiveUpCount{}, Lifecycle: &store.LifecycleStatus{}}
 		if d := cmp.Diff(wantSt, st); d != "" {
 			t.Errorf("status (-want +got)\n%s", d)
 		}

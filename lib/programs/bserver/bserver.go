@@ -47,6 +47,10 @@ Set up a project:
   bserver status                count apps, hosts, workunits and results by state
   bserver serve                 answer scheduler requests on HTTP
 
+The lifecycle after validation (cron jobs, safe to overlap and to kill):
+  bserver assimilate            hand validated and given-up workunits to the scientist
+  bserver delete-files          delete the files of assimilated workunits that nothing needs
+
 --db (or $BSERVER_DB) names the database: sqlite:PATH or a bare PATH for SQLite,
 mysql://user:pass@host:port/db for MySQL/MariaDB. --project-dir (or
 $BSERVER_PROJECT_DIR; default the SQLite file's directory) holds download/ (app and
@@ -68,7 +72,7 @@ input files), upload/ (output files) and keys/. Each subcommand has its own --he
 			cliutil.NowFlag(),
 			cliutil.VerboseFlag(),
 		},
-		Commands: []*cli.Command{initCommand(), userCommand(), keysCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand()},
+		Commands: []*cli.Command{initCommand(), userCommand(), keysCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand(), assimilateCommand(), deleteFilesCommand()},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return cliutil.Usagef("unknown command %q (see 'bserver --help')", cmd.Args().First())

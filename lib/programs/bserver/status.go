@@ -18,8 +18,11 @@ func statusCommand() *cli.Command {
 Counts the apps, app versions, hosts and workunits (and how many of them have a
 canonical result, chosen by bretry's validator), the results by app, server
 state (unsent, in_progress, over) and outcome (init, success, client_error,
-no_reply, …), and the workunits bretry gave up on by app and reason (not_sent,
-errors, ndet_done; 'bretry report' lists them), as a table or as JSON.`,
+no_reply, …), the workunits bretry gave up on by app and reason (not_sent,
+errors, ndet_done; 'bretry report' lists them), and the lifecycle's backlog:
+workunits waiting for 'bserver assimilate' (of them, those whose hand-over failed
+and how often), assimilated, waiting for 'bserver delete-files' and done, and files
+decided on but not yet deleted; as a table or as JSON.`,
 			[]string{"bserver status --db project.db", "bserver status --db project.db -o json | jq '.results'"}, ""),
 		Flags: []cli.Flag{cliutil.FormatFlag("table", "json")},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -47,6 +50,9 @@ errors, ndet_done; 'bretry report' lists them), as a table or as JSON.`,
 			if err := t.Render(); err != nil {
 				return err
 			}
+			lc := st.Lifecycle
+			fmt.Fprintf(w, "assimilation: %d waiting (%d failing, %d failures), %d assimilated; file deletion: %d waiting, %d done, %d files pending\n",
+				lc.AssimilateReady, lc.AssimilateFailing, lc.AssimilateFailures, lc.Assimilated, lc.FileDeletePending, lc.FilesDeleted, lc.DeletePending)
 			if len(st.GiveUps) == 0 {
 				return nil
 			}

@@ -149,8 +149,8 @@ func loadTemplate(dsn string) (string, []string, error) {
 }
 
 // makeTemplate (re)creates the template database name by migrating it, and marks it
-// complete last. The templates of other schemas (older checkouts) are dropped, so the
-// server keeps one.
+// complete last. The templates of other schemas (older checkouts) are dropped unless
+// another process holds one's lock, so the server keeps few.
 func makeTemplate(ctx context.Context, conn *sql.Conn, dsn, name string) error {
 	rows, err := conn.QueryContext(ctx, "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'bkit\\_test\\_template\\_%'")
 	if err != nil {
@@ -167,6 +167,16 @@ func makeTemplate(ctx context.Context, conn *sql.Conn, dsn, name string) error {
 	}
 	rows.Close()
 	for _, n := range append(old, name) {
+		// A template another test process is making or reading holds its lock:
+		// dropping it then failed that process's migration ("Table … doesn't
+		// exist") whenever checkouts of two schemas ran tests at once.
+		var user sql.NullInt64
+		if err := conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", n).Scan(&user); err != nil {
+			return err
+		}
+		if n != name && user.Valid {
+			continue
+		}
 		if _, err := conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+n); err != nil {
 			return err
 		}

@@ -1,0 +1,383 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bkit/bkit/lib/filetree"
+	"github.com/bkit/bkit/lib/store"
+)
+
+// NoBatch is the batch directory of workunits outside locality batches in the --to
+// tree; batch names start with a letter or digit, so it names none of them.
+const NoBatch = "_nobatch"
+
+// MetaFile is the file in each workunit's directory of the --to tree that describes
+// it: a store.AssimilateJob as JSON (outcome, error, canonical result, files).
+const MetaFile = "workunit.json"
+
+// Assimilator hands workunits over: into a tree of files (To) or to a command
+// (Exec), one of them.
+type Assimilator struct {
+	Store     *store.Store
+	UploadDir string
+	// To is the root of the tree DIR/APP/BATCH/WORKUNIT/ (BATCH is NoBatch outside
+	// batches), each workunit's directory holding its canonical output files under
+	// their upload names and MetaFile. A directory appears whole or not at all.
+	To string
+	// Exec is a shell command run once per workunit with its description in the
+	// environment (see Env); a non-zero exit, or running longer than ExecTimeout,
+	// is a failure: the workunit is tried again on a later pass after Backoff.
+	Exec        string
+	ExecTimeout time.Duration
+	Batch       int
+	Clock       *Clock
+	Owner       string
+	// Lease is how long a claim lasts (seconds): longer than a batch's hand-over
+	// takes, so a live assimilator never loses its claims.
+	Lease float64
+	Log   *slog.Logger
+	Stop  func() bool
+	// Stderr receives the command's output.
+	Stderr io.Writer
+}
+
+// AssimilateSummary counts what a pass did.
+type AssimilateSummary struct {
+	Assimilated int  `json:"assimilated"`
+	Failed      int  `json:"failed"`
+	Stopped     bool `json:"stopped,omitempty"`
+}
+
+func (s AssimilateSummary) String() string {
+	st := ""
+	if s.Stopped {
+		st = " (stopped early)"
+	}
+	return fmt.Sprintf("assimilated %d, failed %d%s", s.Assimilated, s.Failed, st)
+}
+
+// Run is one pass over the backlog.
+func (a *Assimilator) Run(ctx context.Context) (AssimilateSummary, error) {
+	var sum AssimilateSummary
+	if err := ReleaseDead(ctx, a.Store, a.Log); err != nil {
+		return sum, err
+	}
+	batch := a.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	var after int64
+	for {
+		if a.Stop != nil && a.Stop() {
+			sum.Stopped = true
+			return sum, nil
+		}
+		now := a.Clock.Now()
+		jobs, err := a.Store.ClaimAssimilation(context.WithoutCancel(ctx), a.Owner, after, batch, now, now+a.Lease)
+		if err != nil {
+			return sum, err
+		}
+		if len(jobs) == 0 {
+			return sum, nil
+		}
+		after = jobs[len(jobs)-1].WorkunitID
+		var outs []store.AssimilateOutcome
+		if a.To != "" {
+			outs = a.toTree(jobs)
+		} else {
+			outs = a.execAll(ctx, jobs)
+		}
+		for i := range outs {
+			if outs[i].Failed {
+				outs[i].RetryAt = a.Clock.Now() + Backoff(jobs[i].Errors+1)
+				a.Log.Warn("assimilation failed", "workunit", jobs[i].Workunit, "error", outs[i].Message, "failures", jobs[i].Errors+1)
+			}
+		}
+		done, failed, err := a.Store.FinishAssimilation(context.WithoutCancel(ctx), a.Owner, outs, a.Clock.Now())
+		sum.Assimilated += done
+		sum.Failed += failed
+		if err != nil {
+			return sum, err
+		}
+		if len(jobs) < batch {
+			return sum, nil
+		}
+	}
+}
+
+// toTree writes the jobs' directories: every one into a temporary directory, then
+// one sync, then each renamed into place, then one sync, so the database is told of
+// no directory that a crash could still take back.
+func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutcome {
+	outs := make([]store.AssimilateOutcome, len(jobs))
+	tmps := make([]string, len(jobs))
+	root, rootErr := os.OpenRoot(a.UploadDir)
+	if rootErr == nil {
+		defer root.Close()
+	}
+	for i, j := range jobs {
+		outs[i].WorkunitID = j.WorkunitID
+		final := a.jobDir(j)
+		if _, err := os.Stat(final); err == nil {
+			// An earlier pass wrote it whole and died before the database heard.
+			continue
+		}
+		tmp, err := a.writeTmp(root, rootErr, j, final)
+		if err != nil {
+			outs[i].Failed, outs[i].Message = true, err.Error()
+			if tmp != "" {
+				os.RemoveAll(tmp)
+			}
+			continue
+		}
+		tmps[i] = tmp
+	}
+	if err := syncFS(a.To); err != nil {
+		for i := range outs {
+			outs[i].Failed, outs[i].Message = true, "sync: "+err.Error()
+		}
+		return outs
+	}
+	for i, j := range jobs {
+		if tmps[i] == "" {
+			continue
+		}
+		final := a.jobDir(j)
+		if err := os.Rename(tmps[i], final); err != nil {
+			os.RemoveAll(tmps[i])
+			if _, serr := os.Stat(final); serr == nil {
+				continue // another assimilator's lapsed claim wrote the same
+			}
+			outs[i].Failed, outs[i].Message = true, err.Error()
+		}
+	}
+	if err := syncFS(a.To); err != nil {
+		for i := range outs {
+			outs[i].Failed, outs[i].Message = true, "sync: "+err.Error()
+		}
+	}
+	return outs
+}
+
+func (a *Assimilator) jobDir(j store.AssimilateJob) string {
+	b := j.Batch
+	if b == "" {
+		b = NoBatch
+	}
+	return filepath.Join(a.To, j.App, b, j.Workunit)
+}
+
+// writeTmp writes a job's directory under a temporary name beside its final place.
+func (a *Assimilator) writeTmp(root *os.Root, rootErr error, j store.AssimilateJob, final string) (string, error) {
+	if !filetree.Valid(j.App) || !filetree.Valid(j.Workunit) || (j.Batch != "" && !filetree.Valid(j.Batch)) {
+		return "", fmt.Errorf("workunit %q of app %q, batch %q: not a name for a directory", j.Workunit, j.App, j.Batch)
+	}
+	parent := filepath.Dir(final)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	// A killed pass's leftovers for this workunit (only its claim's holder writes it).
+	if old, _ := filepath.Glob(filepath.Join(parent, ".tmp-"+j.Workunit+"-*")); len(old) > 0 {
+		for _, o := range old {
+			os.RemoveAll(o)
+		}
+	}
+	tmp, err := os.MkdirTemp(parent, ".tmp-"+j.Workunit+"-")
+	if err != nil {
+		return "", err
+	}
+	if len(j.Files) > 0 && rootErr != nil {
+		return tmp, fmt.Errorf("upload directory: %v", rootErr)
+	}
+	for _, f := range j.Files {
+		if err := copyOut(root, f, filepath.Join(tmp, f.Name)); err != nil {
+			return tmp, err
+		}
+	}
+	meta, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return tmp, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, MetaFile), append(meta, '\n'), 0o644); err != nil {
+		return tmp, err
+	}
+	return tmp, nil
+}
+
+// copyOut copies output file f from the upload tree to dst, refusing a name that
+// would lead out of the tree and a file whose size is not the one recorded.
+func copyOut(root *os.Root, f store.AssimilateFile, dst string) error {
+	rel, ok, err := filetree.Find(root, f.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("output file %q: not in the upload directory", f.Name)
+	}
+	in, err := root.Open(rel)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("output file %q: %v", f.Name, err)
+	}
+	if float64(n) != f.NBytes {
+		return fmt.Errorf("output file %q: %d bytes, the upload recorded %.0f", f.Name, n, f.NBytes)
+	}
+	return nil
+}
+
+// Env is the environment of the command for job j, besides the assimilator's own:
+//
+//	BKIT_WORKUNIT         the workunit's name; BKIT_WORKUNIT_ID its id
+//	BKIT_APP, BKIT_BATCH  its app, its batch ("" outside batches)
+//	BKIT_OUTCOME          success (a canonical result) or error (given up)
+//	BKIT_ERROR            why it was given up ("" on success)
+//	BKIT_CANONICAL_RESULT the canonical result's name
+//	BKIT_FILES            its output files' paths, space-separated, by file number
+//	BKIT_OPEN_NAMES       the names the app wrote them under, in the same order
+func Env(j store.AssimilateJob, paths []string) []string {
+	var open []string
+	for _, f := range j.Files {
+		n := f.OpenName
+		if n == "" {
+			n = f.Name
+		}
+		open = append(open, n)
+	}
+	return []string{
+		"BKIT_WORKUNIT=" + j.Workunit, "BKIT_WORKUNIT_ID=" + strconv.FormatInt(j.WorkunitID, 10),
+		"BKIT_APP=" + j.App, "BKIT_BATCH=" + j.Batch, "BKIT_OUTCOME=" + j.Outcome, "BKIT_ERROR=" + j.Error,
+		"BKIT_CANONICAL_RESULT=" + j.Canonical, "BKIT_FILES=" + strings.Join(paths, " "), "BKIT_OPEN_NAMES=" + strings.Join(open, " "),
+	}
+}
+
+// execAll runs the command for each job in turn.
+func (a *Assimilator) execAll(ctx context.Context, jobs []store.AssimilateJob) []store.AssimilateOutcome {
+	outs := make([]store.AssimilateOutcome, len(jobs))
+	root, rootErr := os.OpenRoot(a.UploadDir)
+	if rootErr == nil {
+		defer root.Close()
+	}
+	for i, j := range jobs {
+		outs[i].WorkunitID = j.WorkunitID
+		if err := a.execOne(ctx, root, rootErr, j); err != nil {
+			outs[i].Failed, outs[i].Message = true, err.Error()
+		}
+	}
+	return outs
+}
+
+func (a *Assimilator) execOne(ctx context.Context, root *os.Root, rootErr error, j store.AssimilateJob) error {
+	var paths []string
+	for _, f := range j.Files {
+		if rootErr != nil {
+			return fmt.Errorf("upload directory: %v", rootErr)
+		}
+		rel, ok, err := filetree.Find(root, f.Name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("output file %q: not in the upload directory", f.Name)
+		}
+		abs, err := filepath.Abs(filepath.Join(a.UploadDir, rel))
+		if err != nil {
+			return err
+		}
+		paths = append(paths, abs)
+	}
+	// The command's own context: a signal to the assimilator lets the running
+	// command finish (or time out) rather than count it failed.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.ExecTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "/bin/sh", "-c", a.Exec)
+	cmd.Env = append(os.Environ(), Env(j, paths)...)
+	// Its own process group, so a time-out kills what it started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	var tail tailBuffer
+	w := io.Writer(&tail)
+	if a.Stderr != nil {
+		w = io.MultiWriter(a.Stderr, &tail)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	err := cmd.Run()
+	switch {
+	case cctx.Err() != nil:
+		return fmt.Errorf("--exec: killed after --exec-timeout %s", a.ExecTimeout)
+	case err != nil:
+		var ee *exec.ExitError
+		msg := err.Error()
+		if errors.As(err, &ee) {
+			msg = ee.ProcessState.String()
+		}
+		if t := strings.TrimSpace(tail.String()); t != "" {
+			msg += ": " + t
+		}
+		return fmt.Errorf("--exec: %s", msg)
+	}
+	return nil
+}
+
+// tailBuffer keeps the last 200 bytes written to it, for the failure message.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 200 {
+		t.b = t.b[len(t.b)-200:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	if i := bytes.LastIndexByte(bytes.TrimRight(t.b, "\n"), '\n'); i >= 0 {
+		return string(t.b[i+1:])
+	}
+	return string(t.b)
+}
+
+// Tree lists the regular files under dir (relative, slash-separated), for tests
+// and the soak: what an assimilator wrote.
+func Tree(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == dir {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out, err
+}

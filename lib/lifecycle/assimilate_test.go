@@ -1,0 +1,211 @@
+package lifecycle_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/bkit/bkit/lib/lifecycle"
+	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
+	"github.com/google/go-cmp/cmp"
+)
+
+const passAt = "1100000"
+
+func TestBackoff(t *testing.T) {
+	for n, want := range map[int]float64{0: 60, 1: 60, 2: 120, 3: 240, 11: 61440, 12: 86400, 100: 86400} {
+		if got := lifecycle.Backoff(n); got != want {
+			t.Errorf("Backoff(%d) = %g, want %g", n, got, want)
+		}
+	}
+}
+
+// TestAssimilateTo: every validated and every given-up workunit gets its directory
+// once, with the canonical output (not the invalid one) and its description; a
+// second pass finds nothing; the workunits still waiting are left alone.
+func TestAssimilateTo(t *testing.T) {
+	t.Parallel()
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			t.Parallel()
+			p := newProject(t, e.DSN, 8)
+			to := filepath.Join(p.dir, "results")
+			if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once", "--batch", "2"); out != "assimilated 6, failed 0\n" {
+				t.Fatalf("first pass: %q", out)
+			}
+			tree := readTree(t, to)
+			var want []string
+			for i, name := range p.names {
+				switch (i + 1) % 4 {
+				case 0, 2:
+					want = append(want, "sim/_nobatch/"+name+"/"+name+"_0_0", "sim/_nobatch/"+name+"/workunit.json")
+					if got := tree["sim/_nobatch/"+name+"/"+name+"_0_0"]; got != "output of "+name {
+						t.Errorf("%s: output %q", name, got)
+					}
+				case 1:
+					want = append(want, "sim/_nobatch/"+name+"/workunit.json")
+				}
+			}
+			var got []string
+			for k := range tree {
+				got = append(got, k)
+			}
+			if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+				t.Fatalf("tree (-want +got):\n%s", diff)
+			}
+			var meta store.AssimilateJob
+			if err := json.Unmarshal([]byte(tree["sim/_nobatch/"+p.names[0]+"/workunit.json"]), &meta); err != nil {
+				t.Fatal(err)
+			}
+			if meta.Outcome != "error" || meta.Error != "errors: 2 error results (NError 2)" || len(meta.Files) != 0 {
+				t.Errorf("given-up workunit's description: %+v", meta)
+			}
+			if err := json.Unmarshal([]byte(tree["sim/_nobatch/"+p.names[1]+"/workunit.json"]), &meta); err != nil {
+				t.Fatal(err)
+			}
+			if meta.Outcome != "success" || meta.Canonical != p.names[1]+"_0" || len(meta.Files) != 1 || meta.Files[0].OpenName != "out" {
+				t.Errorf("validated workunit's description: %+v", meta)
+			}
+			if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once"); out != "assimilated 0, failed 0\n" {
+				t.Fatalf("second pass: %q", out)
+			}
+			if diff := cmp.Diff(tree, readTree(t, to)); diff != "" {
+				t.Errorf("the second pass changed the tree:\n%s", diff)
+			}
+			if got := p.rows(t, `SELECT assimilate_state, COUNT(*) FROM workunit GROUP BY assimilate_state`); !cmp.Equal(got, []string{"0 2", "2 6"}) {
+				t.Errorf("assimilate states: %v", got)
+			}
+			if left := p.rows(t, `SELECT name FROM workunit WHERE lifecycle_owner<>'' OR lifecycle_lease<>0`); len(left) != 0 {
+				t.Errorf("claims left: %v", left)
+			}
+			// A workunit validated later is handed over by the next pass.
+			p.exec(t, `UPDATE workunit SET canonical_resultid=1 WHERE id=3`)
+			if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once"); out != "assimilated 1, failed 0\n" {
+				t.Fatalf("third pass: %q", out)
+			}
+			st := p.must(t, "status")
+			if !strings.Contains(st, "assimilation: 0 waiting (0 failing, 0 failures), 7 assimilated") {
+				t.Errorf("status:\n%s", st)
+			}
+		})
+	}
+}
+
+var cmpSorted = cmp.Transformer("sort", func(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+})
+
+// TestAssimilateExec: the command sees each workunit's description and files; one
+// that fails keeps its workunit for a later pass after a backoff, counted in status;
+// one that hangs is killed at --exec-timeout.
+func TestAssimilateExec(t *testing.T) {
+	t.Parallel()
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			t.Parallel()
+			p := newProject(t, e.DSN, 4)
+			log := filepath.Join(p.dir, "log")
+			script := `printf '%s %s %s [%s] %s %s\n' "$BKIT_WORKUNIT" "$BKIT_APP" "$BKIT_OUTCOME" "$BKIT_ERROR" "$BKIT_OPEN_NAMES" "$(cat $BKIT_FILES </dev/null)" >> ` + log
+			if out := p.must(t, "--now", passAt, "assimilate", "--exec", script, "--once"); out != "assimilated 3, failed 0\n" {
+				t.Fatalf("pass: %q", out)
+			}
+			b, _ := os.ReadFile(log)
+			want := p.names[0] + " sim error [errors: 2 error results (NError 2)]  \n" +
+				p.names[1] + " sim success [] out output of " + p.names[1] + "\n" +
+				p.names[3] + " sim success [] out output of " + p.names[3] + "\n"
+			if diff := cmp.Diff(want, string(b)); diff != "" {
+				t.Errorf("what the command saw (-want +got):\n%s", diff)
+			}
+
+			// A failing command: the workunit waits, with a backoff and a count.
+			p.exec(t, `UPDATE workunit SET canonical_resultid=1 WHERE id=3`)
+			code, out, errs := p.bserver(t, "--now", passAt, "assimilate", "--exec", "echo no space left >&2; exit 3", "--once")
+			if code != 0 || out != "assimilated 0, failed 1\n" || !strings.Contains(errs, "no space left") {
+				t.Fatalf("failing command: %d %q %s", code, out, errs)
+			}
+			// Backoff(1) = 60 s after the pass's time (which runs on with the wall clock).
+			if got := p.rows(t, `SELECT assimilate_state, assimilate_errors, CASE WHEN assimilate_retry_time>=1100060 AND assimilate_retry_time<1100070 THEN 'retry in 60 s' ELSE assimilate_retry_time END, assimilate_message FROM workunit WHERE id=3`); !cmp.Equal(got,
+				[]string{"0 1 retry in 60 s --exec: exit status 3: no space left"}) {
+				t.Errorf("failed workunit: %v", got)
+			}
+			if out := p.must(t, "--now", passAt, "assimilate", "--exec", "true", "--once"); out != "assimilated 0, failed 0\n" {
+				t.Errorf("during the backoff: %q", out)
+			}
+			if st := p.must(t, "status"); !strings.Contains(st, "assimilation: 1 waiting (1 failing, 1 failures), 3 assimilated") {
+				t.Errorf("status:\n%s", st)
+			}
+			// A command that hangs is killed (with what it started) and counts as a failure.
+			code, out, errs = p.bserver(t, "--now", "1100061", "assimilate", "--exec", "sleep 30 & sleep 30", "--exec-timeout", "200ms", "--once")
+			if code != 0 || out != "assimilated 0, failed 1\n" {
+				t.Fatalf("hanging command: %d %q %s", code, out, errs)
+			}
+			if got := p.rows(t, `SELECT assimilate_errors, assimilate_message FROM workunit WHERE id=3`); !cmp.Equal(got, []string{"2 --exec: killed after --exec-timeout 200ms"}) {
+				t.Errorf("timed-out workunit: %v", got)
+			}
+			// After the backoff (2 minutes now), a working command hands it over.
+			if out := p.must(t, "--now", "1100300", "assimilate", "--exec", "true", "--once"); out != "assimilated 1, failed 0\n" {
+				t.Errorf("after the backoff: %q", out)
+			}
+		})
+	}
+}
+
+// TestAssimilateHostile: an output file recorded under a name that leads out of the
+// upload directory, or missing, is never handed over; the workunit fails and waits.
+func TestAssimilateHostile(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, storetest.SQLiteDSN(t), 4)
+	os.WriteFile(filepath.Join(p.dir, "secret"), []byte("secret"), 0o644)
+	p.exec(t, `UPDATE result_file SET name='../secret' WHERE name=?`, p.names[1]+"_0_0")
+	os.Symlink(filepath.Join(p.dir, "secret"), filepath.Join(p.dir, "upload", "link_0"))
+	p.exec(t, `UPDATE result_file SET name='link_0' WHERE name=?`, p.names[3]+"_0_0")
+	to := filepath.Join(p.dir, "results")
+	if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once"); out != "assimilated 1, failed 2\n" {
+		t.Fatalf("pass: %q", out)
+	}
+	for k, v := range readTree(t, to) {
+		if strings.Contains(v, "secret") {
+			t.Errorf("%s holds the file from outside the upload directory", k)
+		}
+	}
+	if got := p.rows(t, `SELECT name, assimilate_message FROM workunit WHERE assimilate_errors>0`); !cmp.Equal(got, []string{
+		p.names[1] + ` output file "../secret": not in the upload directory`, p.names[3] + ` output file "link_0": not in the upload directory`}) {
+		t.Errorf("failures: %v", got)
+	}
+	log := filepath.Join(p.dir, "log")
+	if out := p.must(t, "--now", "1200000", "assimilate", "--exec", "cat $BKIT_FILES >> "+log, "--once"); out != "assimilated 0, failed 2\n" {
+		t.Fatalf("exec pass: %q", out)
+	}
+	if b, _ := os.ReadFile(log); len(b) != 0 {
+		t.Errorf("the command was run: %q", b)
+	}
+}
+
+func TestAssimilateUsage(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, storetest.SQLiteDSN(t), 1)
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"assimilate", "--once"}, "bserver: want --to DIR or --exec CMD\n"},
+		{[]string{"assimilate", "--once", "--to", "x", "--exec", "true"}, "bserver: --to and --exec: give one\n"},
+		{[]string{"assimilate", "--to", "x"}, "bserver: want --once (one pass, for cron) or --interval DURATION (continuous)\n"},
+		{[]string{"assimilate", "--to", "x", "--once", "--batch", "0"}, "bserver: --batch: must be 1 to 10000, got 0\n"},
+		{[]string{"assimilate", "--exec", "true", "--once", "--exec-timeout", "0s"}, "bserver: --exec-timeout: must be > 0, got 0s\n"},
+		{[]string{"assimilate", "--exec", "true", "--interval", "1m", "--once"}, "bserver: --once and --interval: give one\n"},
+	} {
+		code, _, errs := p.bserver(t, c.args...)
+		if code != 2 || errs != c.msg {
+			t.Errorf("%v: exit %d, %q; want 2, %q", c.args, code, errs, c.msg)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+// Package lifecycle owns what happens to a workunit after validation (issue 27),
+// BOINC's assimilator, file_deleter and db_purge as passes over lib/store's database
+// and the project's file directories: assimilation hands each workunit with a
+// canonical result, and each given-up one, to the scientist exactly once (a tree of
+// files or a command); file deletion removes the input and output files no result
+// needs any more; purge moves old finished rows into compressed archive files.
+//
+// Every pass is safe to run twice at once and to kill at any moment: the database
+// says what is done (row claims with leases, short transactions), the files are
+// written so that a rerun makes the same ones (temporary names, sync, rename), and
+// nothing is marked done before its files are durable. The SQL lives in lib/store;
+// the bserver subcommands assimilate, delete-files and purge are the shells.
+package lifecycle
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bkit/bkit/lib/store"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultBatch is how many workunits a pass claims per transaction.
+const DefaultBatch = 500
+
+// Backoff is how long a workunit waits after its nth failed hand-over (n ≥ 1)
+// before the next try: a minute, doubling, at most a day, so a broken command is
+// not run in a tight loop and a fixed one picks the backlog up within a day.
+func Backoff(n int) float64 {
+	if n < 1 {
+		n = 1
+	}
+	return math.Min(60*math.Pow(2, float64(n-1)), 86400)
+}
+
+// Clock is the time of a pass: a start time (a --now, or the wall clock) that runs
+// on with the wall clock, so leases taken late in a long pass are still leases.
+type Clock struct {
+	start float64
+	wall  time.Time
+}
+
+// NewClock starts a clock at now.
+func NewClock(now float64) *Clock { return &Clock{start: now, wall: time.Now()} }
+
+// Now is the clock's time.
+func (c *Clock) Now() float64 { return c.start + time.Since(c.wall).Seconds() }
+
+// Owner names this process in the claims it takes: host, process id and a random
+// part (a later process with the same id is another owner).
+func Owner() string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	rand.Read(r[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+}
+
+// ReleaseDead releases the claims of owners on this host whose process is gone (a
+// job killed mid-pass), so their workunits need not wait for the lease to end.
+// Claims of other hosts' processes lapse at their lease.
+func ReleaseDead(ctx context.Context, s *store.Store, log *slog.Logger) error {
+	owners, err := s.LifecycleOwners(ctx)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	for _, o := range owners {
+		parts := strings.Split(o, "/")
+		if len(parts) != 3 || parts[0] != host {
+			continue
+		}
+		pid, err := strconv.Atoi(parts[1])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue
+		}
+		n, err := s.ReleaseClaims(ctx, o)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			log.Info("released the claims of a dead process", "owner", o, "workunits", n)
+		}
+	}
+	return nil
+}
+
+// syncFS makes everything written to the file system holding dir durable: one
+// syncfs(2) for a batch of files instead of an fsync per file and directory. Where
+// it is unavailable, it falls back to sync(2).
+func syncFS(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		syscall.Sync()
+	}
+	return nil
+}

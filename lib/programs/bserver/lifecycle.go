@@ -1,0 +1,245 @@
+package bserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/lifecycle"
+	"github.com/urfave/cli/v3"
+)
+
+// The lifecycle jobs (issue 27) are bserver subcommands rather than programs of
+// their own: they work on the project directory bserver lays out (--project-dir,
+// upload/, download/) and on its database, as bserver's other commands do
+// (docs/decisions.md).
+
+// passFlags are the flags of every lifecycle job.
+func passFlags(extra ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		&cli.BoolFlag{Name: "once", Usage: "run one pass and exit (for cron)"},
+		&cli.StringFlag{Name: "interval", Usage: "run a pass every `DURATION` until SIGINT or SIGTERM"},
+		&cli.IntFlag{Name: "batch", Usage: "workunits per transaction, `N` from 1 to 10000", Value: lifecycle.DefaultBatch},
+	}, extra...)
+}
+
+// passLoop checks the flags every lifecycle job shares and runs pass once (--once)
+// or every --interval until SIGINT or SIGTERM, which the pass sees between batches
+// (stop). A failed pass in a loop is logged and the next one tried at the next
+// interval, so a database restart does not stop the job.
+func passLoop(ctx context.Context, cmd *cli.Command, pass func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error)) error {
+	once := cmd.Bool("once")
+	var interval float64
+	if s := cmd.String("interval"); s != "" {
+		v, err := cliutil.ParseDuration(s)
+		if err != nil {
+			return cliutil.Usagef("--interval: %v", err)
+		}
+		if !(v > 0) {
+			return cliutil.Usagef("--interval: must be > 0, got %s", s)
+		}
+		interval = v
+	}
+	switch {
+	case once && interval > 0:
+		return cliutil.Usagef("--once and --interval: give one")
+	case !once && interval == 0:
+		return cliutil.Usagef("want --once (one pass, for cron) or --interval DURATION (continuous)")
+	}
+	if cmd.IsSet(cliutil.FlagNow) && !once {
+		return cliutil.Usagef("--now needs --once (a continuous run follows the clock)")
+	}
+	now, err := cliutil.Now(cmd)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	stop := func() bool { return sctx.Err() != nil }
+	log := cliutil.Logger(cmd)
+	for {
+		sum, err := pass(sctx, now, stop)
+		switch {
+		case err != nil && once:
+			return err
+		case err != nil:
+			log.Error(cmd.Name+" pass failed", "err", err)
+		default:
+			fmt.Fprintln(cmd.Root().Writer, sum)
+		}
+		if once || sctx.Err() != nil {
+			return nil
+		}
+		select {
+		case <-sctx.Done():
+			return nil
+		case <-time.After(time.Duration(interval * float64(time.Second))):
+		}
+		now = float64(time.Now().UnixNano()) / 1e9
+	}
+}
+
+// batchFlag reads --batch.
+func batchFlag(cmd *cli.Command) (int, error) {
+	b := cmd.Int("batch")
+	if b < 1 || b > 10000 {
+		return 0, cliutil.Usagef("--batch: must be 1 to 10000, got %d", b)
+	}
+	return b, nil
+}
+
+func assimilateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "assimilate",
+		Usage:     "hand each validated or given-up workunit to the scientist, once (BOINC's assimilator)",
+		UsageText: "bserver assimilate --db DSN (--to DIR | --exec CMD) (--once | --interval DURATION) [flags]",
+		Description: cliutil.Help(`
+Hands over every workunit that has a canonical result (bretry's validator chose one)
+or was given up (bretry's retry rules), exactly once, in one of two ways:
+
+--to DIR writes DIR/APP/BATCH/WORKUNIT/ (BATCH is _nobatch outside locality batches)
+  holding the canonical result's output files under their upload names and
+  workunit.json: the workunit's name, app, batch, outcome (success or error), the
+  error a given-up workunit had, the canonical result and its files (open names,
+  sizes, MD5). A directory is written under a temporary name, synced and renamed:
+  it appears whole or not at all.
+--exec CMD runs the shell command CMD once per workunit with, in its environment:
+  BKIT_WORKUNIT, BKIT_WORKUNIT_ID, BKIT_APP, BKIT_BATCH, BKIT_OUTCOME (success or
+  error), BKIT_ERROR (why it was given up), BKIT_CANONICAL_RESULT, BKIT_FILES (the
+  output files' paths, space-separated) and BKIT_OPEN_NAMES (the app's names for
+  them). Exit 0 is done. A non-zero exit, or a command still running after
+  --exec-timeout (default 10m; its process group is killed), keeps the workunit for
+  a later pass after a backoff of 1 minute doubling to a day; 'bserver status' counts
+  the failures. A command that exits 0 is never run again for that workunit; one
+  killed with the assimilator may be (make it idempotent: BKIT_WORKUNIT names the
+  job).
+
+A workunit whose output file is missing from the upload directory, or whose name
+would lead out of it, fails the same way and is never handed over half. Any number
+of assimilators may run at once: each claims its workunits (a lease of
+--exec-timeout + 5m); one killed at any moment leaves its claims, which another on
+the same machine takes over at once and one elsewhere when the lease ends.
+--once prints: assimilated N, failed N.`,
+			[]string{
+				"bserver assimilate --db project.db --to /srv/results --once",
+				"bserver assimilate --db project.db --exec 'cp $BKIT_FILES /srv/in/ && echo $BKIT_WORKUNIT $BKIT_OUTCOME >> /srv/log' --interval 5m",
+				"*/5 * * * * bserver assimilate --db /var/lib/project/project.db --to /srv/results --once   # crontab",
+			}, `0  success (--once: the pass is done, even if some workunits failed and wait; --interval: stopped by a signal)
+1  failure at run time (unreachable database, schema not initialised, a database error)
+2  bad usage (a flag); nothing is written`),
+		Flags: passFlags(
+			&cli.StringFlag{Name: "to", Usage: "write each workunit's files into `DIR`/APP/BATCH/WORKUNIT/"},
+			&cli.StringFlag{Name: "exec", Usage: "run the shell command `CMD` for each workunit"},
+			&cli.DurationFlag{Name: "exec-timeout", Usage: "kill a command running longer than `DURATION`", Value: 10 * time.Minute},
+		),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := cliutil.NoArgs(cmd); err != nil {
+				return err
+			}
+			to, ex := cmd.String("to"), cmd.String("exec")
+			switch {
+			case to == "" && ex == "":
+				return cliutil.Usagef("want --to DIR or --exec CMD")
+			case to != "" && ex != "":
+				return cliutil.Usagef("--to and --exec: give one")
+			}
+			if d := cmd.Duration("exec-timeout"); d <= 0 {
+				return cliutil.Usagef("--exec-timeout: must be > 0, got %s", d)
+			}
+			batch, err := batchFlag(cmd)
+			if err != nil {
+				return err
+			}
+			if to != "" {
+				if err := os.MkdirAll(to, 0o755); err != nil {
+					return cliutil.Usagef("--to: %v", err)
+				}
+			}
+			pdir, err := projectDir(cmd)
+			if err != nil {
+				return err
+			}
+			s, err := openStore(ctx, cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			owner := lifecycle.Owner()
+			return passLoop(ctx, cmd, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
+				a := &lifecycle.Assimilator{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), To: to, Exec: ex,
+					ExecTimeout: cmd.Duration("exec-timeout"), Batch: batch, Clock: lifecycle.NewClock(now), Owner: owner,
+					Lease: cmd.Duration("exec-timeout").Seconds() + 300, Log: cliutil.Logger(cmd), Stop: stop, Stderr: cmd.Root().ErrWriter}
+				sum, err := a.Run(ctx)
+				return sum, err
+			})
+		},
+	}
+}
+
+func deleteFilesCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "delete-files",
+		Usage:     "delete the input and output files of assimilated workunits that nothing needs (BOINC's file_deleter)",
+		UsageText: "bserver delete-files --db DSN (--once | --interval DURATION) [--delay DURATION] [--batch N]",
+		Description: cliutil.Help(`
+For each workunit assimilated at least --delay ago (default 1h) that no result needs
+any more (none unsent, none in progress, none waiting for validation), deletes every
+output file its results uploaded (from upload/, in the fan-out tree or flat) and
+each of its input files (from download/) that no other workunit whose files remain
+reads. A locality batch's files (seed 004's sticky files) go once every job of all
+its cursors is finished and every workunit of it has had its files deleted: until
+then a cursor may still send them.
+
+Every decision is recorded first (the deleted_file table: workunit or batch, name,
+bytes, when) and carried out after, so a pass killed at any moment leaves nothing
+half done that the next pass does not finish; two passes at once never decide for
+one workunit twice. A name that would lead out of its directory (a path, "..", a
+symbolic link) is refused and recorded as refused, never followed.
+--once prints: workunits N, files deleted N (N bytes), refused N.`,
+			[]string{
+				"bserver delete-files --db project.db --once",
+				"bserver delete-files --db mysql://boinc:secret@db:3306/project --project-dir /srv/project --delay 1d --interval 1h",
+			}, `0  success (--once: the pass is done; --interval: stopped by a signal)
+1  failure at run time (unreachable database, schema not initialised, a database or file system error)
+2  bad usage (a flag); nothing is written`),
+		Flags: passFlags(
+			&cli.StringFlag{Name: "delay", Usage: "wait `DURATION` after assimilation before deleting a workunit's files", Value: "1h"},
+		),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := cliutil.NoArgs(cmd); err != nil {
+				return err
+			}
+			delay, err := cliutil.ParseDuration(cmd.String("delay"))
+			if err != nil {
+				return cliutil.Usagef("--delay: %v", err)
+			}
+			if delay < 0 {
+				return cliutil.Usagef("--delay: must be >= 0, got %s", cmd.String("delay"))
+			}
+			batch, err := batchFlag(cmd)
+			if err != nil {
+				return err
+			}
+			pdir, err := projectDir(cmd)
+			if err != nil {
+				return err
+			}
+			s, err := openStore(ctx, cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return passLoop(ctx, cmd, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
+				d := &lifecycle.FileDeleter{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), DownloadDir: filepath.Join(pdir, downloadSubdir),
+					Delay: delay, Batch: batch, Clock: lifecycle.NewClock(now), Log: cliutil.Logger(cmd), Stop: stop}
+				sum, err := d.Run(ctx)
+				return sum, err
+			})
+		},
+	}
+}
