@@ -4,13 +4,18 @@
 # scripts/crontab.example calls it every few minutes; scripts/full-loop.sh runs the
 # same jobs on simulated time.
 #
-#   BSERVER_DB=/var/lib/project/project.db APPS="uppercase einstein" bash scripts/server-cron.sh [validate|retry|locality|credit|all]
+#   BSERVER_DB=/var/lib/project/project.db APPS="uppercase einstein" bash scripts/server-cron.sh [validate|retry|locality|credit|assimilate|delete-files|all]
 #
 # validate  bretry validate for each app (lost results marked, canonical results chosen)
 # retry     bretry --no-validate for each app (seed 003's rules: retry or give up)
 # locality  blocality generate, then blocality transition (when LOCALITY=1)
 # credit    blocality credit (when LOCALITY=1)
+# assimilate    bserver assimilate --to $RESULTS_DIR (or --exec "$ASSIMILATE_EXEC" when set)
+# delete-files  bserver delete-files --delay ${DELETE_DELAY:-1h}
 # all       all of them, in that order (the default)
+#
+# The lifecycle jobs take the project directory from BSERVER_PROJECT_DIR (default: the
+# SQLite database's directory); assimilate needs RESULTS_DIR or ASSIMILATE_EXEC.
 #
 # Every job is safe to overlap with itself and with bserver serve (row claims,
 # short transactions; two passes never handle a row twice), and to kill at any moment;
@@ -35,7 +40,7 @@ locked() { # locked NAME COMMAND...: run COMMAND unless the previous NAME is sti
 }
 what=${1:-all}
 case "$what" in
-validate | retry | locality | credit | all) ;;
+validate | retry | locality | credit | assimilate | delete-files | all) ;;
 *) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0" >&2; exit 2 ;;
 esac
 stamp() { date -u +%FT%TZ; }
@@ -57,4 +62,17 @@ if [ "${LOCALITY:-0}" = 1 ]; then
 	if [ "$what" = credit ] || [ "$what" = all ]; then
 		locked credit "$(bin blocality)" credit --once
 	fi
+fi
+if [ "$what" = assimilate ] || [ "$what" = all ]; then
+	if [ -n "${ASSIMILATE_EXEC:-}" ]; then
+		out=$(locked assimilate "$(bin bserver)" assimilate --once --exec "$ASSIMILATE_EXEC")
+	else
+		: "${RESULTS_DIR:?set RESULTS_DIR (the tree assimilate writes) or ASSIMILATE_EXEC (a command per workunit)}"
+		out=$(locked assimilate "$(bin bserver)" assimilate --once --to "$RESULTS_DIR")
+	fi
+	echo "$(stamp) assimilate: $out"
+fi
+if [ "$what" = delete-files ] || [ "$what" = all ]; then
+	out=$(locked delete-files "$(bin bserver)" delete-files --once --delay "${DELETE_DELAY:-1h}")
+	echo "$(stamp) delete-files: $out"
 fi

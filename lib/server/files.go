@@ -391,10 +391,19 @@ func placeFile(tmp *os.File, final string) error {
 	if fi, err := os.Stat(final); err == nil && os.SameFile(fi, mine) {
 		return nil
 	}
+	dir := filepath.Dir(final)
+	if _, err := os.Stat(dir); err != nil {
+		// A new directory of the fan-out tree (made at the first file it holds).
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		syncDir(filepath.Dir(dir))
+	}
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		return err
 	}
-	syncDir(filepath.Dir(final))
+	syncDir(dir)
+	syncDir(filepath.Dir(tmp.Name()))
 	return nil
 }
 
@@ -406,9 +415,8 @@ func syncDir(dir string) {
 	}
 }
 
-// receive copies n bytes of the body to a temporary file in the file's directory of
-// the upload tree (made if new) and checks them; the caller renames the file
-// (placeFile) or removes it.
+// receive copies n bytes of the body to a temporary file in the upload directory and
+// checks them; the caller renames the file (placeFile) or removes it.
 func (s *Server) receive(body io.Reader, name string, n int64, wantMD5 string) (*os.File, *store.UploadedFile, error) {
 	// Locked while it lives (lib/tempfile), so a sweep (SweepUploads) tells the
 	// files of a killed server from those of uploads in progress, in any process.

@@ -234,12 +234,8 @@ func TestAccountsFilesUploads(t *testing.T) {
 					t.Errorf("report %s: recorded digest %q, outcome %d (%v); want %q, %d", c.result, got, outcome, err, c.want, c.outcome)
 				}
 			}
-			// get_file_size: the whole file when it is here (in the tree, or flat where
-			// an older server put it), else 0.
-			if err := os.WriteFile(filepath.Join(fe.upload, "flat_0_0"), []byte("old"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range map[string]string{outA: "5", "nosuch_1_0_0": "0", "flat_0_0": "3"} {
+			// get_file_size: the whole file when it is here, else 0.
+			for name, want := range map[string]string{outA: "5", "nosuch_1_0_0": "0"} {
 				resp, err := http.Post(fe.url+"file_upload_handler", "text/xml", strings.NewReader(
 					"<data_server_request>\n<get_file_size>"+name+"</get_file_size>\n</data_server_request>\n"))
 				if err != nil {

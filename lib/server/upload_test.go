@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/store"
 )
 
@@ -171,7 +172,7 @@ func TestCompleteUploadKept(t *testing.T) {
 			if r := postUpload(t, fe.url, c.body); uploadStatus(r) != "0" {
 				t.Errorf("%s: %s", c.what, r)
 			}
-			if b, err := os.ReadFile(filepath.Join(fe.upload, j.out)); string(b) != "HELLO" {
+			if b, err := os.ReadFile(filepath.Join(fe.upload, filetree.Path(j.out))); string(b) != "HELLO" {
 				t.Fatalf("%s: the file holds %q (%v), want the first upload's", c.what, b, err)
 			}
 		}

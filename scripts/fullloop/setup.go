@@ -180,6 +180,16 @@ func (l *loop) makeCron() {
 		&cronJob{name: "blocality transition", args: append([]string{"blocality", "transition", "--once"}, a...), period: 1800},
 		&cronJob{name: "blocality credit", args: append([]string{"blocality", "credit", "--once"}, a...), period: 3600},
 		&cronJob{name: "bretry --app bcpu (project B)", args: []string{"bretry", "--app", "bcpu", "--once", "--db", l.dsnB()}, period: 1800})
+	// The lifecycle after validation, after the jobs above in each pass: assimilation
+	// every 10 minutes (a command that logs each workunit, so the summary can tell
+	// that each was handed over once), file deletion hourly an hour after it.
+	for _, p := range []struct{ name, dsn, dir string }{{"A", l.dsnA(), "A"}, {"B", l.dsnB(), "B"}} {
+		pd := []string{"--db", p.dsn, "--project-dir", filepath.Join(l.dir, p.dir)}
+		l.cron = append(l.cron,
+			&cronJob{name: "bserver assimilate (project " + p.name + ")", period: 600, args: append([]string{"bserver", "assimilate", "--once",
+				"--exec", `echo "$BKIT_WORKUNIT $BKIT_OUTCOME" >> ` + l.assimilatedLog(p.name)}, pd...)},
+			&cronJob{name: "bserver delete-files (project " + p.name + ")", period: 3600, args: append([]string{"bserver", "delete-files", "--once", "--delay", "1h"}, pd...)})
+	}
 	for _, c := range l.cron {
 		c.next = start
 	}
@@ -192,6 +202,12 @@ func (l *loop) makeCron() {
 				args: append(c, "--db", p.dsn, "--project-dir", filepath.Join(l.dir, p.dir))})
 		}
 	}
+}
+
+// assimilatedLog is the file the assimilator's command writes a line to per
+// workunit of project name.
+func (l *loop) assimilatedLog(name string) string {
+	return filepath.Join(l.dir, name, "assimilated.log")
 }
 
 // cronPass runs the cron jobs due at now (all of them when all is set).

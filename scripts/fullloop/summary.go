@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/store"
 )
 
@@ -47,6 +51,12 @@ type ProjectCounts struct {
 	Lost       int    `json:"lost"`
 	GivenUp    int    `json:"given_up"`
 	InProgress int    `json:"in_progress"`
+	// The lifecycle: workunits assimilated, and of them with their files deleted;
+	// files deleted and their bytes.
+	Assimilated  int     `json:"assimilated"`
+	FilesDeleted int     `json:"workunits_files_deleted"`
+	Files        int     `json:"files_deleted"`
+	FileBytes    float64 `json:"file_bytes_deleted"`
 }
 
 // BatchBytes compares what the locality batch's jobs made hosts download (each file
@@ -170,11 +180,17 @@ func counts(ctx context.Context, db *store.Store, name string) (ProjectCounts, e
 		{&pc.Lost, fmt.Sprintf(`SELECT COUNT(*) FROM result WHERE outcome = %d`, store.OutcomeNoReply)},
 		{&pc.GivenUp, `SELECT COUNT(DISTINCT workunitid) FROM wu_giveup`},
 		{&pc.InProgress, fmt.Sprintf(`SELECT COUNT(*) FROM result WHERE server_state = %d`, store.ServerStateInProgress)},
+		{&pc.Assimilated, fmt.Sprintf(`SELECT COUNT(*) FROM workunit WHERE assimilate_state = %d`, store.AssimilateDone)},
+		{&pc.FilesDeleted, fmt.Sprintf(`SELECT COUNT(*) FROM workunit WHERE file_delete_state = %d`, store.FileDeleteDone)},
+		{&pc.Files, `SELECT COUNT(*) FROM deleted_file WHERE done = 1 AND message = ''`},
 	} {
 		var err error
 		if *q.n, err = count(ctx, db, q.sql); err != nil {
 			return pc, fmt.Errorf("project %s: %v", name, err)
 		}
+	}
+	if err := db.DB.QueryRowContext(ctx, `SELECT COALESCE(SUM(nbytes), 0) FROM deleted_file WHERE done = 1 AND message = ''`).Scan(&pc.FileBytes); err != nil {
+		return pc, fmt.Errorf("project %s: %v", name, err)
 	}
 	return pc, nil
 }
@@ -213,7 +229,12 @@ func batchBytes(ctx context.Context, db *store.Store) (BatchBytes, error) {
 //   - every workunit is validated, or given up with a wu_giveup row, or in progress (a
 //     result unsent or in progress, validation pending, or a retry check to come);
 //   - every result the offline client lost was marked lost and retried (or is in
-//     progress, its deadline after the end of the run).
+//     progress, its deadline after the end of the run);
+//   - every validated or given-up workunit was assimilated exactly once (the
+//     assimilator's command logged it once, and no other), and none other was;
+//   - no file was deleted while needed: no deletion recorded for a workunit that is
+//     not assimilated, has a result unsent or in progress, or awaits validation; and
+//     every input and uploaded output of a workunit whose files stay is on disk.
 func (l *loop) invariants(ctx context.Context, db *store.Store, name string) error {
 	end := l.end
 	rows, err := db.DB.QueryContext(ctx, `SELECT r.id, r.name, r.server_state, r.outcome, r.report_deadline,
@@ -317,7 +338,89 @@ func (l *loop) invariants(ctx context.Context, db *store.Store, name string) err
 			l.breakf("project %s: workunit %s is stuck: no canonical result, not given up, nothing in progress and no retry to come", name, wname)
 		}
 	}
-	return wrows.Err()
+	if err := wrows.Err(); err != nil {
+		return err
+	}
+	return l.lifecycleInvariants(ctx, db, name)
+}
+
+// lifecycleInvariants checks assimilation and file deletion (see invariants).
+func (l *loop) lifecycleInvariants(ctx context.Context, db *store.Store, name string) error {
+	logged := map[string]int{}
+	if b, err := os.ReadFile(l.assimilatedLog(name)); err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.Fields(line); len(f) > 0 {
+				logged[f[0]]++
+			}
+		}
+	}
+	rows, err := db.DB.QueryContext(ctx, `SELECT name, canonical_resultid <> 0 OR error_mask <> 0, assimilate_state FROM workunit`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var wname string
+		var settled bool
+		var state int
+		if err := rows.Scan(&wname, &settled, &state); err != nil {
+			rows.Close()
+			return err
+		}
+		n := logged[wname]
+		delete(logged, wname)
+		switch {
+		case settled && (n != 1 || state != store.AssimilateDone):
+			l.breakf("project %s: workunit %s was validated or given up and assimilated %d times (state %d), not once", name, wname, n, state)
+		case !settled && (n != 0 || state != store.AssimilateInit):
+			l.breakf("project %s: workunit %s, neither validated nor given up, was assimilated %d times (state %d)", name, wname, n, state)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for wname := range logged {
+		l.breakf("project %s: the assimilator handed over %s, which is no workunit of the project", name, wname)
+	}
+	bad, err := count(ctx, db, fmt.Sprintf(`SELECT COUNT(*) FROM deleted_file d JOIN workunit w ON w.id = d.workunitid
+		WHERE w.assimilate_state <> %d OR w.need_validate <> 0
+		OR EXISTS (SELECT 1 FROM result r WHERE r.workunitid = w.id AND r.server_state IN (%d, %d))`,
+		store.AssimilateDone, store.ServerStateUnsent, store.ServerStateInProgress))
+	if err != nil {
+		return err
+	}
+	if bad > 0 {
+		l.breakf("project %s: %d files deleted while a result or the validator still needed them", name, bad)
+	}
+	// What stays must be there: inputs in download/, uploads in upload/ (tree or flat).
+	frows, err := db.DB.QueryContext(ctx, fmt.Sprintf(`SELECT 'download', f.name FROM wu_file f JOIN workunit w ON w.id = f.workunitid WHERE w.file_delete_state <> %d
+		UNION SELECT 'upload', f.name FROM result_file f JOIN result r ON r.id = f.resultid JOIN workunit w ON w.id = r.workunitid WHERE w.file_delete_state <> %d`,
+		store.FileDeleteDone, store.FileDeleteDone))
+	if err != nil {
+		return err
+	}
+	defer frows.Close()
+	dir := filepath.Join(l.dir, name)
+	for frows.Next() {
+		var sub, fname string
+		if err := frows.Scan(&sub, &fname); err != nil {
+			return err
+		}
+		paths := []string{filepath.Join(dir, sub, fname)}
+		if sub == "upload" {
+			paths = append(paths, filepath.Join(dir, sub, filetree.Path(fname)))
+		}
+		found := false
+		for _, p := range paths {
+			if _, err := os.Stat(p); err == nil {
+				found = true
+			}
+		}
+		if !found {
+			l.breakf("project %s: %s/%s is gone while a workunit whose files stay reads it", name, sub, fname)
+		}
+	}
+	return frows.Err()
 }
 
 // Table prints the summary for a person.
@@ -330,6 +433,10 @@ func (s *Summary) Table(w io.Writer) error {
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	for _, p := range s.Projects {
+		fmt.Fprintf(w, "Project %s lifecycle: %d workunits assimilated, %d with their files deleted (%d files, %s bytes)\n",
+			p.Project, p.Assimilated, p.FilesDeleted, p.Files, cliutil.Num(p.FileBytes))
 	}
 	fmt.Fprintf(w, "\nLocality batch: %s bytes sent to hosts for %s unique bytes sent (%s of the batch's %s): %.2f copies per file\n\n",
 		cliutil.Num(s.Batch.Sent), cliutil.Num(s.Batch.UniqueSent), cliutil.Num(s.Batch.UniqueSent), cliutil.Num(s.Batch.UniqueAll), s.Batch.CopiesRatio)

@@ -160,15 +160,15 @@ the same machine takes over at once and one elsewhere when the lease ends.
 					return cliutil.Usagef("--to: %v", err)
 				}
 			}
-			pdir, err := projectDir(cmd)
-			if err != nil {
-				return err
-			}
 			s, err := openStore(ctx, cmd, true)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			pdir, err := projectDir(cmd)
+			if err != nil {
+				return err
+			}
 			owner := lifecycle.Owner()
 			return passLoop(ctx, cmd, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
 				a := &lifecycle.Assimilator{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), To: to, Exec: ex,
@@ -225,15 +225,15 @@ symbolic link) is refused and recorded as refused, never followed.
 			if err != nil {
 				return err
 			}
-			pdir, err := projectDir(cmd)
-			if err != nil {
-				return err
-			}
 			s, err := openStore(ctx, cmd, true)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			pdir, err := projectDir(cmd)
+			if err != nil {
+				return err
+			}
 			return passLoop(ctx, cmd, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
 				d := &lifecycle.FileDeleter{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), DownloadDir: filepath.Join(pdir, downloadSubdir),
 					Delay: delay, Batch: batch, Clock: lifecycle.NewClock(now), Log: cliutil.Logger(cmd), Stop: stop}
