@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/store"
@@ -333,7 +334,7 @@ func testKilledUnderUploads(t *testing.T, db string) {
 			t.Fatal(err)
 		}
 		if file.Valid {
-			b, err := os.ReadFile(filepath.Join(udir, file.String))
+			b, err := os.ReadFile(filepath.Join(udir, filetree.Path(file.String)))
 			if got := fmt.Sprintf("%x", sha256.Sum256(b)); err != nil || got != sum.String {
 				t.Errorf("%s: the file in upload/ (%v) is not the one recorded", file.String, err)
 			}
