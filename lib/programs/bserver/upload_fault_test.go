@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
