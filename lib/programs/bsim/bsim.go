@@ -27,7 +27,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func command() *cli.Command {
-	commands := append([]*cli.Command{runCommand(), compareCommand(), importCommand(), exportCommand()}, loopCommands()...)
+	commands := append([]*cli.Command{runCommand(), compareCommand(), genCommand(), importCommand(), exportCommand()}, loopCommands()...)
 	names := make([]string, len(commands))
 	for i, c := range commands {
 		names[i] = c.Name
