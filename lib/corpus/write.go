@@ -16,8 +16,13 @@ const (
 // coprocTag is the host_info element of each GPU type (lib/coproc.cpp's names).
 var coprocTag = map[string]string{"NVIDIA": "coproc_cuda", "ATI": "coproc_ati"}
 
-// planClass names a GPU type's app versions, as projects do.
-var planClass = map[string]string{"NVIDIA": "cuda", "ATI": "ati"}
+// planClass names a GPU type's app versions, as projects do, and haveLib is the flag
+// BOINC's client wants on the host's GPU before it uses a version of that plan class
+// (RESOURCE_USAGE::check_gpu_libs: without it BOINC's emulator leaves the version out).
+var (
+	planClass = map[string]string{"NVIDIA": "cuda", "ATI": "ati"}
+	haveLib   = map[string]string{"NVIDIA": "have_cuda", "ATI": "have_cal"}
+)
 
 func num(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
@@ -69,7 +74,7 @@ func (s *Scenario) Files() map[string][]byte {
 		// One device of each type: BOINC values an instance at 0.2 x peak_flops x count.
 		w("<coprocs>")
 		for _, g := range s.GPUs {
-			w("<%s><count>1</count><peak_flops>%s</peak_flops></%s>", coprocTag[g.Type], num(5*g.Speed*s.Flops), coprocTag[g.Type])
+			w("<%s><count>1</count><peak_flops>%s</peak_flops><%s>1</%s></%s>", coprocTag[g.Type], num(5*g.Speed*s.Flops), haveLib[g.Type], haveLib[g.Type], coprocTag[g.Type])
 		}
 		w("</coprocs>")
 	}

@@ -35,6 +35,17 @@ type Config struct {
 	// for a resource is asked again when its backoff ends. The seed's text without the
 	// proposal, which clears it, is the default.
 	ThreeState bool
+	// EmulateBOINC: BOINC's emulator's conventions (client/sim.cpp) instead of bsim's.
+	// Running tasks go on computing while the host is off or inactive (a CPU task
+	// always, a coprocessor task while the GPUs are active: sim.cpp's poll skips only
+	// GPU tasks, and only when gpu_active is false); the figures' total is the CPUs'
+	// peak over the whole simulated time plus the coprocessors' over the GPU-active
+	// time, and monotony's mean is over the whole time; a task that finishes within a
+	// step is credited the whole step (sim.cpp charges diff × peak whatever is left).
+	// bsim's own convention (nothing computes while the host is off, the figures count
+	// the time the host could compute) is the default: it is what a volunteer's host
+	// does. docs/decisions.md lists the differences and which this reproduces.
+	EmulateBOINC bool
 }
 
 // Random streams: each process draws from its own PCG stream of the seed, so that (for
@@ -367,8 +378,13 @@ func (s *Sim) Advance() bool {
 	now := s.now
 	a := s.avail
 	dt := min(s.cfg.Delta, s.end-now)
-	s.compute(now, dt, a.Active, a.GPUActive)
-	s.m.step(s.doc, dt, a.On, a.Active, a.GPUActive)
+	if s.cfg.EmulateBOINC {
+		s.compute(now, dt, true, a.GPUActive)
+		s.m.step(s.doc, dt, true, true, a.GPUActive)
+	} else {
+		s.compute(now, dt, a.Active, a.GPUActive)
+		s.m.step(s.doc, dt, a.On, a.Active, a.GPUActive)
+	}
 	if s.tr != nil {
 		s.tr.available(now, dt, a.Active, a.GPUActive)
 	}
@@ -603,10 +619,14 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		r := s.avRes[v]
 		// The figures' peak FLOPs: the CPUs the task takes at the CPU's peak, its
 		// coprocessor instances at theirs (boinc-emulator.md).
-		cpuPeak := run * cpus * cpuFlops
+		charged := run
+		if s.cfg.EmulateBOINC {
+			charged = dt
+		}
+		cpuPeak := charged * cpus * cpuFlops
 		var coPeak float64
 		if av.Coproc != nil {
-			coPeak = run * av.Coproc.Count * doc.Host.Resources[r].Flops
+			coPeak = charged * av.Coproc.Count * doc.Host.Resources[r].Flops
 		}
 		j.peak += cpuPeak + coPeak
 		s.m.credit(p, r, cpuPeak, coPeak)

@@ -43,6 +43,8 @@ type World struct {
 	ExistingJobsOnly bool `json:"existing_jobs_only,omitempty"`
 	// ThreeState: the servers send three-state replies (Config.ThreeState).
 	ThreeState bool `json:"three_state,omitempty"`
+	// EmulateBOINC: BOINC's emulator's conventions (Config.EmulateBOINC).
+	EmulateBOINC bool `json:"emulate_boinc,omitempty"`
 
 	On        Process        `json:"on"`
 	Active    Process        `json:"active"`
@@ -114,7 +116,7 @@ func (s *Sim) World(scenario string) (*World, error) {
 	s.nameTasks()
 	w := &World{Version: WorldVersion, Scenario: scenario, Policy: s.cfg.Policy, Seed: s.cfg.Seed,
 		Duration: s.cfg.Duration, Delta: s.cfg.Delta, Start: s.start, Now: s.now, End: s.end, Avail: s.avail,
-		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly, ThreeState: s.cfg.ThreeState, Live: s.liveWorld()}
+		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly, ThreeState: s.cfg.ThreeState, EmulateBOINC: s.cfg.EmulateBOINC, Live: s.liveWorld()}
 	var err error
 	proc := func(p *onOff) Process {
 		b, e := p.rng.pcg.MarshalBinary()
@@ -196,7 +198,7 @@ func restoreRun(doc *state.Document, w *World) (*Sim, error) {
 	if err := state.Validate(doc); err != nil {
 		return nil, err
 	}
-	cfg := Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed, ExistingJobsOnly: w.ExistingJobsOnly, ThreeState: w.ThreeState}
+	cfg := Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed, ExistingJobsOnly: w.ExistingJobsOnly, ThreeState: w.ThreeState, EmulateBOINC: w.EmulateBOINC}
 	if !(cfg.Delta > 0) {
 		return nil, fmt.Errorf("delta must be > 0 seconds, got %g", cfg.Delta)
 	}

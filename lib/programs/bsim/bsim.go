@@ -68,6 +68,21 @@ func threeStateFlag() cli.Flag {
 		"\"no work, but supported\" and keeps D(P,R), so a project is asked again for a resource once its backoff ends (the shell loop: bdevices reply --three-state)"}
 }
 
+const flagEmulate = "emulate"
+
+// emulateFlag is --emulate: whose emulator's conventions a run follows.
+func emulateFlag() cli.Flag {
+	return &cli.StringFlag{Name: flagEmulate, Value: "bsim", Usage: "the emulator's conventions, `bsim|boinc`: bsim's (nothing computes while the host is off; " +
+		"the figures count the time it could compute) or BOINC's emulator's (client/sim.cpp: running tasks compute while the host is off or inactive, " +
+		"totals over the whole simulated time, a task finishing within a step charged the whole step; docs/decisions.md)",
+		Validator: func(s string) error {
+			if s != "bsim" && s != "boinc" {
+				return fmt.Errorf("want bsim or boinc, got %q", s)
+			}
+			return nil
+		}}
+}
+
 // existingFlag is BOINC's emulator's --existing_jobs_only (both spellings work).
 func existingFlag() cli.Flag {
 	return &cli.BoolFlag{Name: flagExisting, Aliases: []string{"existing_jobs_only"},
@@ -140,6 +155,7 @@ scenario, policy and --seed give byte-identical output.`,
 			&cli.StringFlag{Name: flagPlot, Usage: "also draw the run: a timeline and each project's share over time, SVG and PNG, with an index.html, in `DIR`"},
 			existingFlag(),
 			threeStateFlag(),
+			emulateFlag(),
 			cliutil.MaxInputFlag(),
 			cliutil.VerboseFlag(),
 		},
@@ -270,7 +286,8 @@ func runConfig(cmd *cli.Command, d runDefaults) (sim.Config, error) {
 	if delta <= 0 {
 		return sim.Config{}, cliutil.Usagef("--delta: must be > 0 seconds, got %g", delta)
 	}
-	return sim.Config{Duration: dur, Delta: delta, Seed: cmd.Uint64(cliutil.FlagSeed), ExistingJobsOnly: cmd.Bool(flagExisting), ThreeState: cmd.Bool(flagThree)}, nil
+	return sim.Config{Duration: dur, Delta: delta, Seed: cmd.Uint64(cliutil.FlagSeed), ExistingJobsOnly: cmd.Bool(flagExisting), ThreeState: cmd.Bool(flagThree),
+		EmulateBOINC: cmd.String(flagEmulate) == "boinc"}, nil
 }
 
 // printResult writes a run's figures as -o says (table by default).
@@ -291,6 +308,9 @@ func table(w io.Writer, dir string, cfg sim.Config, res *sim.Result) error {
 	three := ""
 	if cfg.ThreeState {
 		three = ", three-state replies"
+	}
+	if cfg.EmulateBOINC {
+		three += ", BOINC's emulator's conventions"
 	}
 	fmt.Fprintf(w, "Scenario %s, policy %s%s, seed %d: %s simulated in steps of %s s\n\n",
 		dir, cfg.Policy, three, cfg.Seed, days(cfg.Duration), cliutil.Num(cfg.Delta))

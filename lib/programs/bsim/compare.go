@@ -2,14 +2,18 @@ package bsim
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +22,7 @@ import (
 	"github.com/bkit/bkit/lib/plotcmd"
 	"github.com/bkit/bkit/lib/sim"
 	"github.com/urfave/cli/v3"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // BOINCFigures is the file, in a scenario directory (or beside a scenario file X as
@@ -30,37 +35,56 @@ func compareCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "compare",
 		Usage:     "run every policy on every scenario and print one table of the figures (the policy lab)",
-		UsageText: "bsim compare SCENARIO... [--policy P1,P2,...] [--duration D] [--delta S] [--seed N] [-o table|json|csv] [--plot DIR]",
+		UsageText: "bsim compare SCENARIO... [--policy P1,P2,...] [--duration D] [--delta S] [--seed N | --seeds A-B] [--emulate bsim|boinc] [--summary] [-o table|json|csv] [--plot DIR]",
 		Description: cliutil.Help(`
 Runs each policy of --policy (default: every policy) on each SCENARIO, as 'bsim run'
 would with the same flags, in parallel (one run per processor), and prints one table of
-the figures of merit: a row per scenario and policy, in the order given. A scenario
-that carries BOINC's emulator's figures has a row 'BOINC' beside its policies: a
-directory's `+BOINCFigures+`, or X.boinc_figures.txt beside a scenario file X, holding
-the emulator's one-line output 'wf W if I sv S m M r R' (# starts a comment line).
-The runs are independent and each is deterministic, so the table is the same whatever
-the order they finish in, and each row is what 'bsim run' prints for that pair.
+the figures of merit: a row per scenario and policy, in the order given, with the
+simulated time and step it ran for and the conventions it ran under. The runs are
+independent and each is deterministic, so the table is the same whatever the order they
+finish in, and each row of one seed is what 'bsim run' prints for that pair.
 
-Columns: wf, if, sv, m, r as 'bsim run' defines them; 'wf wall' and 'if wall' are the
-wasted and idle fractions over BOINC's emulator's total, the peak FLOPs of the whole
-simulated time (its emulator counts every step, the host on or off, and lets running
-tasks compute while it is off); on a host always on they equal wf and if. 'vs BOINC'
-says, on a scenario with BOINC's figures, whether the policy's wf, if and sv are each
-within +0.01 of BOINC's (ok) or which are not.
+A scenario that carries BOINC's emulator's figures has a row 'BOINC' beside its
+policies: a directory's `+BOINCFigures+`, or X.boinc_figures.txt beside a scenario file
+X, holding the emulator's one-line output 'wf W if I sv S m M r R' and, in a # comment,
+the run they are for ('# ... 10 simulated days, delta 60'). Without --duration and
+--delta such a scenario runs for its figures' time and step. 'vs BOINC' says whether
+the policy's wf, if and sv are each within +0.01 of BOINC's (ok) or which are not. It is
+given only where the comparison means something: under --emulate boinc (BOINC's
+emulator's conventions: running tasks compute while the host is off, totals over the
+whole simulated time; bsim's own, the default, stop the host's work when it is off and
+count only the time it could compute), and for the simulated time and step BOINC's
+figures are for; elsewhere it says why not.
 
--o json writes the rows as a JSON array, -o csv as CSV with a header. --plot DIR
-draws one grouped bar chart per figure (wf, if, sv, m, r), SVG and PNG, with
-DIR/index.html.`,
+A scenario that needs a live project server (no emulated apps and no jobs of its own,
+like scenarios/live-2cpu.yaml) is left out, with a note on standard error.
+
+--seeds A-B (or a list, 1,4,9) runs every pair once per seed and prints each figure's
+mean ± the half-width of its 95 % confidence interval (Student's t); the verdict uses
+the interval: ok when its top is within +0.01 of BOINC's figure, worse when its bottom
+is not, unsure between. BOINC's figure is one run of its emulator (one seed).
+
+Below the table, when some rows have a verdict: a summary per policy, on how many
+scenarios it is at least as good as BOINC (within +0.01) on each of wf, if and sv and
+on all three, and its worst cases (the scenarios where a figure exceeds BOINC's most).
+--summary prints only that. -o json writes the rows as a JSON array, -o csv as CSV
+with a header. --plot DIR draws one grouped bar chart per figure (wf, if, sv, m, r),
+SVG and PNG, with DIR/index.html.`,
 			[]string{
-				"bsim compare scenarios/* --duration 10d",
+				"bsim compare scenarios/*",
+				"bsim compare --emulate boinc --summary scenarios/corpus/*",
+				"bsim compare --emulate boinc --seeds 1-5 --policy goals scenarios/corpus/c01*",
 				"bsim compare --policy seed,goals scenarios/down-2cpu scenarios/part-time-4cpu -o csv > lab.csv",
 				"bsim compare scenarios/* --duration 10d --plot lab",
 			}, ""),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagDuration, Value: "1d", Usage: "simulated time of each run, `D`: seconds or with a unit (90m, 36h, 10d, 2w)"},
+			&cli.StringFlag{Name: flagDuration, Value: "1d", Usage: "simulated time of each run, `D`: seconds or with a unit (90m, 36h, 10d, 2w); default: the scenario's own (its BOINC figures' time), else 1d"},
 			&cli.StringFlag{Name: flagDelta, Value: "60", Usage: "step length, `S` seconds (or with a unit)"},
 			&cli.StringFlag{Name: flagPolicy, Value: strings.Join(sim.Policies(), ","), Usage: "the policies to compare, `P1,P2,...`: " + strings.Join(sim.Policies(), ", ")},
 			cliutil.SeedFlag(),
+			&cli.StringFlag{Name: flagSeeds, Usage: "run each pair once per seed of `A-B` (or A,B,C) and print means with 95 % confidence intervals (instead of --seed)"},
+			emulateFlag(),
+			&cli.BoolFlag{Name: flagSummary, Usage: "print only the summary against BOINC's figures, not the table"},
 			cliutil.FormatFlag("table", "json", "csv"),
 			&cli.StringFlag{Name: flagPlot, Usage: "also draw the comparison, SVG and PNG with an index.html, in `DIR`"},
 			existingFlag(),
@@ -72,20 +96,45 @@ DIR/index.html.`,
 	}
 }
 
-// CompareRow is one row of the comparison: a policy's figures on a scenario, or BOINC's
-// emulator's (Policy "BOINC", with no wall-time fractions of its own: its wf and if are
-// on the wall time already).
+const (
+	flagSeeds   = "seeds"
+	flagSummary = "summary"
+)
+
+// CompareRow is one row of the comparison: a policy's figures on a scenario (the means
+// over Seeds, with the half-widths of their 95 % confidence intervals in CI when there
+// are several), or BOINC's emulator's (Policy "BOINC", Seeds 0, Duration and Delta
+// those its figures say, 0 when they do not say).
 type CompareRow struct {
-	Scenario       string  `json:"scenario"`
-	Policy         string  `json:"policy"`
+	Scenario       string     `json:"scenario"`
+	Policy         string     `json:"policy"`
+	Duration       float64    `json:"duration"`
+	Delta          float64    `json:"delta"`
+	Conventions    string     `json:"conventions"` // bsim or boinc
+	Seeds          int        `json:"seeds"`
+	WastedFraction float64    `json:"wasted_fraction"`
+	IdleFraction   float64    `json:"idle_fraction"`
+	ShareViolation float64    `json:"share_violation"`
+	Monotony       float64    `json:"monotony"`
+	RPCsPerJob     float64    `json:"rpcs_per_job"`
+	CI             *FiguresCI `json:"ci95,omitempty"`
+	VsBOINC        string     `json:"vs_boinc,omitempty"`
+}
+
+// FiguresCI are the half-widths of the 95 % confidence intervals of a row's means.
+type FiguresCI struct {
 	WastedFraction float64 `json:"wasted_fraction"`
 	IdleFraction   float64 `json:"idle_fraction"`
 	ShareViolation float64 `json:"share_violation"`
 	Monotony       float64 `json:"monotony"`
 	RPCsPerJob     float64 `json:"rpcs_per_job"`
-	WastedWall     float64 `json:"wasted_fraction_wall"`
-	IdleWall       float64 `json:"idle_fraction_wall"`
-	VsBOINC        string  `json:"vs_boinc,omitempty"`
+}
+
+// BOINCRun is BOINC's emulator's figures for a scenario and the run they are for (0:
+// not said).
+type BOINCRun struct {
+	Figures         *sim.Result
+	Duration, Delta float64
 }
 
 func runCompare(_ context.Context, cmd *cli.Command) error {
@@ -103,28 +152,51 @@ func runCompare(_ context.Context, cmd *cli.Command) error {
 	if _, err := runConfig(cmd, runDefaults{}); err != nil {
 		return err
 	}
-	scenarios := cmd.Args().Slice()
+	seeds := []uint64{cmd.Uint64(cliutil.FlagSeed)}
+	if cmd.IsSet(flagSeeds) {
+		if cmd.IsSet(cliutil.FlagSeed) {
+			return cliutil.Usagef("--seeds and --seed: give one")
+		}
+		var err error
+		if seeds, err = ParseSeeds(cmd.String(flagSeeds)); err != nil {
+			return cliutil.Usagef("--seeds: %v", err)
+		}
+	}
 	// Every scenario and its BOINC figures are read before any run, so that a bad one
 	// costs nothing.
-	boinc := make([]*sim.Result, len(scenarios))
-	cfgs := make([]sim.Config, len(scenarios))
-	for i, path := range scenarios {
-		_, defaults, err := loadScenario(cmd, path)
+	var scenarios []string
+	var boinc []*BOINCRun
+	var cfgs []sim.Config
+	for _, path := range cmd.Args().Slice() {
+		sc, defaults, err := loadScenario(cmd, path)
 		if err != nil {
 			return err
 		}
-		if cfgs[i], err = runConfig(cmd, defaults); err != nil {
-			return err
+		if len(sc.Apps) == 0 && len(sc.Doc.Tasks) == 0 {
+			fmt.Fprintf(cmd.Root().ErrWriter, "bsim: %s: left out: it needs a live project server (no project has emulated apps, and it holds no jobs)\n", path)
+			continue
 		}
-		if boinc[i], err = readBOINCFigures(path); err != nil {
+		b, err := readBOINCFigures(path)
+		if err != nil {
 			return cliutil.BadInput(err)
 		}
+		if b != nil && defaults.Duration == 0 {
+			defaults.Duration, defaults.Delta = b.Duration, b.Delta
+		}
+		cfg, err := runConfig(cmd, defaults)
+		if err != nil {
+			return err
+		}
+		scenarios, boinc, cfgs = append(scenarios, path), append(boinc, b), append(cfgs, cfg)
+	}
+	if len(scenarios) == 0 {
+		return cliutil.Usagef("no scenario left to compare")
 	}
 	limit, err := cliutil.MaxInput(cmd)
 	if err != nil {
 		return err
 	}
-	rows, err := Compare(scenarios, policies, cfgs, limit, runtime.GOMAXPROCS(0))
+	rows, err := CompareSeeds(scenarios, policies, cfgs, seeds, limit, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return err
 	}
@@ -138,8 +210,9 @@ func runCompare(_ context.Context, cmd *cli.Command) error {
 			out = append(out, r)
 		}
 		if b := boinc[i]; b != nil {
-			out = append(out, CompareRow{Scenario: path, Policy: "BOINC", WastedFraction: b.WastedFraction, IdleFraction: b.IdleFraction,
-				ShareViolation: b.ShareViolation, Monotony: b.Monotony, RPCsPerJob: b.RPCsPerJob, WastedWall: b.WastedFraction, IdleWall: b.IdleFraction})
+			f := b.Figures
+			out = append(out, CompareRow{Scenario: path, Policy: "BOINC", Duration: b.Duration, Delta: b.Delta, Conventions: "boinc",
+				WastedFraction: f.WastedFraction, IdleFraction: f.IdleFraction, ShareViolation: f.ShareViolation, Monotony: f.Monotony, RPCsPerJob: f.RPCsPerJob})
 		}
 	}
 	w := cmd.Root().Writer
@@ -158,7 +231,12 @@ func runCompare(_ context.Context, cmd *cli.Command) error {
 			return err
 		}
 	default:
-		if err := compareTable(w, cfgs[0], out); err != nil {
+		if !cmd.Bool(flagSummary) {
+			if err := compareTable(w, seeds, out); err != nil {
+				return err
+			}
+		}
+		if err := compareSummary(w, policies, out, cfgs[0].EmulateBOINC); err != nil {
 			return err
 		}
 	}
@@ -167,7 +245,15 @@ func runCompare(_ context.Context, cmd *cli.Command) error {
 		if err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
-		if err := plotcmd.Draw(prog, &plotcmd.Request{Dir: dir, Comparison: comparison(scenarios, policies, out, boinc)}, cmd.Root().ErrWriter); err != nil {
+		var figs []*sim.Result
+		for _, b := range boinc {
+			if b != nil {
+				figs = append(figs, b.Figures)
+			} else {
+				figs = append(figs, nil)
+			}
+		}
+		if err := plotcmd.Draw(prog, &plotcmd.Request{Dir: dir, Comparison: comparison(scenarios, policies, out, figs)}, cmd.Root().ErrWriter); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(cmd.Root().ErrWriter, "bsim: pictures of the comparison in %s\n", filepath.Join(dir, "index.html"))
@@ -176,13 +262,54 @@ func runCompare(_ context.Context, cmd *cli.Command) error {
 	return nil
 }
 
+// ParseSeeds reads a list of seeds: A-B (A to B), or A,B,C, or a mix (1-5,9).
+func ParseSeeds(s string) ([]uint64, error) {
+	var seeds []uint64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("want seeds as A-B or A,B,C, got %q", s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("want a range A-B with A <= B, got %q", part)
+			}
+		}
+		if b-a >= 10000 || len(seeds)+int(b-a) >= 10000 {
+			return nil, fmt.Errorf("at most 10000 seeds, got %q", s)
+		}
+		for x := a; ; x++ {
+			seeds = append(seeds, x)
+			if x == b {
+				break
+			}
+		}
+	}
+	return seeds, nil
+}
+
 // Compare runs every policy on every scenario (scenario i with cfgs[i]), workers at a
 // time, and returns the rows in scenario-major order. Each run loads its scenario
 // afresh (a run takes its document over), so runs share nothing and the rows do not
 // depend on the order they finish in.
 func Compare(scenarios, policies []string, cfgs []sim.Config, limit int64, workers int) ([]CompareRow, error) {
-	n := len(scenarios) * len(policies)
-	rows := make([]CompareRow, n)
+	seeds := make([]uint64, 0, 1)
+	if len(cfgs) > 0 {
+		seeds = append(seeds, cfgs[0].Seed)
+	}
+	return CompareSeeds(scenarios, policies, cfgs, seeds, limit, workers)
+}
+
+// CompareSeeds is Compare over several seeds (each cfgs[i].Seed is replaced): a row's
+// figures are the means over the seeds, with 95 % confidence intervals when there are
+// more than one.
+func CompareSeeds(scenarios, policies []string, cfgs []sim.Config, seeds []uint64, limit int64, workers int) ([]CompareRow, error) {
+	per := len(policies) * len(seeds)
+	n := len(scenarios) * per
+	runs := make([]*sim.Result, n)
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -191,8 +318,10 @@ func Compare(scenarios, policies []string, cfgs []sim.Config, limit int64, worke
 		go func() {
 			defer wg.Done()
 			for j := range next {
-				i, k := j/len(policies), j%len(policies)
-				rows[j], errs[j] = compareOne(scenarios[i], policies[k], cfgs[i], limit)
+				i, k, s := j/per, j%per/len(seeds), j%len(seeds)
+				cfg := cfgs[i]
+				cfg.Seed = seeds[s]
+				runs[j], errs[j] = compareOne(scenarios[i], policies[k], cfg, limit)
 			}
 		}()
 	}
@@ -206,41 +335,131 @@ func Compare(scenarios, policies []string, cfgs []sim.Config, limit int64, worke
 			return nil, err
 		}
 	}
+	rows := make([]CompareRow, 0, len(scenarios)*len(policies))
+	for i, path := range scenarios {
+		for k, pol := range policies {
+			cfg := cfgs[i]
+			r := CompareRow{Scenario: path, Policy: pol, Duration: cfg.Duration, Delta: cfg.Delta, Conventions: conventions(cfg), Seeds: len(seeds)}
+			res := runs[(i*len(policies)+k)*len(seeds) : (i*len(policies)+k+1)*len(seeds)]
+			var ci FiguresCI
+			r.WastedFraction, ci.WastedFraction = meanCI(res, func(x *sim.Result) float64 { return x.WastedFraction })
+			r.IdleFraction, ci.IdleFraction = meanCI(res, func(x *sim.Result) float64 { return x.IdleFraction })
+			r.ShareViolation, ci.ShareViolation = meanCI(res, func(x *sim.Result) float64 { return x.ShareViolation })
+			r.Monotony, ci.Monotony = meanCI(res, func(x *sim.Result) float64 { return x.Monotony })
+			r.RPCsPerJob, ci.RPCsPerJob = meanCI(res, func(x *sim.Result) float64 { return x.RPCsPerJob })
+			if len(seeds) > 1 {
+				r.CI = &ci
+			}
+			rows = append(rows, r)
+		}
+	}
 	return rows, nil
 }
 
-func compareOne(path, policy string, cfg sim.Config, limit int64) (CompareRow, error) {
+func conventions(cfg sim.Config) string {
+	if cfg.EmulateBOINC {
+		return "boinc"
+	}
+	return "bsim"
+}
+
+// meanCI is the mean of f over runs and the half-width of its 95 % confidence interval
+// (Student's t with n−1 degrees of freedom; 0 for one run).
+func meanCI(runs []*sim.Result, f func(*sim.Result) float64) (mean, half float64) {
+	n := float64(len(runs))
+	for _, r := range runs {
+		mean += f(r)
+	}
+	mean /= n
+	if len(runs) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, r := range runs {
+		d := f(r) - mean
+		ss += d * d
+	}
+	sd := math.Sqrt(ss / (n - 1))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
+	return mean, t * sd / math.Sqrt(n)
+}
+
+func compareOne(path, policy string, cfg sim.Config, limit int64) (*sim.Result, error) {
 	sc, err := readScenario(path, limit)
 	if err != nil {
-		return CompareRow{}, err
+		return nil, err
 	}
 	cfg.Policy = policy
 	res, err := sim.Run(sc, cfg)
 	if err != nil {
-		return CompareRow{}, cliutil.BadInput(fmt.Errorf("%s: %w", path, err))
+		return nil, cliutil.BadInput(fmt.Errorf("%s: %w", path, err))
 	}
-	ww, iw := res.OnWallTime()
-	return CompareRow{Scenario: path, Policy: policy, WastedFraction: res.WastedFraction, IdleFraction: res.IdleFraction,
-		ShareViolation: res.ShareViolation, Monotony: res.Monotony, RPCsPerJob: res.RPCsPerJob, WastedWall: ww, IdleWall: iw}, nil
+	return res, nil
 }
 
-// versus is "ok" when r's wf, if and sv are each within +0.01 of BOINC's figures b, else
-// the figures that are not.
-func versus(r CompareRow, b *sim.Result) string {
-	var worse []string
-	if r.WastedFraction > b.WastedFraction+0.01 {
-		worse = append(worse, "wf")
+// margin is how much worse than BOINC's a figure may be and still count as "at least as
+// good" (issue 29's measure).
+const margin = 0.01
+
+// versus is the verdict of row r against BOINC's figures b: "ok" when r's wf, if and sv
+// are each within +margin of BOINC's (with several seeds: the top of each confidence
+// interval), "worse: ..." the figures that are not (the bottom of the interval above),
+// "unsure: ..." those whose interval straddles the line; or, when the two cannot be
+// compared, why not.
+func versus(r CompareRow, b *BOINCRun) string {
+	switch {
+	case r.Conventions != "boinc":
+		return "not compared: bsim's conventions (use --emulate boinc)"
+	case b.Duration == 0:
+		return "not compared: BOINC's figures do not say their simulated time"
+	case b.Duration != r.Duration || (b.Delta != 0 && b.Delta != r.Delta):
+		return fmt.Sprintf("not compared: BOINC's figures are for %s, delta %s s; this run %s, delta %s s",
+			span(b.Duration), cliutil.Num(b.Delta), span(r.Duration), cliutil.Num(r.Delta))
 	}
-	if r.IdleFraction > b.IdleFraction+0.01 {
-		worse = append(worse, "if")
+	var worse, unsure []string
+	for _, f := range verdictFigures {
+		mean, half := f.get(&r)
+		line := f.boinc(b.Figures) + margin
+		switch {
+		case mean-half > line:
+			worse = append(worse, f.name)
+		case mean+half > line:
+			unsure = append(unsure, f.name)
+		}
 	}
-	if r.ShareViolation > b.ShareViolation+0.01 {
-		worse = append(worse, "sv")
+	var parts []string
+	if len(worse) > 0 {
+		parts = append(parts, "worse: "+strings.Join(worse, ","))
 	}
-	if len(worse) == 0 {
+	if len(unsure) > 0 {
+		parts = append(parts, "unsure: "+strings.Join(unsure, ","))
+	}
+	if len(parts) == 0 {
 		return "ok"
 	}
-	return "worse: " + strings.Join(worse, ",")
+	return strings.Join(parts, "; ")
+}
+
+// verdictFigures are the figures a verdict weighs: a row's mean and CI half-width, and
+// BOINC's figure.
+var verdictFigures = []struct {
+	name  string
+	get   func(r *CompareRow) (mean, half float64)
+	boinc func(b *sim.Result) float64
+}{
+	{"wf", func(r *CompareRow) (float64, float64) { return r.WastedFraction, r.ci().WastedFraction },
+		func(b *sim.Result) float64 { return b.WastedFraction }},
+	{"if", func(r *CompareRow) (float64, float64) { return r.IdleFraction, r.ci().IdleFraction },
+		func(b *sim.Result) float64 { return b.IdleFraction }},
+	{"sv", func(r *CompareRow) (float64, float64) { return r.ShareViolation, r.ci().ShareViolation },
+		func(b *sim.Result) float64 { return b.ShareViolation }},
+}
+
+func (r *CompareRow) ci() FiguresCI {
+	if r.CI == nil {
+		return FiguresCI{}
+	}
+	return *r.CI
 }
 
 // boincFiguresPath is where scenario path keeps BOINC's figures.
@@ -252,21 +471,41 @@ func boincFiguresPath(path string) string {
 }
 
 // readBOINCFigures reads the scenario's BOINC figures, or nil when it has none.
-func readBOINCFigures(path string) (*sim.Result, error) {
+func readBOINCFigures(path string) (*BOINCRun, error) {
 	file := boincFiguresPath(path)
-	f, err := os.Open(file)
+	data, err := os.ReadFile(file)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	res, err := ParseOneLine(f)
+	res, err := ParseOneLine(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	return res, nil
+	b := &BOINCRun{Figures: res}
+	b.Duration, b.Delta = figuresRun(string(data))
+	return b, nil
+}
+
+var (
+	runDays  = regexp.MustCompile(`(?m)^#.*?\b([0-9]+(?:\.[0-9]+)?) simulated days?\b`)
+	runDelta = regexp.MustCompile(`(?m)^#.*?\bdelta ([0-9]+(?:\.[0-9]+)?)\b`)
+)
+
+// figuresRun is the simulated time and step a figures file's comments say its figures
+// are for ('# BOINC's client emulator ..., 10 simulated days, delta 60'), seconds; 0
+// where they do not say.
+func figuresRun(text string) (duration, delta float64) {
+	if m := runDays.FindStringSubmatch(text); m != nil {
+		d, _ := strconv.ParseFloat(m[1], 64)
+		duration = d * 86400
+	}
+	if m := runDelta.FindStringSubmatch(text); m != nil {
+		delta, _ = strconv.ParseFloat(m[1], 64)
+	}
+	return duration, delta
 }
 
 // ParseOneLine reads BOINC's emulator's one-line figures 'wf W if I sv S m M r R' (the
@@ -311,13 +550,124 @@ func ParseOneLine(r io.Reader) (*sim.Result, error) {
 
 func f6(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
 
-func compareTable(w io.Writer, cfg sim.Config, rows []CompareRow) error {
-	fmt.Fprintf(w, "Seed %d, %s simulated in steps of %s s (a scenario's own defaults where it has them and no flag is given)\n\n",
-		cfg.Seed, days(cfg.Duration), cliutil.Num(cfg.Delta))
-	t := cliutil.NewTable(w, "scenario", "policy", "wf", "if", "sv", "m", "r", "wf wall", "if wall", "vs BOINC")
+// fig is a row's figure: the mean, ± the confidence interval's half-width over several
+// seeds.
+func fig(mean float64, ci *FiguresCI, half func(FiguresCI) float64) string {
+	if ci == nil {
+		return f6(mean)
+	}
+	return f6(mean) + " ± " + strconv.FormatFloat(half(*ci), 'f', 6, 64)
+}
+
+func runLength(duration, delta float64) string {
+	if duration == 0 {
+		return "?"
+	}
+	return span(duration) + " / " + cliutil.Num(delta) + " s"
+}
+
+// span is a simulated time as people say it: days, else hours, else seconds.
+func span(s float64) string {
+	if s < 86400 && s >= 3600 {
+		return cliutil.Num(s/3600) + " h"
+	}
+	return days(s)
+}
+
+func compareTable(w io.Writer, seeds []uint64, rows []CompareRow) error {
+	if len(seeds) == 1 {
+		fmt.Fprintf(w, "Seed %d", seeds[0])
+	} else {
+		fmt.Fprintf(w, "Seeds %d to %d (%d runs a row): means ± the half-widths of their 95 %% confidence intervals", seeds[0], seeds[len(seeds)-1], len(seeds))
+	}
+	fmt.Fprintf(w, "; 'run' is each row's simulated time / step; 'conventions' those it ran under (bsim's, or BOINC's emulator's: --emulate boinc)\n\n")
+	t := cliutil.NewTable(w, "scenario", "policy", "run", "conventions", "wf", "if", "sv", "m", "r", "vs BOINC")
 	for _, r := range rows {
-		if err := t.Append([]string{r.Scenario, r.Policy, f6(r.WastedFraction), f6(r.IdleFraction), f6(r.ShareViolation),
-			f6(r.Monotony), f6(r.RPCsPerJob), f6(r.WastedWall), f6(r.IdleWall), r.VsBOINC}); err != nil {
+		if err := t.Append([]string{r.Scenario, r.Policy, runLength(r.Duration, r.Delta), r.Conventions,
+			fig(r.WastedFraction, r.CI, func(c FiguresCI) float64 { return c.WastedFraction }),
+			fig(r.IdleFraction, r.CI, func(c FiguresCI) float64 { return c.IdleFraction }),
+			fig(r.ShareViolation, r.CI, func(c FiguresCI) float64 { return c.ShareViolation }),
+			fig(r.Monotony, r.CI, func(c FiguresCI) float64 { return c.Monotony }),
+			fig(r.RPCsPerJob, r.CI, func(c FiguresCI) float64 { return c.RPCsPerJob }), r.VsBOINC}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// compareSummary prints, per policy, on how many of the scenarios with a verdict it is
+// at least as good as BOINC on each of wf, if and sv (its mean within +margin) and on
+// all three, and its worst cases. Without a verdict anywhere it says why.
+func compareSummary(w io.Writer, policies []string, rows []CompareRow, emulate bool) error {
+	boinc := map[string]*CompareRow{}
+	withFigures := 0
+	for i := range rows {
+		if rows[i].Policy == "BOINC" {
+			boinc[rows[i].Scenario] = &rows[i]
+			withFigures++
+		}
+	}
+	if withFigures == 0 {
+		return nil
+	}
+	type worst struct {
+		scenario, figure string
+		by               float64
+	}
+	compared := 0
+	for i := range rows {
+		if rows[i].Policy != "BOINC" && rows[i].VsBOINC != "" && !strings.HasPrefix(rows[i].VsBOINC, "not compared") {
+			compared++
+		}
+	}
+	if compared == 0 {
+		why := "they ran under bsim's conventions: add --emulate boinc"
+		if emulate {
+			why = "their simulated time or step is not that of BOINC's figures (see 'vs BOINC')"
+		}
+		_, err := fmt.Fprintf(w, "No summary against BOINC's figures (%d scenarios carry them): %s.\n", withFigures, why)
+		return err
+	}
+	fmt.Fprintf(w, "Against BOINC's emulator: on how many scenarios each policy is at least as good as BOINC (its mean within +%g of BOINC's figure); worst cases: scenario, figure, policy's minus BOINC's\n\n", margin)
+	t := cliutil.NewTable(w, "policy", "scenarios", "wf", "if", "sv", "all three", "worst cases")
+	for _, pol := range policies {
+		var n, all int
+		good := make([]int, len(verdictFigures))
+		var worsts []worst
+		for i := range rows {
+			r := &rows[i]
+			b := boinc[r.Scenario]
+			if r.Policy != pol || b == nil || r.VsBOINC == "" || strings.HasPrefix(r.VsBOINC, "not compared") {
+				continue
+			}
+			n++
+			ok := true
+			bf := &sim.Result{WastedFraction: b.WastedFraction, IdleFraction: b.IdleFraction, ShareViolation: b.ShareViolation}
+			for k, f := range verdictFigures {
+				mean, _ := f.get(r)
+				d := mean - f.boinc(bf)
+				if d <= margin {
+					good[k]++
+				} else {
+					ok = false
+					worsts = append(worsts, worst{r.Scenario, f.name, d})
+				}
+			}
+			if ok {
+				all++
+			}
+		}
+		sort.SliceStable(worsts, func(i, j int) bool { return worsts[i].by > worsts[j].by })
+		var ws []string
+		for _, x := range worsts[:min(3, len(worsts))] {
+			ws = append(ws, fmt.Sprintf("%s %s +%.3f", filepath.Base(filepath.Clean(x.scenario)), x.figure, x.by))
+		}
+		cell := func(k int) string { return fmt.Sprintf("%d (%.0f%%)", k, 100*float64(k)/float64(max(n, 1))) }
+		if err := t.Append([]string{pol, fmt.Sprint(n), cell(good[0]), cell(good[1]), cell(good[2]), cell(all), strings.Join(ws, ", ")}); err != nil {
 			return err
 		}
 	}
@@ -330,13 +680,15 @@ func compareTable(w io.Writer, cfg sim.Config, rows []CompareRow) error {
 
 func compareCSV(w io.Writer, rows []CompareRow) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"scenario", "policy", "wasted_fraction", "idle_fraction", "share_violation", "monotony", "rpcs_per_job",
-		"wasted_fraction_wall", "idle_fraction_wall", "vs_boinc"}); err != nil {
+	if err := cw.Write([]string{"scenario", "policy", "duration", "delta", "conventions", "seeds", "wasted_fraction", "idle_fraction", "share_violation", "monotony", "rpcs_per_job",
+		"ci95_wasted_fraction", "ci95_idle_fraction", "ci95_share_violation", "ci95_monotony", "ci95_rpcs_per_job", "vs_boinc"}); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if err := cw.Write([]string{r.Scenario, r.Policy, f6(r.WastedFraction), f6(r.IdleFraction), f6(r.ShareViolation),
-			f6(r.Monotony), f6(r.RPCsPerJob), f6(r.WastedWall), f6(r.IdleWall), r.VsBOINC}); err != nil {
+		ci := r.ci()
+		if err := cw.Write([]string{r.Scenario, r.Policy, cliutil.Num(r.Duration), cliutil.Num(r.Delta), r.Conventions, fmt.Sprint(r.Seeds),
+			f6(r.WastedFraction), f6(r.IdleFraction), f6(r.ShareViolation), f6(r.Monotony), f6(r.RPCsPerJob),
+			f6(ci.WastedFraction), f6(ci.IdleFraction), f6(ci.ShareViolation), f6(ci.Monotony), f6(ci.RPCsPerJob), r.VsBOINC}); err != nil {
 			return err
 		}
 	}

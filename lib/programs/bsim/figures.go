@@ -39,6 +39,6 @@ func runFigures(_ context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return cliutil.BadInput(fmt.Errorf("%s and %s: %w", cmd.String(flagWorld), in.File, err))
 	}
-	cfg := sim.Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed, ThreeState: w.ThreeState}
+	cfg := sim.Config{Duration: w.Duration, Delta: w.Delta, Policy: w.Policy, Seed: w.Seed, ThreeState: w.ThreeState, EmulateBOINC: w.EmulateBOINC}
 	return printResult(cmd, w.Scenario, cfg, s.Result())
 }

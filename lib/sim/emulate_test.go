@@ -1,0 +1,82 @@
+package sim
+
+import "testing"
+
+// TestEmulateBOINC: under BOINC's emulator's conventions a part-time host's running
+// tasks go on computing while it is off, so it uses more than bsim's total (the most
+// the host can give while on and active); the total is the CPUs' peak over the whole
+// simulated time; and monotony's mean is over that time too. bsim's own conventions
+// stay the default.
+func TestEmulateBOINC(t *testing.T) {
+	t.Parallel()
+	const days = 2
+	cfg := Config{Duration: days * 86400, Delta: 60, Policy: "goals", Seed: 1}
+	own, err := Run(load(t, "../../scenarios/part-time-4cpu"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EmulateBOINC = true
+	boinc, err := Run(load(t, "../../scenarios/part-time-4cpu"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall := 4 * 1e9 * days * 86400.0
+	if boinc.TotalFlops != wall {
+		t.Errorf("total under BOINC's conventions %g, want the CPUs' peak over the whole time %g", boinc.TotalFlops, wall)
+	}
+	if !(own.TotalFlops < 0.7*wall) {
+		t.Errorf("bsim's total %g: want only the time the host was on and active (well below %g)", own.TotalFlops, wall)
+	}
+	if !(boinc.UsedFlops > own.TotalFlops) {
+		t.Errorf("used %g under BOINC's conventions: want more than the %g the host can give while on (tasks compute while it is off)", boinc.UsedFlops, own.TotalFlops)
+	}
+	if !(own.UsedFlops <= own.TotalFlops) {
+		t.Errorf("bsim's conventions: used %g > total %g", own.UsedFlops, own.TotalFlops)
+	}
+}
+
+// TestEmulateBOINCChargesWholeSteps: BOINC's emulator charges a task that finishes within
+// a step the whole step (sim.cpp's poll: diff × peak). With 90-second jobs and steps of
+// 60 s, bsim's CPU idles the rest of every step a job ends in (a quarter of the time);
+// under BOINC's conventions it is charged busy.
+func TestEmulateBOINCChargesWholeSteps(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Duration: 86400, Delta: 60, Policy: "rr", Seed: 1}
+	own, err := Run(load(t, "testdata/midstep"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EmulateBOINC = true
+	boinc, err := Run(load(t, "testdata/midstep"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.TotalFlops != boinc.TotalFlops {
+		t.Errorf("a host always on: totals %g and %g, want the same", own.TotalFlops, boinc.TotalFlops)
+	}
+	if !(own.IdleFraction > 0.2) || !(boinc.IdleFraction < 0.01) {
+		t.Errorf("idle %f under bsim's conventions, %f under BOINC's: want about 0.25 and 0", own.IdleFraction, boinc.IdleFraction)
+	}
+}
+
+// TestEmulateBOINCCarried: the World carries the switch, so a run carried from program to
+// program (scripts/client-loop.sh, bsim init --emulate boinc) keeps BOINC's conventions.
+func TestEmulateBOINCCarried(t *testing.T) {
+	t.Parallel()
+	s, err := New(load(t, "testdata/noisy"), Config{Duration: 86400, Delta: 180, Policy: "seed", Seed: 5, EmulateBOINC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Step()
+	w, err := s.World("noisy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Restore(s.Doc(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.EmulateBOINC || r.cfg != s.cfg {
+		t.Errorf("restored config %+v, want %+v (world emulate_boinc %v)", r.cfg, s.cfg, w.EmulateBOINC)
+	}
+}
