@@ -21,9 +21,10 @@ export BOINC_SIM days delta timeout commit flags
 one() {
   dir=${1%/}
   [[ -s "$dir/boinc_figures.txt" ]] && return 0
+  in=$(realpath "$dir") || return 1
   out=$(mktemp -d) || return 1
   start=$(date +%s)
-  if ! (cd "$out" && timeout "$timeout" "$BOINC_SIM" --infile_prefix "$(realpath "$dir")/" --outfile_prefix "$out/" \
+  if ! (cd "$out" && timeout "$timeout" "$BOINC_SIM" --infile_prefix "$in/" --outfile_prefix "$out/" \
         --duration $((days * 86400)) --delta "$delta" > /dev/null 2>&1) || [[ ! -s "$out/results.dat" ]]; then
     echo "$dir: BOINC's emulator failed or ran out of time (${timeout} s)" >&2
     rm -rf "$out"

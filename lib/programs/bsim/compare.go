@@ -498,12 +498,18 @@ var (
 // are for ('# BOINC's client emulator ..., 10 simulated days, delta 60'), seconds; 0
 // where they do not say.
 func figuresRun(text string) (duration, delta float64) {
+	num := func(s string) float64 {
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil || x > 1e12 {
+			return 0 // not a run anyone made: as if unsaid
+		}
+		return x
+	}
 	if m := runDays.FindStringSubmatch(text); m != nil {
-		d, _ := strconv.ParseFloat(m[1], 64)
-		duration = d * 86400
+		duration = num(m[1]) * 86400
 	}
 	if m := runDelta.FindStringSubmatch(text); m != nil {
-		delta, _ = strconv.ParseFloat(m[1], 64)
+		delta = num(m[1])
 	}
 	return duration, delta
 }
