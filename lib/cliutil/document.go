@@ -18,6 +18,9 @@ type Input struct {
 	Doc    *state.Document
 	Format state.Format
 	File   string // the name used in messages: the path, or "stdin"
+	// Source is the YAML read (nil for JSON): the document is written back with its
+	// comments (state.WriteLike).
+	Source []byte
 }
 
 // ReadState reads and validates the document named by --state, or standard input.
@@ -45,11 +48,15 @@ func ReadState(cmd *cli.Command) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, format, err := state.Read(lr, file)
+	doc, format, source, err := state.ReadSource(lr, file)
 	if err != nil {
 		return nil, BadInput(err)
 	}
-	return &Input{Doc: doc, Format: format, File: file}, nil
+	in := &Input{Doc: doc, Format: format, File: file}
+	if format == state.YAML {
+		in.Source = source
+	}
+	return in, nil
 }
 
 // WriteState writes the decided document as -o and --in-place say. With -o table, table
@@ -67,7 +74,7 @@ func WriteState(cmd *cli.Command, in *Input, table func(io.Writer) error) error 
 			format = state.Format(out)
 		}
 		if err := WriteFileAtomicFunc(cmd.String(FlagState), func(w io.Writer) error {
-			return state.Write(w, in.Doc, format)
+			return in.write(w, format)
 		}); err != nil {
 			return err
 		}
@@ -84,10 +91,18 @@ func WriteState(cmd *cli.Command, in *Input, table func(io.Writer) error) error 
 		format = state.Format(out)
 	}
 	bw := bufio.NewWriterSize(stdout, 64<<10)
-	if err := state.Write(bw, in.Doc, format); err != nil {
+	if err := in.write(bw, format); err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+// write writes the document in format, YAML with the comments of the YAML read.
+func (in *Input) write(w io.Writer, format state.Format) error {
+	if format == state.YAML && in.Source != nil {
+		return state.WriteLike(w, in.Doc, in.Source)
+	}
+	return state.Write(w, in.Doc, format)
 }
 
 // DocumentFlags are the flags of a program that reads a state document and writes it

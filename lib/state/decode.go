@@ -78,14 +78,21 @@ func Decode(data []byte, file string) (*Document, Format, error) {
 // Read is Decode of everything r holds, at most limits.DocumentBytes (or r's own limit
 // when r is a *limits.Reader): a larger input is a *limits.TooLargeError.
 func Read(r io.Reader, file string) (*Document, Format, error) {
+	doc, format, _, err := ReadSource(r, file)
+	return doc, format, err
+}
+
+// ReadSource is Read that also returns the bytes read, for WriteLike.
+func ReadSource(r io.Reader, file string) (*Document, Format, []byte, error) {
 	data, err := limits.ReadAll(r, file, limits.DocumentBytes)
 	if limits.IsTooLarge(err) {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", file, err)
+		return nil, "", nil, fmt.Errorf("%s: %w", file, err)
 	}
-	return Decode(data, file)
+	doc, format, err := Decode(data, file)
+	return doc, format, data, err
 }
 
 // NewDocument returns the document every decode starts from: the fields an input leaves

@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -173,7 +175,7 @@ func Open(dsn string) (*Store, error) {
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("%s: %w", redact(dsn), explainOpen(engine, dsn, err))
 	}
 	return s, nil
 }
@@ -218,6 +220,24 @@ func (s *Store) Close() error {
 }
 
 // redact hides a password in a DSN for messages.
+// explainOpen adds what to do to the errors a new project meets first.
+func explainOpen(engine, dsn string, err error) error {
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me) && me.Number == 1049:
+		// Error 1049 (42000): Unknown database.
+		u, _ := url.Parse(dsn)
+		name := strings.TrimPrefix(u.Path, "/")
+		return fmt.Errorf("database %q does not exist on %s: create it first (mariadb -e 'CREATE DATABASE %s'); bserver init makes its tables: %w", name, u.Host, name, err)
+	case engine == SQLite && strings.Contains(err.Error(), "unable to open database file"):
+		path, _, _ := sqliteOptions(dsn)
+		if _, serr := os.Stat(filepath.Dir(path)); serr != nil {
+			return fmt.Errorf("cannot create the database file: its directory %s does not exist (bserver init makes it): %w", filepath.Dir(path), err)
+		}
+	}
+	return err
+}
+
 func redact(dsn string) string {
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
 		if _, ok := u.User.Password(); ok {

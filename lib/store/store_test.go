@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -459,4 +462,28 @@ func TestCreateAccount(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOpenMissing: a database that is not there says what to do (issue 32: MySQL's
+// "Unknown database" came raw).
+func TestOpenMissing(t *testing.T) {
+	dir := t.TempDir()
+	_, err := store.Open("sqlite:" + filepath.Join(dir, "no", "such", "dir", "p.db"))
+	if err == nil || !strings.Contains(err.Error(), "its directory "+filepath.Join(dir, "no", "such", "dir")+" does not exist (bserver init makes it)") {
+		t.Errorf("SQLite file in a missing directory: %v", err)
+	}
+	base := os.Getenv(storetest.EnvMySQL)
+	if base == "" {
+		t.Logf("%s is not set: MySQL's missing database not tried", storetest.EnvMySQL)
+		return
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/bkit_no_such_database"
+	_, err = store.Open(u.String())
+	if err == nil || !strings.Contains(err.Error(), `database "bkit_no_such_database" does not exist on `+u.Host+": create it first (mariadb -e 'CREATE DATABASE bkit_no_such_database')") {
+		t.Errorf("missing MySQL database: %v", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,7 +25,11 @@ type client struct {
 	offFrom, offUntil float64
 	lost              []state.Task // the results it lost
 	wiped             bool
-	seen              map[string]bool
+	// resent are the lost results the server sent the client again after it came
+	// back (BOINC's resend of lost results; docs/bserver.md): they may end reported.
+	resent map[string]bool
+	seen   map[string]bool
+	on     bool // this step: the host computes
 }
 
 // makeClients writes each client's scenario (a state document attached to project A,
@@ -32,7 +37,7 @@ type client struct {
 func (l *loop) makeClients(ctx context.Context) error {
 	for i := range l.cfg.Clients {
 		k := kinds[i%len(kinds)]
-		c := &client{name: fmt.Sprintf("c%02d-%s", i+1, k.name), kind: k, seed: l.cfg.Seed*1000 + uint64(i) + 1, seen: map[string]bool{}}
+		c := &client{name: fmt.Sprintf("c%02d-%s", i+1, k.name), kind: k, seed: l.cfg.Seed*1000 + uint64(i) + 1, seen: map[string]bool{}, resent: map[string]bool{}}
 		dir := filepath.Join(l.dir, c.name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -113,34 +118,42 @@ func (l *loop) scenario(c *client, i int) string {
 	return b.String()
 }
 
-// step is one client step, the chain of client-loop.sh against live servers:
+// A client's step is the chain of client-loop.sh against live servers, in three
+// parts so that the clients' sessions reach the servers one at a time, in the
+// clients' order, whatever the processors do (the same seed then gives the same run:
+// which client gets which job does not depend on which process the machine runs
+// first):
 //
-//	bsim clock                   the step's time and the host's availability
-//	if on and connected:
-//	  bfetch, bdevices request   seed 001's and seed 002's work-fetch decisions
-//	  brpc poll -o project       seed 000: whom to contact, if anyone
-//	  brpc session               the RPCs over HTTP: reports, jobs, backoff
-//	if on:
-//	  bsched --if-due, bsim settle, bsched --if-due (if tasks finished)
-//	bsim advance                 the tasks compute; the clock moves on
+//	prepare (clients at once):   bsim clock (the step's time and the host's
+//	                             availability); if on and connected: bfetch,
+//	                             bdevices request (seeds 001 and 002), brpc poll
+//	                             -o project (seed 000: whom to contact, if anyone)
+//	session (one at a time):     brpc session, the RPCs over HTTP: reports, jobs,
+//	                             backoff
+//	compute (clients at once):   if on: bsched --if-due, bsim settle, bsched --if-due
+//	                             (if tasks finished); bsim advance (the tasks
+//	                             compute; the clock moves on)
 //
 // The offline client, while off, only lets its clock move on (bsim advance): it runs
 // nothing and contacts no one, and it lost its work when it went off.
-func (c *client) step(ctx context.Context, l *loop) error {
+
+// prepare is the first part of the step; it reports whether the client has a
+// session to run.
+func (c *client) prepare(ctx context.Context, l *loop) (bool, error) {
+	c.on = false
 	out, err := l.exec(ctx, "bsim", "clock", "--world", c.world)
 	if err != nil {
-		return err
+		return false, err
 	}
 	f := strings.Fields(out)
 	if len(f) != 5 {
-		return fmt.Errorf("%s: bsim clock printed %q", c.name, out)
+		return false, fmt.Errorf("%s: bsim clock printed %q", c.name, out)
 	}
 	now, err := strconv.ParseFloat(f[0], 64)
 	if err != nil || now != l.now {
-		return fmt.Errorf("%s: bsim clock says %q, the loop's clock is %s", c.name, f[0], exactTime(l.now))
+		return false, fmt.Errorf("%s: bsim clock says %q, the loop's clock is %s", c.name, f[0], exactTime(l.now))
 	}
-	T := exactTime(now)
-	st := []string{"--now", T, "--state", c.doc, "--in-place"}
+	st := c.stateArgs(now)
 	on, connected := f[1] == "1", f[4] == "1"
 	if c.offUntil > 0 && now >= c.offFrom && now < c.offUntil {
 		if !c.wiped {
@@ -148,39 +161,47 @@ func (c *client) step(ctx context.Context, l *loop) error {
 			// lose), an hour after offFrom at the latest.
 			held, err := c.held(l)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if held > 0 || now >= c.offFrom+3600 {
 				c.offUntil += now - c.offFrom
 				if err := c.wipe(l); err != nil {
-					return err
+					return false, err
 				}
 			}
 		}
 		on = on && !c.wiped
 	}
-	if on && connected {
-		if _, err := l.exec(ctx, "bfetch", st...); err != nil {
-			return err
-		}
-		if _, err := l.exec(ctx, "bdevices", append([]string{"request"}, st...)...); err != nil {
-			return err
-		}
-		p, err := l.exec(ctx, "brpc", append([]string{"poll", "-o", "project"}, st...)...)
-		if err != nil {
-			return err
-		}
-		if strings.TrimSpace(p) != "" {
-			seed := strconv.FormatUint(c.seed*1_000_003+uint64((now-start)/l.cfg.Delta), 10)
-			if _, err := l.exec(ctx, "brpc", append([]string{"session", "--seed", seed, "--connect-timeout", "5s", "--timeout", "30s"}, st...)...); err != nil {
-				return err
-			}
-			if err := c.observe(l); err != nil {
-				return err
-			}
-		}
+	c.on = on
+	if !on || !connected {
+		return false, nil
 	}
-	if on {
+	if _, err := l.exec(ctx, "bfetch", st...); err != nil {
+		return false, err
+	}
+	if _, err := l.exec(ctx, "bdevices", append([]string{"request"}, st...)...); err != nil {
+		return false, err
+	}
+	p, err := l.exec(ctx, "brpc", append([]string{"poll", "-o", "project"}, st...)...)
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(p) != "", nil
+}
+
+// session is the second part: the session brpc poll planned, and what it did.
+func (c *client) session(ctx context.Context, l *loop) error {
+	seed := strconv.FormatUint(c.seed*1_000_003+uint64((l.now-start)/l.cfg.Delta), 10)
+	if _, err := l.exec(ctx, "brpc", append([]string{"session", "--seed", seed, "--connect-timeout", "5s", "--timeout", "30s"}, c.stateArgs(l.now)...)...); err != nil {
+		return err
+	}
+	return c.observe(l)
+}
+
+// compute is the third part: the client's processors over the step.
+func (c *client) compute(ctx context.Context, l *loop) error {
+	st := c.stateArgs(l.now)
+	if c.on {
 		if _, err := l.exec(ctx, "bsched", append([]string{"--if-due"}, st...)...); err != nil {
 			return err
 		}
@@ -197,8 +218,12 @@ func (c *client) step(ctx context.Context, l *loop) error {
 	if _, err := l.exec(ctx, "bsim", append([]string{"advance", "--world", c.world}, st...)...); err != nil {
 		return err
 	}
-	_, err = c.read(l)
+	_, err := c.read(l)
 	return err
+}
+
+func (c *client) stateArgs(now float64) []string {
+	return []string{"--now", exactTime(now), "--state", c.doc, "--in-place"}
 }
 
 // read decodes the client's document strictly (and so validates it): every document
@@ -227,6 +252,9 @@ func (c *client) observe(l *loop) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, t := range doc.Tasks {
+		if c.wiped && slices.ContainsFunc(c.lost, func(lt state.Task) bool { return lt.Name == t.Name }) {
+			c.resent[t.Name] = true
+		}
 		if !c.seen[t.Name] {
 			c.seen[t.Name] = true
 			if who, ok := l.received[t.Name]; ok && len(l.broken) < 100 {

@@ -100,10 +100,10 @@ func parse(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.Clients, "clients", 6, "number of emulated clients (kinds in turn: quad, gpu, offline, two-projects, small, big)")
 	fs.StringVar(&duration, "duration", "6h", "simulated time (seconds or with a unit: 6h, 1d)")
 	fs.StringVar(&delta, "delta", "15m", "a client step, simulated")
-	fs.StringVar(&c.DB, "db", "", "project A's database DSN (default: SQLite in the work directory)")
-	fs.StringVar(&c.DB2, "db2", "", "project B's database DSN (default: SQLite in the work directory)")
+	fs.StringVar(&c.DB, "db", "", "project A's database `DSN`: empty, or made by an earlier run of the loop (emptied first); default SQLite in the work directory")
+	fs.StringVar(&c.DB2, "db2", "", "project B's database `DSN`, likewise")
 	fs.IntVar(&c.FrontEnds, "front-ends", 1, "'bserver serve' processes on project A's database")
-	fs.StringVar(&killAt, "kill-at", "", "SIGKILL project A's first front end at this simulated time after the start, and restart it a step later")
+	fs.StringVar(&killAt, "kill-at", "", "SIGKILL project A's first front end this long (simulated) after the start, between two clients' sessions, and restart it a step later")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the clients' random streams")
 	fs.StringVar(&c.Plot, "plot", "", "draw the jobs in each state over time into `DIR` (SVG, PNG, index.html)")
 	fs.StringVar(&c.Keep, "keep", "", "work in `DIR` and leave it (databases, documents, worlds, logs); default a temporary directory, removed")
@@ -133,6 +133,8 @@ func parse(args []string, stderr io.Writer) (Config, error) {
 		return c, fmt.Errorf("--front-ends: want 1 to 16, got %d", c.FrontEnds)
 	case c.Output != "table" && c.Output != "json":
 		return c, fmt.Errorf("-o: want table or json, got %q", c.Output)
+	case c.DB != "" && c.DB == c.DB2:
+		return c, fmt.Errorf("--db and --db2 name one database: projects A and B need one each")
 	case c.Duration/c.Delta > 1e6:
 		return c, fmt.Errorf("--duration %s in steps of --delta %s: more than a million steps", duration, delta)
 	}

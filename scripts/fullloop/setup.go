@@ -31,8 +31,14 @@ func (l *loop) setup(ctx context.Context) error {
 		return err
 	}
 	retry := []string{"--dwu", exactTime(dwu), "--dresult", exactTime(dresult)}
+	for _, dsn := range []string{l.dsnA(), l.dsnB()} {
+		if err := reuse(ctx, dsn); err != nil {
+			return err
+		}
+	}
 	steps := [][]string{
 		{"bserver", "init"},
+		{"bserver", "user", "add", "--name", loopUser},
 		append([]string{"bserver", "app", "add", "cpu"}, retry...),
 		append([]string{"bserver", "app", "add", "gpu"}, retry...),
 		// Two results must agree; after four done without agreement, give up.
@@ -76,6 +82,7 @@ func (l *loop) setup(ctx context.Context) error {
 	}
 	stepsB := [][]string{
 		{"bserver", "init"},
+		{"bserver", "user", "add", "--name", loopUser},
 		append([]string{"bserver", "app", "add", "bcpu"}, retry...),
 		{"bserver", "app-version", "add", "--app", "bcpu", "--version", "1", "--avg-ncpus", "1"},
 	}
@@ -90,6 +97,37 @@ func (l *loop) setup(ctx context.Context) error {
 	}
 	l.dbB, err = store.OpenInitialised(ctx, l.dsnB())
 	return err
+}
+
+// loopUser is the account that marks a database as one the loop made: a later run
+// on the same --db (or --keep directory) empties it and starts again.
+const loopUser = "bkit-full-loop"
+
+// reuse readies the database dsn names for a run: nothing to do if it is new or
+// empty; emptied if an earlier run of the loop made it; refused otherwise (it may be
+// a project's: the loop never empties what it did not make).
+func reuse(ctx context.Context, dsn string) error {
+	if path, ok := store.SQLitePath(dsn); ok {
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return nil
+		}
+	}
+	db, err := store.Open(dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	v, err := db.Version(ctx)
+	if err != nil || v == 0 {
+		return err
+	}
+	if n, err := count(ctx, db, `SELECT COUNT(*) FROM user WHERE name = ?`, loopUser); err != nil || n == 0 {
+		if err == nil {
+			err = fmt.Errorf("%s holds a project the loop did not make (no account %s): give the loop an empty database, or one an earlier run of the loop made", dsn, loopUser)
+		}
+		return err
+	}
+	return db.DropTables(ctx)
 }
 
 // work is how many jobs of each app an hour of the run needs: the clients' processing

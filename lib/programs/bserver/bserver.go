@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/store"
@@ -114,7 +116,9 @@ func initCommand() *cli.Command {
 		UsageText: "bserver init --db DSN",
 		Description: cliutil.Help(`
 Applies the schema migrations the database lacks, each in its own transaction, and
-records them in the schema_version table. Running it again changes nothing. Every
+records them in the schema_version table. Running it again changes nothing. A SQLite
+file is created, with its directory; a MySQL/MariaDB database must exist (CREATE
+DATABASE): init makes its tables. Every
 other subcommand refuses a database whose schema is missing or older than this
 program's, and says to run init.`,
 			[]string{"bserver init --db sqlite:/var/lib/project/project.db", "bserver init --db mysql://boinc:secret@db.example:3306/project"}, ""),
@@ -125,6 +129,13 @@ program's, and says to run init.`,
 			now, err := cliutil.Now(cmd)
 			if err != nil {
 				return err
+			}
+			// A new project's first command: its SQLite file's directory (where
+			// download/, upload/ and keys/ go too) may not exist yet.
+			if path, ok := store.SQLitePath(cmd.String(flagDB)); ok {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					return err
+				}
 			}
 			s, err := openStore(ctx, cmd, false)
 			if err != nil {

@@ -20,6 +20,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -80,7 +81,14 @@ func mysqlEngine(t testing.TB) Engine {
 	name := "bkit_test_" + hex.EncodeToString(b[:])
 	if _, err := db.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
 		db.Close()
-		t.Fatalf("%s: create database: %v", EnvMySQL, err)
+		// The tests make their databases beside the one named, which must exist: say
+		// so rather than blame CREATE DATABASE (issue 32).
+		if strings.Contains(err.Error(), "Unknown database") {
+			u, _ := url.Parse(base) // ParseDSN read it
+			t.Fatalf("%s=%s: the database it names does not exist; the tests connect to it to make their own beside it: create it first (mariadb -e 'CREATE DATABASE %s'): %v",
+				EnvMySQL, base, strings.TrimPrefix(u.Path, "/"), err)
+		}
+		t.Fatalf("%s=%s: cannot make a test database (CREATE DATABASE %s): %v", EnvMySQL, base, name, err)
 	}
 	u, _ := url.Parse(base)
 	u.Path = "/" + name
