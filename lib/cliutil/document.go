@@ -18,8 +18,8 @@ type Input struct {
 	Doc    *state.Document
 	Format state.Format
 	File   string // the name used in messages: the path, or "stdin"
-	// Source is the YAML read (nil for JSON): the document is written back with its
-	// comments (state.WriteLike).
+	// Source is the YAML read (nil for JSON): with --in-place the file is written back
+	// with its comments (state.WriteLike).
 	Source []byte
 }
 
@@ -91,13 +91,15 @@ func WriteState(cmd *cli.Command, in *Input, table func(io.Writer) error) error 
 		format = state.Format(out)
 	}
 	bw := bufio.NewWriterSize(stdout, 64<<10)
-	if err := in.write(bw, format); err != nil {
+	if err := state.Write(bw, in.Doc, format); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
-// write writes the document in format, YAML with the comments of the YAML read.
+// write writes the document in format to the --in-place file: YAML with the comments
+// of the YAML read (a file a person wrote and keeps; a document on standard output is
+// a program's, without them).
 func (in *Input) write(w io.Writer, format state.Format) error {
 	if format == state.YAML && in.Source != nil {
 		return state.WriteLike(w, in.Doc, in.Source)

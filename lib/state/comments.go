@@ -7,7 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// WriteLike writes doc as YAML with the comments and the flow or block style of source,
+// WriteLike writes doc as YAML with the comments of source,
 // the YAML document it was read from, where the two have the same field or list element
 // (a list element is matched by its name field, or else by its place): a hand-written
 // document replaced with --in-place keeps its comments. If source is not YAML it is
@@ -39,7 +39,7 @@ func WriteLike(w io.Writer, doc *Document, source []byte) error {
 	return err
 }
 
-// keepComments copies old's comments and style to n, and so on down the two trees
+// keepComments copies old's comments to n, and so on down the two trees
 // where they agree.
 func keepComments(old, n *yaml.Node) {
 	if old.Kind != n.Kind {
@@ -52,7 +52,6 @@ func keepComments(old, n *yaml.Node) {
 			keepComments(old.Content[0], n.Content[0])
 		}
 	case yaml.MappingNode:
-		n.Style = old.Style
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			for j := 0; j+1 < len(old.Content); j += 2 {
 				if old.Content[j].Value == n.Content[i].Value {
@@ -62,8 +61,13 @@ func keepComments(old, n *yaml.Node) {
 				}
 			}
 		}
+		if old.Style&yaml.FlowStyle != 0 && n.LineComment != "" && len(n.Content) >= 2 {
+			// A one-line mapping's comment ({name: B}  # the second) goes after its
+			// first line when it is written a field a line: else the encoder puts
+			// it after the end of the mapping, on the next key.
+			n.Content[1].LineComment, n.LineComment = n.LineComment, ""
+		}
 	case yaml.SequenceNode:
-		n.Style = old.Style
 		for i, e := range n.Content {
 			if o := sameElement(old.Content, e, i); o != nil {
 				keepComments(o, e)
