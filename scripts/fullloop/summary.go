@@ -485,10 +485,10 @@ lost jobs go to other hosts again: expect about 2.)
 unused while it is on, over all its processors, GPU included), sv share violation, m
 monotony, r RPCs per job. The first steps idle while the work buffers fill (more so
 with few, long steps). The offline client idles while off and wastes what it lost. The
-GPU client idles about 0.15 to 0.2: a GPU job takes 0.2 of a CPU, and the CPU
-scheduler leaves that CPU without a CPU job (one of two CPUs: 0.115 of the host's
-FLOPS) rather than overcommit it as BOINC's client does (issue 29); and project A makes
-GPU work hourly at exactly the GPU's rate, so the GPU sometimes waits for the next hour's.
+GPU client idled 0.15 to 0.2 while its CPU scheduler left the CPU a GPU job takes 0.2 of
+without a CPU job (one of two CPUs: 0.115 of the host's FLOPS); it now overcommits that
+CPU as BOINC's client does (issue 29), and what idling remains is mostly the GPU waiting
+for work: project A makes GPU work hourly at exactly the GPU's rate.
 `)
 	fmt.Fprintf(w, "\nServer: %d scheduler RPCs answered (%d refused or failed), latency p50 %.2f ms, p99 %.2f ms\n",
 		s.Server.RPCs, s.Server.Refused, s.Server.P50ms, s.Server.P99ms)
