@@ -57,7 +57,9 @@ count only the time it could compute), and for the simulated time and step BOINC
 figures are for; elsewhere it says why not.
 
 A scenario that needs a live project server (no emulated apps and no jobs of its own,
-like scenarios/live-2cpu.yaml) is left out, with a note on standard error.
+like scenarios/live-2cpu.yaml) is left out, with a note on standard error, and so is a
+directory that holds scenarios rather than being one (scenarios/corpus: give
+scenarios/corpus/* to compare its scenarios).
 
 --seeds A-B (or a list, 1,4,9) runs every pair once per seed and prints each figure's
 mean ± the half-width of its 95 % confidence interval (Student's t); the verdict uses
@@ -168,6 +170,12 @@ func runCompare(_ context.Context, cmd *cli.Command) error {
 	var boinc []*BOINCRun
 	var cfgs []sim.Config
 	for _, path := range cmd.Args().Slice() {
+		if isScenarioCollection(path) {
+			// scenarios/* names scenarios/corpus too: a shell glob cannot tell a
+			// scenario directory from one that holds scenario directories.
+			fmt.Fprintf(cmd.Root().ErrWriter, "bsim: %s: left out: a directory of scenarios, not one (compare them with %s/*)\n", path, strings.TrimSuffix(path, "/"))
+			continue
+		}
 		sc, defaults, err := loadScenario(cmd, path)
 		if err != nil {
 			return err
@@ -749,4 +757,17 @@ func indexOf(xs []string, x string) int {
 		}
 	}
 	return -1
+}
+
+// isScenarioCollection reports whether path is a directory that is not a BOINC
+// emulator scenario (no client_state.xml) but holds at least one.
+func isScenarioCollection(path string) bool {
+	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(path, "client_state.xml")); err == nil {
+		return false
+	}
+	inner, _ := filepath.Glob(filepath.Join(path, "*", "client_state.xml"))
+	return len(inner) > 0
 }
