@@ -185,17 +185,29 @@ func TestDaemonsTwiceAndKilled(t *testing.T) {
 					n++
 				}
 			}()
-			var wg sync.WaitGroup
-			deadline := time.Now().Add(2 * time.Second)
-			for h := range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					// A reply with no result waits for the generator's turn.
-					hostRPCs(t, urls, h, boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 2, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, deadline, 20*time.Millisecond)
-				}()
+			// Rounds of 2 s until the hosts have reported enough to exercise the
+			// daemons: one round on a quiet machine, more on a loaded one (where a
+			// fixed 2 s once reported nothing), at most 10.
+			for round := 0; round < 10; round++ {
+				var wg sync.WaitGroup
+				deadline := time.Now().Add(2 * time.Second)
+				for h := range 8 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						// A reply with no result waits for the generator's turn.
+						hostRPCs(t, urls, h, boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 2, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, deadline, 20*time.Millisecond)
+					}()
+				}
+				wg.Wait()
+				var reported int
+				if err := st.DB.QueryRow(`SELECT COUNT(*) FROM result WHERE server_state=5`).Scan(&reported); err != nil {
+					t.Fatal(err)
+				}
+				if reported >= 20 {
+					break
+				}
 			}
-			wg.Wait()
 			close(stop)
 			kills := <-killed
 			time.Sleep(300 * time.Millisecond) // the last one started has its SIGTERM handler
