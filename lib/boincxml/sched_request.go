@@ -355,7 +355,8 @@ func ParseSchedulerRequest(r io.Reader) (*SchedulerRequest, error) {
 		}
 		return nil, fmt.Errorf("reading the request: %w", err)
 	}
-	d := xml.NewDecoder(bytes.NewReader(cleanStderr(body)))
+	clean := cleanStderr(body)
+	d := xml.NewDecoder(bytes.NewReader(clean))
 	// BOINC clients declare ISO-8859-1 in the prolog; the ASCII subset bkit reads is
 	// the same in every such charset, so read them as-is rather than fail.
 	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
@@ -370,7 +371,7 @@ func ParseSchedulerRequest(r io.Reader) (*SchedulerRequest, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty request: want <scheduler_request>")
 		}
-		return nil, fmt.Errorf("scheduler_request: %w", err)
+		return nil, fmt.Errorf("scheduler_request: %w", NamedNumberError(clean, d, err))
 	}
 	// Only white space, comments and processing instructions may follow the root
 	// element: anything else is a request spliced onto another.

@@ -96,13 +96,13 @@ func TestParseSchedulerRequestErrors(t *testing.T) {
 		{"", "empty request: want <scheduler_request>"},
 		{"<scheduler_request><hostid>1</hostid>", "malformed XML at line 1: unexpected EOF"},
 		{"<scheduler_reply></scheduler_reply>", "scheduler_request: expected element type <scheduler_request> but have <scheduler_reply>"},
-		{"<scheduler_request><cpu_req_secs>lots</cpu_req_secs></scheduler_request>", `scheduler_request: strconv.ParseFloat: parsing "lots": invalid syntax`},
+		{"<scheduler_request><cpu_req_secs>lots</cpu_req_secs></scheduler_request>", `scheduler_request: cpu_req_secs: want a number, got "lots"`},
 		{"<scheduler_request><cpu_req_secs>-5</cpu_req_secs></scheduler_request>", "scheduler_request: cpu_req_secs: must be a number in [0, 1e+10], got -5"},
 		{"<scheduler_request><work_req_seconds>NaN</work_req_seconds></scheduler_request>", "scheduler_request: work_req_seconds: must be a number in [0, 1e+10], got NaN"},
 		{"<scheduler_request><coprocs><coproc_cuda><req_secs>-1</req_secs></coproc_cuda></coprocs></scheduler_request>", "scheduler_request: coprocs[0](NVIDIA).req_secs: must be a number in [0, 1e+10], got -1"},
 		{"<scheduler_request><coprocs><coproc><count>1</count></coproc></coprocs></scheduler_request>", "scheduler_request: coproc: missing <type>"},
 		{"<scheduler_request><result><exit_status>0</exit_status></result></scheduler_request>", "scheduler_request: result[0].name: missing"},
-		{"<scheduler_request><hostid>x</hostid></scheduler_request>", `scheduler_request: strconv.ParseInt: parsing "x": invalid syntax`},
+		{"<scheduler_request><hostid>x</hostid></scheduler_request>", `scheduler_request: hostid: want a whole number, got "x"`},
 		// Issue 18: every numeric field finite and in BOINC's range, every string within its
 		// column, nothing after the root element.
 		{"<scheduler_request><time_stats><on_frac>NaN</on_frac></time_stats></scheduler_request>", "scheduler_request: time_stats.on_frac: must be a number in [0, 1], got NaN"},
@@ -184,6 +184,8 @@ func FuzzParseSchedulerRequest(f *testing.F) {
 		"<scheduler_request><coprocs><coproc><type>x</type></coproc></coprocs></scheduler_request>",
 		"<scheduler_request><result><name>a</name></result><result><name>b</name></result></scheduler_request>",
 		"<scheduler_request><hostid>-1</hostid></scheduler_request>",
+		"<scheduler_request><hostid>99999999999999999999</hostid></scheduler_request>",
+		"<scheduler_request><cpu_req_secs>1e400</cpu_req_secs></scheduler_request>",
 		"<?xml version=\"1.0\"?><scheduler_request><authenticator>&amp;&lt;</authenticator></scheduler_request>",
 	} {
 		f.Add(s)
@@ -191,6 +193,9 @@ func FuzzParseSchedulerRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		req, err := ParseSchedulerRequest(strings.NewReader(s))
 		if err != nil {
+			if strings.Contains(err.Error(), "strconv.") {
+				t.Fatalf("a refusal that does not name its element: %v", err)
+			}
 			return
 		}
 		_ = req.ResourceRequests()
@@ -327,5 +332,24 @@ func TestParseStderrControlCharacters(t *testing.T) {
 	// Outside <stderr_out> nothing is mended: a control character is still an error.
 	if _, err := ParseSchedulerRequest(strings.NewReader("<scheduler_request><platform_name>x\x1by</platform_name></scheduler_request>")); err == nil {
 		t.Error("a control character in platform_name was accepted")
+	}
+}
+
+// TestNumbersOutOfRange: a number that does not parse, or is out of its type's range,
+// is refused with a message that names its element, not strconv's (issue 28 item 13).
+func TestNumbersOutOfRange(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{"<hostid>99999999999999999999</hostid>", "scheduler_request: hostid: want a whole number in range, got \"99999999999999999999\""},
+		{"<rpc_seqno>-99999999999999999999</rpc_seqno>", "scheduler_request: rpc_seqno: want a whole number in range"},
+		{"<cpu_req_secs>1e400</cpu_req_secs>", "scheduler_request: cpu_req_secs: want a number in range, got \"1e400\""},
+		{"<result><name>a</name><state>5</state></result><result><name>b</name><state>99999999999999999999</state></result>",
+			"scheduler_request: result[1].state: want a whole number in range"},
+		{"<result><name>a</name><state>x</state></result>", "scheduler_request: result.state: want a whole number, got \"x\""},
+		{"<host_info><p_fpops>1e999</p_fpops></host_info>", "scheduler_request: host_info.p_fpops: want a number in range"},
+	} {
+		_, err := ParseSchedulerRequest(strings.NewReader("<scheduler_request>" + c.body + "</scheduler_request>"))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "strconv") {
+			t.Errorf("%s: %v, want %q", c.body, err, c.want)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/tempfile"
@@ -239,7 +240,7 @@ func readUploadHeader(br *bufio.Reader) (*uploadRequest, error) {
 	d := xml.NewDecoder(strings.NewReader(doc))
 	d.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
 	if err := d.Decode(&req); err != nil {
-		return nil, permanent("bad request: %v", err)
+		return nil, permanent("bad request: %v", boincxml.NamedNumberError([]byte(doc), d, err))
 	}
 	if req.FileUpload != nil && !data {
 		return nil, permanent("missing <data> tag")

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/bkit/bkit/lib/limits"
 
@@ -131,6 +132,11 @@ func withFile(err error, file string) error {
 // decodeJSON takes the fast path of encoding/json; when it fails, the slower decoder
 // that tracks field paths runs over the same bytes to say where the problem is.
 func decodeJSON(data []byte, v any) error {
+	// The JSON decoder writes invalid UTF-8 in a string as U+FFFD (and --in-place would
+	// then store that); YAML refuses it, and so do documents.
+	if !utf8.Valid(data) {
+		return &Error{Problems: []string{fmt.Sprintf("line %d: invalid UTF-8", invalidUTF8Line(data))}}
+	}
 	exact, counts := jsonKeysExactCounts(data, reflect.TypeOf(v))
 	presize(v, counts)
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -157,6 +163,22 @@ func decodeJSON(data []byte, v any) error {
 		return perr
 	}
 	return &Error{Problems: []string{strings.TrimPrefix(err.Error(), "json: ")}}
+}
+
+// invalidUTF8Line is the line of data's first byte that is not valid UTF-8.
+func invalidUTF8Line(data []byte) int {
+	line := 1
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		if r == '\n' {
+			line++
+		}
+		i += n
+	}
+	return line
 }
 
 // presize gives each nil slice field of the struct v points to the capacity counts

@@ -156,6 +156,8 @@ func FuzzDecode(f *testing.F) {
 		`{"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]}, "projects": [{"name": "A", "resource_share": 1}]}`,
 		"a: &x [*x]\n",
 		"{",
+		`{"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}], "time_stats": {"on_frac": null}}}`,
+		"{\"version\": 1, \"projects\": [{\"name\": \"\xff\"}]}",
 		"",
 	} {
 		f.Add([]byte(s))
@@ -338,6 +340,38 @@ func TestCPUsFit(t *testing.T) {
 	} {
 		if got := CPUsFit(c.free, c.cpus, c.coproc); got != c.want {
 			t.Errorf("CPUsFit(%g, %g, %v) = %v, want %v", c.free, c.cpus, c.coproc, got, c.want)
+		}
+	}
+}
+
+// TestJSONAsStrictAsYAML: what YAML refuses, JSON refuses with the same path (issue 28
+// item 14): null for a number (encoding/json leaves the field as it was), invalid
+// UTF-8 in a string (encoding/json writes U+FFFD); and a request or session naming a
+// project the document does not have, or URLs that are not http(s), in either format.
+func TestJSONAsStrictAsYAML(t *testing.T) {
+	const host = `"host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]`
+	for _, c := range []struct{ name, doc, want string }{
+		{"null number", `{"version": 1, ` + host + `, "time_stats": {"on_frac": null}}}`, "f: host.time_stats.on_frac: want a number, got null"},
+		{"null number, YAML", "version: 1\nhost: {resources: [{type: cpu, instances: 1, flops: 1}], time_stats: {on_frac: null}}\n", "f: host.time_stats.on_frac: want a number, got null"},
+		{"null string", `{"version": 1, ` + host + `}, "projects": [{"name": null}]}`, "f: projects[0].name: want a string, got null"},
+		{"invalid UTF-8", "{\"version\": 1,\n " + host + "}, \"projects\": [{\"name\": \"A\xff\"}]}", "f: line 2: invalid UTF-8"},
+		{"request names no project", `{"version": 1, ` + host + `}, "projects": [{"name": "A"}], "request": {"project": "B"}}`, `f: request.project: unknown project "B"`},
+		{"session names no project", "version: 1\nhost: {resources: [{type: cpu, instances: 1, flops: 1}]}\nprojects: [{name: A}]\nrpc_session: {kind: report, project: B}\n", `f: rpc_session.project: unknown project "B"`},
+		{"master URL", `{"version": 1, ` + host + `}, "projects": [{"name": "A", "master_url": "javascript:alert(1)"}]}`, "f: projects[0].master_url: want an http:// or https:// URL"},
+		{"scheduler URL", `{"version": 1, ` + host + `}, "projects": [{"name": "A", "scheduler_urls": ["http://a/cgi", "ftp://a/"]}]}`, "f: projects[0].scheduler_urls[1]: want an http:// or https:// URL"},
+	} {
+		_, _, err := Decode([]byte(c.doc), "f")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	// null stays allowed where YAML allows it: an optional object, a list.
+	for _, doc := range []string{
+		`{"version": 1, ` + host + `}, "request": null, "projects": null}`,
+		`{"version": 1, ` + host + `}, "projects": [{"name": "A", "master_url": "https://a.example/"}], "request": {"project": "A"}}`,
+	} {
+		if _, _, err := Decode([]byte(doc), "f"); err != nil {
+			t.Errorf("%s: %v", doc, err)
 		}
 	}
 }

@@ -129,6 +129,11 @@ func buildPlan(t reflect.Type, building map[reflect.Type]*keyPlan) *keyPlan {
 // value checks the value at s.i, of the type planned by p.
 func (s *keyScanner) value(p *keyPlan) bool {
 	switch s.peek() {
+	case 'n':
+		// null: encoding/json leaves the field as it was, as if absent, where YAML's
+		// null is refused for a number or string and empties a list or pointer. The
+		// slow path decides, as YAML does.
+		return false
 	case '{':
 		switch p.kind {
 		case reflect.Struct:

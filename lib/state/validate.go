@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bkit/bkit/lib/limits"
 )
 
 // Validate checks what the types alone cannot: bounds and enumerations from the struct
@@ -162,7 +164,21 @@ func (v *validator) semantics(doc *Document) {
 	versions := make(map[string]int, len(doc.AppVersions))
 	v.appVersions(doc, resources, projects, apps, versions)
 	v.tasks(doc, projects, versions)
+	if r := doc.Request; r != nil && r.Project != "" {
+		if _, ok := projects[r.Project]; !ok {
+			v.add("request.project", "unknown project %q", r.Project)
+		}
+	}
+	if r := doc.RPCSession; r != nil && r.Project != "" {
+		if _, ok := projects[r.Project]; !ok {
+			v.add("rpc_session.project", "unknown project %q", r.Project)
+		}
+	}
 }
+
+// maxURLBytes bounds a master or scheduler URL in a document (BOINC's buffers are 256
+// bytes; real URLs are far shorter).
+const maxURLBytes = 2048
 
 // hostResources checks the host's resources: a non-empty type each, no type twice, and
 // a CPU with at least one instance and FLOPS > 0. It puts the resources by type in
@@ -203,6 +219,16 @@ func (v *validator) projects(doc *Document, resources map[string]Resource, proje
 			v.add(path+".name", "duplicate project name %q", p.Name)
 		}
 		projects[p.Name] = i
+		if p.MasterURL != "" {
+			if prob := limits.URLProblem(p.MasterURL, maxURLBytes); prob != "" {
+				v.add(path+".master_url", "%s", prob)
+			}
+		}
+		for j, u := range p.SchedulerURLs {
+			if prob := limits.URLProblem(u, maxURLBytes); prob != "" {
+				v.add(fmt.Sprintf("%s.scheduler_urls[%d]", path, j), "%s", prob)
+			}
+		}
 		seen := map[string]bool{}
 		for j, pr := range p.Resources {
 			rp := fmt.Sprintf("%s.resources[%d]", path, j)
