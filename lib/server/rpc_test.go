@@ -260,7 +260,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"malformed", "<scheduler_request><hostid>", 400, "bad scheduler request: malformed XML at line 1: unexpected EOF"},
 		{"not a number", "<scheduler_request><cpu_req_secs>x</cpu_req_secs></scheduler_request>", 400,
-			`bad scheduler request: scheduler_request: strconv.ParseFloat: parsing "x": invalid syntax`},
+			`bad scheduler request: scheduler_request: cpu_req_secs: want a number, got "x"`},
 		{"negative", "<scheduler_request><cpu_req_instances>-2</cpu_req_instances></scheduler_request>", 400,
 			"bad scheduler request: scheduler_request: cpu_req_instances: must be a number in [0, 65536], got -2"},
 		{"oversized", "<scheduler_request>" + strings.Repeat("<x/>", 500) + "</scheduler_request>", 413,
