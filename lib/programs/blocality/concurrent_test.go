@@ -3,6 +3,7 @@ package blocality_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -213,7 +214,16 @@ func TestDaemonsTwiceAndKilled(t *testing.T) {
 			time.Sleep(300 * time.Millisecond) // the last one started has its SIGTERM handler
 			for _, p := range procs {
 				p.Process.Signal(syscall.SIGTERM)
-				if err := p.Wait(); err != nil {
+				err := p.Wait()
+				var exit *exec.ExitError
+				if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGTERM {
+					// On a loaded machine the SIGTERM can come before the daemon has
+					// its handler: that is one more kill, which the run already
+					// survives, not a failed shutdown.
+					t.Logf("daemon %v ended by SIGTERM before its handler was set", p.Args)
+					continue
+				}
+				if err != nil {
 					t.Errorf("daemon %v: %v", p.Args, err)
 				}
 			}
