@@ -234,7 +234,7 @@ func Run(ctx context.Context, c Config) (*Figures, error) {
 		return nil, err
 	}
 	defer st.Close()
-	if _, err := st.DB.ExecContext(ctx, `PRAGMA temp_store=MEMORY`); err != nil {
+	if err := st.TempInMemory(ctx); err != nil {
 		return nil, err
 	}
 	if _, err := st.Migrate(ctx, start); err != nil {
@@ -269,10 +269,7 @@ func Run(ctx context.Context, c Config) (*Figures, error) {
 			return nil, err
 		}
 		h.id, h.auth = rep.HostID, rep.Authenticator
-		err = st.InTx(ctx, func(tx *store.Tx) error {
-			_, err := tx.Exec(`UPDATE host SET userid=? WHERE id=?`, h.user, h.id)
-			return err
-		})
+		err = st.InTx(ctx, func(tx *store.Tx) error { return tx.SetHostUser(h.id, h.user) })
 		hosts = append(hosts, h)
 		return h, err
 	}

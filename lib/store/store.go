@@ -205,6 +205,17 @@ func (s *Store) Durability(ctx context.Context) (durable bool, setting string, e
 	return flush == 1 && (logBin == 0 || syncBinlog == 1), setting, nil
 }
 
+// TempInMemory keeps SQLite's temporary tables and indices (sorts, subquery results)
+// in memory rather than in files: for a database that is itself in memory and thrown
+// away (the locality simulator). MySQL decides this itself; nothing is done there.
+func (s *Store) TempInMemory(ctx context.Context) error {
+	if s.dialect.name != SQLite {
+		return nil
+	}
+	_, err := s.DB.ExecContext(ctx, `PRAGMA temp_store=MEMORY`)
+	return err
+}
+
 // Engine is SQLite or MySQL.
 func (s *Store) Engine() string { return s.dialect.name }
 
@@ -314,9 +325,10 @@ func (s *Store) prepareWanted(ctx context.Context) {
 	}
 }
 
-// Exec, Query and QueryRow run SQL of the caller's own in this transaction, for the
-// cron jobs (bretry, blocality) whose statements live with their policies. Write SQL
-// both engines accept; ForUpdateSkipLocked gives the one clause that differs.
+// Exec, Query and QueryRow run SQL of the caller's own in this transaction: for tests
+// that set up or inspect rows the API has no call for. Programs and libraries use the
+// named methods (SQL lives only in this package: TestSQLOnlyInStore). Write SQL both
+// engines accept; ForUpdateSkipLocked gives the one clause that differs.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) { return t.exec(query, args...) }
 
 // Query: see Exec.

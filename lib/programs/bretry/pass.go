@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/bkit/bkit/lib/retry"
 	"github.com/bkit/bkit/lib/store"
@@ -14,9 +13,6 @@ import (
 // enough that the write lock is held for milliseconds, so the scheduler endpoint
 // keeps answering during a pass over a million rows.
 const DefaultBatch = 1000
-
-// insertRows bounds the rows of one INSERT (6 placeholders each; SQLite allows 32,766).
-const insertRows = 1000
 
 // Pass is one pass of the retry job over one app: lost results first, then (unless
 // NoValidate) the validator, then seed 003's rules over the due workunits. Every
@@ -112,54 +108,21 @@ func (p *Pass) loop(ctx context.Context, sum *Summary, step func(context.Context
 	}
 }
 
-func placeholders(n int) string {
-	return "?" + strings.Repeat(",?", n-1)
-}
-
-func idArgs(ids []int64) []any {
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		out[i] = id
-	}
-	return out
-}
-
 // lostBatch marks up to a batch of the app's results lost: sent, past their
 // deadline, no reply (outcome "no reply", BOINC's).
 func (p *Pass) lostBatch(ctx context.Context, sum *Summary) (int, error) {
 	var n, lost int
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
 		n, lost = 0, 0
-		rows, err := tx.Query(`SELECT id FROM result WHERE appid=? AND server_state=? AND report_deadline<? LIMIT ?`+tx.ForUpdateSkipLocked(),
-			p.AppID, store.ServerStateInProgress, p.Now, p.batch())
+		ids, err := tx.LostCandidates(p.AppID, p.Now, p.batch())
 		if err != nil {
-			return err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		n = len(ids)
 		if n == 0 {
 			return nil
 		}
-		res, err := tx.Exec(`UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND report_deadline<? AND id IN (`+placeholders(n)+`)`,
-			append([]any{store.ServerStateOver, store.OutcomeNoReply, store.ServerStateInProgress, p.Now}, idArgs(ids)...)...)
-		if err != nil {
-			return err
-		}
-		k, err := res.RowsAffected()
-		lost = int(k)
-		if err != nil {
+		if lost, err = tx.MarkLost(ids, true, p.Now); err != nil {
 			return err
 		}
 		// A lost result may finish its job (seed 004's transitioner counts it).
@@ -169,145 +132,48 @@ func (p *Pass) lostBatch(ctx context.Context, sum *Summary) (int, error) {
 	return n, err
 }
 
-// wuRow is a workunit a batch handles, with its results.
-type wuRow struct {
-	id        int64
-	name      string
-	checkTime float64
-	minQuorum int
-	limits    retry.Limits
-	results   []retry.Result
-}
-
-// wuColumns are the workunit columns readWorkunits scans, in its order.
-const wuColumns = `id, name, retry_check_time, min_quorum, max_error_results, max_success_results, max_total_results`
-
-// readWorkunits reads the workunits a batch query selects (wuColumns) and their
-// results.
-func readWorkunits(tx *store.Tx, query string, args ...any) ([]*wuRow, error) {
-	rows, err := tx.Query(query, args...)
-	if err != nil {
-		return nil, err
-	}
-	var wus []*wuRow
-	byID := map[int64]*wuRow{}
-	for rows.Next() {
-		w := &wuRow{}
-		if err := rows.Scan(&w.id, &w.name, &w.checkTime, &w.minQuorum,
-			&w.limits.MaxErrorResults, &w.limits.MaxSuccessResults, &w.limits.MaxTotalResults); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		wus = append(wus, w)
-		byID[w.id] = w
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(wus) == 0 {
-		return nil, err
-	}
-	ids := make([]int64, len(wus))
-	for i, w := range wus {
-		ids[i] = w.id
-	}
-	rows, err = tx.Query(`SELECT id, workunitid, server_state, outcome, validate_state, report_deadline, output_digest
-		FROM result WHERE workunitid IN (`+placeholders(len(ids))+`) ORDER BY id`, idArgs(ids)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r retry.Result
-		var wuid int64
-		if err := rows.Scan(&r.ID, &wuid, &r.ServerState, &r.Outcome, &r.ValidateState, &r.ReportDeadline, &r.OutputDigest); err != nil {
-			return nil, err
-		}
-		byID[wuid].results = append(byID[wuid].results, r)
-	}
-	return wus, rows.Err()
-}
-
-// setValidateState sets validate_state of the results ids.
-func setValidateState(tx *store.Tx, state int, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(`UPDATE result SET validate_state=? WHERE id IN (`+placeholders(len(ids))+`)`, append([]any{state}, idArgs(ids)...)...)
-	return err
-}
-
-// claimAll moves the workunits ids from where the batch found them, failing the
-// transaction (which is then rolled back and retried) if any changed meanwhile: the
-// batch query locked them (MySQL) or holds the database (SQLite), so that means a bug.
-func claimAll(tx *store.Tx, set string, setArgs []any, where string, whereArgs []any, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	args := append(append(append([]any{}, setArgs...), whereArgs...), idArgs(ids)...)
-	res, err := tx.Exec(`UPDATE workunit SET `+set+` WHERE `+where+` AND id IN (`+placeholders(len(ids))+`)`, args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil || int(n) != len(ids) {
-		return fmt.Errorf("claimed %d of %d workunits (%v): another process changed them", n, len(ids), err)
-	}
-	return nil
-}
-
-// didntNeed withdraws the unsent results of the workunits ids: they have a canonical
-// result or were given up, so sending them would waste a host's time.
-func didntNeed(tx *store.Tx, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(`UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND workunitid IN (`+placeholders(len(ids))+`)`,
-		append([]any{store.ServerStateOver, store.OutcomeDidntNeed, store.ServerStateUnsent}, idArgs(ids)...)...)
-	return err
-}
-
 // validateBatch runs the validator over up to a batch of the app's workunits that
 // wait for it.
 func (p *Pass) validateBatch(ctx context.Context, sum *Summary) (int, error) {
 	var n, validated, invalid int
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
 		n, validated, invalid = 0, 0, 0
-		wus, err := readWorkunits(tx, `SELECT `+wuColumns+` FROM workunit
-			WHERE appid=? AND need_validate=1 LIMIT ?`+tx.ForUpdateSkipLocked(), p.AppID, p.batch())
+		wus, err := tx.ValidationCandidates(p.AppID, p.batch())
 		if err != nil {
 			return err
 		}
 		n = len(wus)
 		var found, waiting, valid, bad []int64
 		for _, w := range wus {
-			v := retry.Validate(w.results, w.minQuorum)
+			v := retry.Validate(w.Results, w.MinQuorum)
 			if v.Canonical != 0 {
-				found = append(found, w.id)
-				if _, err := tx.Exec(`UPDATE workunit SET canonical_resultid=?, retry_check_time=0, need_validate=0 WHERE id=? AND need_validate=1`,
-					v.Canonical, w.id); err != nil {
+				found = append(found, w.ID)
+				if err := tx.SetCanonical(w.ID, v.Canonical); err != nil {
 					return err
 				}
 			} else {
-				waiting = append(waiting, w.id)
+				waiting = append(waiting, w.ID)
 			}
 			valid = append(valid, v.Valid...)
 			bad = append(bad, v.Invalid...)
 		}
-		if err := claimAll(tx, `need_validate=0`, nil, `need_validate=1`, nil, waiting); err != nil {
+		if err := tx.ValidationWaits(waiting); err != nil {
 			return err
 		}
-		if err := setValidateState(tx, store.ValidateValid, valid); err != nil {
+		if err := tx.SetValidateState(store.ValidateValid, valid); err != nil {
 			return err
 		}
 		if err := tx.GrantCredit(valid, p.Now); err != nil {
 			return err
 		}
-		if err := setValidateState(tx, store.ValidateInvalid, bad); err != nil {
+		if err := tx.SetValidateState(store.ValidateInvalid, bad); err != nil {
 			return err
 		}
 		validated, invalid = len(found), len(bad)
 		if err := tx.WorkunitsChanged(found, p.Now); err != nil { // finished, for the transitioner
 			return err
 		}
-		return didntNeed(tx, found)
+		return tx.WithdrawUnsent(found)
 	})
 	sum.Validated += validated
 	sum.Invalid += invalid
@@ -338,102 +204,76 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 	var gaveUp []giveUpLog
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
 		n, retried, created, gaveUp = 0, 0, 0, nil
-		wus, err := readWorkunits(tx, `SELECT `+wuColumns+` FROM workunit
-			WHERE appid=? AND need_validate=0 AND retry_check_time>0 AND retry_check_time<? AND canonical_resultid=0 AND error_mask=0
-			LIMIT ?`+tx.ForUpdateSkipLocked(),
-			p.AppID, p.Now, p.batch())
+		wus, err := tx.RetryCandidates(p.AppID, p.Now, p.batch())
 		if err != nil {
 			return err
 		}
 		n = len(wus)
 		var lost, retryIDs []int64
 		byReason := map[retry.Reason][]int64{}
-		var newRows []any
-		nNew := 0
+		var newResults []store.NewResult
 		for _, w := range wus {
-			for _, r := range w.results {
+			for _, r := range w.Results {
 				if retry.Lost(r, p.Now) {
 					lost = append(lost, r.ID)
 				}
 			}
-			d := retry.Decide(w.results, p.Params, w.limits, p.Now)
+			d := retry.Decide(w.Results, p.Params, w.Limits, p.Now)
 			if d.GiveUp != retry.None {
-				byReason[d.GiveUp] = append(byReason[d.GiveUp], w.id)
-				gaveUp = append(gaveUp, giveUpLog{w.id, w.name, d.GiveUp, d.Message})
+				byReason[d.GiveUp] = append(byReason[d.GiveUp], w.ID)
+				gaveUp = append(gaveUp, giveUpLog{w.ID, w.Name, d.GiveUp, d.Message})
 				continue
 			}
-			retryIDs = append(retryIDs, w.id)
+			retryIDs = append(retryIDs, w.ID)
 			for k := 0; k < d.NewResults; k++ {
-				newRows = append(newRows, p.Now, w.id, p.AppID, fmt.Sprintf("%s_%d", w.name, len(w.results)+k),
-					store.ServerStateUnsent, d.NewDeadline)
-				nNew++
+				newResults = append(newResults, store.NewResult{WorkunitID: w.ID,
+					Name: fmt.Sprintf("%s_%d", w.Name, len(w.Results)+k), Deadline: d.NewDeadline})
 			}
 		}
 		// Count the rows this statement changed, not the results read as lost: another
 		// process's sweep may have marked some of them since they were read (on MySQL
 		// the read is a snapshot), and a result is counted lost once.
-		marked := 0
-		if len(lost) > 0 {
-			res, err := tx.Exec(`UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND id IN (`+placeholders(len(lost))+`)`,
-				append([]any{store.ServerStateOver, store.OutcomeNoReply, store.ServerStateInProgress}, idArgs(lost)...)...)
-			if err != nil {
-				return err
-			}
-			k, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			marked = int(k)
+		marked, err := tx.MarkLost(lost, false, p.Now)
+		if err != nil {
+			return err
 		}
-		// A workunit some other job already marked in error (error_mask) is not the
-		// retry job's any more.
-		due := `need_validate=0 AND retry_check_time>0 AND retry_check_time<? AND canonical_resultid=0 AND error_mask=0`
-		if err := claimAll(tx, `retry_check_time=?`, []any{p.Now + p.Params.DWU}, due, []any{p.Now}, retryIDs); err != nil {
+		if err := tx.RetryLater(retryIDs, p.Now, p.Now+p.Params.DWU); err != nil {
 			return err
 		}
 		for _, reason := range retry.Reasons {
 			ids := byReason[reason]
-			if err := claimAll(tx, `retry_check_time=0, error_mask=error_mask+?`, []any{errorMask[reason]}, due, []any{p.Now}, ids); err != nil {
+			if err := tx.GiveUpWorkunits(ids, errorMask[reason], p.Now); err != nil {
 				return err
 			}
-			if err := didntNeed(tx, ids); err != nil {
-				return err
-			}
-		}
-		if len(gaveUp) > 0 {
-			var rows []any
-			for _, g := range gaveUp {
-				rows = append(rows, p.Now, g.wuID, p.AppID, string(g.reason), g.msg)
-			}
-			if _, err := tx.Exec(`INSERT INTO wu_giveup (create_time, workunitid, appid, reason, message) VALUES `+
-				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?),", len(gaveUp)), ","), rows...); err != nil {
+			if err := tx.WithdrawUnsent(ids); err != nil {
 				return err
 			}
 		}
-		// Multi-row inserts of at most insertRows rows: far fewer statements, and
-		// within both engines' limits on placeholders.
-		for i := 0; i < nNew; i += insertRows {
-			k := min(insertRows, nNew-i)
-			if _, err := tx.Exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state, report_deadline) VALUES `+
-				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?),", k), ","), newRows[6*i:6*(i+k)]...); err != nil {
-				return err
-			}
+		rows := make([]store.GiveUpRow, len(gaveUp))
+		for i, g := range gaveUp {
+			rows[i] = store.GiveUpRow{WorkunitID: g.wuID, Reason: string(g.reason), Message: g.msg}
+		}
+		if err := tx.RecordGiveUps(p.AppID, rows, p.Now); err != nil {
+			return err
+		}
+		if err := tx.CreateResults(p.AppID, newResults, p.Now); err != nil {
+			return err
 		}
 		// Lost results, new ones and errors may finish a job or make it unfinished
 		// again: the transitioner looks at these workunits again.
 		changed := make([]int64, len(wus))
 		for i, w := range wus {
-			changed[i] = w.id
+			changed[i] = w.ID
 		}
 		if err := tx.WorkunitsChanged(changed, p.Now); err != nil {
 			return err
 		}
-		if nNew > 0 {
+		if len(newResults) > 0 {
 			if err := tx.ResultsJoinJobs(retryIDs); err != nil { // a locality job's new results
 				return err
 			}
 		}
-		retried, created, lostHere = len(retryIDs), nNew, marked
+		retried, created, lostHere = len(retryIDs), len(newResults), marked
 		return nil
 	})
 	if err != nil {

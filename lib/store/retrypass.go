@@ -1,0 +1,227 @@
+package store
+
+import (
+	"strings"
+
+	"github.com/bkit/bkit/lib/retry"
+)
+
+// The statements of bretry's pass (seed 003: the lost-result sweep, the validator and
+// the retry rules). bretry decides with lib/retry's pure functions and orders the
+// steps of each batch; the SQL of every step is here, so that one package owns the
+// schema and every statement's plan can be checked in one place.
+
+// RetryWorkunit is a workunit as a batch of bretry reads it, with its results in id
+// order.
+type RetryWorkunit struct {
+	ID        int64
+	Name      string
+	CheckTime float64
+	MinQuorum int
+	Limits    retry.Limits
+	Results   []retry.Result
+}
+
+// insertRows bounds the rows of one INSERT (6 placeholders each; SQLite allows 32,766).
+const insertRows = 1000
+
+// retryDue is the condition of a workunit the retry rules look at now (one argument:
+// now). A workunit some other job already marked in error (error_mask) is not the
+// retry job's any more.
+const retryDue = `need_validate=0 AND retry_check_time>0 AND retry_check_time<? AND canonical_resultid=0 AND error_mask=0`
+
+// LostCandidates claims up to limit of the app's results that are sent, past their
+// deadline at now and not reported (MySQL: locked, skipping those another
+// transaction holds).
+func (t *Tx) LostCandidates(appID int64, now float64, limit int) ([]int64, error) {
+	return t.ids(`SELECT id FROM result WHERE appid=? AND server_state=? AND report_deadline<? LIMIT ?`+t.s.dialect.skipLocked,
+		appID, ServerStateInProgress, now, limit)
+}
+
+// MarkLost marks the results ids lost (over, outcome "no reply", BOINC's) where they
+// are still in progress, and, when deadlineBefore is true, past their deadline at now.
+// It returns how many it marked: another process's sweep may have marked some since
+// they were read, and a result is counted lost once.
+func (t *Tx) MarkLost(ids []int64, deadlineBefore bool, now float64) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	list, idArgs := inList(ids)
+	q := `UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND id IN ` + list
+	args := []any{ServerStateOver, OutcomeNoReply, ServerStateInProgress}
+	if deadlineBefore {
+		q = `UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND report_deadline<? AND id IN ` + list
+		args = append(args, now)
+	}
+	r, err := t.exec(q, append(args, idArgs...)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
+}
+
+// retryWorkunitColumns are the workunit columns readRetryWorkunits scans, in its order.
+const retryWorkunitColumns = `id, name, retry_check_time, min_quorum, max_error_results, max_success_results, max_total_results`
+
+// ValidationCandidates claims up to limit of the app's workunits that wait for the
+// validator, with their results.
+func (t *Tx) ValidationCandidates(appID int64, limit int) ([]*RetryWorkunit, error) {
+	return t.readRetryWorkunits(`SELECT `+retryWorkunitColumns+` FROM workunit
+		WHERE appid=? AND need_validate=1 LIMIT ?`+t.s.dialect.skipLocked, appID, limit)
+}
+
+// RetryCandidates claims up to limit of the app's workunits whose retry check time
+// has come at now, with their results.
+func (t *Tx) RetryCandidates(appID int64, now float64, limit int) ([]*RetryWorkunit, error) {
+	return t.readRetryWorkunits(`SELECT `+retryWorkunitColumns+` FROM workunit
+		WHERE appid=? AND `+retryDue+`
+		LIMIT ?`+t.s.dialect.skipLocked, appID, now, limit)
+}
+
+// readRetryWorkunits reads the workunits query selects (retryWorkunitColumns) and
+// their results.
+func (t *Tx) readRetryWorkunits(query string, args ...any) ([]*RetryWorkunit, error) {
+	rows, err := t.query(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	var wus []*RetryWorkunit
+	byID := map[int64]*RetryWorkunit{}
+	for rows.Next() {
+		w := &RetryWorkunit{}
+		if err := rows.Scan(&w.ID, &w.Name, &w.CheckTime, &w.MinQuorum,
+			&w.Limits.MaxErrorResults, &w.Limits.MaxSuccessResults, &w.Limits.MaxTotalResults); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		wus = append(wus, w)
+		byID[w.ID] = w
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(wus) == 0 {
+		return nil, err
+	}
+	ids := make([]int64, len(wus))
+	for i, w := range wus {
+		ids[i] = w.ID
+	}
+	list, idArgs := inList(ids)
+	rows, err = t.query(`SELECT id, workunitid, server_state, outcome, validate_state, report_deadline, output_digest
+		FROM result WHERE workunitid IN `+list+` ORDER BY id`, idArgs...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r retry.Result
+		var wuid int64
+		if err := rows.Scan(&r.ID, &wuid, &r.ServerState, &r.Outcome, &r.ValidateState, &r.ReportDeadline, &r.OutputDigest); err != nil {
+			return nil, err
+		}
+		byID[wuid].Results = append(byID[wuid].Results, r)
+	}
+	return wus, rows.Err()
+}
+
+// SetCanonical records the validator's canonical result of a workunit that waited
+// for it: it is done with validation and with retry checks.
+func (t *Tx) SetCanonical(wuID, resultID int64) error {
+	_, err := t.exec(`UPDATE workunit SET canonical_resultid=?, retry_check_time=0, need_validate=0 WHERE id=? AND need_validate=1`,
+		resultID, wuID)
+	return err
+}
+
+// ValidationWaits takes the workunits ids, which the validator found no canonical
+// result for yet, off its queue until a report puts them back.
+func (t *Tx) ValidationWaits(ids []int64) error {
+	return t.claimAll(`need_validate=0`, nil, `need_validate=1`, nil, ids)
+}
+
+// SetValidateState sets validate_state of the results ids.
+func (t *Tx) SetValidateState(state int, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, args := inList(ids)
+	_, err := t.exec(`UPDATE result SET validate_state=? WHERE id IN `+list, append([]any{state}, args...)...)
+	return err
+}
+
+// WithdrawUnsent withdraws the unsent results of the workunits ids (outcome "didn't
+// need"): they have a canonical result or were given up, so sending them would
+// waste a host's time.
+func (t *Tx) WithdrawUnsent(ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, args := inList(ids)
+	_, err := t.exec(`UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND workunitid IN `+list,
+		append([]any{ServerStateOver, OutcomeDidntNeed, ServerStateUnsent}, args...)...)
+	return err
+}
+
+// RetryLater gives the workunits ids, still due at now, their next retry check time.
+func (t *Tx) RetryLater(ids []int64, now, next float64) error {
+	return t.claimAll(`retry_check_time=?`, []any{next}, retryDue, []any{now}, ids)
+}
+
+// GiveUpWorkunits gives up the workunits ids, still due at now: no more retry checks,
+// and the error_mask bit mask (BOINC's) of the reason.
+func (t *Tx) GiveUpWorkunits(ids []int64, mask int, now float64) error {
+	return t.claimAll(`retry_check_time=0, error_mask=error_mask+?`, []any{mask}, retryDue, []any{now}, ids)
+}
+
+// claimAll is claimIDs for a batch that may be empty.
+func (t *Tx) claimAll(set string, setArgs []any, where string, whereArgs []any, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return t.claimIDs(set, setArgs, where, whereArgs, ids)
+}
+
+// GiveUpRow is a give-up to record (wu_giveup).
+type GiveUpRow struct {
+	WorkunitID int64
+	Reason     string
+	Message    string
+}
+
+// RecordGiveUps records the give-ups of the app's workunits at now.
+func (t *Tx) RecordGiveUps(appID int64, rows []GiveUpRow, now float64) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var args []any
+	for _, g := range rows {
+		args = append(args, now, g.WorkunitID, appID, g.Reason, g.Message)
+	}
+	_, err := t.exec(`INSERT INTO wu_giveup (create_time, workunitid, appid, reason, message) VALUES `+
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?),", len(rows)), ","), args...)
+	return err
+}
+
+// NewResult is an unsent result the retry rules create.
+type NewResult struct {
+	WorkunitID int64
+	Name       string
+	Deadline   float64
+}
+
+// CreateResults inserts unsent results of the app at now, by multi-row inserts of at
+// most insertRows rows: far fewer statements, and within both engines' limits on
+// placeholders.
+func (t *Tx) CreateResults(appID int64, results []NewResult, now float64) error {
+	for i := 0; i < len(results); i += insertRows {
+		part := results[i:min(len(results), i+insertRows)]
+		args := make([]any, 0, 6*len(part))
+		for _, r := range part {
+			args = append(args, now, r.WorkunitID, appID, r.Name, ServerStateUnsent, r.Deadline)
+		}
+		if _, err := t.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state, report_deadline) VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?),", len(part)), ","), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
