@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/scenario"
@@ -46,6 +47,8 @@ type Config struct {
 	// the time the host could compute) is the default: it is what a volunteer's host
 	// does. docs/decisions.md lists the differences and which this reproduces.
 	EmulateBOINC bool
+	// Force runs a scenario estimated to take longer than MaxEstimatedRun of wall time.
+	Force bool
 }
 
 // Random streams: each process draws from its own PCG stream of the seed, so that (for
@@ -85,8 +88,9 @@ type Sim struct {
 
 	on, active, gpuActive, connected *onOff
 	servers                          []*server
-	rng                              stream // the decisions' stream (backoff jitter)
-	avail                            Avail  // the current step's, sampled at its start
+	estimate                         float64 // EstimatedRunTime
+	rng                              stream  // the decisions' stream (backoff jitter)
+	avail                            Avail   // the current step's, sampled at its start
 
 	jobs      []job // parallel to Doc.Tasks
 	finishing int   // tasks whose work is done but that are still running (see settle)
@@ -181,7 +185,7 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 		}
 		s.servers = append(s.servers, srv)
 	}
-	if err := checkJobSizes(doc, s.servers, s.avSpeed, cfg); err != nil {
+	if s.estimate, err = checkJobSizes(doc, s.servers, s.avSpeed, cfg); err != nil {
 		return nil, err
 	}
 	for _, t := range doc.Tasks {
@@ -213,23 +217,47 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	return s, nil
 }
 
-// Bounds on the jobs a run's client holds. Every step looks at each task the client
-// holds, so a work buffer filled with jobs estimated at next to nothing (fpops mean
-// 1e-300) would make the document grow without end and every step slower; jobs of a
-// few seconds make steps slow in proportion to the thousands held.
+// Bounds on a run. A work buffer filled with jobs estimated at next to nothing (fpops
+// mean 1e-300) would make the document grow without end, and short jobs make every
+// step slow in proportion to the thousands of jobs held, sent, run and reported (a
+// scenario just under maxHeldJobs ran 568 s for ten simulated days on a loaded
+// machine). New estimates a run's CPU time and refuses one estimated past
+// MaxEstimatedRun unless Config.Force; the memory bound holds whatever Force says.
 const (
-	maxHeldJobs  = 200_000 // at once: about 60 MB of tasks
-	maxTaskSteps = 1e11    // held jobs × steps: beyond, hours of wall time
+	maxHeldJobs = 200_000 // of one app at once: about 60 MB of tasks
+	// taskStepCost is the CPU time a run spends per step on each job its client
+	// would hold to fill its work buffer, stepCost a step's own. Measured (user time,
+	// bsim run on BOINC's public example with jobs of 0.5, 2, 5 and 20 s, 6 hours to 2
+	// simulated days: 14-19 ns) and rounded up; hosts of long jobs cost far less (a
+	// 16-CPU host of 12-minute jobs: 1 ns), so the estimate is an upper one. The
+	// 568-s scenario above is estimated at 72 s of one unloaded core.
+	taskStepCost = 25e-9
+	stepCost     = 1e-6
+	// MaxEstimatedRun is the longest estimated run, in CPU seconds of one unloaded
+	// core, that New starts without Config.Force.
+	MaxEstimatedRun = 300.0
 )
 
-// checkJobSizes refuses a run whose client would hold more than maxHeldJobs jobs to
-// fill its work buffer (the larger of seed 001's 2 × connection period and the
-// buffer's high-water mark), or more than maxTaskSteps held jobs × steps. A job's
-// estimated run time is its app's <fpops><mean> on the app's fastest version.
-func checkJobSizes(doc *state.Document, servers []*server, avSpeed []float64, cfg Config) error {
+// EstimatedRunTime is the CPU time, in seconds of one unloaded core, the run was
+// estimated to take when it was made: each step's own cost plus its cost per job the
+// client would hold to fill its work buffer. An upper estimate, not a promise: a
+// loaded machine takes longer, a host that is often off holds fewer.
+func (s *Sim) EstimatedRunTime() float64 { return s.estimate }
+
+// checkJobSizes returns the run's estimated CPU time, and refuses a run whose client
+// would hold more than maxHeldJobs jobs of one app to fill its work buffer (the larger
+// of seed 001's 2 × connection period and the buffer's high-water mark), or, without
+// cfg.Force, one estimated past MaxEstimatedRun. A job's estimated run time is its
+// app's <fpops><mean> on the app's fastest version.
+func checkJobSizes(doc *state.Document, servers []*server, avSpeed []float64, cfg Config) (float64, error) {
 	_, high := rpc.WaterMarks(&doc.Preferences)
 	bufferDays := max(high, 2*doc.Preferences.ConnectionPeriodDays)
 	steps := math.Ceil(cfg.Duration / cfg.Delta)
+	var heldAll, heldMost float64
+	var biggest string // the app that holds the most, for the refusal
+	if cfg.ExistingJobsOnly {
+		servers = nil // they send nothing: only the scenario's own jobs are held
+	}
 	for _, srv := range servers {
 		for _, a := range srv.apps {
 			v := -1
@@ -252,14 +280,32 @@ func checkJobSizes(doc *state.Document, servers []*server, avSpeed []float64, cf
 			why := fmt.Sprintf("project %s app %s: jobs estimated at %g s each (fpops mean %g on its fastest version, %g FLOPS); its client would hold about %.3g of them to fill a work buffer of %g days on %d %s",
 				srv.project, a.Name, est, a.mean, avSpeed[v], held, bufferDays, res.Instances, res.Type)
 			if !(held <= maxHeldJobs) {
-				return fmt.Errorf("%s, more than the %d a run may hold (every step looks at each): make the jobs longer or the buffer smaller", why, maxHeldJobs)
+				return 0, fmt.Errorf("%s, more than the %d a run may hold (every step looks at each): make the jobs longer or the buffer smaller", why, maxHeldJobs)
 			}
-			if held*steps > maxTaskSteps {
-				return fmt.Errorf("%s for %g steps, more than %g task-steps (hours of wall time): make the run shorter, the steps longer or the jobs longer", why, steps, float64(maxTaskSteps))
+			if held > heldMost {
+				biggest, heldMost = why, held
 			}
+			heldAll += held
 		}
 	}
-	return nil
+	if biggest == "" {
+		biggest = fmt.Sprintf("the scenario's %d jobs", len(doc.Tasks))
+	}
+	heldAll += float64(len(doc.Tasks))
+	estimate := steps * (stepCost + heldAll*taskStepCost)
+	if estimate > MaxEstimatedRun && !cfg.Force {
+		return 0, fmt.Errorf("this run is estimated at %s of CPU time (%g steps, with about %.3g jobs held in each; %s), more than the %s a run takes without --force: "+
+			"make the run shorter, the steps longer or the jobs longer, or give --force", roundDuration(estimate), steps, heldAll, biggest, roundDuration(MaxEstimatedRun))
+	}
+	return estimate, nil
+}
+
+// roundDuration writes seconds as a duration to the second.
+func roundDuration(sec float64) string {
+	if sec > 1e9 {
+		return fmt.Sprintf("%.3g s", sec)
+	}
+	return time.Duration(sec * float64(time.Second)).Round(time.Second).String()
 }
 
 // indexAppVersions finds each app version's index, host resource and speed.

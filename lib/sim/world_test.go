@@ -299,8 +299,51 @@ func TestTinyJobsRefused(t *testing.T) {
 	if _, err := New(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1}); err != nil {
 		t.Errorf("10-second jobs for a day: %v", err)
 	}
-	if _, err := New(sc, Config{Duration: 20000 * 86400, Delta: 60, Policy: "seed", Seed: 1}); err == nil || !strings.Contains(err.Error(), "task-steps") {
+	// 20,000 days of them: 2.9e7 steps with about 20,000 jobs held in each, estimated
+	// at 4 hours of CPU time, are refused without Force and made with it.
+	long := Config{Duration: 20000 * 86400, Delta: 60, Policy: "seed", Seed: 1}
+	if _, err := New(sc, long); err == nil || !strings.Contains(err.Error(), "this run is estimated at 4h") || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("10-second jobs for 20,000 days: %v", err)
+	}
+	long.Force = true
+	s, err := New(sc, long)
+	if err != nil {
+		t.Fatalf("10-second jobs for 20,000 days with Force: %v", err)
+	}
+	if est := s.EstimatedRunTime(); est < 4*3600 || est > 5*3600 {
+		t.Errorf("estimated %g s, want 4-5 hours", est)
+	}
+	// Force never lifts the memory bound.
+	sc = load(t, publicExample)
+	for i := range sc.Apps {
+		sc.Apps[i].FpopsEst, sc.Apps[i].Fpops = 1e-300, estimates(sc.Apps[i].Fpops)
+	}
+	if _, err := New(sc, Config{Duration: 86400, Delta: 60, Policy: "seed", Seed: 1, Force: true}); err == nil || !strings.Contains(err.Error(), "more than the 200000") {
+		t.Errorf("fpops 1e-300 with Force: %v", err)
+	}
+}
+
+// TestEstimateKeepsScenariosRunning: every scenario the project ships (the public
+// ones and the corpus) is estimated well under MaxEstimatedRun for ten simulated
+// days, so no one needs --force for them.
+func TestEstimateKeepsScenariosRunning(t *testing.T) {
+	t.Parallel()
+	dirs, _ := filepath.Glob("../../scenarios/*/client_state.xml")
+	corpus, _ := filepath.Glob("../../scenarios/corpus/*/client_state.xml")
+	dirs = append(dirs, corpus...)
+	if len(dirs) < 100 {
+		t.Fatalf("found %d scenarios, want the public ones and the corpus", len(dirs))
+	}
+	for _, f := range dirs {
+		sc := load(t, filepath.Dir(f))
+		s, err := New(sc, Config{Duration: 10 * 86400, Delta: 60, Policy: "seed", Seed: 1})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if est := s.EstimatedRunTime(); est > MaxEstimatedRun/4 {
+			t.Errorf("%s: estimated %g s for ten days, want under %g", f, est, MaxEstimatedRun/4)
+		}
 	}
 }
 

@@ -46,6 +46,7 @@ APP=P, with probability P, one of its own.
 			existingFlag(),
 			threeStateFlag(),
 			emulateFlag(),
+			forceFlag(),
 			&cli.BoolFlag{Name: flagLive, Usage: "the projects are real servers the client reaches with brpc session (scripts/full-loop.sh): see above"},
 			&cli.StringSliceFlag{Name: flagNondet, Usage: "with --live: results of app `APP[=P]` disagree with probability P (default 0.5): their output digests differ (repeat the flag)"},
 			cliutil.FormatFlag("json", "yaml"),
