@@ -286,6 +286,8 @@ type Status struct {
 	GiveUps []GiveUpCount `json:"giveups"`
 	// Lifecycle is the backlog of assimilation and file deletion.
 	Lifecycle *LifecycleStatus `json:"lifecycle"`
+	// CronJobs are the cron jobs' recorded runs: totals and the last (CronJobs).
+	CronJobs []CronJob `json:"cron_jobs,omitempty"`
 }
 
 // GiveUpCount is a number of give-ups of one app for one reason.
@@ -346,7 +348,10 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	st.Lifecycle, err = s.Lifecycle(ctx)
+	if st.Lifecycle, err = s.Lifecycle(ctx); err != nil {
+		return nil, err
+	}
+	st.CronJobs, err = s.CronJobs(ctx)
 	return st, err
 }
 

@@ -457,6 +457,49 @@ var migrations = [][]string{
 		`CREATE INDEX deleted_file_pending ON deleted_file (done)`,
 		`CREATE INDEX deleted_file_wu ON deleted_file (workunitid)`,
 	},
+	// 14: what an operator sees (issue 31). cron_run is one row per run of a cron job
+	// (bretry, its validator, blocality's daemons, the lifecycle jobs), written when the
+	// run starts (finished=0: running, or killed if it stays so) and completed when it
+	// ends; old rows are pruned. cron_job keeps each job's totals and last run, so the
+	// status page and /metrics read one row per job and its counters never go back
+	// when history is pruned. A result's validate_time is when the validator judged
+	// it; received_time, validate_time and a host's rpc_time are indexed for the
+	// status page's "last hour / last day" counts.
+	{
+		`CREATE TABLE cron_run (
+			id {ID},
+			job VARCHAR(254) NOT NULL,
+			app VARCHAR(254) NOT NULL DEFAULT '',
+			host VARCHAR(254) NOT NULL DEFAULT '',
+			pid BIGINT NOT NULL DEFAULT 0,
+			start_time DOUBLE NOT NULL,
+			duration DOUBLE NOT NULL DEFAULT 0,
+			finished BIGINT NOT NULL DEFAULT 0,
+			success BIGINT NOT NULL DEFAULT 0,
+			nrows BIGINT NOT NULL DEFAULT 0,
+			message VARCHAR(254) NOT NULL DEFAULT ''
+		){TABLE}`,
+		`CREATE INDEX cron_run_job ON cron_run (job, app, start_time)`,
+		`CREATE TABLE cron_job (
+			job VARCHAR(191) NOT NULL,
+			app VARCHAR(191) NOT NULL DEFAULT '',
+			runs BIGINT NOT NULL DEFAULT 0,
+			failures BIGINT NOT NULL DEFAULT 0,
+			nrows BIGINT NOT NULL DEFAULT 0,
+			seconds DOUBLE NOT NULL DEFAULT 0,
+			last_start DOUBLE NOT NULL DEFAULT 0,
+			last_duration DOUBLE NOT NULL DEFAULT 0,
+			last_success BIGINT NOT NULL DEFAULT 0,
+			last_nrows BIGINT NOT NULL DEFAULT 0,
+			last_message VARCHAR(254) NOT NULL DEFAULT '',
+			last_success_time DOUBLE NOT NULL DEFAULT 0,
+			PRIMARY KEY (job, app)
+		){TABLE}`,
+		`ALTER TABLE result ADD COLUMN validate_time DOUBLE NOT NULL DEFAULT 0`,
+		`CREATE INDEX result_received ON result (received_time)`,
+		`CREATE INDEX result_validated ON result (validate_time)`,
+		`CREATE INDEX host_rpc_time ON host (rpc_time)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -138,13 +138,14 @@ func (t *Tx) ValidationWaits(ids []int64) error {
 	return t.claimAll(`need_validate=0`, nil, `need_validate=1`, nil, ids)
 }
 
-// SetValidateState sets validate_state of the results ids.
-func (t *Tx) SetValidateState(state int, ids []int64) error {
+// SetValidateState sets validate_state of the results ids, judged at now
+// (validate_time: the status page counts the results validated in the last hour).
+func (t *Tx) SetValidateState(state int, ids []int64, now float64) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	list, args := inList(ids)
-	_, err := t.exec(`UPDATE result SET validate_state=? WHERE id IN `+list, append([]any{state}, args...)...)
+	_, err := t.exec(`UPDATE result SET validate_state=?, validate_time=? WHERE id IN `+list, append([]any{state, now}, args...)...)
 	return err
 }
 

@@ -254,7 +254,7 @@ func daemonFlags(extra ...cli.Flag) []cli.Flag {
 // runDaemon runs pass once, or every --interval until a signal; a failed pass in a
 // loop is logged and retried at the next interval, so a database restart does not
 // stop the daemon.
-func runDaemon(ctx context.Context, cmd *cli.Command, pass func(ctx context.Context, s *store.Store, now float64) (string, error)) error {
+func runDaemon(ctx context.Context, cmd *cli.Command, pass func(ctx context.Context, s *store.Store, now float64) (string, int64, error)) error {
 	var interval float64
 	if iv := cmd.String("interval"); iv != "" {
 		if cmd.Bool("once") {
@@ -276,9 +276,18 @@ func runDaemon(ctx context.Context, cmd *cli.Command, pass func(ctx context.Cont
 	defer s.Close()
 	w := cmd.Root().Writer
 	log := cliutil.Logger(cmd)
+	// Each pass is a recorded run (bserver.RecordRun), with the rows it handled.
+	recorded := func(ctx context.Context, now float64) (msg string, err error) {
+		err = bserver.RecordRun(ctx, s, cmd.FullName(), "", now, log, func(ctx context.Context) (int64, error) {
+			var n int64
+			msg, n, err = pass(ctx, s, now)
+			return n, err
+		})
+		return msg, err
+	}
 	if interval == 0 {
 		now, _ := cliutil.Now(cmd)
-		msg, err := pass(ctx, s, now)
+		msg, err := recorded(ctx, now)
 		if err != nil {
 			return err
 		}
@@ -289,7 +298,7 @@ func runDaemon(ctx context.Context, cmd *cli.Command, pass func(ctx context.Cont
 	defer stop()
 	for {
 		now, _ := cliutil.Now(cmd) // the wall clock at each pass, unless --now froze it
-		msg, err := pass(ctx, s, now)
+		msg, err := recorded(ctx, now)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -325,9 +334,9 @@ make a job twice, and a killed one leaves nothing half-made.`,
 			if cushion < 1 {
 				return cliutil.Usagef("--cushion: must be >= 1, got %d", cushion)
 			}
-			return runDaemon(ctx, cmd, func(ctx context.Context, s *store.Store, now float64) (string, error) {
+			return runDaemon(ctx, cmd, func(ctx context.Context, s *store.Store, now float64) (string, int64, error) {
 				n, err := s.Generate(ctx, cushion, now)
-				return fmt.Sprintf("generated %d workunits", n), err
+				return fmt.Sprintf("generated %d workunits", n), int64(n), err
 			})
 		},
 	}
@@ -348,9 +357,9 @@ safe to run twice at once and to kill.`,
 			[]string{"blocality transition --db project.db", "blocality transition --db project.db --interval 1m"}, ""),
 		Flags: daemonFlags(),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			return runDaemon(ctx, cmd, func(ctx context.Context, s *store.Store, now float64) (string, error) {
+			return runDaemon(ctx, cmd, func(ctx context.Context, s *store.Store, now float64) (string, int64, error) {
 				changed, done, err := s.Transition(ctx, now)
-				return fmt.Sprintf("%d cursors moved, %d batches completed", changed, done), err
+				return fmt.Sprintf("%d cursors moved, %d batches completed", changed, done), int64(changed + done), err
 			})
 		},
 	}
@@ -375,9 +384,9 @@ size and fastest member (seed 004's locality_daemon; run it hourly or daily).`,
 			if err != nil || timeout <= 0 {
 				return cliutil.Usagef("--team-timeout: want a duration > 0 (e.g. 3d), got %q", cmd.String("team-timeout"))
 			}
-			return runDaemon(ctx, cmd, func(ctx context.Context, s *store.Store, now float64) (string, error) {
+			return runDaemon(ctx, cmd, func(ctx context.Context, s *store.Store, now float64) (string, int64, error) {
 				left, err := s.Credit(ctx, timeout, now)
-				return fmt.Sprintf("team credit recomputed; %d hosts left their teams", left), err
+				return fmt.Sprintf("team credit recomputed; %d hosts left their teams", left), int64(left), err
 			})
 		},
 	}

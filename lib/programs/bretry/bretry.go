@@ -16,6 +16,7 @@ import (
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/limits"
+	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/retry"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/urfave/cli/v3"
@@ -201,11 +202,15 @@ func run(ctx context.Context, cmd *cli.Command, validateOnly bool) error {
 		p := &Pass{Store: s, AppID: ar.AppID, App: app, Params: params, Now: now, Batch: batch,
 			NoValidate: cmd.Bool("no-validate"), Log: log, Stop: func() bool { return sctx.Err() != nil }}
 		var sum Summary
-		if validateOnly {
-			sum, err = p.Validate(sctx)
-		} else {
-			sum, err = p.Run(sctx)
-		}
+		err := bserver.RecordRun(sctx, s, cmd.FullName(), app, now, log, func(ctx context.Context) (int64, error) {
+			var err error
+			if validateOnly {
+				sum, err = p.Validate(ctx)
+			} else {
+				sum, err = p.Run(ctx)
+			}
+			return sum.RowsHandled(), err
+		})
 		if err != nil {
 			return err
 		}

@@ -160,13 +160,13 @@ func (p *Pass) validateBatch(ctx context.Context, sum *Summary) (int, error) {
 		if err := tx.ValidationWaits(waiting); err != nil {
 			return err
 		}
-		if err := tx.SetValidateState(store.ValidateValid, valid); err != nil {
+		if err := tx.SetValidateState(store.ValidateValid, valid, p.Now); err != nil {
 			return err
 		}
 		if err := tx.GrantCredit(valid, p.Now); err != nil {
 			return err
 		}
-		if err := tx.SetValidateState(store.ValidateInvalid, bad); err != nil {
+		if err := tx.SetValidateState(store.ValidateInvalid, bad, p.Now); err != nil {
 			return err
 		}
 		validated, invalid = len(found), len(bad)

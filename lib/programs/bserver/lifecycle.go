@@ -11,6 +11,7 @@ import (
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/lifecycle"
+	"github.com/bkit/bkit/lib/store"
 	"github.com/urfave/cli/v3"
 )
 
@@ -30,9 +31,9 @@ func passFlags(extra ...cli.Flag) []cli.Flag {
 
 // passLoop checks the flags every lifecycle job shares and runs pass once (--once)
 // or every --interval until SIGINT or SIGTERM, which the pass sees between batches
-// (stop). A failed pass in a loop is logged and the next one tried at the next
+// (stop), each pass recorded in s (RecordRun). A failed pass in a loop is logged and the next one tried at the next
 // interval, so a database restart does not stop the job.
-func passLoop(ctx context.Context, cmd *cli.Command, pass func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error)) error {
+func passLoop(ctx context.Context, cmd *cli.Command, s *store.Store, pass func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error)) error {
 	once := cmd.Bool("once")
 	var interval float64
 	if s := cmd.String("interval"); s != "" {
@@ -63,7 +64,17 @@ func passLoop(ctx context.Context, cmd *cli.Command, pass func(ctx context.Conte
 	stop := func() bool { return sctx.Err() != nil }
 	log := cliutil.Logger(cmd)
 	for {
-		sum, err := pass(sctx, now, stop)
+		// Each pass is a recorded run (RecordRun); a summary that counts rows says how
+		// many it handled.
+		var sum fmt.Stringer
+		err := RecordRun(sctx, s, cmd.FullName(), "", now, log, func(ctx context.Context) (int64, error) {
+			var err error
+			sum, err = pass(ctx, now, stop)
+			if r, ok := sum.(interface{ RowsHandled() int64 }); ok {
+				return r.RowsHandled(), err
+			}
+			return 0, err
+		})
 		switch {
 		case err != nil && once:
 			return err
@@ -170,7 +181,7 @@ the same machine takes over at once and one elsewhere when the lease ends.
 				return err
 			}
 			owner := lifecycle.Owner()
-			return passLoop(ctx, cmd, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
+			return passLoop(ctx, cmd, s, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
 				a := &lifecycle.Assimilator{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), To: to, Exec: ex,
 					ExecTimeout: cmd.Duration("exec-timeout"), Batch: batch, Clock: lifecycle.NewClock(now), Owner: owner,
 					Lease: cmd.Duration("exec-timeout").Seconds() + 300, Log: cliutil.Logger(cmd), Stop: stop, Stderr: cmd.Root().ErrWriter}
@@ -234,7 +245,7 @@ symbolic link) is refused and recorded as refused, never followed.
 			if err != nil {
 				return err
 			}
-			return passLoop(ctx, cmd, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
+			return passLoop(ctx, cmd, s, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
 				d := &lifecycle.FileDeleter{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), DownloadDir: filepath.Join(pdir, downloadSubdir),
 					Delay: delay, Batch: batch, Clock: lifecycle.NewClock(now), Log: cliutil.Logger(cmd), Stop: stop}
 				sum, err := d.Run(ctx)
