@@ -351,7 +351,10 @@ func (s *Store) Status(ctx context.Context) (*Status, error) {
 	if st.Lifecycle, err = s.Lifecycle(ctx); err != nil {
 		return nil, err
 	}
-	st.CronJobs, err = s.CronJobs(ctx)
+	jobs, err := s.CronJobs(ctx)
+	if len(jobs) > 0 {
+		st.CronJobs = jobs
+	}
 	return st, err
 }
 
