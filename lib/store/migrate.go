@@ -497,8 +497,8 @@ var migrations = [][]string{
 		){TABLE}`,
 		`ALTER TABLE result ADD COLUMN validate_time DOUBLE NOT NULL DEFAULT 0`,
 		`CREATE INDEX result_received ON result (received_time)`,
-		`CREATE INDEX result_validated ON result (validate_time)`,
-		`CREATE INDEX host_rpc_time ON host (rpc_time)`,
+		`CREATE INDEX result_validated ON result (validate_time, validate_state)`,
+		`CREATE INDEX host_rpc_time ON host (rpc_time, userid)`,
 	},
 }
 
