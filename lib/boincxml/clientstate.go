@@ -28,7 +28,9 @@ import (
 //   - <project>: master_url, project_name (the document's name; when absent, the URL
 //     without its scheme and trailing slash, as a person would name it),
 //     resource_share (default 100), every scheduler_url, nrpc_failures, min_rpc_time,
-//     master_url_fetch_pending, exp_avg_cpu and exp_avg_mod_time when present; debts of
+//     master_url_fetch_pending, exp_avg_cpu, exp_avg_mod_time and
+//     duration_correction_factor (0 to 100; BOINC keeps it within 0.01 to 100, and 0
+//     reads as none learned) when present; debts of
 //     any client version: short_term_debt / cpu_short_term_debt (seed 001's debt),
 //     long_term_debt / cpu_long_term_debt / cuda_debt / ati_debt (seed 002 long-term
 //     debts), *_backoff_interval, *_backoff_time and
@@ -46,7 +48,8 @@ import (
 //   - <active_task_set>: each <active_task>'s result becomes running (scheduler_state 2,
 //     or active_task_state 1 when scheduler_state is absent) or preempted, with its CPU
 //     time (current_cpu_time, else checkpoint_cpu_time), elapsed time
-//     (checkpoint_elapsed_time) and work done (fraction_done × rsc_fpops_est).
+//     (checkpoint_elapsed_time), its progress (fraction_done) and work done
+//     (fraction_done × rsc_fpops_est).
 //
 // App versions are named "PROJECT/APP/VERSION[/PLAN_CLASS]" (with "#2", "#3" for the
 // versions of other platforms). The result is a validated document; a problem is an
@@ -360,6 +363,8 @@ func (r *csReader) project(e *elem) error {
 			p.ExpAvgCPU, err = k.nonNeg()
 		case "exp_avg_mod_time":
 			p.ExpAvgTime, err = k.nonNeg()
+		case "duration_correction_factor":
+			p.DurationCorrectionFactor, err = k.dcf()
 		case "short_term_debt":
 			p.Debt, err = k.number()
 		case "long_term_debt":

@@ -345,6 +345,7 @@ func (r *csReader) activeTasks() error {
 		t.CPUTime, t.CPUTimeAtLastSched = cpu, cpu
 		t.ElapsedTime, t.ElapsedTimeAtLastSched = elapsed, elapsed
 		t.FlopsDone = frac * t.EstimatedFlops
+		t.FractionDone = frac
 	}
 	return nil
 }

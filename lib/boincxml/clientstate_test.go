@@ -1,6 +1,7 @@
 package boincxml
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,7 @@ func TestImportClientState(t *testing.T) {
 		Tasks: []state.Task{
 			// running (scheduler_state 2): current_cpu_time, 0.25 × 3e13 done
 			{Name: "wu_a1_0", Project: "Alpha", AppVersion: "Alpha/alpha_app/601/cuda", State: state.TaskRunning,
-				EstimatedFlops: 3e13, FlopsDone: 7.5e12, ReportDeadline: 1700600000, ReceivedTime: 1699990000,
+				EstimatedFlops: 3e13, FlopsDone: 7.5e12, FractionDone: 0.25, ReportDeadline: 1700600000, ReceivedTime: 1699990000,
 				CPUTime: 110, CPUTimeAtLastSched: 110, ElapsedTime: 2000, ElapsedTimeAtLastSched: 2000},
 			// ready_to_report: done, all its work counted
 			{Name: "wu_a2_1", Project: "Alpha", AppVersion: "Alpha/alpha_app/600", State: state.TaskDone,
@@ -66,7 +67,7 @@ func TestImportClientState(t *testing.T) {
 				CPUTime: 5000, CPUTimeAtLastSched: 5000, ElapsedTime: 5100, ElapsedTimeAtLastSched: 5100},
 			// active but suspended (active_task_state 9): preempted, 0.1 × 1e13 done
 			{Name: "wu_b_0", Project: beta, AppVersion: beta + "/beta_app/1", State: state.TaskPreempted,
-				EstimatedFlops: 1e13, FlopsDone: 1e12, ReportDeadline: 1700400000,
+				EstimatedFlops: 1e13, FlopsDone: 1e12, FractionDone: 0.1, ReportDeadline: 1700400000,
 				CPUTime: 300, CPUTimeAtLastSched: 300, ElapsedTime: 320, ElapsedTimeAtLastSched: 320},
 			{Name: "wu_b_acked", Project: beta, AppVersion: beta + "/beta_app/1", State: state.TaskReported,
 				EstimatedFlops: 1e13, FlopsDone: 1e13, ReportDeadline: 1700400000},
@@ -115,6 +116,12 @@ func TestImportClientStateErrors(t *testing.T) {
 			`cs.xml: project "P": a second project with <master_url> "http://p/"`},
 		{"negative share", `<client_state>` + minimalHost + `<project><master_url>u</master_url><resource_share>-1</resource_share></project></client_state>`,
 			`cs.xml: project "u": <resource_share>: must be >= 0, got -1`},
+		{"DCF not a number", `<client_state>` + minimalHost + `<project><master_url>u</master_url><duration_correction_factor>x</duration_correction_factor></project></client_state>`,
+			`cs.xml: project "u": <duration_correction_factor>: "x" is not a number`},
+		{"DCF negative", `<client_state>` + minimalHost + `<project><master_url>u</master_url><duration_correction_factor>-0.5</duration_correction_factor></project></client_state>`,
+			`cs.xml: project "u": <duration_correction_factor>: must be between 0 and 100, got -0.5`},
+		{"DCF too large", `<client_state>` + minimalHost + `<project><master_url>u</master_url><duration_correction_factor>1e3</duration_correction_factor></project></client_state>`,
+			`cs.xml: project "u": <duration_correction_factor>: must be between 0 and 100, got 1000`},
 		{"GPU version on a host without GPUs", `<client_state>` + minimalHost + proj +
 			`<app_version><app_name>a</app_name><coproc><type>ATI</type><count>1</count></coproc></app_version></client_state>`,
 			`cs.xml: project "P": app_version 1: uses a ATI coprocessor, which <host_info> does not list`},
@@ -155,6 +162,10 @@ func FuzzClientState(f *testing.F) {
 		`<app><name>a</name></app><app_version><app_name>a</app_name></app_version>` +
 		`<workunit><name>w</name><app_name>a</app_name><rsc_fpops_est>1e12</rsc_fpops_est></workunit>` +
 		`<result><name>r</name><wu_name>w</wu_name></result></client_state>`))
+	for _, dcf := range []string{"1.25", "0", "0.01", "100", "100.5", "-1", "nan", "inf", "1e-300", ""} {
+		f.Add([]byte(`<client_state>` + minimalHost + `<project><master_url>u</master_url><duration_correction_factor>` + dcf +
+			`</duration_correction_factor></project></client_state>`))
+	}
 	f.Add([]byte(`<client_state><host_info><p_ncpus>1</p_ncpus><p_fpops>1</p_fpops><coprocs><coproc><type>x</type><count>2</count></coproc></coprocs></host_info></client_state>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := ImportClientState(strings.NewReader(string(data)), "fuzz.xml")
@@ -168,6 +179,36 @@ func FuzzClientState(f *testing.F) {
 			t.Errorf("imported document is invalid: %v", err)
 		}
 	})
+}
+
+// TestImportDCF: a project's duration_correction_factor is taken as it is (0 reads as
+// none learned, so 1), and an active task's fraction_done is its progress, from which
+// its remaining time is estimated.
+func TestImportDCF(t *testing.T) {
+	cs := `<client_state>` + minimalHost + `
+<project><master_url>http://p/</master_url><project_name>P</project_name><duration_correction_factor>1.750000</duration_correction_factor></project>
+<app><name>a</name></app><app_version><app_name>a</app_name><version_num>1</version_num><flops>1e9</flops></app_version>
+<workunit><name>w</name><app_name>a</app_name><rsc_fpops_est>1e12</rsc_fpops_est></workunit>
+<result><name>r</name><wu_name>w</wu_name><report_deadline>1700100000</report_deadline></result>
+<project><master_url>http://q/</master_url><project_name>Q</project_name><duration_correction_factor>0</duration_correction_factor></project>
+<active_task_set><active_task><result_name>r</result_name><scheduler_state>2</scheduler_state>
+<checkpoint_elapsed_time>1400</checkpoint_elapsed_time><fraction_done>0.400000</fraction_done></active_task></active_task_set>
+</client_state>`
+	doc, err := ImportClientState(strings.NewReader(cs), "cs.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, q := doc.Projects[0], doc.Projects[1]; p.DurationCorrectionFactor != 1.75 || q.DurationCorrectionFactor != 0 || q.DCF() != 1 {
+		t.Errorf("DCFs %g, %g (reads %g), want 1.75, 0 (reads 1)", p.DurationCorrectionFactor, q.DurationCorrectionFactor, q.DCF())
+	}
+	task := doc.Tasks[0]
+	if task.FractionDone != 0.4 || task.FlopsDone != 0.4e12 {
+		t.Errorf("fraction_done %g, flops_done %g, want 0.4, 4e11", task.FractionDone, task.FlopsDone)
+	}
+	// 60 % of the corrected estimate to go: 0.6 × 1e12 × 1.75.
+	if got, want := task.RemainingWork(doc.ProjectDCF(task.Project)), 0.6*1e12*1.75; math.Abs(got-want) > 1 {
+		t.Errorf("remaining work %g, want %g", got, want)
+	}
 }
 
 // TestNameFromURL: a project without <project_name> is named by its URL as a person

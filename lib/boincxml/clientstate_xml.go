@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/bkit/bkit/lib/state"
 )
 
 // This file holds the small element tree that the client_state.xml import and the
@@ -188,6 +190,15 @@ func (e *elem) fraction() (float64, error) {
 	x, err := e.number()
 	if err == nil && (x < 0 || x > 1) {
 		err = fmt.Errorf("<%s>: must be between 0 and 1, got %g", e.name, x)
+	}
+	return x, err
+}
+
+// dcf parses a duration correction factor: a finite float in [0, state.MaxDCF].
+func (e *elem) dcf() (float64, error) {
+	x, err := e.number()
+	if err == nil && (x < 0 || x > state.MaxDCF) {
+		err = fmt.Errorf("<%s>: must be between 0 and %g, got %g", e.name, float64(state.MaxDCF), x)
 	}
 	return x, err
 }

@@ -75,7 +75,7 @@ func nextPass(doc *state.Document, avOf []int32, now float64, prev string, quiet
 		if t.State != state.TaskRunning {
 			continue
 		}
-		left := t.RemainingFlops()
+		left := t.RemainingWork(doc.ProjectDCF(t.Project))
 		if left <= 0 {
 			continue
 		}

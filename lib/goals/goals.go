@@ -180,7 +180,7 @@ func (w *Workspace) runnable(doc *state.Document) []taskInfo {
 		v := w.appVersions.Index(t.AppVersion)
 		ti := taskInfo{i: i, p: w.projects.Index(t.Project), r: w.avRes[v], inst: w.avInst[v], cpus: w.avCPUs[v], rank: rankOf(t.State), dl: t.ReportDeadline}
 		if sp := w.avSpeed[v]; sp > 0 {
-			ti.runtime = t.RemainingFlops() / sp
+			ti.runtime = t.RemainingWork(doc.Projects[ti.p].DCF()) / sp
 		}
 		ts = append(ts, ti)
 	}

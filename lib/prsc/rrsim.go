@@ -171,7 +171,8 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 	for _, list := range byState {
 		for _, i := range list {
 			t := &doc.Tasks[i]
-			left := t.RemainingFlops()
+			p := w.projectIndex(t.Project)
+			left := t.RemainingWork(doc.Projects[p].DCF())
 			if left <= 0 {
 				continue // no work left or no estimate: nothing to simulate
 			}
@@ -181,7 +182,7 @@ func simulate(doc *state.Document, now, period float64, finish []float64, w *sim
 			if r != w.cpu {
 				rate *= doc.Host.TimeStats.GPUActiveFrac
 			}
-			q := &queues[r][w.projectIndex(t.Project)]
+			q := &queues[r][p]
 			q.jobs = append(q.jobs, simJob{task: i, inst: w.avInst[v], rate: rate, left: left})
 			q.remInst += w.avInst[v]
 		}
@@ -535,7 +536,7 @@ func (w *CompletionsWork) lateAtOnce(doc *state.Document, now, margin float64, l
 		default:
 			continue
 		}
-		left := t.RemainingFlops()
+		left := t.RemainingWork(doc.Projects[sw.projectIndex(t.Project)].DCF())
 		if left <= 0 {
 			continue
 		}
@@ -645,7 +646,7 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 		if frac <= 0 || speed <= 0 {
 			continue
 		}
-		dur := t.RemainingFlops() / speed / frac
+		dur := t.RemainingWork(doc.Projects[w.sim.projectIndex(t.Project)].DCF()) / speed / frac
 		b := busy[w.sim.avRes[v]]
 		if len(b) == 0 || w.sim.avInst[v] < 1 {
 			continue

@@ -423,7 +423,7 @@ func fullBusyTimes(doc *state.Document, now float64) []float64 {
 		if frac <= 0 || speed <= 0 {
 			continue
 		}
-		dur := t.RemainingFlops() / speed / frac
+		dur := t.RemainingWork(doc.ProjectDCF(t.Project)) / speed / frac
 		b := busy[slices.IndexFunc(h.Resources, func(r state.Resource) bool { return r.Type == av.ResourceType() })]
 		if len(b) == 0 || av.Instances() < 1 {
 			continue

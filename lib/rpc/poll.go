@@ -53,7 +53,7 @@ func EstimatedWorkDays(doc *state.Document) float64 {
 	var secs float64
 	for i := range doc.Tasks {
 		if t := &doc.Tasks[i]; t.State.Runnable() {
-			secs += t.RemainingFlops() / cpu.Flops
+			secs += t.RemainingWork(doc.ProjectDCF(t.Project)) / cpu.Flops
 		}
 	}
 	return secs / float64(cpu.Instances) / SecondsPerDay

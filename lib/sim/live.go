@@ -114,6 +114,7 @@ func (s *Sim) restoreLive(w *World) error {
 		k++
 	}
 	doc.Tasks = doc.Tasks[:k]
+	s.noteJobs(0)
 	return nil
 }
 

@@ -250,7 +250,7 @@ func (p *rrPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, 
 		av := &doc.AppVersions[v]
 		r := p.avRes[v]
 		if sp := p.avSpeed[v]; sp > 0 {
-			queued[r] += t.RemainingFlops() / sp * av.Instances()
+			queued[r] += t.RemainingWork(doc.ProjectDCF(t.Project)) / sp * av.Instances()
 		}
 		held[r] += av.Instances()
 	}

@@ -65,6 +65,8 @@ type seedPolicy struct {
 	finished     int     // the loop's count at the last Account
 	seenFinished int     // the count when seed 001 last decided
 	maxRate      float64 // FLOPS the host can give at most, all resources together
+	overest      float64 // the loop's bound on estimate ÷ real work (overestimate)
+	workRate     float64 // how many times faster than work is done estimates can fall
 	debtsSame    bool    // no reply since the last Account (see the skips above)
 
 	jitter replyRand           // the replies' random source
@@ -273,7 +275,9 @@ func (x *replyRand) seeded(seed uint64) *rand.Rand {
 //   - dont_need_work stays: each project's ETTPRC S must fall below T first, and with
 //     the set of runnable results unchanged (new results only add to S) S falls at most
 //     as fast as the whole host could work off the project's estimates: maxRate ÷ one
-//     CPU's FLOPS ÷ avg_proc_rate seconds per second (fetchQuiet);
+//     CPU's FLOPS ÷ avg_proc_rate seconds per second (fetchQuiet), times workRate (a
+//     started task's estimate falls faster than its work is done when its estimate
+//     is high or its project's correction factor is);
 //   - every request that could be sent stays 0 (requestsQuiet).
 //
 // Any other decision means check again at the next poll.
@@ -306,6 +310,13 @@ func (sp *seedPolicy) nextFetchCheck(doc *state.Document, now float64) float64 {
 	if sp.maxRate <= 0 {
 		return math.Inf(1)
 	}
+	// A started task's estimated remaining work falls (estimate × correction factor ÷
+	// real work) times as fast as its work is done (state.Task.RemainingWork); the
+	// factors change only when a task completes, after which seed 001 decides again.
+	sp.workRate = max(1, sp.overest)
+	for i := range doc.Projects {
+		sp.workRate = max(sp.workRate, max(1, sp.overest)*doc.Projects[i].DCF())
+	}
 	sp.fetchQuietAt, sp.bounded = sp.fetchQuiet(now), true
 	return max(sp.fetchQuietAt, sp.requestsQuiet(doc, now))
 }
@@ -322,7 +333,7 @@ func (sp *seedPolicy) fetchQuiet(now float64) float64 {
 		if math.IsInf(r.ETTPRC, 1) || r.AvgProcRate <= 0 {
 			continue
 		}
-		next = min(next, now+(r.ETTPRC-d.T)*r.AvgProcRate*d.CPUFlops/sp.maxRate)
+		next = min(next, now+(r.ETTPRC-d.T)*r.AvgProcRate*d.CPUFlops/sp.maxRate/sp.workRate)
 	}
 	return next
 }
@@ -351,7 +362,7 @@ func (sp *seedPolicy) requestsQuiet(doc *state.Document, now float64) float64 {
 		case math.IsInf(r.ETTPRC, 1) || r.AvgProcRate <= 0:
 		default:
 			if gap := r.ETTPRC - 2*d.T - 1e-9*r.ETTPRC; gap > 0 {
-				q = now + gap*r.AvgProcRate*d.CPUFlops/sp.maxRate
+				q = now + gap*r.AvgProcRate*d.CPUFlops/sp.maxRate/sp.workRate
 			} else {
 				q = now
 			}
@@ -384,6 +395,8 @@ func cpuBackoffUntil(p *state.Project) float64 {
 	}
 	return 0
 }
+
+func (sp *seedPolicy) overestimate(x float64) { sp.overest = x }
 
 func (sp *seedPolicy) Account(doc *state.Document, u *StepUsage) {
 	sp.finished = u.Finished

@@ -104,6 +104,10 @@ type Sim struct {
 	// are settled, and the indices when tasks are reported or received (Serve).
 	running     []int
 	runningHold bool
+	// overest is the largest estimate ÷ real work of a job the client has held (at
+	// least 1): how much faster than its app version's speed a task's estimated
+	// remaining work can fall (noteJobs).
+	overest float64
 
 	m    metrics
 	su   StepUsage
@@ -193,6 +197,7 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 		// scenario has done already finished it.
 		s.jobs = append(s.jobs, s.newJob(&t, job{real: t.EstimatedFlops, finished: t.State == state.TaskDone}))
 	}
+	s.noteJobs(0)
 	s.m.init(doc)
 	if cfg.Trace {
 		s.tr = newTracer(doc, s.start, s.end, cfg.Delta)
@@ -513,7 +518,9 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	}
 	var jobs map[string]int
 	if !s.cfg.ExistingJobsOnly {
+		from := len(s.jobs)
 		jobs = srv.fill(doc, s.avIndex, &r.Request, now, &s.jobs)
+		s.noteJobs(from)
 	}
 	for _, n := range jobs {
 		s.m.jobs += n
@@ -533,7 +540,9 @@ func schedulerURL(p *state.Project) string {
 }
 
 // Settle marks the tasks that finished their work in the last step done, and returns
-// how many ('bsim settle'). Until now they stayed running, so that the policy's
+// how many ('bsim settle'). Each teaches its project's duration correction factor how
+// long it ran against its estimate (state.Project.LearnDuration), as BOINC's client
+// learns when a task completes. Until now they stayed running, so that the policy's
 // scheduler saw their last CPU time: seed 001's pass counts the work of RUNNING tasks
 // only, and a task that had become done before the pass would take its work since the
 // previous pass out of the debts. With 30-minute jobs that finish at the pass they
@@ -543,7 +552,11 @@ func (s *Sim) Settle() int {
 	n := 0
 	for i := range s.doc.Tasks {
 		if s.jobs[i].finished && s.doc.Tasks[i].State != state.TaskDone && s.doc.Tasks[i].State != state.TaskReported {
-			s.doc.Tasks[i].State = state.TaskDone
+			t := &s.doc.Tasks[i]
+			t.State = state.TaskDone
+			if sp := s.avSpeed[s.jobs[i].av]; sp > 0 {
+				s.doc.Projects[s.jobs[i].project].LearnDuration(t.ElapsedTime, t.EstimatedFlops/sp)
+			}
 			if s.live != nil {
 				s.doc.Tasks[i].OutputDigest = s.digest(&s.doc.Tasks[i])
 			}
@@ -556,6 +569,29 @@ func (s *Sim) Settle() int {
 		s.tasksChanged()
 	}
 	return n
+}
+
+// overestimator is a policy whose skips need to know how fast a task's estimated
+// remaining work can fall (seed's): a started task's is (1 − progress) × its estimate ×
+// its project's correction factor (state.Task.RemainingWork), which falls estimate ÷
+// real work times faster than the work is done.
+type overestimator interface {
+	overestimate(x float64)
+}
+
+// noteJobs brings overest up to date with the jobs from index from on, and tells an
+// overestimator policy.
+func (s *Sim) noteJobs(from int) {
+	x := max(1, s.overest)
+	for i := from; i < len(s.jobs); i++ {
+		if r := s.jobs[i].real; r > 0 {
+			x = max(x, s.doc.Tasks[i].EstimatedFlops/r)
+		}
+	}
+	s.overest = x
+	if o, ok := s.policy.(overestimator); ok {
+		o.overestimate(x)
+	}
 }
 
 // tasksChanged tells a watcher policy that the loop changed the tasks, and lets go of
@@ -658,6 +694,11 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 			t.FlopsDone = j.real
 		} else {
 			t.FlopsDone += speed * run
+		}
+		// The progress the app reports: its real work done (what BOINC's client reads
+		// as fraction_done; its estimates of a started task rest on it).
+		if j.real > 0 {
+			t.FractionDone = min(1, t.FlopsDone/j.real)
 		}
 		t.CPUTime += cpus * run
 		t.ElapsedTime += run

@@ -302,6 +302,7 @@ func (s *Sim) restoreJobs(w *World) error {
 		}
 		s.jobs = append(s.jobs, s.newJob(&doc.Tasks[i], job{real: j.Real, peak: j.Peak, finished: j.Finished}))
 	}
+	s.noteJobs(0)
 	return nil
 }
 

@@ -97,11 +97,6 @@ func CPUsFit(free, cpus float64, coproc bool) bool {
 	return free > slack || coproc && cpus <= free+1+slack
 }
 
-// RemainingFlops is the estimated work a task still has to do, never below 0.
-func (t *Task) RemainingFlops() float64 {
-	return max(0, t.EstimatedFlops-t.FlopsDone)
-}
-
 // IndexName is the index of the first name in names equal to name (SameName), or -1.
 func IndexName(names []string, name string) int {
 	for i, n := range names {

@@ -84,6 +84,8 @@ type Project struct {
 	RPCSeqno      int    `json:"rpc_seqno,omitempty" yaml:"rpc_seqno,omitempty" doc:"scheduler RPCs made to this project so far (sent as rpc_seqno)" min:"0"`
 
 	Resources []ProjectResource `json:"resources,omitempty" yaml:"resources,omitempty" doc:"seed 002: per-resource state of this project; a missing entry means all zero"`
+
+	DurationCorrectionFactor float64 `json:"duration_correction_factor,omitempty" yaml:"duration_correction_factor,omitempty" doc:"how much longer than estimated this project's tasks run, learned when each completes (BOINC's duration correction factor, duration_correction_factor in client_state.xml); every estimate of a task's run time is multiplied by it; 0 or absent: none learned yet, 1" min:"0" max:"100"`
 }
 
 // ProjectResource is the per-(project, resource) state of seed 002.
@@ -147,6 +149,7 @@ type Task struct {
 	State                  TaskState `json:"state" yaml:"state" doc:"ready, running, preempted, done or reported" required:"true" enum:"ready,running,preempted,done,reported"`
 	EstimatedFlops         float64   `json:"estimated_flops" yaml:"estimated_flops" doc:"estimated work, FLOPs (rsc_fpops_est); 0: no estimate" min:"0"`
 	FlopsDone              float64   `json:"flops_done,omitempty" yaml:"flops_done,omitempty" doc:"work done so far, FLOPs" min:"0"`
+	FractionDone           float64   `json:"fraction_done,omitempty" yaml:"fraction_done,omitempty" doc:"the fraction of its work done, as the running app reports it (fraction_done of BOINC's active task); a started task's remaining time is estimated from it; 0 or absent: flops_done ÷ estimated_flops" min:"0" max:"1"`
 	ReportDeadline         float64   `json:"report_deadline" yaml:"report_deadline" doc:"report deadline, Unix seconds" min:"0"`
 	ReceivedTime           float64   `json:"received_time,omitempty" yaml:"received_time,omitempty" doc:"when the client received the task, Unix seconds" min:"0"`
 	CompletedTime          float64   `json:"completed_time,omitempty" yaml:"completed_time,omitempty" doc:"when the task finished computing, Unix seconds" min:"0"`

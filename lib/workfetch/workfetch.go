@@ -16,8 +16,10 @@
 //	S < T            → at least NEED_WORK    (starves within the connection period T)
 //	work_request(P)  = max(0, (2T − S) × avg_proc_rate(P)), all 0 if nobody needs work
 //
-// estimated_cpu_time(R) is R's remaining estimated work (estimate minus work done, at
-// least 0) divided by one CPU's FLOPS (DESIGN.md section 5). P's runnable results are
+// estimated_cpu_time(R) is R's remaining estimated work divided by one CPU's FLOPS
+// (DESIGN.md section 5): estimate minus work done, at least 0, corrected by R's
+// project's duration correction factor and, for a started result, taken from its
+// progress (state.Task.RemainingWork; docs/decisions.md, issue 29). P's runnable results are
 // those that run on the CPU: a result of an app version that uses a coprocessor feeds
 // that coprocessor, not the CPU scheduler, and its work is fetched by seed 002
 // (bdevices); counted here it would hide a starving CPU behind a GPU queue.
@@ -314,7 +316,7 @@ func (w *Workspace) compute(doc *state.Document, explain bool) *Decision {
 		}
 		ct := 0.0
 		if cpu.Flops > 0 {
-			ct = t.RemainingFlops() / cpu.Flops
+			ct = t.RemainingWork(doc.Projects[p].DCF()) / cpu.Flops
 		}
 		buckets[p] = append(buckets[p], result{deadline: t.ReportDeadline, order: i, cpuTime: ct})
 		n++
