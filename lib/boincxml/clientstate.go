@@ -30,7 +30,8 @@ import (
 //     resource_share (default 100), every scheduler_url, nrpc_failures, min_rpc_time,
 //     master_url_fetch_pending, exp_avg_cpu, exp_avg_mod_time and
 //     duration_correction_factor (0 to 100; BOINC keeps it within 0.01 to 100, and 0
-//     reads as none learned) when present; debts of
+//     reads as none learned), rec and rec_time (policy boinc's recent estimated
+//     credit) when present; debts of
 //     any client version: short_term_debt / cpu_short_term_debt (seed 001's debt),
 //     long_term_debt / cpu_long_term_debt / cuda_debt / ati_debt (seed 002 long-term
 //     debts), *_backoff_interval, *_backoff_time and
@@ -365,6 +366,10 @@ func (r *csReader) project(e *elem) error {
 			p.ExpAvgTime, err = k.nonNeg()
 		case "duration_correction_factor":
 			p.DurationCorrectionFactor, err = k.dcf()
+		case "rec":
+			p.REC, err = k.nonNeg()
+		case "rec_time":
+			p.RECTime, err = k.nonNeg()
 		case "short_term_debt":
 			p.Debt, err = k.number()
 		case "long_term_debt":

@@ -39,7 +39,7 @@ func TestImportClientState(t *testing.T) {
 				Name: "Alpha", MasterURL: "http://alpha.example.org/",
 				SchedulerURLs: []string{"http://alpha.example.org/cgi-bin/cgi", "http://alpha2.example.org/cgi-bin/cgi"},
 				ResourceShare: 150, Debt: -120.5,
-				MinRPCTime: 1700003600, NRPCFailures: 3, MasterFetchPending: true,
+				MinRPCTime: 1700003600, NRPCFailures: 3, MasterFetchPending: true, REC: 123.4,
 				// host order; ati_debt dropped (no ATI GPU); D(P,R) from the app versions
 				Resources: []state.ProjectResource{
 					{Type: "cpu", LongTermDebt: 3600, BackoffInterval: 600, BackoffUntil: 1700000600, AccumulateDebt: true},
@@ -122,6 +122,12 @@ func TestImportClientStateErrors(t *testing.T) {
 			`cs.xml: project "u": <duration_correction_factor>: must be between 0 and 100, got -0.5`},
 		{"DCF too large", `<client_state>` + minimalHost + `<project><master_url>u</master_url><duration_correction_factor>1e3</duration_correction_factor></project></client_state>`,
 			`cs.xml: project "u": <duration_correction_factor>: must be between 0 and 100, got 1000`},
+		{"REC not a number", `<client_state>` + minimalHost + `<project><master_url>u</master_url><rec>lots</rec></project></client_state>`,
+			`cs.xml: project "u": <rec>: "lots" is not a number`},
+		{"REC negative", `<client_state>` + minimalHost + `<project><master_url>u</master_url><rec>-3</rec></project></client_state>`,
+			`cs.xml: project "u": <rec>: must be >= 0, got -3`},
+		{"REC time negative", `<client_state>` + minimalHost + `<project><master_url>u</master_url><rec_time>-1</rec_time></project></client_state>`,
+			`cs.xml: project "u": <rec_time>: must be >= 0, got -1`},
 		{"GPU version on a host without GPUs", `<client_state>` + minimalHost + proj +
 			`<app_version><app_name>a</app_name><coproc><type>ATI</type><count>1</count></coproc></app_version></client_state>`,
 			`cs.xml: project "P": app_version 1: uses a ATI coprocessor, which <host_info> does not list`},
@@ -166,6 +172,10 @@ func FuzzClientState(f *testing.F) {
 		f.Add([]byte(`<client_state>` + minimalHost + `<project><master_url>u</master_url><duration_correction_factor>` + dcf +
 			`</duration_correction_factor></project></client_state>`))
 	}
+	for _, rec := range []string{"12.5", "0", "-1", "nan", "inf", "1e308", ""} {
+		f.Add([]byte(`<client_state>` + minimalHost + `<project><master_url>u</master_url><rec>` + rec +
+			`</rec><rec_time>` + rec + `</rec_time></project></client_state>`))
+	}
 	f.Add([]byte(`<client_state><host_info><p_ncpus>1</p_ncpus><p_fpops>1</p_fpops><coprocs><coproc><type>x</type><count>2</count></coproc></coprocs></host_info></client_state>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := ImportClientState(strings.NewReader(string(data)), "fuzz.xml")
@@ -208,6 +218,22 @@ func TestImportDCF(t *testing.T) {
 	// 60 % of the corrected estimate to go: 0.6 × 1e12 × 1.75.
 	if got, want := task.RemainingWork(doc.ProjectDCF(task.Project)), 0.6*1e12*1.75; math.Abs(got-want) > 1 {
 		t.Errorf("remaining work %g, want %g", got, want)
+	}
+}
+
+// TestImportREC: a project's recent estimated credit and its time (BOINC's <rec> and
+// <rec_time>, project.cpp PROJECT::parse_state) are taken as they are, for policy boinc.
+func TestImportREC(t *testing.T) {
+	cs := `<client_state>` + minimalHost + `
+<project><master_url>http://p/</master_url><project_name>P</project_name><rec>1234.500000</rec><rec_time>1700000000.250000</rec_time></project>
+<project><master_url>http://q/</master_url><project_name>Q</project_name></project>
+</client_state>`
+	doc, err := ImportClientState(strings.NewReader(cs), "cs.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, q := doc.Projects[0], doc.Projects[1]; p.REC != 1234.5 || p.RECTime != 1700000000.25 || q.REC != 0 || q.RECTime != 0 {
+		t.Errorf("REC %g at %g and %g at %g, want 1234.5 at 1700000000.25 and 0 at 0", p.REC, p.RECTime, q.REC, q.RECTime)
 	}
 }
 

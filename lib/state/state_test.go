@@ -158,6 +158,8 @@ func FuzzDecode(f *testing.F) {
 		"{",
 		`{"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}], "time_stats": {"on_frac": null}}}`,
 		"{\"version\": 1, \"projects\": [{\"name\": \"\xff\"}]}",
+		`{"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]}, "projects": [{"name": "A", "resource_share": 1, "rec": 12.5, "rec_time": 1700000000}]}`,
+		"version: 1\nhost: {resources: [{type: cpu, instances: 1, flops: 1}]}\nprojects: [{name: A, resource_share: 1, rec: -1, rec_time: .nan}]\n",
 		"",
 	} {
 		f.Add([]byte(s))

@@ -79,6 +79,9 @@ type Project struct {
 	NRPCFailures       int     `json:"nrpc_failures" yaml:"nrpc_failures" doc:"seed 000: consecutive failed scheduler RPCs" min:"0"`
 	MasterFetchPending bool    `json:"master_fetch_pending" yaml:"master_fetch_pending" doc:"seed 000: the master file must be fetched again (fetch_master_flag)"`
 
+	REC     float64 `json:"rec,omitempty" yaml:"rec,omitempty" doc:"policy boinc: recent estimated credit, the project's processing decayed with a half-life of 10 days (BOINC's pwf.rec, <rec> in client_state.xml), credits per day" min:"0"`
+	RECTime float64 `json:"rec_time,omitempty" yaml:"rec_time,omitempty" doc:"policy boinc: when rec was last brought up to date, Unix seconds (BOINC's <rec_time>; 0: never, rec starts from the next accounting)" min:"0"`
+
 	Authenticator string `json:"authenticator,omitempty" yaml:"authenticator,omitempty" doc:"the host's authenticator at this project, from its first scheduler reply (brpc session); empty before the first contact"`
 	HostID        int    `json:"hostid,omitempty" yaml:"hostid,omitempty" doc:"the host's id at this project, from a scheduler reply" min:"0"`
 	RPCSeqno      int    `json:"rpc_seqno,omitempty" yaml:"rpc_seqno,omitempty" doc:"scheduler RPCs made to this project so far (sent as rpc_seqno)" min:"0"`
