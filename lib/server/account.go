@@ -95,6 +95,7 @@ func (s *Server) serveLookupAccount(w http.ResponseWriter, r *http.Request) {
 		writeAccountError(w, errDBNotFound, "no account with that e-mail address")
 	case errors.Is(err, store.ErrBadPassword):
 		log.Warn("account lookup failed", "reason", "wrong password")
+		s.countAccountRefused("bad_password")
 		writeAccountError(w, errBadPasswd, "wrong password")
 	case err != nil:
 		log.Error("account lookup failed", "err", err)
@@ -119,6 +120,7 @@ func (s *Server) serveCreateAccount(w http.ResponseWriter, r *http.Request) {
 	}
 	log := s.log().With("remote", r.RemoteAddr)
 	if !s.Config.AccountCreation {
+		s.countAccountRefused("creation_disabled")
 		writeAccountError(w, errOther, "The project is not accepting new accounts.")
 		return
 	}

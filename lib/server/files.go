@@ -173,8 +173,10 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 	var ue *uploadError
 	switch {
 	case err == nil:
+		s.countUpload("ok")
 		writeUploadReply(w, 0, extra)
 	case errors.As(err, &ue):
+		s.countUpload("refused")
 		log.Warn("upload refused", "reason", ue.msg, "permanent", ue.permanent)
 		status := 1
 		if ue.permanent {
@@ -182,6 +184,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request) {
 		}
 		writeUploadReply(w, status, "<message>"+xmlEscape(ue.msg)+"</message>")
 	default:
+		s.countUpload("error")
 		log.Error("upload failed", "err", err)
 		writeUploadReply(w, 1, "<message>server error; try again later</message>")
 	}
@@ -364,6 +367,9 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader, permitted func())
 	if errors.Is(err, errComplete) {
 		s.log().Info("upload of a file another upload completed meanwhile: kept as it is", "name", name)
 		return "", nil
+	}
+	if err == nil {
+		s.countUploadBytes(fu.NBytes)
 	}
 	return "", err
 }

@@ -84,6 +84,10 @@ type Config struct {
 	// once; more are closed as they arrive. 0 means DefaultMaxConnsPerAddr, negative
 	// no limit (behind a proxy every client has the proxy's address).
 	MaxConnsPerAddr int
+	// NoMetrics turns off /metrics and the counting behind it (and the status page's
+	// request rate and latency); NoPages turns off the status page and the
+	// volunteers' pages (issue 31).
+	NoMetrics, NoPages bool
 }
 
 // Defaults. A scheduler request is small and answered in milliseconds, so a client
@@ -108,6 +112,9 @@ type Server struct {
 	// Now is the clock; tests set it. Nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
+
+	metricsOnce sync.Once
+	m           *metrics // metrics()
 }
 
 // accountAllowed reports whether the account request r may go on, and refuses it
@@ -130,6 +137,7 @@ func (s *Server) accountAllowed(w http.ResponseWriter, r *http.Request) bool {
 	if ok {
 		return true
 	}
+	s.countAccountRefused("rate")
 	s.log().Warn("account request refused", "reason", "too many from this network", "remote", r.RemoteAddr, "network", network)
 	writeAccountError(w, errOther, "too many account requests from your network; try again in a minute")
 	return false
@@ -166,12 +174,13 @@ func orDefault[T comparable](v, def T) T {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", s.serveRoot)
-	mux.HandleFunc("/scheduler", s.serveScheduler)
+	mux.HandleFunc("/scheduler", s.instrumentRPC(s.serveScheduler))
 	mux.HandleFunc("/download/", s.serveDownload)
 	mux.HandleFunc("/"+UploadPath, s.serveUpload)
 	mux.HandleFunc("/get_project_config.php", s.serveProjectConfig)
 	mux.HandleFunc("/lookup_account.php", s.serveLookupAccount)
 	mux.HandleFunc("/create_account.php", s.serveCreateAccount)
+	s.handlePages(mux)
 	return mux
 }
 
@@ -181,7 +190,7 @@ func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost {
-		s.serveScheduler(w, r)
+		s.instrumentRPC(s.serveScheduler)(w, r)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -250,6 +259,7 @@ func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 	var ref *refusal
 	switch {
 	case errors.As(err, &ref):
+		noteOf(r).outcome = outcomeRefused
 		log.Warn("scheduler request refused", "reason", ref.msg)
 		s.writeError(w, http.StatusOK, ref.msg)
 		return
@@ -269,6 +279,8 @@ func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeXML(w, http.StatusOK, out)
+	note := noteOf(r)
+	note.jobs, note.reports = len(reply.ResultsSent), len(req.Results)
 	host := req.HostID // the host answered: the request's, or the one the reply gives
 	if reply.HostID != 0 {
 		host = reply.HostID

@@ -500,6 +500,14 @@ var migrations = [][]string{
 		`CREATE INDEX result_validated ON result (validate_time, validate_state)`,
 		`CREATE INDEX host_rpc_time ON host (rpc_time, userid)`,
 	},
+	// 15: the volunteers' pages (issue 31): top users and hosts by recent average and
+	// total credit read the first rows of an index instead of sorting every row.
+	{
+		`CREATE INDEX user_expavg ON user (expavg_credit)`,
+		`CREATE INDEX user_total ON user (total_credit)`,
+		`CREATE INDEX host_expavg ON host (expavg_credit)`,
+		`CREATE INDEX host_total ON host (total_credit)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -44,6 +44,8 @@ type Store struct {
 	wanted map[string]bool // queries run unprepared, to prepare after their transaction
 
 	trace atomic.Pointer[func(query string, args []any)] // TraceStatements
+
+	txRetries, txErrors atomic.Int64 // TxStats
 }
 
 // Engine names.
@@ -414,9 +416,13 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		err = s.inTxOnce(ctx, fn)
 		s.prepareWanted(ctx)
-		if err == nil || !retryable(err) || ctx.Err() != nil {
+		if err == nil || !retryable(err) || ctx.Err() != nil || attempt == maxAttempts {
+			if engineError(err) {
+				s.txErrors.Add(1)
+			}
 			return err
 		}
+		s.txRetries.Add(1)
 		time.Sleep(time.Duration(attempt*attempt) * 5 * time.Millisecond)
 	}
 	return err

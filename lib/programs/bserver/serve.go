@@ -39,6 +39,16 @@ Serves the project on --addr:
                                 (accounts made with 'bserver user add --password-file')
   GET /create_account.php       with --account-creation: a new account for an e-mail
                                 address, password hash and name (boinccmd --create_account)
+  GET /status                   the status page (also /server_status.php; ?xml=1 is BOINC's
+                                XML form, /status.json JSON): jobs per app at each stage,
+                                results reported and validated, active hosts and users,
+                                this server's requests per minute and latency, and each
+                                cron job's last run (off with --no-pages)
+  GET /show_user.php?userid=N   a volunteer's page: name, credit, hosts (and /top_users.php,
+                                /top_hosts.php; off with --no-pages)
+  GET /metrics                  Prometheus metrics: requests by outcome, latency, jobs sent,
+                                reports, uploads, refusals, database errors and retries, and
+                                the cron jobs' recorded runs (off with --no-metrics)
 and prints "listening on URL" on standard output once it accepts connections.
 
 Each request is one database transaction. A host's first request (no authenticator)
@@ -104,6 +114,8 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.IntFlag{Name: "max-conns-per-addr", Usage: "most connections one client address may hold open at once, `N` (0: no limit; behind a proxy all clients share its address)", Value: server.DefaultMaxConnsPerAddr},
 			&cli.DurationFlag{Name: "drain-timeout", Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight", Value: server.DefaultDrainTimeout},
 			&cli.DurationFlag{Name: "read-timeout", Usage: "drop a client that takes longer than `DURATION` to send its request", Value: server.DefaultReadTimeout},
+			&cli.BoolFlag{Name: "no-metrics", Usage: "serve no /metrics and count nothing for it (nor the status page's request rate and latency)"},
+			&cli.BoolFlag{Name: "no-pages", Usage: "serve no status page and no volunteers' pages"},
 			&cli.DurationFlag{Name: "write-timeout", Usage: "drop a client that takes longer than `DURATION` from request to reply read", Value: server.DefaultWriteTimeout},
 		},
 		Action: serve,
@@ -213,6 +225,8 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 			UploadKey:                uploadKey,
 			MaxUploadBytes:           cmd.Int64("max-upload"),
 			MaxConnsPerAddr:          noLimitIfZero(cmd.Int("max-conns-per-addr")),
+			NoMetrics:                cmd.Bool("no-metrics"),
+			NoPages:                  cmd.Bool("no-pages"),
 		},
 	}
 	if codeSignKey == "" || uploadKey == nil {
