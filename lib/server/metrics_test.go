@@ -2,7 +2,10 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -182,5 +185,48 @@ func TestNoMetrics(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Errorf("/metrics with NoMetrics: status %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestGrafanaDashboard: scripts/grafana-dashboard.json is JSON and every bkit metric
+// its queries name is one /metrics serves.
+func TestGrafanaDashboard(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../scripts/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("grafana-dashboard.json: %v", err)
+	}
+	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{}, 1)
+	e.newHost(t, 1, 0)
+	if err := e.st.EndCronRun(context.Background(), 0, store.CronRun{Job: "bretry", Start: 1}, 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	mf := scrape(t, e.url)
+	names := regexp.MustCompile(`bkit_[a-z_]+`)
+	n := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range names.FindAllString(tg.Expr, -1) {
+				n++
+				family := strings.TrimSuffix(name, "_bucket")
+				if mf[family] == nil {
+					t.Errorf("panel %q: %s is not among /metrics' families", p.Title, name)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("the dashboard names %d bkit metrics", n)
 	}
 }

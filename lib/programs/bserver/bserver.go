@@ -52,6 +52,7 @@ Set up a project:
 The lifecycle after validation (cron jobs, safe to overlap and to kill):
   bserver assimilate            hand validated and given-up workunits to the scientist
   bserver delete-files          delete the files of assimilated workunits that nothing needs
+  bserver stats export DIR      write the statistics export (user.gz, host.gz, team.gz)
 
 --db (or $BSERVER_DB) names the database: sqlite:PATH or a bare PATH for SQLite,
 mysql://user:pass@host:port/db for MySQL/MariaDB. --project-dir (or
@@ -74,7 +75,7 @@ input files), upload/ (output files) and keys/. Each subcommand has its own --he
 			cliutil.NowFlag(),
 			cliutil.VerboseFlag(),
 		},
-		Commands: []*cli.Command{initCommand(), userCommand(), keysCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand(), assimilateCommand(), deleteFilesCommand()},
+		Commands: []*cli.Command{initCommand(), userCommand(), keysCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand(), assimilateCommand(), deleteFilesCommand(), statsCommand()},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return cliutil.Usagef("unknown command %q (see 'bserver --help')", cmd.Args().First())
