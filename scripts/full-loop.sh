@@ -25,7 +25,8 @@
 #                    existing database, empty or made by an earlier run of the loop
 #                    (which is emptied first); default SQLite in the work directory
 #   --db2 DSN        project B's, likewise (two databases: not the same as --db)
-#   --plot DIR       draw the jobs in each state over time into DIR (SVG, PNG, index.html)
+#   --plot DIR       draw the jobs in each state over time into DIR (SVG, PNG, index.html), and
+#                    save each project's status page there at the end (status-A.html, .json, .png)
 #   --keep DIR       work in DIR and leave it (databases, documents, worlds, logs)
 #   -o table|json    the summary's format (default table)
 #   --bin DIR        the programs' directory (default: built into a temporary one)

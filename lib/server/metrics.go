@@ -44,7 +44,7 @@ const (
 
 // latencyBuckets (seconds) span a loopback request on an idle server (a millisecond)
 // to one stuck behind a busy database for seconds.
-var latencyBuckets = []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10}
+var latencyBuckets = []float64{.0005, .001, .002, .003, .005, .0075, .01, .015, .02, .03, .05, .075, .1, .2, .5, 1, 2, 5, 10}
 
 func newMetrics(st *store.Store, now func() float64) *metrics {
 	m := &metrics{

@@ -24,6 +24,7 @@ import (
 	"github.com/bkit/bkit/lib/programs/bsched"
 	"github.com/bkit/bkit/lib/programs/bserver"
 	"github.com/bkit/bkit/lib/programs/bsim"
+	"github.com/bkit/bkit/lib/programs/bsimplot"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
@@ -34,6 +35,7 @@ import (
 var programs = map[string]func([]string, io.Reader, io.Writer, io.Writer) int{
 	"bserver": bserver.Main, "bretry": bretry.Main, "blocality": blocality.Main, "bsim": bsim.Main,
 	"bfetch": bfetch.Main, "bdevices": bdevices.Main, "bsched": bsched.Main, "brpc": brpc.Main,
+	"bsim-plot": bsimplot.Main, // --plot
 }
 
 func TestMain(m *testing.M) {
@@ -91,6 +93,9 @@ func TestFullLoop(t *testing.T) {
 					defer wg.Done()
 					cfg := cfg
 					cfg.Keep = keep[i]
+					if i == 0 && e.Name == "sqlite" {
+						cfg.Plot = filepath.Join(keep[i], "plots")
+					}
 					var progress bytes.Buffer
 					sum, err := Run(context.Background(), cfg, &progress)
 					if err != nil {
@@ -127,6 +132,20 @@ func TestFullLoop(t *testing.T) {
 			case cfg.KillAt > 0 && sum.Kills != 1:
 				t.Errorf("front end killed %d times, want 1", sum.Kills)
 			}
+			// The server's figures come from its /metrics (a killed process's read
+			// before its kill): as many answered requests as the front ends logged.
+			logged := 0
+			logs, _ := filepath.Glob(filepath.Join(keep[0], "url-*.log"))
+			for _, name := range logs {
+				b, err := os.ReadFile(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				logged += strings.Count(string(b), `msg="scheduler request" `)
+			}
+			if sum.Server.RPCs != logged || logged == 0 || sum.Server.P50ms <= 0 || sum.Server.P99ms < sum.Server.P50ms {
+				t.Errorf("server figures from /metrics: %+v; the front ends' logs (%d files) say %d requests answered", sum.Server, len(logs), logged)
+			}
 			if runs == 2 {
 				for _, s := range sums {
 					s.WallSec, s.CPUSec, s.Server.P50ms, s.Server.P99ms = 0, 0, 0, 0
@@ -136,6 +155,14 @@ func TestFullLoop(t *testing.T) {
 				}
 			}
 			if e.Name == "sqlite" {
+				// --plot saves the status page as the server showed it at the end.
+				b, err := os.ReadFile(filepath.Join(keep[0], "plots", "status-A.html"))
+				if err != nil || !strings.Contains(string(b), "<h2>Jobs by application</h2>") {
+					t.Errorf("status page snapshot: %v\n%.300s", err, b)
+				}
+				if _, err := os.Stat(filepath.Join(keep[0], "plots", "status-B.json")); err != nil {
+					t.Error(err)
+				}
 				lostAndResent(t, "sqlite:"+filepath.Join(keep[0], "A", "project.db"))
 				brokenOnPurpose(t, "sqlite:"+filepath.Join(keep[0], "A", "project.db"))
 			}

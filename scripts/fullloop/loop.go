@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -352,6 +351,7 @@ type frontEnd struct {
 	logs    []string // its standard error files, one per start
 	cmd     *exec.Cmd
 	done    chan error
+	rpc     rpcFigures // its processes' scheduler figures, from /metrics
 }
 
 func (f *frontEnd) start(ctx context.Context, l *loop) error {
@@ -401,6 +401,10 @@ func (f *frontEnd) kill() error {
 	if f.cmd == nil {
 		return nil
 	}
+	// What the process counted dies with it: read it first (no client is in a request).
+	if err := f.scrape(); err != nil {
+		return err
+	}
 	if err := f.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		return err
 	}
@@ -432,41 +436,4 @@ func (l *loop) stopAll() {
 			s.Close()
 		}
 	}
-}
-
-// latencies reads the scheduler requests a front end's logs record (bserver serve -v:
-// one debug line per answered request with its duration) and counts refusals.
-func (f *frontEnd) latencies() (answered []time.Duration, refused int, err error) {
-	for _, name := range f.logs {
-		fh, err := os.Open(name)
-		if err != nil {
-			return nil, 0, err
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.Contains(line, `msg="scheduler request"`):
-				i := strings.Index(line, " duration=")
-				if i < 0 {
-					continue
-				}
-				v := line[i+len(" duration="):]
-				if j := strings.IndexByte(v, ' '); j >= 0 {
-					v = v[:j]
-				}
-				if d, err := time.ParseDuration(v); err == nil {
-					answered = append(answered, d)
-				}
-			case strings.Contains(line, `msg="scheduler request refused"`), strings.Contains(line, `msg="scheduler request failed"`):
-				refused++
-			}
-		}
-		fh.Close()
-		if err := sc.Err(); err != nil {
-			return nil, 0, err
-		}
-	}
-	return answered, refused, nil
 }

@@ -21,7 +21,8 @@
 //
 // At the end it prints one summary (jobs created, sent, reported, validated, retried,
 // lost, given up; the batch's bytes sent against its unique bytes; each client's
-// figures of merit as bsim prints them; the front ends' RPC count and latency) and
+// figures of merit as bsim prints them; the front ends' RPC count and latency, read from
+// their /metrics) and
 // checks the loop's invariants on the databases and the documents; a broken invariant
 // is exit status 1.
 package main
@@ -105,7 +106,7 @@ func parse(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.FrontEnds, "front-ends", 1, "'bserver serve' processes on project A's database")
 	fs.StringVar(&killAt, "kill-at", "", "SIGKILL project A's first front end this long (simulated) after the start, between two clients' sessions, and restart it a step later")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the clients' random streams")
-	fs.StringVar(&c.Plot, "plot", "", "draw the jobs in each state over time into `DIR` (SVG, PNG, index.html)")
+	fs.StringVar(&c.Plot, "plot", "", "draw the jobs in each state over time into `DIR` (SVG, PNG, index.html), and save each project's status page there at the end")
 	fs.StringVar(&c.Keep, "keep", "", "work in `DIR` and leave it (databases, documents, worlds, logs); default a temporary directory, removed")
 	fs.StringVar(&c.Output, "o", "table", "summary format: table or json")
 	if err := fs.Parse(args); err != nil {

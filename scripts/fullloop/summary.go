@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -83,7 +82,9 @@ type ClientFigures struct {
 	RPCsPerJob     float64 `json:"rpcs_per_job"`
 }
 
-// ServerFigures are the front ends' scheduler RPCs, from their logs.
+// ServerFigures are the front ends' scheduler RPCs, from their /metrics: requests
+// answered, refused or failed, and latency percentiles estimated from the latency
+// histogram (linear within a bucket, as Prometheus' histogram_quantile).
 type ServerFigures struct {
 	RPCs    int     `json:"rpcs"`
 	Refused int     `json:"refused"`
@@ -113,25 +114,25 @@ func (l *loop) summary(ctx context.Context, wall time.Duration) (*Summary, error
 		f.Client = c.name
 		s.Figures = append(s.Figures, f)
 	}
-	// The front ends stop before their logs are read and the programs' CPU time taken.
+	// The front ends' own figures (/metrics), and with --plot their status pages, are
+	// read before they stop and the programs' CPU time is taken.
+	var rpc rpcFigures
+	for _, f := range l.fronts {
+		if err := f.scrape(); err != nil {
+			return nil, err
+		}
+		rpc.add(f.rpc)
+	}
+	if l.cfg.Plot != "" {
+		if err := l.snapshotStatus(ctx, l.cfg.Plot); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range l.fronts {
 		f.stop()
 	}
-	var lat []time.Duration
-	for _, f := range l.fronts {
-		a, r, err := f.latencies()
-		if err != nil {
-			return nil, err
-		}
-		lat = append(lat, a...)
-		s.Server.Refused += r
-	}
-	s.Server.RPCs = len(lat)
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e6 }
-		s.Server.P50ms, s.Server.P99ms = q(0.50), q(0.99)
-	}
+	s.Server.RPCs, s.Server.Refused = int(rpc.answered), int(rpc.refused)
+	s.Server.P50ms, s.Server.P99ms = rpc.quantile(0.50), rpc.quantile(0.99)
 	for _, p := range []struct {
 		name string
 		db   *store.Store
