@@ -4,7 +4,7 @@
 # scripts/crontab.example calls it every few minutes; scripts/full-loop.sh runs the
 # same jobs on simulated time.
 #
-#   BSERVER_DB=/var/lib/project/project.db APPS="uppercase einstein" bash scripts/server-cron.sh [validate|retry|locality|credit|assimilate|delete-files|all]
+#   BSERVER_DB=/var/lib/project/project.db APPS="uppercase einstein" bash scripts/server-cron.sh [validate|retry|locality|credit|assimilate|delete-files|purge|all]
 #
 # validate  bretry validate for each app (lost results marked, canonical results chosen)
 # retry     bretry --no-validate for each app (seed 003's rules: retry or give up)
@@ -12,10 +12,12 @@
 # credit    blocality credit (when LOCALITY=1)
 # assimilate    bserver assimilate --to $RESULTS_DIR (or --exec "$ASSIMILATE_EXEC" when set)
 # delete-files  bserver delete-files --delay ${DELETE_DELAY:-1h}
+# purge     bserver purge --older-than ${PURGE_AGE:-30d} --archive $ARCHIVE_DIR
 # all       all of them, in that order (the default)
 #
 # The lifecycle jobs take the project directory from BSERVER_PROJECT_DIR (default: the
-# SQLite database's directory); assimilate needs RESULTS_DIR or ASSIMILATE_EXEC.
+# SQLite database's directory); assimilate needs RESULTS_DIR or ASSIMILATE_EXEC, purge
+# needs ARCHIVE_DIR.
 #
 # Every job is safe to overlap with itself and with bserver serve (row claims,
 # short transactions; two passes never handle a row twice), and to kill at any moment;
@@ -40,7 +42,7 @@ locked() { # locked NAME COMMAND...: run COMMAND unless the previous NAME is sti
 }
 what=${1:-all}
 case "$what" in
-validate | retry | locality | credit | assimilate | delete-files | all) ;;
+validate | retry | locality | credit | assimilate | delete-files | purge | all) ;;
 *) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0" >&2; exit 2 ;;
 esac
 stamp() { date -u +%FT%TZ; }
@@ -75,4 +77,9 @@ fi
 if [ "$what" = delete-files ] || [ "$what" = all ]; then
 	out=$(locked delete-files "$(bin bserver)" delete-files --once --delay "${DELETE_DELAY:-1h}")
 	echo "$(stamp) delete-files: $out"
+fi
+if [ "$what" = purge ] || [ "$what" = all ]; then
+	: "${ARCHIVE_DIR:?set ARCHIVE_DIR (where bserver purge writes the rows it moves out of the database)}"
+	out=$(locked purge "$(bin bserver)" purge --once --older-than "${PURGE_AGE:-30d}" --archive "$ARCHIVE_DIR")
+	echo "$(stamp) purge: $out"
 fi

@@ -69,7 +69,13 @@ func Owner() string {
 // job killed mid-pass), so their workunits need not wait for the lease to end.
 // Claims of other hosts' processes lapse at their lease.
 func ReleaseDead(ctx context.Context, s *store.Store, log *slog.Logger) error {
-	owners, err := s.LifecycleOwners(ctx)
+	return releaseDead(ctx, s.LifecycleOwners, s.ReleaseClaims, log, "workunits")
+}
+
+// releaseDead releases, with release, the claims of the owners that list lists and
+// whose process on this host is gone; what names what is claimed, for the log.
+func releaseDead(ctx context.Context, list func(context.Context) ([]string, error), release func(context.Context, string) (int, error), log *slog.Logger, what string) error {
+	owners, err := list(ctx)
 	if err != nil {
 		return err
 	}
@@ -86,12 +92,12 @@ func ReleaseDead(ctx context.Context, s *store.Store, log *slog.Logger) error {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			continue
 		}
-		n, err := s.ReleaseClaims(ctx, o)
+		n, err := release(ctx, o)
 		if err != nil {
 			return err
 		}
 		if n > 0 {
-			log.Info("released the claims of a dead process", "owner", o, "workunits", n)
+			log.Info("released the claims of a dead process", "owner", o, what, n)
 		}
 	}
 	return nil

@@ -51,7 +51,19 @@ var dialects = map[string]dialect{
 }
 
 // ddl rewrites the dialect placeholders of a schema statement: {ID} for an
-// auto-increment key and {TABLE} after a CREATE TABLE's closing parenthesis.
+// auto-increment key, {TABLE} after a CREATE TABLE's closing parenthesis, and
+// {ON table} after DROP INDEX name (MySQL names the table; SQLite's index names are
+// the schema's own).
 func (d dialect) ddl(stmt string) string {
-	return strings.NewReplacer("{ID}", d.id, "{TABLE}", d.tableOptions).Replace(stmt)
+	stmt = strings.NewReplacer("{ID}", d.id, "{TABLE}", d.tableOptions).Replace(stmt)
+	if i := strings.Index(stmt, "{ON "); i >= 0 {
+		if j := strings.Index(stmt[i:], "}"); j > 0 {
+			on := ""
+			if d.name == MySQL {
+				on = " " + stmt[i+1:i+j]
+			}
+			stmt = stmt[:i] + on + stmt[i+j+1:]
+		}
+	}
+	return stmt
 }

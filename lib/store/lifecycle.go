@@ -253,7 +253,18 @@ func (s *Store) FinishAssimilation(ctx context.Context, owner string, outs []Ass
 // LifecycleOwners lists the owners that hold claims on workunits now, so a job can
 // release those of processes that died (ReleaseClaims).
 func (s *Store) LifecycleOwners(ctx context.Context) ([]string, error) {
-	rows, err := s.DB.QueryContext(ctx, `SELECT DISTINCT lifecycle_owner FROM workunit WHERE lifecycle_owner<>''`)
+	return s.sortedStrings(ctx, `SELECT DISTINCT lifecycle_owner FROM workunit WHERE lifecycle_owner<>''`)
+}
+
+// ReleaseClaims drops every claim owner holds (a process known to be dead), so the
+// workunits are claimable at once instead of at their lease's end.
+func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int, error) {
+	return s.execCount(ctx, `UPDATE workunit SET lifecycle_owner='', lifecycle_lease=0 WHERE lifecycle_owner=?`, owner)
+}
+
+// sortedStrings runs a query of one string column and returns its values sorted.
+func (s *Store) sortedStrings(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := s.DB.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -270,12 +281,11 @@ func (s *Store) LifecycleOwners(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
-// ReleaseClaims drops every claim owner holds (a process known to be dead), so the
-// workunits are claimable at once instead of at their lease's end.
-func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int, error) {
+// execCount runs one statement in its own transaction and returns the rows it changed.
+func (s *Store) execCount(ctx context.Context, query string, args ...any) (int, error) {
 	var n int64
 	err := s.InTx(ctx, func(tx *Tx) error {
-		r, err := tx.exec(`UPDATE workunit SET lifecycle_owner='', lifecycle_lease=0 WHERE lifecycle_owner=?`, owner)
+		r, err := tx.exec(query, args...)
 		if err != nil {
 			return err
 		}
@@ -344,10 +354,16 @@ type LifecycleStatus struct {
 	Assimilated        int64 `json:"assimilated"`
 	// FileDeletePending: assimilated workunits whose files are not deleted yet (some
 	// wait for --delay or for results still out); FilesDeleted: workunits whose
-	// files are; DeletePending: files decided on and not yet gone.
+	// files are, which wait for purge (some for --older-than); DeletePending: files
+	// decided on and not yet gone.
 	FileDeletePending int64 `json:"file_delete_pending"`
 	FilesDeleted      int64 `json:"files_deleted"`
 	DeletePending     int64 `json:"delete_pending"`
+	// PurgeBatches: batches a purger claimed and has not finished (PurgeWriting of
+	// them are being written into the archive, or were when their purger died; the
+	// next purge pass with that archive cuts them back).
+	PurgeBatches int64 `json:"purge_batches"`
+	PurgeWriting int64 `json:"purge_writing"`
 }
 
 // Lifecycle counts the lifecycle's backlog.
@@ -361,6 +377,8 @@ func (s *Store) Lifecycle(ctx context.Context) (*LifecycleStatus, error) {
 		{`SELECT COUNT(*) FROM workunit WHERE assimilate_state=2 AND file_delete_state=0`, &st.FileDeletePending},
 		{`SELECT COUNT(*) FROM workunit WHERE assimilate_state=2 AND file_delete_state=2`, &st.FilesDeleted},
 		{`SELECT COUNT(*) FROM deleted_file WHERE done=0`, &st.DeletePending},
+		{`SELECT COUNT(*) FROM purge_batch`, &st.PurgeBatches},
+		{`SELECT COUNT(*) FROM purge_batch WHERE state=1`, &st.PurgeWriting},
 	} {
 		var err error
 		if c.n == nil {

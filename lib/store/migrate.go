@@ -508,6 +508,29 @@ var migrations = [][]string{
 		`CREATE INDEX host_expavg ON host (expavg_credit)`,
 		`CREATE INDEX host_total ON host (total_credit)`,
 	},
+	// 16: purge (issue 27). A purger claims a batch of file-deleted workunits by
+	// writing a purge_batch row's id into their purge_batch, writes the batch's rows
+	// into the archive's daily files, and then deletes them with the row. Its state:
+	// 0 claimed (owner's until lease), 1 being written (files holds each archive
+	// file's size before the batch's member was appended, so a purger killed before
+	// its rows were deleted is undone by cutting its files back; archive names the
+	// archive directory, host:path). workunit_purge_scan lets a pass walk the
+	// unclaimed file-deleted workunits in id order; it replaces workunit_purge, which
+	// nothing read.
+	{
+		`ALTER TABLE workunit ADD COLUMN purge_batch BIGINT NOT NULL DEFAULT 0`,
+		`DROP INDEX workunit_purge{ON workunit}`,
+		`CREATE INDEX workunit_purge_scan ON workunit (file_delete_state, purge_batch)`,
+		`CREATE TABLE purge_batch (
+			id {ID},
+			create_time DOUBLE NOT NULL,
+			owner VARCHAR(254) NOT NULL,
+			lease DOUBLE NOT NULL DEFAULT 0,
+			state BIGINT NOT NULL DEFAULT 0,
+			archive TEXT NOT NULL,
+			files TEXT NOT NULL
+		){TABLE}`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

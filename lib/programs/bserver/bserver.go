@@ -75,7 +75,7 @@ input files), upload/ (output files) and keys/. Each subcommand has its own --he
 			cliutil.NowFlag(),
 			cliutil.VerboseFlag(),
 		},
-		Commands: []*cli.Command{initCommand(), userCommand(), keysCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand(), assimilateCommand(), deleteFilesCommand(), statsCommand()},
+		Commands: []*cli.Command{initCommand(), userCommand(), keysCommand(), appCommand(), appVersionCommand(), workCommand(), statusCommand(), serveCommand(), assimilateCommand(), deleteFilesCommand(), purgeCommand(), statsCommand()},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return cliutil.Usagef("unknown command %q (see 'bserver --help')", cmd.Args().First())

@@ -20,19 +20,20 @@ import (
 // upload/, download/) and on its database, as bserver's other commands do
 // (docs/decisions.md).
 
-// passFlags are the flags of every lifecycle job.
-func passFlags(extra ...cli.Flag) []cli.Flag {
+// passFlags are the flags of every lifecycle job; batch is --batch's default.
+func passFlags(batch int, extra ...cli.Flag) []cli.Flag {
 	return append([]cli.Flag{
 		&cli.BoolFlag{Name: "once", Usage: "run one pass and exit (for cron)"},
 		&cli.StringFlag{Name: "interval", Usage: "run a pass every `DURATION` until SIGINT or SIGTERM"},
-		&cli.IntFlag{Name: "batch", Usage: "workunits per transaction, `N` from 1 to 10000", Value: lifecycle.DefaultBatch},
+		&cli.IntFlag{Name: "batch", Usage: "workunits per transaction, `N` from 1 to 10000", Value: batch},
 	}, extra...)
 }
 
 // passLoop checks the flags every lifecycle job shares and runs pass once (--once)
 // or every --interval until SIGINT or SIGTERM, which the pass sees between batches
-// (stop), each pass recorded in s (RecordRun). A failed pass in a loop is logged and the next one tried at the next
-// interval, so a database restart does not stop the job.
+// (stop), each pass recorded in s (RecordRun). A failed pass in a loop is logged and
+// the next one tried at the next interval, so a database restart does not stop the
+// job.
 func passLoop(ctx context.Context, cmd *cli.Command, s *store.Store, pass func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error)) error {
 	once := cmd.Bool("once")
 	var interval float64
@@ -104,6 +105,29 @@ func batchFlag(cmd *cli.Command) (int, error) {
 	return b, nil
 }
 
+// passStore checks --batch and opens the database of a lifecycle job; the caller
+// closes it.
+func passStore(ctx context.Context, cmd *cli.Command) (int, *store.Store, error) {
+	batch, err := batchFlag(cmd)
+	if err != nil {
+		return 0, nil, err
+	}
+	s, err := openStore(ctx, cmd, true)
+	return batch, s, err
+}
+
+// ageFlag reads a duration flag that must not be negative (--delay, --older-than).
+func ageFlag(cmd *cli.Command, name string) (float64, error) {
+	v, err := cliutil.ParseDuration(cmd.String(name))
+	if err != nil {
+		return 0, cliutil.Usagef("--%s: %v", name, err)
+	}
+	if v < 0 {
+		return 0, cliutil.Usagef("--%s: must be >= 0, got %s", name, cmd.String(name))
+	}
+	return v, nil
+}
+
 func assimilateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "assimilate",
@@ -143,7 +167,7 @@ the same machine takes over at once and one elsewhere when the lease ends.
 			}, `0  success (--once: the pass is done, even if some workunits failed and wait; --interval: stopped by a signal)
 1  failure at run time (unreachable database, schema not initialised, a database error)
 2  bad usage (a flag); nothing is written`),
-		Flags: passFlags(
+		Flags: passFlags(lifecycle.DefaultBatch,
 			&cli.StringFlag{Name: "to", Usage: "write each workunit's files into `DIR`/APP/BATCH/WORKUNIT/"},
 			&cli.StringFlag{Name: "exec", Usage: "run the shell command `CMD` for each workunit"},
 			&cli.DurationFlag{Name: "exec-timeout", Usage: "kill a command running longer than `DURATION`", Value: 10 * time.Minute},
@@ -218,25 +242,18 @@ symbolic link) is refused and recorded as refused, never followed.
 			}, `0  success (--once: the pass is done; --interval: stopped by a signal)
 1  failure at run time (unreachable database, schema not initialised, a database or file system error)
 2  bad usage (a flag); nothing is written`),
-		Flags: passFlags(
+		Flags: passFlags(lifecycle.DefaultBatch,
 			&cli.StringFlag{Name: "delay", Usage: "wait `DURATION` after assimilation before deleting a workunit's files", Value: "1h"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := cliutil.NoArgs(cmd); err != nil {
 				return err
 			}
-			delay, err := cliutil.ParseDuration(cmd.String("delay"))
-			if err != nil {
-				return cliutil.Usagef("--delay: %v", err)
-			}
-			if delay < 0 {
-				return cliutil.Usagef("--delay: must be >= 0, got %s", cmd.String("delay"))
-			}
-			batch, err := batchFlag(cmd)
+			delay, err := ageFlag(cmd, "delay")
 			if err != nil {
 				return err
 			}
-			s, err := openStore(ctx, cmd, true)
+			batch, s, err := passStore(ctx, cmd)
 			if err != nil {
 				return err
 			}
@@ -249,6 +266,81 @@ symbolic link) is refused and recorded as refused, never followed.
 				d := &lifecycle.FileDeleter{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), DownloadDir: filepath.Join(pdir, downloadSubdir),
 					Delay: delay, Batch: batch, Clock: lifecycle.NewClock(now), Log: cliutil.Logger(cmd), Stop: stop}
 				sum, err := d.Run(ctx)
+				return sum, err
+			})
+		},
+	}
+}
+
+// purgeLease is how long a purge batch stays its purger's: far longer than a batch
+// takes (a second or so), so a live purger keeps it; one that died is taken over at
+// once on its own machine (its process is gone) and after this elsewhere.
+const purgeLease = 600
+
+func purgeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "purge",
+		Usage:     "move old finished workunits and their results out of the database into archive files (BOINC's db_purge)",
+		UsageText: "bserver purge --db DSN --older-than DURATION --archive DIR (--once | --interval DURATION) [--batch N]",
+		Description: cliutil.Help(`
+Moves every workunit that is assimilated and whose files were deleted more than
+--older-than ago, with its results and the rows that hang off them (the results'
+output file list and stderr, the input and output file lists, give-ups, the file
+deleter's journal), out of the database into the archive directory: one file per
+day (UTC, of the purge) and table, DIR/DAY/TABLE.jsonl.gz, JSON Lines (one row an
+object, columns by name) compressed with gzip; read them with zcat. A workunit of a
+locality batch goes once its cursor has moved past its job.
+
+Batch by batch (--batch workunits, default 1000): the batch is claimed, its rows
+are appended to the archive files as one gzip member per table (whose header names
+the batch), the files are synced, and only then are the rows deleted, in one
+transaction. Archived rows are never lost and never archived twice: a purger killed
+after writing and before deleting is found out by the next pass with the same
+archive, which cuts its member back out of the files and writes the batch again.
+Any number of purgers may run at once with one archive directory (they take turns
+writing, by a lock on DIR/.purge.lock); give every purger of a project the same
+--archive on one machine. A batch's rows that change while it is archived (a late
+report) are cut back and written again as they are then.
+--once prints: purged N workunits, N results (N rows, N archive bytes).`,
+			[]string{
+				"bserver purge --db project.db --older-than 30d --archive /srv/archive --once",
+				"zcat /srv/archive/2026-11-28/result.jsonl.gz | jq -c '{name, outcome}'",
+				"0 3 * * * bserver purge --db /var/lib/project/project.db --older-than 30d --archive /srv/archive --once   # crontab",
+			}, `0  success (--once: the pass is done; --interval: stopped by a signal)
+1  failure at run time (unreachable database, schema not initialised, a database or archive error, an archive file that is not gzip)
+2  bad usage (a flag); nothing is written`),
+		Flags: passFlags(lifecycle.DefaultPurgeBatch,
+			&cli.StringFlag{Name: "older-than", Usage: "purge workunits whose files were deleted more than `DURATION` ago (required)"},
+			&cli.StringFlag{Name: "archive", Usage: "append the purged rows to the archive files in `DIR` (required)"},
+		),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if err := cliutil.NoArgs(cmd); err != nil {
+				return err
+			}
+			if cmd.String("older-than") == "" {
+				return cliutil.Usagef("want --older-than DURATION (how long purged rows stay after their files are deleted)")
+			}
+			olderThan, err := ageFlag(cmd, "older-than")
+			if err != nil {
+				return err
+			}
+			dir := cmd.String("archive")
+			if dir == "" {
+				return cliutil.Usagef("want --archive DIR (where the purged rows go)")
+			}
+			if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+				return cliutil.Usagef("--archive: %s is not a directory", dir)
+			}
+			batch, s, err := passStore(ctx, cmd)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			owner := lifecycle.Owner()
+			return passLoop(ctx, cmd, s, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
+				p := &lifecycle.Purger{Store: s, Archive: dir, OlderThan: olderThan, Batch: batch, Clock: lifecycle.NewClock(now),
+					Owner: owner, Lease: purgeLease, Log: cliutil.Logger(cmd), Stop: stop}
+				sum, err := p.Run(ctx)
 				return sum, err
 			})
 		},

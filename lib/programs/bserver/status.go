@@ -22,11 +22,13 @@ state (unsent, in_progress, over) and outcome (init, success, client_error,
 no_reply, …), the workunits bretry gave up on by app and reason (not_sent,
 errors, ndet_done; 'bretry report' lists them), and the lifecycle's backlog:
 workunits waiting for 'bserver assimilate' (of them, those whose hand-over failed
-and how often), assimilated, waiting for 'bserver delete-files' and done, and files
-decided on but not yet deleted; and each cron job's recorded runs (bretry, blocality's
-daemons, assimilate, delete-files: how many, how many failed, the last one's start,
-duration and result, and how many started since and have not finished: running or
-killed); as a table or as JSON.`,
+and how often), assimilated, waiting for 'bserver delete-files' and done, files
+decided on but not yet deleted, workunits waiting for 'bserver purge' (their files
+deleted; some wait for --older-than) and purge batches claimed but not finished
+(purged workunits are counted nowhere: their rows are in the archive); and each cron
+job's recorded runs (bretry, blocality's daemons, assimilate, delete-files, purge: how
+many, how many failed, the last one's start, duration and result, and how many
+started since and have not finished: running or killed); as a table or as JSON.`,
 			[]string{"bserver status --db project.db", "bserver status --db project.db -o json | jq '.results'"}, ""),
 		Flags: []cli.Flag{cliutil.FormatFlag("table", "json")},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -55,8 +57,9 @@ killed); as a table or as JSON.`,
 				return err
 			}
 			lc := st.Lifecycle
-			fmt.Fprintf(w, "assimilation: %d waiting (%d failing, %d failures), %d assimilated; file deletion: %d waiting, %d done, %d files pending\n",
-				lc.AssimilateReady, lc.AssimilateFailing, lc.AssimilateFailures, lc.Assimilated, lc.FileDeletePending, lc.FilesDeleted, lc.DeletePending)
+			fmt.Fprintf(w, "assimilation: %d waiting (%d failing, %d failures), %d assimilated; file deletion: %d waiting, %d done, %d files pending; purge: %d waiting, %d batches in progress (%d being written)\n",
+				lc.AssimilateReady, lc.AssimilateFailing, lc.AssimilateFailures, lc.Assimilated, lc.FileDeletePending, lc.FilesDeleted, lc.DeletePending,
+				lc.FilesDeleted, lc.PurgeBatches, lc.PurgeWriting)
 			if len(st.GiveUps) > 0 {
 				t = cliutil.NewTable(w, "app", "given up: reason", "workunits")
 				for _, c := range st.GiveUps {

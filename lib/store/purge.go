@@ -1,0 +1,415 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Purge (issue 27; BOINC's db_purge) moves workunits that are assimilated and whose
+// files are deleted, with their results and the rows that hang off them, out of the
+// database into archive files. The store's half: claiming a batch (purge_batch),
+// reading its rows as JSON lines, recording that its archive files are being
+// written, and deleting the rows once they are. lib/lifecycle writes the files.
+
+// ErrPurgeLost is a batch that is no longer the caller's: another purger took it
+// over after its lease ended, or cut it back (ResetPurgeBatch).
+var ErrPurgeLost = errors.New("store: the purge batch is no longer this purger's")
+
+// ErrPurgeChanged is a batch whose rows changed between their reading and their
+// deletion (a late report of one of its results): the archive does not hold them as
+// they are, so they are not deleted; the batch is written again.
+var ErrPurgeChanged = errors.New("store: the purge batch's rows changed while they were archived")
+
+// Purge batch states.
+const (
+	PurgeClaimed = 0
+	PurgeWriting = 1
+)
+
+// PurgeTables are the tables a batch archives, in the order they are read: each
+// workunit, its results and what hangs off them.
+var PurgeTables = []string{"workunit", "result", "result_file", "result_stderr", "wu_file", "wu_output", "wu_giveup", "deleted_file"}
+
+// PurgeScan is what one ClaimPurge transaction did.
+type PurgeScan struct {
+	Batch   int64 // the batch claimed, 0 when none of the workunits looked at was ready
+	Last    int64 // the last workunit id looked at: the next call goes on from there
+	Scanned int   // workunits looked at (fewer than n: the backlog is seen)
+}
+
+// ClaimPurge looks at up to n unclaimed file-deleted workunits with ids above after
+// and claims, as one new batch of owner's until leaseUntil, those that are ready to
+// purge: files deleted before before (now − --older-than), none waiting for
+// validation or for a deletion to be carried out, and, in a locality batch, behind
+// its cursor's first unfinished job with nothing new for the transitioner (which
+// reads the jobs from the front on). Two purgers at once claim different workunits.
+func (s *Store) ClaimPurge(ctx context.Context, owner string, after int64, n int, before, now, leaseUntil float64) (PurgeScan, error) {
+	var p PurgeScan
+	err := s.InTx(ctx, func(tx *Tx) error {
+		p = PurgeScan{Last: after}
+		// Locked and waited for, not skipped, as the file deleter's window is: a pass
+		// goes through the ids once.
+		window, err := tx.ids(`SELECT id FROM workunit WHERE file_delete_state=? AND purge_batch=0 AND id>? ORDER BY id LIMIT ?`+tx.ForUpdate(),
+			FileDeleteDone, after, n)
+		if err != nil || len(window) == 0 {
+			return err
+		}
+		p.Scanned, p.Last = len(window), window[len(window)-1]
+		list, args := inList(window)
+		ready, err := tx.ids(`SELECT w.id FROM workunit w WHERE w.id IN `+list+` AND w.file_delete_time<? AND w.assimilate_state=? AND w.need_validate=0
+			AND (w.cursor_id=0 OR (w.transition_time=0 AND w.job_num<COALESCE((SELECT c.first_unfinished_job_num FROM locality_cursor c WHERE c.id=w.cursor_id), 0)))
+			AND NOT EXISTS (SELECT 1 FROM deleted_file d WHERE d.workunitid=w.id AND d.done=0) ORDER BY w.id`,
+			append(args, before, AssimilateDone)...)
+		if err != nil || len(ready) == 0 {
+			return err
+		}
+		r, err := tx.exec(`INSERT INTO purge_batch (create_time, owner, lease, state, archive, files) VALUES (?, ?, ?, ?, '', '')`,
+			now, owner, leaseUntil, PurgeClaimed)
+		if err != nil {
+			return err
+		}
+		if p.Batch, err = r.LastInsertId(); err != nil {
+			return err
+		}
+		return tx.claimIDs(`purge_batch=?`, []any{p.Batch}, `file_delete_state=? AND purge_batch=0`, []any{FileDeleteDone}, ready)
+	})
+	return p, err
+}
+
+// TakeOverPurge claims for owner until leaseUntil one batch that another purger
+// claimed and left (its lease ended before now, or ReleasePurgeOwner released it),
+// and returns its id, or 0 when there is none.
+func (s *Store) TakeOverPurge(ctx context.Context, owner string, now, leaseUntil float64) (int64, error) {
+	var id int64
+	err := s.InTx(ctx, func(tx *Tx) error {
+		id = 0
+		ids, err := tx.ids(`SELECT id FROM purge_batch WHERE state=? AND lease<? ORDER BY id LIMIT 1`+tx.ForUpdateSkipLocked(), PurgeClaimed, now)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		r, err := tx.exec(`UPDATE purge_batch SET owner=?, lease=? WHERE id=? AND state=? AND lease<?`, owner, leaseUntil, ids[0], PurgeClaimed, now)
+		if err != nil {
+			return err
+		}
+		if k, err := r.RowsAffected(); err != nil || k != 1 {
+			return fmt.Errorf("%w: purge batch %d (%v)", errClaimRace, ids[0], err)
+		}
+		id = ids[0]
+		return nil
+	})
+	return id, err
+}
+
+// PurgeOwners lists the owners of claimed batches, so a purger can release those of
+// processes that died (ReleasePurgeOwner).
+func (s *Store) PurgeOwners(ctx context.Context) ([]string, error) {
+	return s.sortedStrings(ctx, `SELECT DISTINCT owner FROM purge_batch WHERE state=?`, PurgeClaimed)
+}
+
+// ReleasePurgeOwner ends the leases of the claimed batches of owner (a process known
+// to be dead), so another purger takes them over at once.
+func (s *Store) ReleasePurgeOwner(ctx context.Context, owner string) (int, error) {
+	return s.execCount(ctx, `UPDATE purge_batch SET lease=0 WHERE owner=? AND state=?`, owner, PurgeClaimed)
+}
+
+// ReleasePurgeBatch ends owner's lease of a batch it claimed and did not start
+// writing (it failed before), so the next pass, its own or another's, takes it over.
+func (s *Store) ReleasePurgeBatch(ctx context.Context, batch int64, owner string) error {
+	_, err := s.execCount(ctx, `UPDATE purge_batch SET lease=0 WHERE id=? AND owner=? AND state=?`, batch, owner, PurgeClaimed)
+	return err
+}
+
+// ArchiveTable is one table's rows of a batch: one JSON object a line, the columns
+// in the table's order, integers and numbers as numbers, the rest as strings.
+type ArchiveTable struct {
+	Table string
+	Rows  int
+	Lines []byte
+}
+
+// PurgeRows is a batch as the archive holds it.
+type PurgeRows struct {
+	Batch     int64
+	Workunits []int64
+	Results   []int64
+	Tables    []ArchiveTable // in PurgeTables' order, empty ones too
+}
+
+// ReadPurgeBatch reads the rows of the batch.
+func (s *Store) ReadPurgeBatch(ctx context.Context, batch int64) (*PurgeRows, error) {
+	return readPurgeRows(func(q string, args ...any) (*sql.Rows, error) { return s.DB.QueryContext(ctx, q, args...) }, batch)
+}
+
+// purgeChunk bounds the ids of one IN list.
+const purgeChunk = 500
+
+func readPurgeRows(query func(string, ...any) (*sql.Rows, error), batch int64) (*PurgeRows, error) {
+	p := &PurgeRows{Batch: batch}
+	wu, err := archiveRows(query, &p.Workunits, `SELECT * FROM workunit WHERE file_delete_state=? AND purge_batch=? ORDER BY id`, FileDeleteDone, batch)
+	if err != nil {
+		return nil, err
+	}
+	wu.Table = "workunit"
+	p.Tables = append(p.Tables, wu)
+	// Each table by chunks of its parent's ids, in the parent's order.
+	for _, t := range []struct {
+		table, query string
+		parents      *[]int64
+		ids          *[]int64
+	}{
+		{"result", `SELECT * FROM result WHERE workunitid IN %s ORDER BY id`, &p.Workunits, &p.Results},
+		{"result_file", `SELECT * FROM result_file WHERE resultid IN %s ORDER BY resultid, file_num`, &p.Results, nil},
+		{"result_stderr", `SELECT * FROM result_stderr WHERE resultid IN %s ORDER BY resultid`, &p.Results, nil},
+		{"wu_file", `SELECT * FROM wu_file WHERE workunitid IN %s ORDER BY workunitid, file_num`, &p.Workunits, nil},
+		{"wu_output", `SELECT * FROM wu_output WHERE workunitid IN %s ORDER BY workunitid, file_num`, &p.Workunits, nil},
+		{"wu_giveup", `SELECT * FROM wu_giveup WHERE workunitid IN %s ORDER BY id`, &p.Workunits, nil},
+		{"deleted_file", `SELECT * FROM deleted_file WHERE workunitid IN %s ORDER BY id`, &p.Workunits, nil},
+	} {
+		at := ArchiveTable{Table: t.table}
+		parents := *t.parents
+		for lo := 0; lo < len(parents); lo += purgeChunk {
+			list, args := inList(parents[lo:min(len(parents), lo+purgeChunk)])
+			part, err := archiveRows(query, t.ids, fmt.Sprintf(t.query, list), args...)
+			if err != nil {
+				return nil, err
+			}
+			at.Rows += part.Rows
+			at.Lines = append(at.Lines, part.Lines...)
+		}
+		p.Tables = append(p.Tables, at)
+	}
+	// The ids of a table read by chunks of parents come in the parents' order.
+	sort.Slice(p.Results, func(i, j int) bool { return p.Results[i] < p.Results[j] })
+	return p, nil
+}
+
+// archiveRows reads the rows of a query as JSON lines; ids, when not nil, gets the
+// first column of each (the id).
+func archiveRows(query func(string, ...any) (*sql.Rows, error), ids *[]int64, q string, args ...any) (ArchiveTable, error) {
+	var at ArchiveTable
+	rows, err := query(q, args...)
+	if err != nil {
+		return at, err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return at, err
+	}
+	kinds := make([]byte, len(types))
+	names := make([][]byte, len(types))
+	for i, ct := range types {
+		names[i], _ = json.Marshal(ct.Name())
+		switch t := strings.ToUpper(ct.DatabaseTypeName()); {
+		case strings.Contains(t, "INT"):
+			kinds[i] = 'i'
+		case strings.Contains(t, "DOUBLE") || strings.Contains(t, "REAL") || strings.Contains(t, "FLOAT") || strings.Contains(t, "DECIMAL"):
+			kinds[i] = 'f'
+		default:
+			kinds[i] = 's'
+		}
+	}
+	vals := make([]any, len(types))
+	ptrs := make([]any, len(types))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var buf bytes.Buffer
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return at, err
+		}
+		buf.WriteByte('{')
+		for i, v := range vals {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(names[i])
+			buf.WriteByte(':')
+			if err := appendValue(&buf, kinds[i], v); err != nil {
+				return at, fmt.Errorf("%s: %w", types[i].Name(), err)
+			}
+			if i == 0 && ids != nil {
+				id, err := asInt(v)
+				if err != nil {
+					return at, err
+				}
+				*ids = append(*ids, id)
+			}
+		}
+		buf.WriteString("}\n")
+		at.Rows++
+	}
+	at.Lines = buf.Bytes()
+	return at, rows.Err()
+}
+
+// appendValue writes a column's value as JSON. The engines hand values over
+// differently (SQLite: int64, float64, string; MySQL's text protocol: bytes), so the
+// column's declared type says what it is.
+func appendValue(buf *bytes.Buffer, kind byte, v any) error {
+	if v == nil {
+		buf.WriteString("null")
+		return nil
+	}
+	switch kind {
+	case 'i':
+		n, err := asInt(v)
+		if err != nil {
+			return err
+		}
+		buf.WriteString(strconv.FormatInt(n, 10))
+		return nil
+	case 'f':
+		var f float64
+		switch x := v.(type) {
+		case float64:
+			f = x
+		case int64:
+			f = float64(x)
+		case []byte:
+			var err error
+			if f, err = strconv.ParseFloat(string(x), 64); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("unexpected %T", v)
+		}
+		b, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+		return nil
+	}
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case []byte:
+		s = string(x)
+	default:
+		s = fmt.Sprint(x)
+	}
+	b, _ := json.Marshal(s)
+	buf.Write(b)
+	return nil
+}
+
+func asInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case float64:
+		return int64(x), nil
+	case []byte:
+		return strconv.ParseInt(string(x), 10, 64)
+	}
+	return 0, fmt.Errorf("unexpected %T for an integer", v)
+}
+
+// WritingPurge records that owner now appends batch's rows to the archive files of
+// archive (host:directory), whose sizes before are files (JSON: name → bytes), so
+// that a purger finding the batch in this state after owner died cuts them back. It
+// fails with ErrPurgeLost when the batch is no longer owner's.
+func (s *Store) WritingPurge(ctx context.Context, batch int64, owner, archive, files string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		r, err := tx.exec(`UPDATE purge_batch SET state=?, archive=?, files=? WHERE id=? AND owner=? AND state=?`,
+			PurgeWriting, archive, files, batch, owner, PurgeClaimed)
+		if err != nil {
+			return err
+		}
+		if k, err := r.RowsAffected(); err != nil || k != 1 {
+			return fmt.Errorf("purge batch %d: %w (%v)", batch, ErrPurgeLost, err)
+		}
+		return nil
+	})
+}
+
+// WrittenPurge is a batch whose archive files were being written.
+type WrittenPurge struct {
+	ID    int64
+	Files string // as WritingPurge recorded them
+}
+
+// PurgesWriting lists the batches being written into archive. A purger that holds
+// the archive's lock (which a writer holds from WritingPurge to FinishPurge) knows
+// their writers died: it cuts their files back and calls ResetPurgeBatch.
+func (s *Store) PurgesWriting(ctx context.Context, archive string) ([]WrittenPurge, error) {
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, files FROM purge_batch WHERE state=? AND archive=? ORDER BY id`, PurgeWriting, archive)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []WrittenPurge
+	for rows.Next() {
+		var w WrittenPurge
+		if err := rows.Scan(&w.ID, &w.Files); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// ResetPurgeBatch makes a batch whose archive files were cut back claimable again.
+func (s *Store) ResetPurgeBatch(ctx context.Context, batch int64) error {
+	_, err := s.execCount(ctx, `UPDATE purge_batch SET state=?, lease=0, files='' WHERE id=? AND state=?`, PurgeClaimed, batch, PurgeWriting)
+	return err
+}
+
+// FinishPurge deletes the rows of batch p, which owner has written to the archive
+// and synced, and the batch, in one transaction: the rows are read again and must be
+// as archived (ErrPurgeChanged otherwise), and the batch still owner's
+// (ErrPurgeLost).
+func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) error {
+	return s.InTx(ctx, func(tx *Tx) error {
+		var state int
+		var got string
+		err := tx.queryRow(`SELECT state, owner FROM purge_batch WHERE id=?`+tx.ForUpdate(), p.Batch).Scan(&state, &got)
+		if errNoRows(err) || (err == nil && (state != PurgeWriting || got != owner)) {
+			return fmt.Errorf("purge batch %d: %w", p.Batch, ErrPurgeLost)
+		}
+		if err != nil {
+			return err
+		}
+		again, err := readPurgeRows(tx.query, p.Batch)
+		if err != nil {
+			return err
+		}
+		for i, t := range again.Tables {
+			if !bytes.Equal(t.Lines, p.Tables[i].Lines) {
+				return fmt.Errorf("purge batch %d, table %s: %w", p.Batch, t.Table, ErrPurgeChanged)
+			}
+		}
+		for _, d := range []struct {
+			q   string
+			ids []int64
+		}{
+			{`DELETE FROM result_file WHERE resultid IN `, p.Results},
+			{`DELETE FROM result_stderr WHERE resultid IN `, p.Results},
+			{`DELETE FROM result WHERE id IN `, p.Results},
+			{`DELETE FROM wu_file WHERE workunitid IN `, p.Workunits},
+			{`DELETE FROM wu_output WHERE workunitid IN `, p.Workunits},
+			{`DELETE FROM wu_giveup WHERE workunitid IN `, p.Workunits},
+			{`DELETE FROM deleted_file WHERE workunitid IN `, p.Workunits},
+			{`DELETE FROM workunit WHERE id IN `, p.Workunits},
+		} {
+			for lo := 0; lo < len(d.ids); lo += purgeChunk {
+				list, args := inList(d.ids[lo:min(len(d.ids), lo+purgeChunk)])
+				if _, err := tx.exec(d.q+list, args...); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.exec(`DELETE FROM purge_batch WHERE id=?`, p.Batch)
+		return err
+	})
+}
