@@ -430,10 +430,10 @@ func (s *Sim) Advance() bool {
 	a := s.avail
 	dt := min(s.cfg.Delta, s.end-now)
 	if s.cfg.EmulateBOINC {
-		s.compute(now, dt, true, a.GPUActive)
+		s.compute(now, dt, true, a.GPUActive, false)
 		s.m.step(s.doc, dt, true, true, a.GPUActive)
 	} else {
-		s.compute(now, dt, a.Active, a.GPUActive)
+		dt = s.compute(now, dt, a.Active, a.GPUActive, true)
 		s.m.step(s.doc, dt, a.On, a.Active, a.GPUActive)
 	}
 	if s.tr != nil {
@@ -632,9 +632,15 @@ func (s *Sim) dropReported() {
 
 // compute lets the running tasks work from now for dt seconds: a CPU task while the host
 // is active, a coprocessor task while the GPUs are active too. A task advances by its
-// app version's real speed; it is done when its real work is, mid-step if need be, and
-// its processor stays idle until the next step (when the scheduler can hand it on).
-func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
+// app version's real speed; it is done when its real work is.
+//
+// With shorten (bsim's conventions), the step ends when the first running task finishes
+// (endEarly), and the step returned is that much shorter: the next step starts then, so
+// that the scheduler hands the task's processor on at once, as a real client does
+// when a task exits. Each step otherwise left the processor idle from the task's end to
+// the step's (BOINC's emulator charges that rest to the finished task instead: under
+// --emulate boinc, shorten is off and the step keeps its length).
+func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 {
 	doc := s.doc
 	su := &s.su
 	for p, u := range su.Used {
@@ -647,7 +653,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 	}
 	s.m.stepClear()
 	if !active {
-		return
+		return dt
 	}
 	cpuFlops := doc.Host.CPU().Flops
 	if !s.runningHold {
@@ -660,6 +666,9 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		s.runningHold = true
 	}
 	cpuScale, coScale := s.cpuScales(gpuActive)
+	if shorten {
+		dt = s.endEarly(dt, gpuActive, cpuScale)
+	}
 	for _, i := range s.running {
 		t := &doc.Tasks[i]
 		j := &s.jobs[i]
@@ -687,7 +696,9 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 		cpus := av.AvgNCPUs * scale
 		run := dt
 		finished := false
-		if left := j.real - t.FlopsDone; left <= speed*dt {
+		// (A step that endEarly cut ends as a task's work does: left ÷ speed is dt, and
+		// speed × dt may round below left.)
+		if left := j.real - t.FlopsDone; left <= speed*dt || shorten && left/speed <= dt {
 			run, finished = max(0, left/speed), true
 		}
 		if finished {
@@ -737,6 +748,38 @@ func (s *Sim) compute(now, dt float64, active, gpuActive bool) {
 			s.tasksChanged()
 		}
 	}
+	return dt
+}
+
+// minStepPart is the shortest part of a step that a task's end may cut it to: a task
+// that ends earlier in the step leaves its processor idle to the step's end. Jobs of a
+// few seconds would otherwise make a step each.
+const minStepPart = 1.0 / 8
+
+// endEarly is the step's length when it ends as the first running task finishes, if
+// one finishes within dt but not before minStepPart of the step; dt otherwise.
+func (s *Sim) endEarly(dt float64, gpuActive bool, cpuScale float64) float64 {
+	end := dt
+	for _, i := range s.running {
+		j := &s.jobs[i]
+		if j.finished {
+			continue
+		}
+		av := &s.doc.AppVersions[j.av]
+		speed := s.avSpeed[j.av]
+		if av.Coproc == nil {
+			speed *= cpuScale
+		} else if !gpuActive {
+			continue
+		}
+		if speed <= 0 {
+			continue
+		}
+		if run := (j.real - s.doc.Tasks[i].FlopsDone) / speed; run >= minStepPart*dt && run < end {
+			end = run
+		}
+	}
+	return end
 }
 
 // cpuScales is the part of its CPUs each running task gets in a step: all of them while
