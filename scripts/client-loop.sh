@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [--policy seed|goals] [--three-state] [-o table|json] [--keep DIR] [--server URL [--clock-file FILE]]
+# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [--policy seed|goals] [--three-state] [-o table|json] [--keep DIR] [--server URL [--authenticator KEY] [--clock-file FILE]]
 #
 # The BOINC client loop made of bkit's real programs, over simulated time: the state
 # document goes through bfetch, bdevices, brpc poll and bsched at every step, all with
@@ -15,7 +15,9 @@
 # BOINC-style scheduler) at master URL URL, reached over HTTP by 'brpc session' in place
 # of bsim serve. SCENARIO is then a live scenario (no emulated apps, one project:
 # scenarios/live-2cpu.yaml), started with 'bsim init --live' and attached to URL with
-# 'brpc attach'; bsim keeps only the host and the passing of time. --clock-file FILE
+# 'brpc attach' (--authenticator KEY: the account key it presents, 'bserver user add';
+# bserver serve requires one unless started with --anonymous-hosts); bsim keeps only
+# the host and the passing of time. --clock-file FILE
 # writes each step's time to FILE before the step's RPCs, for a server started with
 # 'bserver serve --clock-file FILE', so the server's clock (deadlines, request_delay)
 # follows the loop's; without it the server keeps its own clock. The figures are then
@@ -32,7 +34,7 @@ usage() {
 	exit 2
 }
 
-scenario="" duration=1d delta=60 seed=1 policy=seed out=table keep="" server="" clock="" three=()
+scenario="" duration=1d delta=60 seed=1 policy=seed out=table keep="" server="" clock="" three=() key=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--duration) duration=${2:?--duration needs a value}; shift 2 ;;
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--keep) keep=${2:?--keep needs a directory}; shift 2 ;;
 	--server) server=${2:?--server needs a master URL}; shift 2 ;;
 	--clock-file) clock=${2:?--clock-file needs a file}; shift 2 ;;
+	--authenticator) key=(--authenticator "${2:?--authenticator needs an account key}"); shift 2 ;;
 	-h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 	-*) echo "client-loop.sh: unknown flag $1" >&2; usage ;;
 	*) [ -z "$scenario" ] || { echo "client-loop.sh: one SCENARIO only" >&2; usage; }; scenario=$1; shift ;;
@@ -51,6 +54,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$scenario" ] || usage
 [ -z "$clock" ] || [ -n "$server" ] || { echo "client-loop.sh: --clock-file needs --server" >&2; usage; }
+[ ${#key[@]} -eq 0 ] || [ -n "$server" ] || { echo "client-loop.sh: --authenticator needs --server" >&2; usage; }
 
 bin() { if [ -n "${BKIT_BIN:-}" ]; then echo "$BKIT_BIN/$1"; else echo "$1"; fi; }
 bsim=$(bin bsim) bfetch=$(bin bfetch) bdevices=$(bin bdevices) bsched=$(bin bsched) brpc=$(bin brpc)
@@ -68,7 +72,7 @@ pol=(--policy "$policy")
 
 if [ -n "$server" ]; then
 	"$bsim" init "$scenario" --live --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" "${pol[@]}" >"$doc"
-	"$brpc" attach "$server" "${st[@]}"
+	"$brpc" attach "$server" ${key[@]+"${key[@]}"} "${st[@]}"
 else
 	"$bsim" init "$scenario" --world "$world" --duration "$duration" --delta "$delta" --seed "$seed" "${pol[@]}" ${three[@]+"${three[@]}"} >"$doc"
 fi

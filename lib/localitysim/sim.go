@@ -133,7 +133,6 @@ type host struct {
 	lane    int
 	id      int64
 	auth    string
-	user    int64
 	flops   float64
 	queue   []job // queue[0] runs
 	runEnd  float64
@@ -251,25 +250,33 @@ func Run(ctx context.Context, c Config) (*Figures, error) {
 	now := float64(start)
 	fig := &Figures{Policy: "locality", Trace: nil}
 	var hosts []*host
-	nextUser := int64(1)
+	// Some volunteers run two hosts, which the team rules keep apart: a host is
+	// attached with its volunteer's account key (the scheduler requires one), the
+	// second host of a volunteer with the key of the first.
+	var key string
 	newHost := func() (*host, error) {
 		h := &host{lane: len(hosts), flops: 1e9 * math.Pow(c.Spread, r.Float64()), files: map[string]bool{}, joined: now, cursor: -1}
-		// Some volunteers run two hosts, which the team rules keep apart.
-		h.user = nextUser
+		if key == "" {
+			u, err := st.AddUser(ctx, fmt.Sprintf("volunteer %d", len(hosts)+1), "", now)
+			if err != nil {
+				return nil, err
+			}
+			key = u.Authenticator
+		}
+		h.auth = key
 		if r.Float64() >= 0.2 {
-			nextUser++
+			key = "" // the next host is another volunteer's
 		}
 		if c.Churn > 0 {
 			h.leaveAt = now + r.ExpFloat64()*86400/c.Churn
 		} else {
 			h.leaveAt = math.Inf(1)
 		}
-		rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: h.flops}}, now, "http://sim/")
+		rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{Authenticator: h.auth, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: h.flops}}, now, "http://sim/")
 		if err != nil {
 			return nil, err
 		}
-		h.id, h.auth = rep.HostID, rep.Authenticator
-		err = st.InTx(ctx, func(tx *store.Tx) error { return tx.SetHostUser(h.id, h.user) })
+		h.id = rep.HostID
 		hosts = append(hosts, h)
 		return h, err
 	}

@@ -68,6 +68,16 @@ func URLVar(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[1], ServerURL(ts, args[0]))
 }
 
+// StdoutVar is the script command `stdoutvar VAR`: it sets $VAR to the last command's
+// standard output, trimmed (an account key 'bserver user add' printed, for the
+// requests that follow).
+func StdoutVar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stdoutvar VAR")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}
+
 // Start runs PROG (on $PATH: a test binary's own programs, put there by
 // testscript.Main) until cleanup (SIGTERM, exit 0), and
 // returns the first line it prints (with wait).

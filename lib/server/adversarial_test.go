@@ -76,6 +76,10 @@ func TestAdversarial(t *testing.T) {
 				status: 200, want: "wrong authenticator", unchanged: allTables},
 			{name: "SQL in the authenticator", body: "<scheduler_request><authenticator>' OR '1'='1</authenticator></scheduler_request>",
 				status: 200, want: "unknown authenticator", unchanged: allTables},
+			{name: "no account key", body: "<scheduler_request/>",
+				status: 200, want: "Invalid or missing account key", unchanged: allTables},
+			{name: "no account key, the whole queue on 65,536 CPUs", body: "<scheduler_request><work_req_seconds>100000</work_req_seconds><host_info><p_ncpus>65536</p_ncpus></host_info></scheduler_request>",
+				status: 200, want: "Invalid or missing account key", unchanged: allTables},
 			// XML attacks and garbage.
 			{name: "XXE", body: `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><scheduler_request><platform_name>&x;</platform_name></scheduler_request>`,
 				status: 400, want: "bad scheduler request", unchanged: allTables},

@@ -148,9 +148,9 @@ func benchRPC(b *testing.B, dsn string, workunits int) {
 	hosts := make([]*host, benchClients)
 	for i := range hosts {
 		ask := boincxml.SchedulerRequest{CPUReqSecs: 1, CPUReqInstances: 1, WorkReqSeconds: 1,
-			HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
+			Authenticator: accountKey(b, st), HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
 		rep := rpc(&ask)
-		ask.HostID, ask.Authenticator = rep.HostID, rep.Authenticator
+		ask.HostID = rep.HostID
 		hosts[i] = &host{req: ask, job: rep.ResultsSent[0].Name}
 	}
 	var statements atomic.Int64

@@ -37,7 +37,7 @@ func TestExportStats(t *testing.T) {
 	forEngine(t, func(t *testing.T, dsn string) {
 		e := start(t, dsn, server.Config{}, 0)
 		ids := volunteers(t, e.st)
-		e.newHost(t, 1, 0) // a bkit host: no user
+		anonymousHost(t, e.st) // a bkit host of no account (--anonymous-hosts)
 		dir := filepath.Join(t.TempDir(), "stats")
 		sum, err := server.ExportStats(context.Background(), e.st, dir, 1234)
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 func TestShutdownDrains(t *testing.T) {
 	e := start(t, "sqlite:"+t.TempDir()+"/p.db", server.Config{}, 1)
 	conn := dialServer(t, e.url)
-	body := "<scheduler_request><cpu_req_secs>1</cpu_req_secs></scheduler_request>"
+	body := "<scheduler_request><authenticator>" + e.newUser(t).Authenticator + "</authenticator><cpu_req_secs>1</cpu_req_secs></scheduler_request>"
 	io.WriteString(conn, "POST /scheduler HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: "+
 		strconv.Itoa(len(body))+"\r\n\r\n"+body[:10])
 	time.Sleep(100 * time.Millisecond) // the handler is now reading the body

@@ -229,11 +229,12 @@ func TestLocalityStreams(t *testing.T) {
 		}
 		var hosts []host
 		for range 4 {
-			rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, 10, "http://x/")
+			key := accountKey(t, st)
+			rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{Authenticator: key, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, 10, "http://x/")
 			if err != nil {
 				t.Fatal(err)
 			}
-			hosts = append(hosts, host{rep.HostID, rep.Authenticator})
+			hosts = append(hosts, host{rep.HostID, key})
 		}
 		ask := func(h host) []string {
 			rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostID: h.id, Authenticator: h.auth, CPUReqInstances: 2, CPUReqSecs: 1,
@@ -305,11 +306,12 @@ func TestLocalityJoinMoveDelete(t *testing.T) {
 		st := storetest.Open(t, dsn)
 		setupBatch(t, st)
 		srv := &server.Server{Store: st}
-		rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, 10, "http://x/")
+		auth := accountKey(t, st)
+		rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{Authenticator: auth, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, 10, "http://x/")
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, auth := rep.HostID, rep.Authenticator
+		a := rep.HostID
 		if err := st.InTx(ctx, func(tx *store.Tx) error {
 			_, err := tx.Exec(`UPDATE host SET expavg_credit=10`)
 			return err
@@ -387,12 +389,13 @@ func handleHost(t *testing.T, srv *server.Server) (id int64, ask func(n int) []s
 	t.Helper()
 	ctx := context.Background()
 	info := boincxml.HostInfo{PNCPUs: 4, PFpops: 1e9}
-	rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostInfo: info}, 10, "http://x/")
+	key := accountKey(t, srv.Store)
+	rep, err := srv.Handle(ctx, &boincxml.SchedulerRequest{Authenticator: key, HostInfo: info}, 10, "http://x/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep.HostID, func(n int) []string {
-		r, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostID: rep.HostID, Authenticator: rep.Authenticator,
+		r, err := srv.Handle(ctx, &boincxml.SchedulerRequest{HostID: rep.HostID, Authenticator: key,
 			CPUReqInstances: float64(n), CPUReqSecs: 1, HostInfo: info}, 20, "http://x/")
 		if err != nil {
 			t.Fatal(err)

@@ -92,8 +92,8 @@ func TestSchedulerPlans(t *testing.T) {
 			return req
 		}
 
-		// A new bkit host gets an identity and jobs.
-		first := ask(boincxml.SchedulerRequest{})
+		// A new host of an account gets an identity and jobs.
+		first := ask(boincxml.SchedulerRequest{Authenticator: user.Authenticator})
 		rep := rpc(&first)
 		if len(rep.ResultsSent) < 3 {
 			t.Fatalf("first request: %d jobs, want at least 3", len(rep.ResultsSent))
@@ -101,7 +101,7 @@ func TestSchedulerPlans(t *testing.T) {
 		jobs := names(rep.ResultsSent)
 		// It reports a success with stderr, a failure, an unknown result and another
 		// host's, and lists what it still holds, with one it never had.
-		req := ask(boincxml.SchedulerRequest{HostID: rep.HostID, Authenticator: rep.Authenticator, RPCSeqno: 2})
+		req := ask(boincxml.SchedulerRequest{HostID: rep.HostID, Authenticator: user.Authenticator, RPCSeqno: 2})
 		req.Results = []boincxml.ReportedResult{
 			{Name: jobs[0], FinalCPUTime: 10, State: boincxml.ResultFilesUploaded, StderrOut: &boincxml.InnerXML{Text: "done"}},
 			{Name: jobs[1], FinalCPUTime: 10, ExitStatus: 1, State: boincxml.ResultFilesUploaded},

@@ -47,16 +47,21 @@ func (s *Server) handle(ctx context.Context, req *boincxml.SchedulerRequest, now
 }
 
 // authenticate finds the requesting host, or creates it on its first request, and
-// saves what the request says about it. Two kinds of hosts: bkit's own clients get a
-// host authenticator on their first request (no authenticator, no host id) and present
-// it; a BOINC client presents its user's account key, with host id 0 until the reply
-// gives it one, and the new host belongs to that user.
+// saves what the request says about it. A BOINC client presents its user's account
+// key, with host id 0 until the reply gives it one, and the new host belongs to that
+// user. Only with Config.AnonymousHosts (testing) may a request without an account key
+// (no authenticator, no host id) create a host of no account, which then presents the
+// host authenticator the reply gave it; otherwise such requests, and those of hosts of
+// no account made before, are refused as BOINC refuses a missing or unknown account
+// key, and nothing is written.
 func (s *Server) authenticate(tx *store.Tx, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) (*store.Host, error) {
 	var host *store.Host
 	var err error
 	switch {
 	case req.Authenticator == "" && req.HostID != 0:
-		return nil, refuse("host %d: the request has no authenticator", req.HostID)
+		return nil, refuseKey(fmt.Sprintf("host %d: the request has no authenticator", req.HostID))
+	case req.Authenticator == "" && !s.Config.AnonymousHosts:
+		return nil, refuseKey("the request has no account key")
 	case req.Authenticator == "":
 		host = &store.Host{Authenticator: store.NewAuthenticator()}
 		fillHost(host, req, now)
@@ -75,17 +80,17 @@ func (s *Server) authenticate(tx *store.Tx, req *boincxml.SchedulerRequest, repl
 			} else if !errors.Is(uerr, store.ErrNotFound) {
 				return nil, uerr
 			}
-			return nil, refuse("unknown host %d", req.HostID)
+			return nil, refuseKey(fmt.Sprintf("unknown host %d", req.HostID))
 		}
 		if err == nil && !s.hostKeyMatches(tx, host, req.Authenticator, reply) {
-			return nil, refuse("wrong authenticator for host %d", req.HostID)
+			return nil, refuseKey(fmt.Sprintf("wrong authenticator for host %d", req.HostID))
 		}
 	default:
 		host, err = tx.HostByAuthenticator(req.Authenticator)
 		if errors.Is(err, store.ErrNotFound) {
 			u, uerr := tx.UserByAuthenticator(req.Authenticator)
 			if errors.Is(uerr, store.ErrNotFound) {
-				return nil, refuse("unknown authenticator")
+				return nil, refuseKey("unknown authenticator")
 			}
 			if uerr != nil {
 				return nil, uerr
@@ -98,6 +103,9 @@ func (s *Server) authenticate(tx *store.Tx, req *boincxml.SchedulerRequest, repl
 	}
 	if err != nil {
 		return nil, err
+	}
+	if host.UserID == 0 && !s.Config.AnonymousHosts {
+		return nil, refuseKey(fmt.Sprintf("host %d belongs to no account", host.ID))
 	}
 	fillHost(host, req, now)
 	return host, tx.UpdateHostRPC(host)

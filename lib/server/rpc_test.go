@@ -19,6 +19,7 @@ func TestAuthentication(t *testing.T) {
 		e := start(t, dsn, server.Config{RequestDelay: 30}, 3)
 		id, auth := e.newHost(t, 2, 0)
 		ask := boincxml.SchedulerRequest{CPUReqSecs: 1000, WorkReqSeconds: 1000, HostInfo: boincxml.HostInfo{PNCPUs: 2}}
+		const key = "Invalid or missing account key.  To fix, remove and add this project."
 		for _, tc := range []struct {
 			name   string
 			hostID int64
@@ -26,16 +27,18 @@ func TestAuthentication(t *testing.T) {
 			want   string
 		}{
 			{"wrong authenticator", id, "0123456789abcdef0123456789abcdef", "wrong authenticator for host " + fmt.Sprint(id)},
-			{"unknown host", id + 100, auth, fmt.Sprintf("unknown host %d", id+100)},
+			{"unknown host", id + 100, "0123456789abcdef0123456789abcdef", fmt.Sprintf("unknown host %d", id+100)},
 			{"unknown authenticator", 0, "nope", "unknown authenticator"},
 			{"host id without authenticator", id, "", fmt.Sprintf("host %d: the request has no authenticator", id)},
+			{"no account key", 0, "", "the request has no account key"},
 		} {
 			req := ask
 			req.HostID, req.Authenticator = tc.hostID, tc.auth
 			rep, status := e.post(t, &req)
-			if status != 200 || messages(rep) != "notice: "+tc.want || len(rep.ResultsSent) != 0 || rep.RequestDelay != 30 {
-				t.Errorf("%s: status %d, messages %q, %d jobs, request_delay %v; want 200, %q, no jobs, 30",
-					tc.name, status, messages(rep), len(rep.ResultsSent), rep.RequestDelay, tc.want)
+			// BOINC's notice and its hour's delay (DELAY_MISSING_KEY), not the project's 30 s.
+			if want := "notice: " + key + " (" + tc.want + ")"; status != 200 || messages(rep) != want || len(rep.ResultsSent) != 0 || rep.RequestDelay != 3600 {
+				t.Errorf("%s: status %d, messages %q, %d jobs, request_delay %v; want 200, %q, no jobs, 3600",
+					tc.name, status, messages(rep), len(rep.ResultsSent), rep.RequestDelay, want)
 			}
 		}
 		// Nothing changed: one host, no result sent.
@@ -49,12 +52,56 @@ func TestAuthentication(t *testing.T) {
 		if !strings.Contains(e.logs.String(), "wrong authenticator") {
 			t.Errorf("no log line for a refusal:\n%s", e.logs)
 		}
-		// The right authenticator gets work, and an authenticator alone finds the host.
+		// The host id with its account's key gets work.
 		req := ask
-		req.Authenticator = auth
+		req.HostID, req.Authenticator = id, auth
 		rep, _ := e.post(t, &req)
-		if rep.HostID != id || len(rep.ResultsSent) != 1 {
-			t.Errorf("authenticator only: hostid %d, %d jobs; want %d, 1", rep.HostID, len(rep.ResultsSent), id)
+		if rep.HostID != 0 || len(rep.ResultsSent) != 1 || messages(rep) != "" {
+			t.Errorf("host id and account key: hostid %d, %d jobs, %q; want none (it has one), 1, no message", rep.HostID, len(rep.ResultsSent), messages(rep))
+		}
+	})
+}
+
+// TestAccountsRequired: without Config.AnonymousHosts a request without an account key
+// (the adversarial probe of issue 27: an empty request, or one asking for the whole
+// queue on 65,536 CPUs) is refused with BOINC's notice and writes nothing, not even a
+// host row; with it the same request creates a host of no account, which gets work
+// and an authenticator. That host's authenticator is refused again by a server that
+// requires accounts.
+func TestAccountsRequired(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		e := start(t, dsn, server.Config{}, 3)
+		greedy := boincxml.SchedulerRequest{CPUReqSecs: 1e7, CPUReqInstances: 65536, WorkReqSeconds: 1e7, HostInfo: boincxml.HostInfo{PNCPUs: 65536}}
+		for name, req := range map[string]*boincxml.SchedulerRequest{"empty": {}, "greedy": &greedy} {
+			before := snapshot(t, e.st, allTables)
+			rep, status := e.post(t, req)
+			if status != 200 || !strings.Contains(messages(rep), "Invalid or missing account key") || rep.HostID != 0 || len(rep.ResultsSent) != 0 || rep.RequestDelay != 3600 {
+				t.Errorf("%s request without a key: status %d, hostid %d, %d jobs, %q, delay %v", name, status, rep.HostID, len(rep.ResultsSent), messages(rep), rep.RequestDelay)
+			}
+			if after := snapshot(t, e.st, allTables); after != before {
+				t.Errorf("%s request without a key changed the database:\nbefore %s\nafter  %s", name, before, after)
+			}
+		}
+
+		anon := &server.Server{Store: e.st, Config: server.Config{AnonymousHosts: true}}
+		rep, err := anon.Handle(context.Background(), &greedy, float64(testNow.Unix()), "http://x/")
+		if err != nil || rep.HostID == 0 || len(rep.Authenticator) != 32 || len(rep.ResultsSent) == 0 {
+			t.Fatalf("with AnonymousHosts: %v, %+v", err, rep)
+		}
+		before := snapshot(t, e.st, allTables)
+		again := greedy
+		again.HostID, again.Authenticator = rep.HostID, rep.Authenticator
+		rep2, status := e.post(t, &again)
+		if want := fmt.Sprintf("host %d belongs to no account", rep.HostID); status != 200 || !strings.Contains(messages(rep2), want) || len(rep2.ResultsSent) != 0 {
+			t.Errorf("an anonymous host without AnonymousHosts: status %d, %q, %d jobs; want a refusal naming %q", status, messages(rep2), len(rep2.ResultsSent), want)
+		}
+		again.HostID = 0 // its authenticator alone
+		if rep2, _ := e.post(t, &again); !strings.Contains(messages(rep2), "belongs to no account") {
+			t.Errorf("an anonymous host's authenticator alone: %q", messages(rep2))
+		}
+		if after := snapshot(t, e.st, allTables); after != before {
+			t.Errorf("an anonymous host's refused request changed the database:\nbefore %s\nafter  %s", before, after)
 		}
 	})
 }
@@ -300,7 +347,7 @@ func TestMasterFile(t *testing.T) {
 		t.Errorf("scheduler URLs (-want +got)\n%s", d)
 	}
 	// POST / is the scheduler too.
-	rep, status := e.postRaw(t, "", []byte("<scheduler_request/>"))
+	rep, status := e.postRaw(t, "", []byte("<scheduler_request><authenticator>"+e.newUser(t).Authenticator+"</authenticator></scheduler_request>"))
 	if status != 200 || rep.HostID == 0 || rep.ProjectName != "Test" || rep.MasterURL != e.url {
 		t.Errorf("POST /: %d %+v", status, rep)
 	}

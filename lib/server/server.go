@@ -88,6 +88,12 @@ type Config struct {
 	// request rate and latency); NoPages turns off the status page and the
 	// volunteers' pages (issue 31).
 	NoMetrics, NoPages bool
+	// AnonymousHosts lets a request without an account key create a host of no
+	// account (bkit's own clients before accounts, emulated clients): a testing
+	// feature. Without it, as in BOINC, a request must carry an account key or the
+	// host authenticator of a host of an account; anything else is refused with
+	// BOINC's "Invalid or missing account key" notice and nothing is written.
+	AnonymousHosts bool
 }
 
 // Defaults. A scheduler request is small and answered in milliseconds, so a client
@@ -220,12 +226,28 @@ func (s *Server) masterURL(r *http.Request) string {
 }
 
 // refusal is a request the scheduler turns down: the client gets the message, the
-// database is untouched.
-type refusal struct{ msg string }
+// database is untouched. delay, when > 0, is the request_delay the reply asks for.
+type refusal struct {
+	msg   string
+	delay float64
+}
 
 func (e *refusal) Error() string { return e.msg }
 
-func refuse(format string, args ...any) error { return &refusal{fmt.Sprintf(format, args...)} }
+func refuse(format string, args ...any) error { return &refusal{msg: fmt.Sprintf(format, args...)} }
+
+// Refusing a request without a valid account key: BOINC's scheduler's notice
+// (sched/handle_request.cpp, authenticate_user) and its delay (DELAY_MISSING_KEY,
+// an hour), so a client left with a bad key asks once an hour, not at every backoff.
+const (
+	missingKeyMessage = "Invalid or missing account key.  To fix, remove and add this project."
+	missingKeyDelay   = 3600
+)
+
+// refuseKey refuses a request for its account key; why goes to the server's log.
+func refuseKey(why string) error {
+	return &refusal{msg: missingKeyMessage + " (" + why + ")", delay: missingKeyDelay}
+}
 
 func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -261,7 +283,7 @@ func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &ref):
 		noteOf(r).outcome = outcomeRefused
 		log.Warn("scheduler request refused", "reason", ref.msg)
-		s.writeError(w, http.StatusOK, ref.msg)
+		s.writeErrorDelay(w, http.StatusOK, ref.msg, max(ref.delay, s.Config.RequestDelay))
 		return
 	case err != nil:
 		log.Error("scheduler request failed", "err", err)
@@ -292,7 +314,12 @@ func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 // writeError sends an error reply: a <scheduler_reply> whose notice says what went
 // wrong, and the request delay if the project has one.
 func (s *Server) writeError(w http.ResponseWriter, status int, msg string) {
-	rep := boincxml.ErrorReply(msg, s.Config.RequestDelay)
+	s.writeErrorDelay(w, status, msg, s.Config.RequestDelay)
+}
+
+// writeErrorDelay is writeError asking for a request delay of delay seconds.
+func (s *Server) writeErrorDelay(w http.ResponseWriter, status int, msg string, delay float64) {
+	rep := boincxml.ErrorReply(msg, delay)
 	rep.ProjectName = s.Config.ProjectName
 	out, err := rep.Marshal()
 	if err != nil {

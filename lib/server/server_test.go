@@ -101,18 +101,49 @@ func (e *env) postRaw(t testing.TB, path string, body []byte) (*boincxml.Schedul
 	return rep, resp.StatusCode
 }
 
-// newHost makes a host's first request (asking for nothing) and returns its identity.
+// newHost makes an account and its host's first request (asking for nothing), as a
+// BOINC client attaches with an account key, and returns the host id and the account
+// key, which the host presents from then on.
 func (e *env) newHost(t testing.TB, ncpus int, gpus int) (int64, string) {
 	t.Helper()
-	req := &boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: ncpus, PFpops: 1e9}}
+	u := e.newUser(t)
+	req := &boincxml.SchedulerRequest{Authenticator: u.Authenticator, HostInfo: boincxml.HostInfo{PNCPUs: ncpus, PFpops: 1e9}}
 	if gpus > 0 {
 		req.HostInfo.Coprocs = boincxml.Coprocs{{Type: "NVIDIA", Count: gpus, PeakFlops: 1e11}}
 	}
 	rep, status := e.post(t, req)
-	if status != 200 || rep.HostID == 0 || len(rep.Authenticator) != 32 {
+	if status != 200 || rep.HostID == 0 || rep.UserID != u.ID {
 		t.Fatalf("first contact: status %d, reply %+v", status, rep)
 	}
-	return rep.HostID, rep.Authenticator
+	return rep.HostID, u.Authenticator
+}
+
+// newUser makes an account.
+func (e *env) newUser(t testing.TB) *store.User {
+	t.Helper()
+	u, err := e.st.AddUser(context.Background(), "volunteer", "", float64(testNow.Unix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// anonymousHost makes a host of no account, as a server with AnonymousHosts (a
+// testing feature) does for a request without a key, and returns its id.
+func anonymousHost(t testing.TB, st *store.Store) int64 {
+	t.Helper()
+	srv := &server.Server{Store: st, Config: server.Config{AnonymousHosts: true}}
+	rep, err := srv.Handle(context.Background(), &boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: 1}}, float64(testNow.Unix()), "http://x/")
+	if err != nil || rep.HostID == 0 {
+		t.Fatalf("an anonymous host: %v, %+v", err, rep)
+	}
+	return rep.HostID
+}
+
+// accountKey makes an account and returns its key, which the scheduler requires.
+func accountKey(t testing.TB, st *store.Store) string {
+	t.Helper()
+	return (&env{st: st}).newUser(t).Authenticator
 }
 
 // forEngine runs fn on a fresh database of each engine, the engines at once: each has

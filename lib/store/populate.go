@@ -12,8 +12,9 @@ import (
 // (EXPLAIN) use it; the rows are what the scheduler and the cron jobs would have left.
 type PopulateSpec struct {
 	App string // an existing app; every workunit is of it
-	// Hosts are new bkit hosts (authenticators "populate_HOSTID") the finished and
-	// in-progress results are spread over, round robin; at least 1.
+	// Hosts are new bkit hosts (authenticators "populate_HOSTID"), of one new account
+	// (as the scheduler requires), the finished and in-progress results are spread
+	// over, round robin; at least 1.
 	Hosts int
 	// Done workunits have their canonical result: every result over, a success and
 	// valid, received long ago.
@@ -52,10 +53,19 @@ func (s *Store) Populate(ctx context.Context, spec PopulateSpec, now float64) er
 		if err := tx.queryRow(`SELECT COALESCE(MAX(id), 0)+1 FROM host`).Scan(&firstHost); err != nil {
 			return err
 		}
-		return tx.insertRowsN(`INSERT INTO host (id, create_time, authenticator, rpc_time, p_ncpus, p_fpops)`, 6, hosts, populateRows,
+		r, err := tx.exec(`INSERT INTO user (create_time, name, email_addr, authenticator) VALUES (?, ?, ?, ?)`,
+			now, "populate", "", NewAuthenticator())
+		if err != nil {
+			return err
+		}
+		userid, err := r.LastInsertId()
+		if err != nil {
+			return err
+		}
+		return tx.insertRowsN(`INSERT INTO host (id, create_time, authenticator, rpc_time, p_ncpus, p_fpops, userid)`, 7, hosts, populateRows,
 			func(i int) []any {
 				id := firstHost + int64(i)
-				return []any{id, now, "populate_" + strconv.FormatInt(id, 10), now, 1, 1e9}
+				return []any{id, now, "populate_" + strconv.FormatInt(id, 10), now, 1, 1e9, userid}
 			})
 	})
 	if err != nil {

@@ -100,13 +100,6 @@ func (t *Tx) CreateHost(h *Host, now float64) error {
 	return err
 }
 
-// SetHostUser makes the host hostID the user userID's (the locality simulator's
-// volunteers, some with two hosts, whom the team rules keep apart).
-func (t *Tx) SetHostUser(hostID, userID int64) error {
-	_, err := t.exec(`UPDATE host SET userid=? WHERE id=?`, userID, hostID)
-	return err
-}
-
 // errHostRace is a user's host made by another transaction between this one's look
 // for it and its insert; InTx runs the transaction again, which finds it.
 var errHostRace = errors.New("store: the host was made at the same time by another request")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/state"
+	"github.com/bkit/bkit/lib/store"
 )
 
 // client is one emulated host: a state document and a live world (bsim init --live).
@@ -29,7 +30,9 @@ type client struct {
 	// back (BOINC's resend of lost results; docs/bserver.md): they may end reported.
 	resent map[string]bool
 	seen   map[string]bool
-	on     bool // this step: the host computes
+	// keyA, keyB: the client's account keys at projects A and B.
+	keyA, keyB string
+	on         bool // this step: the host computes
 }
 
 // makeClients writes each client's scenario (a state document attached to project A,
@@ -48,6 +51,23 @@ func (l *loop) makeClients(ctx context.Context) error {
 			// are lost, marked so by bretry and sent to others, while the run goes on.
 			c.offFrom = start + l.cfg.Duration/5
 			c.offUntil = c.offFrom + max(l.cfg.Duration/2, delayBound+2*l.cfg.Delta)
+		}
+		// Each client is its own volunteer, with an account at each of its projects
+		// (bserver serve requires one; the locality teams keep one volunteer's hosts
+		// apart, so the clients must not share one).
+		for _, p := range []struct {
+			db  *store.Store
+			key *string
+			on  bool
+		}{{l.dbA, &c.keyA, true}, {l.dbB, &c.keyB, k.twoProjects}} {
+			if !p.on {
+				continue
+			}
+			u, err := p.db.AddUser(ctx, c.name, "", start)
+			if err != nil {
+				return err
+			}
+			*p.key = u.Authenticator
 		}
 		scenario := filepath.Join(dir, "scenario.yaml")
 		if err := os.WriteFile(scenario, []byte(l.scenario(c, i)), 0o644); err != nil {
@@ -88,11 +108,11 @@ func (l *loop) scenario(c *client, i int) string {
 	for j := range l.urlsA {
 		urls = append(urls, fmt.Sprintf("%q", l.urlsA[(i+j)%len(l.urlsA)]))
 	}
-	fmt.Fprintf(&b, "  projects:\n    - {name: A, master_url: %q, scheduler_urls: [%s], resource_share: 100, resources: %s}\n",
-		strings.TrimSuffix(l.urlsA[i%len(l.urlsA)], "scheduler"), strings.Join(urls, ", "), rsc)
+	fmt.Fprintf(&b, "  projects:\n    - {name: A, master_url: %q, scheduler_urls: [%s], resource_share: 100, authenticator: %s, resources: %s}\n",
+		strings.TrimSuffix(l.urlsA[i%len(l.urlsA)], "scheduler"), strings.Join(urls, ", "), c.keyA, rsc)
 	if k.twoProjects {
-		fmt.Fprintf(&b, "    - {name: B, master_url: %q, scheduler_urls: [%q], resource_share: 300, resources: [{type: cpu, accumulate_debt: true}]}\n",
-			strings.TrimSuffix(l.urlB, "scheduler"), l.urlB)
+		fmt.Fprintf(&b, "    - {name: B, master_url: %q, scheduler_urls: [%q], resource_share: 300, authenticator: %s, resources: [{type: cpu, accumulate_debt: true}]}\n",
+			strings.TrimSuffix(l.urlB, "scheduler"), l.urlB, c.keyB)
 	}
 	b.WriteString("  apps:\n")
 	for _, a := range []string{"cpu", "nd", "loc"} {

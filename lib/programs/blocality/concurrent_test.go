@@ -67,12 +67,13 @@ func TestGenerateAndServeConcurrently(t *testing.T) {
 				scripttest.Start(t, false, "blocality", "generate", "--db", e.DSN, "--cushion", "5", "--interval", "0.02", "-v")
 			}
 			var wg sync.WaitGroup
+			keys := accountKeys(t, st, 8)
 			deadline := time.Now().Add(1500 * time.Millisecond)
 			for h := range 8 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					hostRPCs(t, urls, h, boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 1, WorkReqSeconds: 300, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}, deadline, 0)
+					hostRPCs(t, urls, h, boincxml.SchedulerRequest{Authenticator: keys[h], CPUReqSecs: 300, CPUReqInstances: 1, WorkReqSeconds: 300, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}, deadline, 0)
 				}()
 			}
 			wg.Wait()
@@ -189,6 +190,7 @@ func TestDaemonsTwiceAndKilled(t *testing.T) {
 			// Rounds of 2 s until the hosts have reported enough to exercise the
 			// daemons: one round on a quiet machine, more on a loaded one (where a
 			// fixed 2 s once reported nothing), at most 10.
+			keys := accountKeys(t, st, 8)
 			for round := 0; round < 10; round++ {
 				var wg sync.WaitGroup
 				deadline := time.Now().Add(2 * time.Second)
@@ -197,7 +199,7 @@ func TestDaemonsTwiceAndKilled(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						// A reply with no result waits for the generator's turn.
-						hostRPCs(t, urls, h, boincxml.SchedulerRequest{CPUReqSecs: 300, CPUReqInstances: 2, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, deadline, 20*time.Millisecond)
+						hostRPCs(t, urls, h, boincxml.SchedulerRequest{Authenticator: keys[h], CPUReqSecs: 300, CPUReqInstances: 2, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}, deadline, 20*time.Millisecond)
 					}()
 				}
 				wg.Wait()
@@ -334,7 +336,21 @@ func checkCursors(t *testing.T, st *store.Store, spec store.BatchSpec) {
 	}
 }
 
-// hostRPCs is host h asking for work as req says, at the servers of urls in turn, until
+// accountKeys makes n accounts and returns their keys: the hosts' of hostRPCs.
+func accountKeys(t *testing.T, st *store.Store, n int) []string {
+	t.Helper()
+	var keys []string
+	for i := range n {
+		u, err := st.AddUser(context.Background(), fmt.Sprintf("volunteer %d", i), "", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, u.Authenticator)
+	}
+	return keys
+}
+
+// hostRPCs is host h (its request carries its account's key) asking for work as req says, at the servers of urls in turn, until
 // deadline: each request reports every result the last reply sent. After a reply with
 // no result it waits idle, if any, before the next request.
 func hostRPCs(t *testing.T, urls []string, h int, req boincxml.SchedulerRequest, deadline time.Time, idle time.Duration) {
@@ -352,7 +368,7 @@ func hostRPCs(t *testing.T, urls []string, h int, req boincxml.SchedulerRequest,
 			return
 		}
 		if req.HostID == 0 {
-			req.HostID, req.Authenticator = rep.HostID, rep.Authenticator
+			req.HostID = rep.HostID // it goes on with its account key
 		}
 		req.RPCSeqno++
 		req.Results = nil

@@ -90,12 +90,16 @@ func benchPass(b *testing.B, dsn string) {
 	var lat []time.Duration
 	var wg sync.WaitGroup
 	for h := 0; h < hosts; h++ {
-		req := boincxml.SchedulerRequest{HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
+		u, err := sst.AddUser(ctx, "volunteer", "", 1) // the scheduler requires an account
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := boincxml.SchedulerRequest{Authenticator: u.Authenticator, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
 		rep, err := rpc(&req)
 		if err != nil {
 			b.Fatal(err)
 		}
-		req.HostID, req.Authenticator = rep.HostID, rep.Authenticator
+		req.HostID = rep.HostID
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -31,8 +31,9 @@ document's only project is pointed at URL. The project then starts afresh at URL
 scheduler URLs, host id, failure count, minimum RPC time and master-fetch flag are
 cleared, so the next brpc session reads URL's master file for its scheduler URLs and
 makes the first scheduler RPC. --authenticator gives the account key (a BOINC
-project's, or 'bserver user add' prints one); without it a bkit server makes the host
-an anonymous one of its own. Everything else in the document is kept (its
+project's, or 'bserver user add' prints one), which bserver serve requires; without it
+only a server started with --anonymous-hosts (testing) takes the host, as one of no
+account. Everything else in the document is kept (its
 rpc_seqno too, which bsim's live runs count RPCs by).
 
 `+cliutil.SchemaNote,
@@ -43,7 +44,7 @@ rpc_seqno too, which bsim's live runs count RPCs by).
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: flagProject, Usage: "the project `NAME` (added when absent; default: the document's only project)"},
 			&cli.FloatFlag{Name: flagShare, Usage: "resource share `S` of the project (default: kept, or 100 for a new one)"},
-			&cli.StringFlag{Name: flagAuthenticator, Usage: "the account `KEY` to present (default: none, the server makes the host)"},
+			&cli.StringFlag{Name: flagAuthenticator, Usage: "the account `KEY` to present (bserver serve requires one unless --anonymous-hosts)"},
 		}, cliutil.DocumentFlags("json", "yaml")...),
 		Action: runAttach,
 	}

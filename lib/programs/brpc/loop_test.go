@@ -35,17 +35,19 @@ func TestClientLoopLive(t *testing.T) {
 	repo, _ := filepath.Abs("../../..")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "p.db")
-	admin := func(args ...string) {
+	admin := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
 		if code := bserver.Main(append([]string{"bserver"}, args...), nil, &out, &errb); code != 0 {
 			t.Fatalf("bserver %v: status %d: %s", args, code, errb.String())
 		}
+		return strings.TrimSpace(out.String())
 	}
 	admin("init", "--db", db)
 	admin("app", "add", "--db", db, "work")
 	admin("app-version", "add", "--db", db, "--app", "work", "--version", "1", "--avg-ncpus", "1")
 	admin("work", "create", "--db", db, "--app", "work", "--count", "100", "--fpops-est", "6e11", "--delay-bound", "1d")
+	key := admin("user", "add", "--db", db, "--name", "alice")
 	const start, duration = 1700000000.0, 3600.0 // live-2cpu.yaml's start; one hour
 	clock, urlFile := filepath.Join(dir, "clock"), filepath.Join(dir, "url.txt")
 	os.WriteFile(clock, []byte("1700000000\n"), 0o644)
@@ -69,7 +71,7 @@ func TestClientLoopLive(t *testing.T) {
 
 	kept := filepath.Join(dir, "kept")
 	loop := exec.Command(bash, filepath.Join(repo, "scripts/client-loop.sh"), filepath.Join(repo, "scenarios/live-2cpu.yaml"),
-		"--server", strings.TrimSpace(string(url)), "--clock-file", clock, "--duration", "1h", "--delta", "600", "--keep", kept, "-o", "json")
+		"--server", strings.TrimSpace(string(url)), "--authenticator", key, "--clock-file", clock, "--duration", "1h", "--delta", "600", "--keep", kept, "-o", "json")
 	var out, errb bytes.Buffer
 	loop.Stdout, loop.Stderr = &out, &errb
 	if err := loop.Run(); err != nil {

@@ -34,7 +34,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") == "1",
-		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"serverurl": scripttest.URLVar},
+		Cmds:          map[string]func(*testscript.TestScript, bool, []string){"serverurl": scripttest.URLVar, "stdoutvar": scripttest.StdoutVar},
 		Setup: func(env *testscript.Env) error {
 			repo, err := filepath.Abs("../../..")
 			env.Setenv("REPO", repo)

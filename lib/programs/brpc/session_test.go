@@ -31,6 +31,7 @@ const t0 = 1_700_000_000.0
 // one CPU app ("cpuapp", 1 CPU, 1 GFLOPS) and nwork workunits of 1e13 FLOPs (10,000 s).
 type project struct {
 	url   string
+	key   string // an account's key, which the server requires
 	st    *store.Store
 	cfg   server.Config
 	ln    net.Listener
@@ -52,7 +53,11 @@ func startProject(t testing.TB, cfg server.Config, nwork int) *project {
 		MinQuorum: 1, TargetNResults: 1, MaxErrorResults: 3, MaxTotalResults: 5, MaxSuccessResults: 3}, t0); err != nil {
 		t.Fatal(err)
 	}
-	p := &project{st: st, cfg: cfg}
+	u, err := st.AddUser(ctx, "alice", "", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &project{st: st, cfg: cfg, key: u.Authenticator}
 	p.clock.Store(int64(t0))
 	p.start(t, "127.0.0.1:0")
 	p.url = server.URLFor(p.ln)
@@ -137,7 +142,7 @@ func backoff(n, k int) float64 {
 func TestSessionGetWorkFillsToHighWater(t *testing.T) {
 	t.Parallel()
 	pj := startProject(t, server.Config{ProjectName: "A"}, 40)
-	doc := clientDoc(t, state.Project{Name: "A", MasterURL: pj.url, ResourceShare: 100})
+	doc := clientDoc(t, state.Project{Name: "A", MasterURL: pj.url, ResourceShare: 100, Authenticator: pj.key})
 	s := session(t, doc, t0)
 	// No scheduler URL yet: the master file first (bserver's GET /), then the RPC.
 	if len(s.Attempts) != 2 || !s.Attempts[0].Master || !s.Attempts[1].OK {
@@ -168,7 +173,7 @@ func TestSessionGetWorkTwoProjectsOneDown(t *testing.T) {
 	down := deadURL(t)
 	doc := clientDoc(t,
 		state.Project{Name: "A", MasterURL: down, SchedulerURLs: []string{down + "scheduler"}, ResourceShare: 100},
-		state.Project{Name: "B", MasterURL: b.url, SchedulerURLs: []string{b.url + "scheduler"}, ResourceShare: 50})
+		state.Project{Name: "B", MasterURL: b.url, SchedulerURLs: []string{b.url + "scheduler"}, ResourceShare: 50, Authenticator: b.key})
 	s := session(t, doc, t0)
 	a := &doc.Projects[0]
 	if a.NRPCFailures != 1 || a.MinRPCTime != t0+backoff(1, 0) {
@@ -262,7 +267,7 @@ func TestSessionMasterFetchAndRecovery(t *testing.T) {
 		w.Write(boincxml.MasterFile("A", []string{master.Load().(string)}))
 	}))
 	t.Cleanup(ms.Close)
-	doc := clientDoc(t, state.Project{Name: "A", MasterURL: ms.URL + "/", SchedulerURLs: []string{dead}, ResourceShare: 100, NRPCFailures: 8})
+	doc := clientDoc(t, state.Project{Name: "A", MasterURL: ms.URL + "/", SchedulerURLs: []string{dead}, ResourceShare: 100, NRPCFailures: 8, Authenticator: pj.key})
 
 	// Ninth failure: no flag.
 	session(t, doc, t0)
@@ -425,7 +430,7 @@ func TestSessionNoWork(t *testing.T) {
 	}))
 	t.Cleanup(msg.Close)
 	for _, url := range []string{pj.url, msg.URL + "/"} {
-		doc := clientDoc(t, state.Project{Name: "A", MasterURL: url, SchedulerURLs: []string{url + "scheduler"}, ResourceShare: 100, NRPCFailures: 2})
+		doc := clientDoc(t, state.Project{Name: "A", MasterURL: url, SchedulerURLs: []string{url + "scheduler"}, ResourceShare: 100, NRPCFailures: 2, Authenticator: pj.key})
 		s := session(t, doc, t0)
 		p := &doc.Projects[0]
 		if len(s.Attempts) != 1 || !s.Attempts[0].OK || len(doc.Tasks) != 0 || p.NRPCFailures != 0 || p.MinRPCTime != 0 {
@@ -447,7 +452,7 @@ func TestSessionNoWork(t *testing.T) {
 func TestSessionServerReturns(t *testing.T) {
 	t.Parallel()
 	pj := startProject(t, server.Config{ProjectName: "A"}, 40)
-	doc := clientDoc(t, state.Project{Name: "A", MasterURL: pj.url, SchedulerURLs: []string{pj.url + "scheduler"}, ResourceShare: 100})
+	doc := clientDoc(t, state.Project{Name: "A", MasterURL: pj.url, SchedulerURLs: []string{pj.url + "scheduler"}, ResourceShare: 100, Authenticator: pj.key})
 	session(t, doc, t0)
 	if len(doc.Tasks) != 11 {
 		t.Fatalf("%d tasks", len(doc.Tasks))

@@ -98,7 +98,8 @@ func testKilledUnderLoad(t *testing.T, db string) {
 	states := make([]*hostState, hosts)
 	for h := range hosts {
 		wg.Add(1)
-		states[h] = &hostState{req: boincxml.SchedulerRequest{CPUReqSecs: 1, CPUReqInstances: 1, WorkReqSeconds: 1, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}}
+		key := strings.TrimSpace(runOut(t, "user", "add", "--db", db, "--project-dir", pdir, "--name", fmt.Sprintf("volunteer %d", h)))
+		states[h] = &hostState{req: boincxml.SchedulerRequest{Authenticator: key, CPUReqSecs: 1, CPUReqInstances: 1, WorkReqSeconds: 1, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}}
 		go func() {
 			defer wg.Done()
 			hs := states[h]
@@ -124,7 +125,7 @@ func testKilledUnderLoad(t *testing.T, db string) {
 					continue
 				}
 				if hs.req.HostID == 0 {
-					hs.req.HostID, hs.req.Authenticator = rep.HostID, rep.Authenticator
+					hs.req.HostID = rep.HostID // it goes on with its account key
 				}
 				mu.Lock()
 				ackedNow := map[string]bool{}

@@ -30,16 +30,18 @@ func TestScripts(t *testing.T) {
 		Dir:           "testdata/script",
 		UpdateScripts: os.Getenv("UPDATE_SCRIPTS") == "1",
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"exits": scripttest.Exits,
-			"post":  post,
-			"get":   get,
+			"exits":     scripttest.Exits,
+			"post":      post,
+			"get":       get,
+			"stdoutvar": scripttest.StdoutVar,
 		},
 	})
 }
 
 // post URLFILE PATH BODYFILE posts BODYFILE (with $VARS expanded) to the server whose
-// base URL is in URLFILE and prints "status N" and the reply. It sets $HOSTID and
-// $AUTH from a reply that carries them, so the next request can present them.
+// base URL is in URLFILE and prints "status N" and the reply. It sets $HOSTID from a
+// reply that carries one, and $AUTH from a reply that carries a host authenticator
+// (an anonymous host's, --anonymous-hosts), so the next request can present them.
 func post(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: post URLFILE PATH BODYFILE")
@@ -51,9 +53,13 @@ func post(ts *testscript.TestScript, neg bool, args []string) {
 	b, err := io.ReadAll(resp.Body)
 	ts.Check(err)
 	fmt.Fprintf(ts.Stdout(), "status %d\n%s", resp.StatusCode, b)
-	if rep, err := boincxml.ParseSchedulerReply(strings.NewReader(string(b))); err == nil && rep.Authenticator != "" {
-		ts.Setenv("HOSTID", strconv.FormatInt(rep.HostID, 10))
-		ts.Setenv("AUTH", rep.Authenticator)
+	if rep, err := boincxml.ParseSchedulerReply(strings.NewReader(string(b))); err == nil {
+		if rep.HostID != 0 {
+			ts.Setenv("HOSTID", strconv.FormatInt(rep.HostID, 10))
+		}
+		if rep.Authenticator != "" {
+			ts.Setenv("AUTH", rep.Authenticator)
+		}
 	}
 }
 

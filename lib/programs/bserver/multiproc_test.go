@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,16 +73,17 @@ func testTwoServers(t *testing.T, db string) {
 	reported := map[string]bool{}
 	var wg sync.WaitGroup
 	for h := 0; h < hosts; h++ {
+		key := strings.TrimSpace(runOut(t, "user", "add", "--db", db, "--project-dir", pdir, "--name", fmt.Sprintf("volunteer %d", h)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := boincxml.SchedulerRequest{CPUReqSecs: 1, CPUReqInstances: 1, WorkReqSeconds: 1, HostInfo: boincxml.HostInfo{PNCPUs: 1}}
+			req := boincxml.SchedulerRequest{Authenticator: key, CPUReqSecs: 1, CPUReqInstances: 1, WorkReqSeconds: 1, HostInfo: boincxml.HostInfo{PNCPUs: 1}}
 			rep, err := post(urls[h%2], &req)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			req.HostID, req.Authenticator = rep.HostID, rep.Authenticator
+			req.HostID = rep.HostID // it goes on with its account key
 			var held []string
 			note := func(rep *boincxml.SchedulerReply) {
 				mu.Lock()

@@ -51,11 +51,17 @@ Serves the project on --addr:
                                 the cron jobs' recorded runs (off with --no-metrics)
 and prints "listening on URL" on standard output once it accepts connections.
 
-Each request is one database transaction. A host's first request (no authenticator)
-creates it and the reply carries its hostid and authenticator; later requests must
-present them, else the reply is a notice and nothing changes. A BOINC client presents
-an account key (bserver user add) instead: its first request makes a new host of that
-user; a client attaching again (host id 0, same <host_cpid>) gets that host back. Tasks in
+Each request is one database transaction. Accounts are required, as in BOINC: a
+request carries an account key ('bserver user add', or an account a client made with
+--account-creation) and its first request makes a new host of that user (the reply
+carries the host id); a client attaching again (host id 0, same <host_cpid>) gets that
+host back. A request without an account key, with an unknown one, or from a host of no
+account is refused with BOINC's notice "Invalid or missing account key.  To fix,
+remove and add this project." and a request delay of an hour, and nothing is written
+(not even a host row). With --anonymous-hosts (testing: bkit's own and emulated
+clients without accounts) a host's first request without an authenticator creates a
+host of no account and the reply carries its hostid and authenticator, which later
+requests present. Tasks in
 progress on the host that the client neither reports nor lists in <other_results> (it
 lost them: a project reset, a lost reply) are sent again while their deadline is ahead;
 listed tasks the project no longer wants are aborted (<result_abort>, or
@@ -80,12 +86,12 @@ only work_req_seconds (an old client) takes jobs of any resource the host can ru
 the fastest version per app; report deadline = now + the delay bound.
 
 Bad requests get a <scheduler_reply> with a notice and a log line on standard error:
-malformed XML (HTTP 400), a body over --max-body bytes (413, default %d), an unknown
-host or a wrong authenticator (200). SIGINT or SIGTERM stops accepting and lets
+malformed XML (HTTP 400), a body over --max-body bytes (413, default %d), a missing or
+unknown account key, an unknown host or a wrong authenticator (200). SIGINT or SIGTERM stops accepting and lets
 requests in flight finish (up to --drain-timeout). Any number of serve processes may
 share one database.
 
-Testing features, off by default: --now freezes the server's clock; --clock-file FILE
+Testing features, off by default: --anonymous-hosts (above); --now freezes the server's clock; --clock-file FILE
 reads it from FILE (Unix seconds or RFC 3339, as --now takes them) at every request, so
 that a loop of emulated clients (scripts/full-loop.sh) moves the server's time with its
 own. A clock file that cannot be read at start is an error (exit 2); later, a read that
@@ -107,6 +113,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.StringFlag{Name: "request-delay", Usage: "ask clients to wait `DURATION` before their next request (0: no request_delay)", Value: "0"},
 			&cli.BoolFlag{Name: "account-creation", Usage: "let clients create accounts by e-mail address and password (create_account.php: boinccmd --create_account, the Manager's new-account page); without it 'bserver user add' makes them"},
 			&cli.FloatFlag{Name: "account-rate", Usage: "allow `N` account lookups and creations a minute per client network (its /24, or /64 for IPv6), counted in the database for every server of the project, as many at once (0: no limit; behind a proxy all clients share its address)", Value: server.DefaultAccountRequestsPerMinute},
+			&cli.BoolFlag{Name: "anonymous-hosts", Usage: "testing: let a request without an account key create a host of no account (bkit's own and emulated clients); without it every request needs an account key"},
 			&cli.BoolFlag{Name: "no-rsc-apps", Usage: "tell clients which requested resources the project has no app version for (<no_rsc_apps>; seed 002's proposed three-state reply)"},
 			&cli.Int64Flag{Name: "max-body", Usage: "largest request body in `BYTES`", Value: boincxml.MaxRequestBytes},
 			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
@@ -212,6 +219,7 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 			SchedulerURLs:            cmd.StringSlice("url"),
 			RequestDelay:             delay,
 			NoRscApps:                cmd.Bool("no-rsc-apps"),
+			AnonymousHosts:           cmd.Bool("anonymous-hosts"),
 			AccountCreation:          cmd.Bool("account-creation"),
 			AccountRequestsPerMinute: accountRate(cmd.Float("account-rate")),
 			MaxBodyBytes:             cmd.Int64("max-body"),
