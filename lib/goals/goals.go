@@ -18,8 +18,9 @@
 //     missed and gets it back when its work arrives; seed 001 resets the debt of a
 //     project without runnable work to 0, so that time is lost for good.
 //   - Scheduling (Schedule): per resource, first the tasks the round-robin simulation
-//     sees missing their deadline, earliest deadline first (BOINC's deadline mode, which
-//     seed 001 lacks), then by overall debt as seed 001 does, its anticipated debt
+//     sees missing their computation deadline (the report deadline less the work
+//     buffer's low-water mark), earliest deadline first and whatever their project's
+//     share (BOINC's deadline mode, which seed 001 lacks), then by overall debt as seed 001 does, its anticipated debt
 //     falling by the scheduling period per instance given. A ready task that can no
 //     longer meet its deadline even if started now is abandoned (done, unstarted, as a
 //     BOINC client aborts a late unstarted job): running it would only waste the host.
@@ -86,7 +87,6 @@ type Workspace struct {
 	finish               prsc.CompletionsWork
 	abandoned            []int
 	overall, anticipated []float64 // per project
-	lateUsed             []float64 // per project
 	avail                []float64 // per host resource
 	chosen               []bool    // per task
 	seen                 []bool    // per project
@@ -257,9 +257,10 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 	}
 	w.abandoned = abandoned
 	ts = keep
-	// A task is late when the simulation ends it less than a scheduling period before
-	// its deadline: the next pass may come only then, and estimates may be low.
-	isLate := w.finish.Late(doc, now, doc.Preferences.CPUSchedulingPeriod)
+	// A task is late when the simulation ends it after its computation deadline, its
+	// report deadline less the work buffer's low-water mark (BOINC's
+	// RESULT::computation_deadline: the host may wait that long before it reports).
+	isLate := w.finish.Late(doc, now, doc.Preferences.WorkBufMinDays*86400)
 	overall := grow(w.overall, len(doc.Projects))
 	w.overall = overall
 	for p := range doc.Projects {
@@ -351,18 +352,15 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 			byRank[t.rank] = append(list, t)
 		}
 		w.mine, w.late = mine, late
-		shareOf, _ := w.shares(doc, h.Resources[r].Type)
 		// Deadline mode: the tasks the round-robin simulation sees late, earliest
 		// deadline first.
 		sortStableByDeadline(late)
-		// A project's late tasks take at most the instances its share gives it, rounded
-		// up: deadline mode must not hand a project with short deadlines the whole host.
-		lateUsed := grow(w.lateUsed, len(doc.Projects))
-		w.lateUsed = lateUsed
+		// Without a per-project cap, as BOINC's (cpu_sched.cpp, earliest_deadline_result):
+		// a late task runs whatever its project's share; the debts it runs up are paid
+		// back after, and work fetch asks the projects owed (Request, by overall debt).
 		for _, t := range late {
-			if fits(t) && lateUsed[t.p]+t.inst <= math.Ceil(shareOf[t.p]*float64(h.Resources[r].Instances)-fitSlack)+fitSlack {
+			if fits(t) {
 				take(t)
-				lateUsed[t.p] += t.inst
 			}
 		}
 		// Then by anticipated overall debt; within a project running, preempted, then
