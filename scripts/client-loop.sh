@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [--policy seed|goals] [--three-state] [-o table|json] [--keep DIR] [--server URL [--authenticator KEY] [--clock-file FILE]]
+# client-loop.sh SCENARIO [--duration D] [--delta S] [--seed N] [--policy seed|goals|boinc] [--three-state] [-o table|json] [--keep DIR] [--server URL [--authenticator KEY] [--clock-file FILE]]
 #
 # The BOINC client loop made of bkit's real programs, over simulated time: the state
 # document goes through bfetch, bdevices, brpc poll and bsched at every step, all with
 # --now, and bsim's subcommands stand in for the world around the client: the emulated
 # project servers (bsim serve) and the passing of time (bsim settle, bsim advance). It prints the figures of merit exactly as
 # 'bsim run SCENARIO --policy P' prints them for the same flags, to the last digit.
-# --policy (seed by default, or goals) is passed to every stage that decides, and to bsim
+# --policy (seed by default, goals or boinc) is passed to every stage that decides, and to bsim
 # init, whose world file makes bsim advance account for the steps as that policy does.
 # --three-state: replies are seed 002's proposed three-state ones (bsim run --three-state):
 # given to bsim init and to bdevices reply (brpc session with --server).
@@ -102,7 +102,7 @@ while :; do
 				fi
 				read -r status jobs replyseed <<<"$("$bsim" serve --world "$world" --now "$now" "${st[@]}")"
 				if [ "$status" = ok ]; then
-					"$bdevices" reply --now "$now" --jobs "$jobs" --seed "$replyseed" "${st[@]}" ${three[@]+"${three[@]}"}
+					"$bdevices" reply --now "$now" --jobs "$jobs" --seed "$replyseed" "${st[@]}" "${pol[@]}" ${three[@]+"${three[@]}"}
 				fi
 			done
 		fi

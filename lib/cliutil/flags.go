@@ -168,23 +168,24 @@ const FlagPolicy = "policy"
 const (
 	PolicySeed  = "seed"
 	PolicyGoals = "goals"
+	PolicyBOINC = "boinc" // today's BOINC client (lib/boincpolicy)
 )
 
 // PolicyFlag is --policy of a client stage program.
 func PolicyFlag() cli.Flag {
 	return &cli.StringFlag{Name: FlagPolicy, Value: PolicySeed,
-		Usage: "the client policy that decides, `NAME`: seed (the seeds' algorithms) or goals (lib/goals: the seeds' goals; see docs/decisions.md)"}
+		Usage: "the client policy that decides, `NAME`: seed (the seeds' algorithms), goals (lib/goals: the seeds' goals) or boinc (lib/boincpolicy: today's BOINC client); see docs/decisions.md"}
 }
 
 // Policy returns --policy, or a usage error naming the flag and the policies a stage
 // program runs.
 func Policy(cmd *cli.Command) (string, error) {
 	switch p := cmd.String(FlagPolicy); p {
-	case PolicySeed, PolicyGoals:
+	case PolicySeed, PolicyGoals, PolicyBOINC:
 		return p, nil
 	case "rr":
-		return "", Usagef("--%s: rr runs only in bsim run (it keeps its round-robin turns in memory, which a state document does not carry); %s takes seed or goals", FlagPolicy, cmd.FullName())
+		return "", Usagef("--%s: rr runs only in bsim run (it keeps its round-robin turns in memory, which a state document does not carry); %s takes seed, goals or boinc", FlagPolicy, cmd.FullName())
 	default:
-		return "", Usagef("--%s: unknown policy %q (known: goals, seed)", FlagPolicy, p)
+		return "", Usagef("--%s: unknown policy %q (known: boinc, goals, seed)", FlagPolicy, p)
 	}
 }

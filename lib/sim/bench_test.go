@@ -18,6 +18,11 @@ func BenchmarkPublicExample10Days(b *testing.B)   { benchRun(b, publicExample, "
 func BenchmarkPublicExample1000Days(b *testing.B) { benchRun(b, publicExample, "seed", 1000) }
 func BenchmarkPublicExample10DaysRR(b *testing.B) { benchRun(b, publicExample, "rr", 10) }
 func BenchmarkGoals10Days(b *testing.B)           { benchRun(b, publicExample, "goals", 10) }
+func BenchmarkBOINC10Days(b *testing.B)           { benchRun(b, publicExample, "boinc", 10) }
+func BenchmarkBOINCDeadlines10Days(b *testing.B) {
+	benchRun(b, "../../scenarios/deadlines-4cpu", "boinc", 10)
+}
+func BenchmarkBOINCGPU10Days(b *testing.B) { benchRun(b, seed002GPU, "boinc", 10) }
 func BenchmarkDeadlines10Days(b *testing.B) {
 	benchRun(b, "../../scenarios/deadlines-4cpu", "seed", 10)
 }
@@ -58,6 +63,7 @@ func BenchmarkStepNoisy(b *testing.B)         { benchStep(b, "testdata/noisy", "
 func BenchmarkStepGPU(b *testing.B)           { benchStep(b, seed002GPU, "seed") }
 func BenchmarkStepRR(b *testing.B)            { benchStep(b, publicExample, "rr") }
 func BenchmarkStepGoals(b *testing.B)         { benchStep(b, publicExample, "goals") }
+func BenchmarkStepBOINC(b *testing.B)         { benchStep(b, publicExample, "boinc") }
 
 // benchShortJobs runs the public example for a day with every job's work (real and
 // estimated) set to secs seconds: a day of short jobs should cost in proportion to the

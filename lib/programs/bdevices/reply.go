@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ func replyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "reply",
 		Usage:     "apply a scheduler reply (jobs received per resource, or none) to the backoffs and D flags",
-		UsageText: "bdevices reply [--now TIME] [--seed N] [--project NAME] [--jobs TYPE=N,...] [--requested TYPE,...] [--unsupported TYPE,...] [--three-state] [--state FILE [--in-place]] [-o json|yaml|table]",
+		UsageText: "bdevices reply [--now TIME] [--seed N] [--project NAME] [--jobs TYPE=N,...] [--requested TYPE,...] [--unsupported TYPE,...] [--three-state] [--policy seed|goals|boinc] [--state FILE [--in-place]] [-o json|yaml|table]",
 		Description: cliutil.Help(`
 Takes in what a scheduler reply brought for the request in the document (written by
 'bdevices request'): --jobs lists the jobs received per resource type, TYPE=N separated
@@ -51,6 +52,11 @@ clears no D: "no work but supported" keeps it, and only the --unsupported types
 ("not supported") lose it. A project's overall contact backoff is the earliest of its
 resource backoffs' ends (shown by -o table).
 
+--policy boinc applies today's BOINC client's rule instead (lib/boincpolicy, BOINC's
+client/work_fetch.cpp handle_reply): a type asked for with req_secs > 0 and not sent
+is backed off only when it is not backed off already, by 600 s doubling to a day ×
+a jitter in [0.5, 1.5); a type sent is cleared; D(P,R) is not touched. (seed and goals
+take seed 002's rule above.)
 -o table shows per resource what was asked and received and D(P,R) and the backoff
 before and after.
 
@@ -67,6 +73,7 @@ before and after.
 			&cli.StringFlag{Name: flagJobs, Usage: "jobs received per resource type, `TYPE=N,...` (default: none at all)"},
 			&cli.StringFlag{Name: flagRequested, Usage: "the resource types asked for, `TYPE,...` (default: from the document's request)"},
 			&cli.BoolFlag{Name: flagThreeState, Usage: "use the three-state reply: no work but supported keeps D(P,R); only --unsupported types lose it"},
+			cliutil.PolicyFlag(),
 			&cli.StringFlag{Name: flagUnsupported, Usage: "the types the project has no app version for (<no_rsc_apps>), `TYPE,...`: they lose D(P,R)"},
 		}, cliutil.DocumentFlags("json", "yaml", "table")...),
 		Action: runReply,
@@ -119,6 +126,31 @@ func runReply(_ context.Context, cmd *cli.Command) error {
 				before = append(before, entry(&doc.Projects[i], r.Type))
 			}
 		}
+	}
+	if policy, err := cliutil.Policy(cmd); err != nil {
+		return err
+	} else if policy == cliutil.PolicyBOINC {
+		p := slices.IndexFunc(doc.Projects, func(pr state.Project) bool { return pr.Name == project })
+		if p < 0 {
+			return cliutil.Usagef("--project: %s has no project %q", in.File, project)
+		}
+		req := state.WorkRequest{Project: project}
+		if doc.Request != nil && doc.Request.Project == project && cmd.String(flagRequested) == "" {
+			req = *doc.Request
+		} else {
+			// --requested: each type counts as asked for with req_secs.
+			for t := range requested {
+				if t == state.ResourceCPU {
+					req.CPUReqSecs = 1
+				} else {
+					req.Coprocs = append(req.Coprocs, state.CoprocRequest{Type: t, ReqSecs: 1})
+				}
+			}
+		}
+		boincReply(doc, p, &req, jobs, now, rng(cmd))
+		return cliutil.WriteState(cmd, in, func(w io.Writer) error {
+			return replyTable(w, doc, project, requested, jobs, before, now)
+		})
 	}
 	rep := prsc.Reply{Project: project, Jobs: jobs, Unsupported: splitList(cmd.String(flagUnsupported)), InstancesOnly: instancesOnly}
 	if err := prsc.ApplyReply(doc, requested, rep, cmd.Bool(flagThreeState), now, rng(cmd)); err != nil {

@@ -19,7 +19,7 @@ func requestCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "request",
 		Usage:     "choose the project to ask for work and the per-resource request (seed 002's work fetch)",
-		UsageText: "bdevices request [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--policy seed|goals] [--asked PROJECT]...",
+		UsageText: "bdevices request [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--policy seed|goals|boinc] [--asked PROJECT]...",
 		Description: cliutil.Help(`
 Runs the round-robin simulation over the work buffer (preferences.work_buf_min_days +
 work_buf_additional_days): per resource, the shortfall (idle instance-seconds) and the
@@ -47,13 +47,23 @@ else the one of largest overall debt below its low-water mark on some resource (
 bfetch --policy goals); it is asked, on each resource where it holds less than it
 wants, for the difference (req_secs) and the idle instances (req_instances).
 --asked names projects already contacted at this step (a shell loop asks again after
-each RPC): none of them is chosen, under either policy.
+each RPC): none of them is chosen, under any policy.
+
+--policy boinc makes today's BOINC client's request (lib/boincpolicy, from BOINC's
+client/work_fetch.cpp choose_project): the round-robin simulation gives each
+resource's saturated time and shortfall; the projects in decreasing fetch priority
+(from their recent estimated credit and share, less the work they have queued); the
+first that may be asked (no RPC backoff) with a resource it may be asked for (an app
+version, not backed off) saturated for less than work_buf_min is asked for that
+resource's shortfall and instances enough for its share or the idle ones, and for any
+other resource below work_buf_total that no higher-priority project may be asked for.
 
 `+cliutil.SchemaNote,
 			[]string{
 				"bdevices request --now 1700000000 -o table < examples/gpu-seed-example.yaml",
 				"bdevices request --now 1700000000 --state client.yaml --in-place",
 				"bdevices request --policy goals --now 1700000000 -o table < examples/gpu-seed-example.yaml",
+				"bdevices request --policy boinc --now 1700000000 -o table < examples/gpu-seed-example.yaml",
 			}, ""),
 		Flags: append([]cli.Flag{cliutil.NowFlag(), cliutil.PolicyFlag(),
 			&cli.StringSliceFlag{Name: flagAsked, Usage: "a project already contacted at this step, `PROJECT` (repeat the flag): it is not chosen"},
@@ -78,6 +88,11 @@ func runRequest(_ context.Context, cmd *cli.Command) error {
 			return cliutil.Usagef("--asked: %s has no project %q", in.File, name)
 		}
 		asked = append(asked, i)
+	}
+	if policy == cliutil.PolicyBOINC {
+		explain := boincRequest(in.Doc, now, asked)
+		cliutil.Logger(cmd).Debug("request", "policy", policy, "project", in.Doc.Request.Project, "reason", in.Doc.Request.Reason)
+		return cliutil.WriteState(cmd, in, explain)
 	}
 	if policy == cliutil.PolicyGoals {
 		req, ok := goals.Request(in.Doc, now, asked)

@@ -45,7 +45,7 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "bfetch",
 		Usage:     "decide whether the client needs work and how much to ask each project for (work fetch, seed 001)",
-		UsageText: "bfetch [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--exit-urgency] [--policy seed|goals]",
+		UsageText: "bfetch [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--exit-urgency] [--policy seed|goals|boinc]",
 		Description: cliutil.Help(`
 Reads a client state document, runs seed 001's compute_work_request() and writes the
 document back with the decision recorded: every project's work_request (CPU seconds to
@@ -74,6 +74,13 @@ need_work_immediately when an instance is idle and a project that may be asked h
 app version for it, need_work when a project is below its low-water mark, else
 dont_need_work; work_request is the CPU seconds each such project would be asked for.
 Whom the goals policy asks, and for what, is bdevices request --policy goals.
+
+--policy boinc shows today's BOINC client's position (lib/boincpolicy, from BOINC's
+client/work_fetch.cpp): per resource the round-robin simulation's saturated time and
+shortfall against work_buf_min, and per project its fetch priority (from its recent
+estimated credit and share) and what keeps it from being asked. The document is
+written back unchanged (--exit-urgency exits 0): bdevices request --policy boinc makes
+the request.
 
 With --exit-urgency the urgency becomes the exit status (below), so a shell script can
 branch on it without reading the output; the document is written first, as usual.
@@ -109,6 +116,11 @@ func run(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	log := cliutil.Logger(cmd)
+	if policy == cliutil.PolicyBOINC {
+		// BOINC's client records no decision of this stage: the position is shown and
+		// the document written back unchanged (bdevices request --policy boinc asks).
+		return cliutil.WriteState(cmd, in, func(w io.Writer) error { return boincTable(w, in.Doc, now) })
+	}
 	if policy == cliutil.PolicyGoals {
 		f := goals.Decide(in.Doc, now)
 		log.Debug("decision", "policy", policy, "urgency", f.Urgency.String(), "reason", f.Reason)

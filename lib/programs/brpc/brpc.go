@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bkit/bkit/lib/boincpolicy"
 	"github.com/bkit/bkit/lib/cliutil"
 	"github.com/bkit/bkit/lib/goals"
 	"github.com/bkit/bkit/lib/rpc"
@@ -71,7 +72,7 @@ func pollCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "poll",
 		Usage:     "decide whether to start a scheduler RPC session, with whom and asking for what (nothing is sent)",
-		UsageText: "brpc poll [--now TIME] [--state FILE [--in-place]] [--asked PROJECT]... [-o json|yaml|table|project] [--exit-action] [--policy seed|goals]",
+		UsageText: "brpc poll [--now TIME] [--state FILE [--in-place]] [--asked PROJECT]... [-o json|yaml|table|project] [--exit-action] [--policy seed|goals|boinc]",
 		Description: cliutil.Help(`
 Seed 000's poll function at --now: if no session is active (rpc_session), then below
 the low-water mark of estimated work (work_buf_min_days) a get-work session; otherwise
@@ -91,6 +92,10 @@ high-water mark.
 --policy goals: the goals policy's choice (lib/goals) instead: a report RPC first (at
 a step's first poll, as above), asking the reported project for what the goals policy
 would ask it for; else the goals policy's request (bdevices request --policy goals).
+--policy boinc: today's BOINC client's choice (lib/boincpolicy): at most one RPC a
+poll, as BOINC's emulator polls: a project with a result overdue for reporting, with a
+work request piggybacked for the resources it is the best project for; else the
+project bdevices request --policy boinc chooses.
 
 The session is recorded in rpc_session and the first RPC's request in request; brpc
 session performs them. --asked names projects already contacted at this step (a shell
@@ -197,7 +202,14 @@ func poll(doc *state.Document, now float64, asked []int, policy string) *pollRes
 		res.source = "none: a session is active (brpc session performs it)"
 		return res
 	}
-	if policy == cliutil.PolicyGoals {
+	if policy == cliutil.PolicyBOINC {
+		res.source = "today's BOINC client (lib/boincpolicy: one RPC a poll; a report first, with work piggybacked, else bdevices request --policy boinc's choice)"
+		var w boincpolicy.Workspace
+		res.plan, res.planned = w.Next(doc, now, asked)
+		if res.planned {
+			doc.Request.Coprocs = slices.Clone(doc.Request.Coprocs)
+		}
+	} else if policy == cliutil.PolicyGoals {
 		res.source = "the goals policy (a report first, else its request as bdevices request --policy goals makes it)"
 		res.plan, res.planned = goals.Next(doc, now, asked)
 	} else if wf := doc.WorkFetch; wf != nil && wf.Time == now {

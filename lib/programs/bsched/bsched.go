@@ -26,7 +26,7 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "bsched",
 		Usage:     "decide which tasks run on the host's processors (one CPU scheduling pass, seed 001)",
-		UsageText: "bsched [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--if-due] [--policy seed|goals]",
+		UsageText: "bsched [--now TIME] [--state FILE [--in-place]] [-o json|yaml|table] [--if-due] [--policy seed|goals|boinc]",
 		Description: cliutil.Help(`
 Reads a client state document, runs one scheduling pass as of --now and writes the
 document back with the decision recorded: debts brought up to date from the work each
@@ -51,12 +51,22 @@ deadline first (each project up to the instances its share gives it); then the r
 overall long-term debt (seed 002's), as seed 001 does. The debts are seed 002's, kept
 by bdevices debt (or bsim advance in an emulated run).
 
+--policy boinc runs today's BOINC client's pass instead (lib/boincpolicy, from BOINC's
+client/cpu_sched.cpp and rr_sim.cpp): each project's priority from its recent
+estimated credit (projects[].rec) and share; a round-robin simulation marks the tasks
+that would finish after their deadline − work_buf_min, which run first, earliest
+deadline first; then tasks by project priority, each lowering its project's; a running
+task keeps its processors for its time slice (the scheduling period). -o table says
+what BOINC would run now and why. A pass is due whenever there are tasks (BOINC
+schedules every minute).
+
 `+cliutil.SchemaNote,
 			[]string{
 				"bsched --now 1700003600 -o table < examples/two-projects.yaml",
 				"bsched --state client.json --in-place --now 2026-11-22T10:00:00Z",
 				"bsched --state client.json --in-place --if-due   # in a loop: a pass only when one is due",
 				"bsched --policy goals --now 1700003600 -o table < examples/two-projects.yaml",
+				"bsched --policy boinc --now 1700003600 -o table < examples/two-projects.yaml",
 			}, ""),
 		Flags: append([]cli.Flag{
 			cliutil.NowFlag(),
@@ -79,6 +89,9 @@ func run(_ context.Context, cmd *cli.Command) error {
 	log := cliutil.Logger(cmd)
 	if cmd.Bool("if-due") {
 		due, why := cpusched.Due(in.Doc, now)
+		if policy == cliutil.PolicyBOINC {
+			due, why = boincDue(in.Doc)
+		}
 		if !due {
 			log.Info("no pass", "why", why)
 			return cliutil.WriteState(cmd, in, func(w io.Writer) error {
@@ -87,6 +100,11 @@ func run(_ context.Context, cmd *cli.Command) error {
 			})
 		}
 		log.Debug("pass due", "why", why)
+	}
+	if policy == cliutil.PolicyBOINC {
+		explain := boincPass(in.Doc, now)
+		log.Debug("boinc pass", "now", now)
+		return cliutil.WriteState(cmd, in, explain)
 	}
 	if policy == cliutil.PolicyGoals {
 		before := slices.Clone(in.Doc.Tasks)

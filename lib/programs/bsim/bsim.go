@@ -141,6 +141,11 @@ Policies:
         the round-robin simulation sees late, per-project buffers in wall-clock time
         (on and active fractions counted) within 0.3 of the jobs' latency, results
         reported as soon as they are overdue, and late tasks abandoned
+  boinc today's BOINC client (lib/boincpolicy, from BOINC's client source): priority from
+        recent estimated credit (REC, half-life 10 days) and resource share, the
+        round-robin simulation's deadline misses run earliest deadline first, work
+        fetch by priority for a resource whose buffer is below work_buf_min, per-
+        resource backoff; compare it under BOINC's emulator's conventions (--emulate boinc)
 
 Figures (BOINC's emulator's definitions): wasted fraction (peak FLOPs of results
 reported after their deadline, or given up unfinished, ÷ the peak FLOPs available),

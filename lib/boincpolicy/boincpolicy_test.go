@@ -1,0 +1,283 @@
+package boincpolicy
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+const t0 = 1.7e9
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
+
+// TestUpdateAverage: BOINC's update_average by hand. A half-life of 10 days halves an
+// average over 10 idle days; a day's work W adds (1 − 2^−0.1) × W per day; the first
+// work is its rate.
+func TestUpdateAverage(t *testing.T) {
+	for _, c := range []struct {
+		name                           string
+		now, start, work, avg, avgTime float64
+		want                           float64
+	}{
+		{"idle half-life halves", t0 + 10*86400, t0, 0, 100, t0, 50},
+		{"idle 20 days quarters", t0 + 20*86400, t0, 0, 100, t0, 25},
+		{"a day's work", t0 + 86400, t0, 1000, 0, t0, (1 - math.Pow(2, -0.1)) * 1000},
+		{"first work is its rate", t0 + 43200, t0, 10, 0, 0, 20},
+		{"no work, no time: unchanged", t0, t0, 0, 7, 0, 7},
+	} {
+		got, at := UpdateAverage(c.now, c.start, c.work, RECHalfLife, c.avg, c.avgTime)
+		if !near(got, c.want) || at != c.now {
+			t.Errorf("%s: %g at %g, want %g at %g", c.name, got, at, c.want, c.now)
+		}
+	}
+	// Two minutes apart the Taylor branch is not taken (1 − weight > 1e-6) but a tenth
+	// of a second is: avg += ln 2 × work × 86400 ÷ half-life.
+	got, _ := UpdateAverage(t0+0.1, t0, 5, RECHalfLife, 0, t0)
+	if want := math.Ln2 * 5 * 86400 / RECHalfLife; !near(got, want) {
+		t.Errorf("tiny interval: %g, want %g", got, want)
+	}
+}
+
+// TestCreditAndREC: an hour of one 1-GFLOPS CPU is 3600e9 FLOPs × 200 ÷ 86400e9 =
+// 8.333… credits; a GPU instance at 5× the CPU counts 5×. A first accounting starts
+// REC from 0 at the interval's start.
+func TestCreditAndREC(t *testing.T) {
+	h := state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 2, Flops: 1e9}, {Type: "NVIDIA", Instances: 1, Flops: 5e9}}}
+	rel := RelativeSpeeds(&h, nil)
+	if rel[0] != 1 || rel[1] != 5 {
+		t.Fatalf("relative speeds %v, want [1 5]", rel)
+	}
+	if got := Credit([]float64{3600, 0}, rel, 1e9); !near(got, 3600e9*200/86400e9) {
+		t.Errorf("CPU hour: %g credits", got)
+	}
+	if got := Credit([]float64{0, 3600}, rel, 1e9); !near(got, 5*3600e9*200/86400e9) {
+		t.Errorf("GPU hour: %g credits", got)
+	}
+	p := state.Project{Name: "A"}
+	UpdateREC(&p, t0, t0+86400, 100)
+	if want := (1 - math.Pow(2, -0.1)) * 100; !near(p.REC, want) || p.RECTime != t0+86400 {
+		t.Errorf("REC %g at %g, want %g at %g", p.REC, p.RECTime, want, t0+86400.0)
+	}
+	doc := &state.Document{Host: h, Projects: []state.Project{{Name: "A", REC: 10, RECTime: t0}, {Name: "B"}}}
+	// A used one CPU for the minute, B the GPU.
+	Account(doc, [][]float64{{1, 0}, {0, 1}}, 60, t0+60, rel)
+	w := math.Exp(-60 * math.Ln2 / RECHalfLife)
+	credit := 60 * 1e9 * 200 / 86400e9
+	if a, want := doc.Projects[0].REC, 10*w+(1-w)*credit/(60.0/86400); !near(a, want) {
+		t.Errorf("A's REC %g, want %g", a, want)
+	}
+	if b, want := doc.Projects[1].REC, (1-w)*5*credit/(60.0/86400); !near(b, want) {
+		t.Errorf("B's REC %g, want %g", b, want)
+	}
+}
+
+// TestPriority: compute_sched_priority by hand.
+func TestPriority(t *testing.T) {
+	for _, c := range []struct {
+		name                                string
+		rec, recSum, share, shareFrac, want float64
+	}{
+		{"at its share", 30, 40, 300, 0.75, -1},
+		{"below its share", 10, 40, 300, 0.75, -1.0 / 3},
+		{"above its share", 30, 40, 100, 0.25, -3},
+		{"no REC yet", 0, 1, 100, 0.5, 0},
+		{"no share: below all", 5, 10, 0, 0, -1000.5},
+	} {
+		if got := Priority(c.rec, c.recSum, c.share, c.shareFrac); !near(got, c.want) {
+			t.Errorf("%s: %g, want %g", c.name, got, c.want)
+		}
+	}
+	doc := &state.Document{Projects: []state.Project{{Name: "A", ResourceShare: 300}, {Name: "B", ResourceShare: 100}, {Name: "C", ResourceShare: 600}}}
+	prio, frac := make([]float64, 3), make([]float64, 3)
+	// C is not eligible: the sums are A's and B's.
+	sum := Priorities(doc, []float64{10, 30, 99}, []bool{true, true, false}, prio, frac)
+	if sum != 40 || !near(prio[0], -1.0/3) || !near(prio[1], -3) || !near(frac[2], 1.5) {
+		t.Errorf("sum %g, priorities %v, share fractions %v", sum, prio, frac)
+	}
+	// No REC at all: the sum counts as 1 and every priority is 0.
+	if sum := Priorities(doc, []float64{0, 0, 0}, []bool{true, true, true}, prio, frac); sum != 1 || prio[0] != 0 || prio[2] != 0 {
+		t.Errorf("no REC: sum %g, priorities %v", sum, prio)
+	}
+	// An hour's bump: a quarter of the host's peak × 48 ÷ 24.
+	if got := SchedBump(1e9, 4e9, 48); got != 0.5 {
+		t.Errorf("bump %g, want 0.5", got)
+	}
+}
+
+// host1 is a one-CPU host at 1 GFLOPS, always on, with a work buffer of 0.1 + 0.05
+// days (work_buf_min 8640 s, work_buf_total 12960 s).
+func host(cpus int) *state.Document {
+	doc := state.NewDocument()
+	doc.Host = state.Host{Resources: []state.Resource{{Type: "cpu", Instances: cpus, Flops: 1e9}},
+		TimeStats: state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1}}
+	doc.Preferences = state.Preferences{WorkBufMinDays: 0.1, WorkBufAdditionalDays: 0.05, CPUSchedulingPeriod: 3600}
+	for _, n := range []string{"A", "B"} {
+		doc.Projects = append(doc.Projects, state.Project{Name: n, ResourceShare: 100})
+		doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: n + "/v", Project: n, AvgNCPUs: 1, Flops: 1e9})
+	}
+	return doc
+}
+
+func task(name, project string, secs, deadline float64) state.Task {
+	return state.Task{Name: name, Project: project, AppVersion: project + "/v", State: state.TaskReady,
+		EstimatedFlops: secs * 1e9, ReportDeadline: deadline}
+}
+
+// TestDeadlineTest: a job misses its deadline when its simulated finish passes its
+// report deadline − work_buf_min (8640 s here); jobs of a project run one after
+// another; half availability doubles a job's time.
+func TestDeadlineTest(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		on     float64
+		tasks  []state.Task
+		misses []bool
+	}{
+		{"finishes 1 s before its computation deadline", 1, []state.Task{task("a", "A", 3600, t0+3601+8640)}, []bool{false}},
+		{"finishes 1 s after it", 1, []state.Task{task("a", "A", 3600, t0+3599+8640)}, []bool{true}},
+		{"second in line", 1, []state.Task{task("a", "A", 3600, t0+1e6), task("b", "A", 3600, t0+7199+8640)}, []bool{false, true}},
+		{"half on: twice as long", 0.5, []state.Task{task("a", "A", 3600, t0+7100+8640)}, []bool{true}},
+	} {
+		doc := host(1)
+		doc.Host.TimeStats.OnFrac = c.on
+		doc.Tasks = c.tasks
+		var w Workspace
+		w.Simulate(doc, t0)
+		for i, want := range c.misses {
+			if got := w.jobs[i].misses; got != want {
+				t.Errorf("%s: task %d misses %v, want %v", c.name, i, got, want)
+			}
+		}
+	}
+}
+
+// TestShortfall: 2 CPUs, one job of an hour: one CPU idle for the hour, both for the
+// rest of the 12960 s buffer: 3600 + 2 × 9360 = 22320 instance-seconds; never
+// saturated; one CPU idle now.
+func TestShortfall(t *testing.T) {
+	doc := host(2)
+	doc.Tasks = []state.Task{task("a", "A", 3600, t0+1e6)}
+	var w Workspace
+	w.Simulate(doc, t0)
+	if s := w.Sim[0]; !near(s.Shortfall, 22320) || s.Saturated != 0 || s.IdleNow != 1 {
+		t.Errorf("sim %+v, want shortfall 22320, saturated 0, idle 1", s)
+	}
+	// Three hour-long jobs on 2 CPUs: saturated for the first hour only (the third
+	// runs alone in the second), shortfall 1 × 3600 + 2 × (12960 − 7200).
+	doc.Tasks = []state.Task{task("a", "A", 3600, t0+1e6), task("b", "A", 3600, t0+1e6), task("c", "B", 3600, t0+1e6)}
+	w.Reset()
+	w.Simulate(doc, t0)
+	if s := w.Sim[0]; !near(s.Shortfall, 3600+2*5760) || s.Saturated != 3600 || s.IdleNow != 0 {
+		t.Errorf("sim %+v, want shortfall 15120, saturated 3600, idle 0", s)
+	}
+}
+
+// TestChooseProject: work fetch by hand. Two projects of equal share, A without REC
+// (priority 0), B with (priority −2): A is asked for the whole shortfall of an empty
+// 2-CPU host, 2 × 12960 s, and for max(idle 2, share 2 × 0.5) = 2 instances. A in RPC
+// backoff or backed off for the CPU: B is asked. A full buffer: nobody.
+func TestChooseProject(t *testing.T) {
+	doc := host(2)
+	doc.Projects[1].REC = 50
+	var w Workspace
+	c := w.ChooseProject(doc, t0)
+	if c.Project != 0 || c.Request.CPUReqSecs != 25920 || c.Request.CPUReqInstances != 2 {
+		t.Errorf("choice %d, request %+v; want A for 25920 s, 2 instances", c.Project, c.Request)
+	}
+	if !near(c.Priority[1], -2) {
+		t.Errorf("B's priority %g, want −2", c.Priority[1])
+	}
+	doc.Projects[0].MinRPCTime = t0 + 10
+	w.Reset()
+	if c := w.ChooseProject(doc, t0); c.Project != 1 || c.ProjectReasons[0] != ProjectMinRPCTime {
+		t.Errorf("A in RPC backoff: choice %d (reasons %v), want B", c.Project, c.ProjectReasons)
+	}
+	doc.Projects[0].MinRPCTime = 0
+	doc.Projects[0].ResourceState("cpu").BackoffUntil = t0 + 10
+	w.Reset()
+	c = w.ChooseProject(doc, t0)
+	if c.Project != 1 || c.Reasons[0] != ReasonBackedOff {
+		t.Errorf("A backed off: choice %d (reasons %v), want B", c.Project, c.Reasons)
+	}
+	// B alone may be asked: its share of the CPUs is all of them.
+	if c.Request.CPUReqInstances != 2 {
+		t.Errorf("B's instances %g, want 2", c.Request.CPUReqInstances)
+	}
+	// Queued work lowers a project's fetch priority by its FLOPs ÷ a full buffer of
+	// the host's (12960 s × 2 GFLOPS): A with 2592e9 FLOPs queued loses 0.1.
+	doc.Projects[0].Resources = nil
+	doc.Tasks = []state.Task{task("a", "A", 2592, t0+1e6)}
+	w.Reset()
+	if c := w.ChooseProject(doc, t0); !near(c.Priority[0], -0.1) || c.Project != 0 {
+		t.Errorf("A with work queued: priority %g, choice %d; want −0.1, A", c.Priority[0], c.Project)
+	}
+	// Saturated past work_buf_min (8640 s): no request.
+	doc.Tasks = []state.Task{task("a", "A", 9000, t0+1e6), task("b", "B", 9000, t0+1e6)}
+	w.Reset()
+	if c := w.ChooseProject(doc, t0); c.Project != -1 {
+		t.Errorf("full buffer: choice %d, want none", c.Project)
+	}
+}
+
+// TestHandleReply: a resource asked for without a job backs off 600 s × [0.5, 1.5),
+// then 1200 s once the first has passed; a job clears it.
+func TestHandleReply(t *testing.T) {
+	doc := host(1)
+	req := &state.WorkRequest{CPUReqSecs: 100}
+	rng := rand.New(rand.NewPCG(1, 2))
+	HandleReply(doc, 0, req, nil, t0, rng)
+	pr := doc.Projects[0].ResourceState("cpu")
+	if pr.BackoffInterval != 600 || pr.BackoffUntil < t0+300 || pr.BackoffUntil >= t0+900 {
+		t.Fatalf("first backoff %+v", *pr)
+	}
+	// Asked again while backed off (a piggybacked request): unchanged.
+	before := *pr
+	HandleReply(doc, 0, req, nil, t0+1, rng)
+	if *pr != before {
+		t.Errorf("backoff changed while backed off: %+v", *pr)
+	}
+	HandleReply(doc, 0, req, nil, t0+1000, rng)
+	if pr.BackoffInterval != 1200 {
+		t.Errorf("second interval %g, want 1200", pr.BackoffInterval)
+	}
+	HandleReply(doc, 0, req, map[string]int{"cpu": 1}, t0+5000, rng)
+	if pr.BackoffInterval != 0 || pr.BackoffUntil != 0 {
+		t.Errorf("not cleared by a job: %+v", *pr)
+	}
+}
+
+// TestSchedule: on one CPU, the project below its share (no REC) runs; a deadline miss
+// runs first whatever the priorities; a running job keeps its time slice.
+func TestSchedule(t *testing.T) {
+	doc := host(1)
+	doc.Projects[0].REC = 10
+	doc.Tasks = []state.Task{task("a", "A", 3600, t0+1e6), task("b", "B", 3600, t0+1e6)}
+	var w Workspace
+	list := w.Schedule(doc, t0)
+	if doc.Tasks[1].State != state.TaskRunning || doc.Tasks[0].State != state.TaskReady || list[0].Why != WhyPriority {
+		t.Errorf("by priority: states %s %s, list %+v", doc.Tasks[0].State, doc.Tasks[1].State, list)
+	}
+	// A's job now misses its deadline: EDF runs it, B's is preempted.
+	doc.Tasks[0].ReportDeadline = t0 + 3000 + 8640
+	w.Reset()
+	list = w.Schedule(doc, t0+60)
+	if doc.Tasks[0].State != state.TaskRunning || doc.Tasks[1].State != state.TaskPreempted || list[0].Why != WhyEDF {
+		t.Errorf("EDF: states %s %s, list %+v", doc.Tasks[0].State, doc.Tasks[1].State, list)
+	}
+	// A running job within its time slice stays, though B has the higher priority.
+	doc.Tasks[0].ReportDeadline = t0 + 1e6
+	doc.Tasks[0].ElapsedTime = 600 // started at 0, period 3600
+	w.Reset()
+	w.Schedule(doc, t0+660)
+	if doc.Tasks[0].State != state.TaskRunning {
+		t.Errorf("time slice: A's job %s, want running", doc.Tasks[0].State)
+	}
+	doc.Tasks[0].ElapsedTime = 3700 // its slice is over
+	w.Reset()
+	w.Schedule(doc, t0+3760)
+	if doc.Tasks[0].State != state.TaskPreempted || doc.Tasks[1].State != state.TaskRunning {
+		t.Errorf("after the slice: states %s %s", doc.Tasks[0].State, doc.Tasks[1].State)
+	}
+}

@@ -1,0 +1,28 @@
+package boincpolicy
+
+import (
+	"github.com/bkit/bkit/lib/rpc"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Next is the scheduler RPC BOINC's client makes at now, at most one a poll as its
+// emulator polls (client/sim.cpp CLIENT_STATE::scheduler_rpc_poll): first a project
+// that may be contacted with a result overdue for reporting (find_project_with_overdue_
+// results; seed 000's rule of overdue, rpc.OverdueReport, as bkit's other policies
+// report), with a piggybacked work request (Piggyback); else ChooseProject's choice. asked lists the projects already contacted at this step: after one RPC there
+// is none. The plan is recorded in doc.Request (rpc.Record) for the server and for the
+// reply; its Coprocs are the workspace's.
+func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Plan, bool) {
+	if len(asked) > 0 {
+		return rpc.Plan{}, false
+	}
+	var c Choice
+	if p, _ := rpc.OverdueReport(doc, now, nil); p >= 0 {
+		c = w.Piggyback(doc, p, now)
+	} else if c = w.ChooseProject(doc, now); c.Project < 0 {
+		return rpc.Plan{}, false
+	}
+	plan := rpc.Plan{Project: c.Project, Request: c.Request, Why: c.Request.Reason}
+	rpc.Record(doc, &plan, now)
+	return plan, true
+}

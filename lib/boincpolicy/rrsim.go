@@ -1,0 +1,228 @@
+package boincpolicy
+
+import (
+	"slices"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Simulate is BOINC's round-robin simulation (rr_sim.cpp RR_SIM::simulate) of the
+// runnable jobs of doc from now: it marks the jobs projected to miss their deadline
+// (counted per project and resource), and finds each resource's shortfall, saturated
+// time and idle instances (w.Sim). Like BOINC's rr_simulation it runs once a moment:
+// a second call at the same now keeps the first's answer (the caller calls Reset
+// when the document changed in a way that must be seen at once).
+//
+//   - Each job runs at its speed × the host's availability (set_rrsim_flops: on ×
+//     active, or on × GPU active, within [0.01, 1]) until its estimated remaining work
+//     (state.Task.RemainingWork, with the project's correction factor) is done.
+//   - Which jobs run (pick_jobs_to_run): coprocessors first, then CPUs; per resource
+//     the projects with jobs for it in order of priority from their REC, each job
+//     taken lowering its project's priority by SchedBump, a project's jobs in
+//     arrival order, until the resource's instances are used (the last job may
+//     overcommit them). A coprocessor job's CPUs count against the CPUs.
+//   - Time moves to the next job's finish; when that is more than an hour away, by an
+//     hour, or by a tenth of the way when it is more than ten hours away.
+//   - A job misses its deadline when its simulated finish passes its report deadline
+//     − work_buf_min − DeadlineCushion (RESULT::computation_deadline).
+//   - Shortfall (RSC_WORK_FETCH::update_stats): the idle instances × time, up to
+//     now + work_buf_total, the tail after the last job included; saturated time: the
+//     end of the last interval in which no instance was idle.
+//
+// BOINC orders its project heap in pick_jobs_to_run with std::make_heap over PROJECT
+// pointers and no comparator (by address, not priority); bkit follows the comment's
+// intent, the highest priority first (docs/decisions.md).
+func (w *Workspace) Simulate(doc *state.Document, now float64) {
+	if w.simDone && w.simAt == now {
+		return
+	}
+	w.view(doc)
+	w.simulate(doc, now)
+	w.simDone, w.simAt = true, now
+}
+
+// Reset makes the next Simulate run afresh at the same moment.
+func (w *Workspace) Reset() { w.simDone = false }
+
+func (w *Workspace) simulate(doc *state.Document, now float64) {
+	h := &doc.Host
+	nR := w.nRes
+	for r := range w.Sim {
+		w.Sim[r] = ResourceSim{Type: h.Resources[r].Type}
+	}
+	clear(w.nusedTotal)
+	clear(w.missed)
+	clear(w.nRunnable)
+	for k := range w.pending {
+		w.pending[k] = w.pending[k][:0]
+	}
+	// project_priority_init(false): the projects with a runnable job.
+	clear(w.eligible)
+	cpuF, gpuF := availFrac(&h.TimeStats, false), availFrac(&h.TimeStats, true)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		w.eligible[j.proj] = true
+		j.simLeft, j.simDone, j.misses = j.left, false, false
+		f := cpuF
+		if j.res != w.cpuRes {
+			f = gpuF
+		}
+		j.simRate = j.speed * f
+		if j.simRate == 0 {
+			j.simRate = 1e6 // BOINC's "just in case"
+		}
+		k := j.proj*nR + j.res
+		w.pending[k] = append(w.pending[k], i)
+		w.nRunnable[k]++
+		w.nusedTotal[j.proj*nR+w.cpuRes] += j.cpus
+		if j.res != w.cpuRes {
+			w.nusedTotal[k] += j.inst
+		}
+	}
+	recSum := Priorities(doc, w.rec, w.eligible, w.prio, w.shareFrac)
+
+	bufEnd := now + WorkBufTotal(&doc.Preferences)
+	compDeadline := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	simNow := now
+	first := true
+	for {
+		w.pick(doc, recSum)
+		if first {
+			for r := range w.Sim {
+				w.Sim[r].IdleNow = max(0, float64(h.Resources[r].Instances)-w.resUsed(r))
+			}
+			first = false
+		}
+		if len(w.active) == 0 {
+			break
+		}
+		best := -1
+		for _, a := range w.active {
+			j := &w.jobs[a]
+			j.finishAt = j.simLeft / j.simRate
+			if best < 0 || j.finishAt < w.jobs[best].finishAt {
+				best = a
+			}
+		}
+		dt := w.jobs[best].finishAt
+		if dt > 3600 {
+			best = -1
+			if dt > 36000 {
+				dt /= 10
+			} else {
+				dt = 3600
+			}
+		} else {
+			j := &w.jobs[best]
+			j.simDone = true
+			if simNow+dt > j.deadline-compDeadline {
+				j.misses = true
+				w.missed[j.proj*nR+j.res]++
+				w.Sim[j.res].Misses++
+			}
+		}
+		for _, a := range w.active {
+			j := &w.jobs[a]
+			j.simLeft = max(0, j.simLeft-j.simRate*dt)
+		}
+		for r := range w.Sim {
+			w.updateStats(r, float64(h.Resources[r].Instances)-w.resUsed(r), simNow, dt, now, bufEnd)
+		}
+		simNow += dt
+	}
+	if simNow < bufEnd {
+		for r := range w.Sim {
+			w.updateStats(r, float64(h.Resources[r].Instances), simNow, bufEnd-simNow, now, bufEnd)
+		}
+	}
+}
+
+// resUsed is the instances of resource r the active jobs use (sim_nused).
+func (w *Workspace) resUsed(r int) float64 {
+	var n float64
+	for p := 0; p*w.nRes < len(w.simNused); p++ {
+		n += w.simNused[p*w.nRes+r]
+	}
+	return n
+}
+
+// updateStats is RSC_WORK_FETCH::update_stats for resource r over [simNow, simNow+dt].
+func (w *Workspace) updateStats(r int, idle, simNow, dt, now, bufEnd float64) {
+	s := &w.Sim[r]
+	if idle > 1e-6 && simNow < bufEnd {
+		s.Shortfall += idle * min(dt, bufEnd-simNow)
+	}
+	if idle < 1e-6 {
+		s.Saturated = simNow + dt - now
+	}
+}
+
+// pick is pick_jobs_to_run: the jobs that run in the simulation now (w.active).
+func (w *Workspace) pick(doc *state.Document, recSum float64) {
+	nR := w.nRes
+	w.active = w.active[:0]
+	clear(w.simNused)
+	copy(w.recTemp, w.rec)
+	cpus := float64(doc.Host.CPU().Instances)
+	for _, r := range w.resourceOrder() {
+		limit := float64(doc.Host.Resources[r].Instances)
+		// The projects with jobs left for r; a job already done in the simulation is
+		// dropped from its list on the way.
+		w.heap = w.heap[:0]
+		for p := range doc.Projects {
+			k := p*nR + r
+			q := w.pending[k][:0]
+			for _, i := range w.pending[k] {
+				if !w.jobs[i].simDone {
+					q = append(q, i)
+				}
+			}
+			w.pending[k] = q
+			w.pendingAt[k] = 0
+			if len(q) > 0 {
+				w.recTemp[p] = w.rec[p]
+				w.prio[p] = Priority(w.recTemp[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
+				w.heap = append(w.heap, p)
+			}
+		}
+		for len(w.heap) > 0 {
+			// The highest-priority project (the first among equals).
+			bi := 0
+			for x := 1; x < len(w.heap); x++ {
+				if w.prio[w.heap[x]] > w.prio[w.heap[bi]] {
+					bi = x
+				}
+			}
+			p := w.heap[bi]
+			k := p*nR + r
+			j := &w.jobs[w.pending[k][w.pendingAt[k]]]
+			w.active = append(w.active, w.pending[k][w.pendingAt[k]])
+			w.simNused[p*nR+w.cpuRes] += j.cpus
+			if r != w.cpuRes {
+				w.simNused[k] += j.inst
+			}
+			w.recTemp[p] += SchedBump(j.peak, w.totalPeak, recSum)
+			w.prio[p] = Priority(w.recTemp[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
+			used := w.resUsed(r)
+			if r == w.cpuRes && used >= cpus || r != w.cpuRes && used >= limit {
+				break
+			}
+			w.pendingAt[k]++
+			if w.pendingAt[k] == len(w.pending[k]) {
+				w.heap = slices.Delete(w.heap, bi, bi+1)
+			}
+		}
+	}
+}
+
+// resourceOrder is the host resources coprocessors first (in reverse document order,
+// as BOINC loops from the last type down), then the CPU.
+func (w *Workspace) resourceOrder() []int {
+	w.order = w.order[:0]
+	for r := w.nRes - 1; r >= 0; r-- {
+		if r != w.cpuRes {
+			w.order = append(w.order, r)
+		}
+	}
+	return append(w.order, w.cpuRes)
+}

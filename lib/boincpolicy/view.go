@@ -1,0 +1,193 @@
+package boincpolicy
+
+import (
+	"github.com/bkit/bkit/lib/state"
+)
+
+// job is a runnable task as the policy sees it.
+type job struct {
+	task     int     // index in doc.Tasks
+	proj     int     // index in doc.Projects
+	res      int     // host resource it is scheduled on (index in doc.Host.Resources)
+	cpus     float64 // CPUs it takes (avg_ncpus)
+	inst     float64 // instances of res it takes (its coprocessor count, or cpus)
+	speed    float64 // FLOPS
+	left     float64 // estimated FLOPs still to do (state.Task.RemainingWork)
+	deadline float64
+	started  bool // it has an active task: running or preempted
+	running  bool
+	peak     float64 // the peak FLOPS it takes (cpu_sched.cpp peak_flops)
+
+	// the round-robin simulation's
+	simLeft, simRate, finishAt float64
+	simDone, misses            bool
+}
+
+// Workspace holds one document's view and the buffers of every step, kept from call
+// to call so that a long emulated run allocates little. The zero value is ready.
+type Workspace struct {
+	// Quiet leaves the requests' reasons unsaid (an emulated run reads none; putting
+	// them into words at every step is most of what it would allocate).
+	Quiet bool
+
+	avIx, pIx state.Names
+	jobs      []job
+	relSpeed  []float64
+	totalPeak float64
+	nRes      int
+	cpuRes    int
+
+	// per project
+	rec, recTemp, prio, shareFrac []float64
+	eligible                      []bool
+	// per project × resource (p*nRes + r)
+	nusedTotal, simNused, fetchShare []float64
+	missed, missedCopy, nRunnable    []int
+	reason                           []Reason
+	projReason                       []ProjectReason
+	pending                          [][]int // per project × resource: job indices in arrival order
+	pendingAt                        []int
+
+	// per resource: the simulation's results
+	Sim []ResourceSim
+
+	simAt   float64 // when the simulation last ran (BOINC's rr_simulation runs once a moment)
+	simDone bool
+
+	active, order, heap []int
+	found               []int
+	list                []RunEntry
+	coprocReq           []state.CoprocRequest
+	chosen              []bool
+	coprocUsed          []float64
+}
+
+// ResourceSim is what the round-robin simulation says about one host resource.
+type ResourceSim struct {
+	Type string
+	// Shortfall is the instance-seconds the resource would stand idle within the work
+	// buffer (now to now + work_buf_total).
+	Shortfall float64
+	// Saturated is how long from now all its instances stay busy.
+	Saturated float64
+	// IdleNow is the instances idle at once.
+	IdleNow float64
+	// Misses counts the jobs on it projected to miss their deadline.
+	Misses int
+}
+
+// view builds the jobs of doc at now: the runnable tasks, in document order (BOINC's
+// results are in arrival order, and bsim's documents keep tasks so).
+func (w *Workspace) view(doc *state.Document) {
+	w.avIx.SetAppVersions(doc.AppVersions)
+	w.pIx.SetProjects(doc.Projects)
+	h := &doc.Host
+	w.nRes = len(h.Resources)
+	w.cpuRes = 0
+	for r := range h.Resources {
+		if h.Resources[r].Type == state.ResourceCPU {
+			w.cpuRes = r
+		}
+	}
+	w.relSpeed = RelativeSpeeds(h, w.relSpeed)
+	cpuFlops := h.CPU().Flops
+	w.totalPeak = 0
+	// BOINC's total_peak_flops (cpu_sched.cpp): a coprocessor's relative speed counts
+	// its instances and is multiplied by them again, as BOINC does (the same for one
+	// device; the corpus's hosts have one of each type).
+	for r, res := range h.Resources {
+		w.totalPeak += w.relSpeed[r] * cpuFlops * float64(res.Instances)
+	}
+	nP := len(doc.Projects)
+	w.rec = grow(w.rec, nP)
+	w.recTemp = grow(w.recTemp, nP)
+	w.prio = grow(w.prio, nP)
+	w.shareFrac = grow(w.shareFrac, nP)
+	w.eligible = grow(w.eligible, nP)
+	for i := range doc.Projects {
+		w.rec[i] = doc.Projects[i].REC
+	}
+	n := nP * w.nRes
+	w.nusedTotal = grow(w.nusedTotal, n)
+	w.simNused = grow(w.simNused, n)
+	w.fetchShare = grow(w.fetchShare, n)
+	w.missed = grow(w.missed, n)
+	w.missedCopy = grow(w.missedCopy, n)
+	w.nRunnable = grow(w.nRunnable, n)
+	if cap(w.reason) < n {
+		w.reason = make([]Reason, n)
+	}
+	w.reason = w.reason[:n]
+	if cap(w.projReason) < nP {
+		w.projReason = make([]ProjectReason, nP)
+	}
+	w.projReason = w.projReason[:nP]
+	for len(w.pending) < n {
+		w.pending = append(w.pending, nil)
+	}
+	w.pendingAt = grow(w.pendingAt, n)
+	if cap(w.Sim) < w.nRes {
+		w.Sim = make([]ResourceSim, w.nRes)
+	}
+	w.Sim = w.Sim[:w.nRes]
+
+	w.jobs = w.jobs[:0]
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if !t.State.Runnable() {
+			continue
+		}
+		v := w.avIx.Index(t.AppVersion)
+		av := &doc.AppVersions[v]
+		p := w.pIx.Index(t.Project)
+		j := job{task: i, proj: p, cpus: av.AvgNCPUs, inst: av.Instances(), speed: av.Speed(h),
+			deadline: t.ReportDeadline, started: t.State != state.TaskReady, running: t.State == state.TaskRunning}
+		j.res = w.cpuRes
+		if av.Coproc != nil {
+			for r := range h.Resources {
+				if h.Resources[r].Type == av.Coproc.Type {
+					j.res = r
+				}
+			}
+		}
+		if av.Coproc == nil {
+			j.inst = av.AvgNCPUs
+		}
+		j.left = t.RemainingWork(doc.Projects[p].DCF())
+		j.peak = cpuFlops * av.AvgNCPUs
+		if j.res != w.cpuRes {
+			j.peak += cpuFlops * j.inst * w.relSpeed[j.res]
+		}
+		w.jobs = append(w.jobs, j)
+	}
+}
+
+// grow returns s with n zero elements, in s's storage when it has room.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// WorkBufMin is BOINC's work_buf_min in seconds (client_state.h): the low-water mark,
+// at least EstFetchTime.
+func WorkBufMin(p *state.Preferences) float64 { return max(p.WorkBufMinDays*86400, EstFetchTime) }
+
+// WorkBufTotal is BOINC's work_buf_total in seconds: work_buf_min + work_buf_additional,
+// at least 1.
+func WorkBufTotal(p *state.Preferences) float64 {
+	return max(WorkBufMin(p)+p.WorkBufAdditionalDays*86400, 1)
+}
+
+// availFrac is the fraction of time the host computes on a resource (work_fetch.cpp
+// overall_cpu_frac, overall_gpu_frac): on × active (GPU active), within [0.01, 1].
+func availFrac(ts *state.TimeStats, gpu bool) float64 {
+	a := ts.ActiveFrac
+	if gpu {
+		a = ts.GPUActiveFrac
+	}
+	return min(1, max(0.01, ts.OnFrac*a))
+}

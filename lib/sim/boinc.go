@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"github.com/bkit/bkit/lib/boincpolicy"
+	"github.com/bkit/bkit/lib/state"
+)
+
+func init() {
+	Register(BOINCPolicy, func() Policy { return &boincPolicy{work: boincpolicy.Workspace{Quiet: true}} })
+}
+
+// BOINCPolicy is the name of today's BOINC client policy (--policy boinc).
+const BOINCPolicy = "boinc"
+
+// boincPolicy is today's BOINC client (lib/boincpolicy) in the loop:
+//
+//   - scheduling: a pass every step (BOINC's client schedules every minute, and
+//     BOINC's emulator's step is a minute), boincpolicy.Schedule: deadline misses of
+//     the round-robin simulation earliest deadline first, then by REC priority, time
+//     slices kept;
+//   - RPCs: at most one a step, as BOINC's emulator polls (client/sim.cpp
+//     scheduler_rpc_poll): a project with overdue results (seed 000's rule, as for
+//     every policy) is contacted with a piggybacked work request, else
+//     boincpolicy.ChooseProject's choice;
+//   - replies: boincpolicy.HandleReply's per-resource backoffs;
+//   - accounting: every project's REC after every step (boincpolicy.Account).
+//
+// Its decisions depend on the document alone: the workspace only keeps the
+// round-robin simulation of the current moment, which an RPC or a change of the tasks
+// makes it run again.
+type boincPolicy struct {
+	jitter replyRand
+	work   boincpolicy.Workspace
+	rel    []float64
+}
+
+func (*boincPolicy) carried() {}
+
+func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
+	if len(doc.Tasks) == 0 {
+		return false
+	}
+	bp.work.Schedule(doc, now)
+	return true
+}
+
+func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
+	r, ok := bp.work.Next(doc, now, asked)
+	return RPC{Project: r.Project, Request: r.Request, Why: r.Why}, ok
+}
+
+func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
+	bp.work.Reset()
+	if rep.Failed {
+		return
+	}
+	boincpolicy.HandleReply(doc, r.Project, &r.Request, rep.Jobs, now, bp.jitter.seeded(rep.Seed))
+}
+
+// tasksChanged: the loop settled, reported or received tasks; the simulation runs
+// again.
+func (bp *boincPolicy) tasksChanged() { bp.work.Reset() }
+
+func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
+	bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
+	boincpolicy.Account(doc, u.Used, u.DT, u.Now, bp.rel)
+}
