@@ -30,17 +30,17 @@ const benchClients = 16
 // benchClients hosts each loop "report my finished job, get one new job", the steady
 // state of a busy project. It reports rpc/s, the p50 and p99 latency in ms and the
 // statements per RPC (scripts/bench-bserver.sh prints them).
-func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b), 0) }
+func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b), 0, server.Config{}) }
 
 // BenchmarkSchedulerRPCSQLiteNormal is the same with synchronous=NORMAL, which may lose
 // the last commits in a power cut: the price of durability, side by side.
 func BenchmarkSchedulerRPCSQLiteNormal(b *testing.B) {
-	benchRPC(b, storetest.SQLiteDSN(b)+"?synchronous=normal", 0)
+	benchRPC(b, storetest.SQLiteDSN(b)+"?synchronous=normal", 0, server.Config{})
 }
 
 // BenchmarkSchedulerRPCMySQL is the same on MySQL/MariaDB (BKIT_TEST_MYSQL_DSN); it
 // reports the server's innodb_flush_log_at_trx_commit as trx-flush (1: durable).
-func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b), 0) }
+func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b), 0, server.Config{}) }
 
 // BenchmarkSchedulerRPCScale is BenchmarkSchedulerRPC on tables of a real project's
 // size, per engine (sqlite: synchronous=FULL; mysql when BKIT_TEST_MYSQL_DSN is set)
@@ -71,7 +71,7 @@ func BenchmarkSchedulerRPCScale(b *testing.B) {
 				if e.Name == store.MySQL {
 					dsn = storetest.MySQLDSN(b)
 				}
-				benchRPC(b, dsn, n)
+				benchRPC(b, dsn, n, server.Config{})
 			})
 		}
 	}
@@ -89,8 +89,8 @@ func benchPool() int {
 }
 
 // benchRPC runs the benchmark on dsn, whose tables hold workunits workunits in all (at
-// least the benchmark's jobs; the rest finished work).
-func benchRPC(b *testing.B, dsn string, workunits int) {
+// least the benchmark's jobs; the rest finished work), with the server configured cfg.
+func benchRPC(b *testing.B, dsn string, workunits int, cfg server.Config) {
 	ctx := context.Background()
 	st := storetest.Open(b, dsn)
 	durable, setting, err := st.Durability(ctx)
@@ -122,7 +122,7 @@ func benchRPC(b *testing.B, dsn string, workunits int) {
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- (&server.Server{Store: st}).Serve(sctx, ln) }()
+	go func() { done <- (&server.Server{Store: st, Config: cfg}).Serve(sctx, ln) }()
 	defer func() { cancel(); <-done }()
 	url := server.URLFor(ln) + "scheduler"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients}}

@@ -46,7 +46,7 @@ const (
 // to one stuck behind a busy database for seconds.
 var latencyBuckets = []float64{.0005, .001, .002, .003, .005, .0075, .01, .015, .02, .03, .05, .075, .1, .2, .5, 1, 2, 5, 10}
 
-func newMetrics(st *store.Store, now func() float64) *metrics {
+func newMetrics(st *store.Store, status func(context.Context) (*store.ProjectStatus, error)) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		rpcs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bkit_scheduler_rpcs_total",
@@ -79,7 +79,7 @@ func newMetrics(st *store.Store, now func() float64) *metrics {
 			Help: "Database transactions of this process that failed with an engine error."}, func() float64 { return float64(st.TxStats().Errors) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bkit_db_retries_total",
 			Help: "Database transactions of this process the engine aborted for contention and that were run again."}, func() float64 { return float64(st.TxStats().Retries) }),
-		&dbCollector{st: st, now: now},
+		&dbCollector{status: status},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -92,7 +92,7 @@ func (s *Server) metrics() *metrics {
 	if s.Config.NoMetrics {
 		return nil
 	}
-	s.metricsOnce.Do(func() { s.m = newMetrics(s.Store, s.now) })
+	s.metricsOnce.Do(func() { s.m = newMetrics(s.Store, s.status) })
 	return s.m
 }
 
@@ -213,10 +213,10 @@ func (s *Server) countAccountRefused(reason string) {
 
 // dbCollector reads, at each scrape, what the database records for every process
 // of the project: the cron jobs' runs (store.CronJobs) and the backlog of each
-// stage per app (store.ProjectStatus's counts), "the last day" by the server's clock.
+// stage per app (store.ProjectStatus's counts): the status page's figures, as fresh
+// as the page's (Config.StatusRefresh).
 type dbCollector struct {
-	st  *store.Store
-	now func() float64
+	status func(context.Context) (*store.ProjectStatus, error)
 }
 
 var (
@@ -243,7 +243,7 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := c.st.ProjectStatus(ctx, c.now())
+	st, err := c.status(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(descScrapeOK, prometheus.GaugeValue, 0)
 		ch <- prometheus.NewInvalidMetric(descScrapeOK, err)

@@ -94,6 +94,9 @@ type Config struct {
 	// host authenticator of a host of an account; anything else is refused with
 	// BOINC's "Invalid or missing account key" notice and nothing is written.
 	AnonymousHosts bool
+	// StatusRefresh is how old the status page's and /metrics' database figures may
+	// be (0: DefaultStatusRefresh; negative: read at every view).
+	StatusRefresh time.Duration
 }
 
 // Defaults. A scheduler request is small and answered in milliseconds, so a client
@@ -121,6 +124,7 @@ type Server struct {
 
 	metricsOnce sync.Once
 	m           *metrics // metrics()
+	statusCache statusCache
 }
 
 // accountAllowed reports whether the account request r may go on, and refuses it
@@ -360,6 +364,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sweep := time.NewTicker(orDefault(c.UploadSweepInterval, DefaultUploadSweepInterval))
 	defer sweep.Stop()
 	s.sweepUploads()
+	go s.refreshStatus(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 wait:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"encoding/xml"
@@ -9,6 +10,7 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/bkit/bkit/lib/store"
@@ -66,9 +68,62 @@ func getOnly(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// DefaultStatusRefresh is how old the status figures may be before a page view or a
+// scrape reads them again (BOINC caches its status page for minutes too): counting the
+// backlog of a project of a million results takes a good part of a second, which
+// neither a page view nor the scheduler, sharing SQLite's one connection, should wait
+// for at every view.
+const DefaultStatusRefresh = time.Minute
+
+// statusCache is the last figures read and when (wall clock).
+type statusCache struct {
+	mu sync.Mutex // held while the figures are read, so that one reader reads them
+	st *store.ProjectStatus
+	at time.Time
+}
+
+// status returns the project's figures, read again when the last are older than
+// Config.StatusRefresh (negative: at every call).
+func (s *Server) status(ctx context.Context) (*store.ProjectStatus, error) {
+	ttl := orDefault(s.Config.StatusRefresh, DefaultStatusRefresh)
+	c := &s.statusCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st != nil && ttl > 0 && time.Since(c.at) < ttl {
+		return c.st, nil
+	}
+	st, err := s.Store.ProjectStatus(ctx, s.now())
+	if err != nil {
+		return nil, err
+	}
+	c.st, c.at = st, time.Now()
+	return st, nil
+}
+
+// refreshStatus reads the figures ahead of the page views, every StatusRefresh, until
+// ctx is done (Serve runs it), so that a view seldom waits for them.
+func (s *Server) refreshStatus(ctx context.Context) {
+	ttl := orDefault(s.Config.StatusRefresh, DefaultStatusRefresh)
+	if ttl <= 0 || (s.Config.NoPages && s.Config.NoMetrics) {
+		return
+	}
+	t := time.NewTicker(ttl * 9 / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.status(ctx); err != nil && ctx.Err() == nil {
+				s.log().Warn("reading the status figures", "err", err)
+			}
+		}
+	}
+}
+
 // projectStatus reads the figures, or answers 500 and reports nil.
 func (s *Server) projectStatus(w http.ResponseWriter, r *http.Request) *store.ProjectStatus {
-	st, err := s.Store.ProjectStatus(r.Context(), s.now())
+	st, err := s.status(r.Context())
 	if err != nil {
 		s.log().Error("status page", "err", err)
 		http.Error(w, "server error; try again later", http.StatusInternalServerError)

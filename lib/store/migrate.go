@@ -531,6 +531,11 @@ var migrations = [][]string{
 			files TEXT NOT NULL
 		){TABLE}`,
 	},
+	// 17: the status page's count of workunits waiting for assimilation per app reads
+	// an index alone (issue 31: the rows themselves took 1.7 s at 900,000 waiting).
+	{
+		`CREATE INDEX workunit_assimilate_app ON workunit (assimilate_ready, appid)`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

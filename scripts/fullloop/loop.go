@@ -368,7 +368,7 @@ func (f *frontEnd) start(ctx context.Context, l *loop) error {
 	f.logs = append(f.logs, logFile)
 	// Not CommandContext: a front end is stopped by SIGTERM (or killed on purpose).
 	cmd := exec.Command(filepath.Join(l.cfg.Bin, "bserver"), "serve", "--db", f.dsn, "--project-dir", f.pdir,
-		"--addr", addr, "--url-file", urlFile, "--clock-file", l.clock, "-v")
+		"--addr", addr, "--url-file", urlFile, "--clock-file", l.clock, "--status-refresh", "0", "-v")
 	cmd.Stderr, cmd.Stdout = lf, io.Discard
 	if err := cmd.Start(); err != nil {
 		lf.Close()

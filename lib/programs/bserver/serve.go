@@ -123,6 +123,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.DurationFlag{Name: "read-timeout", Usage: "drop a client that takes longer than `DURATION` to send its request", Value: server.DefaultReadTimeout},
 			&cli.BoolFlag{Name: "no-metrics", Usage: "serve no /metrics and count nothing for it (nor the status page's request rate and latency)"},
 			&cli.BoolFlag{Name: "no-pages", Usage: "serve no status page and no volunteers' pages"},
+			&cli.DurationFlag{Name: "status-refresh", Usage: "read the status page's and /metrics' database figures again when older than `DURATION`, and ahead of the views (0: at every view)", Value: server.DefaultStatusRefresh},
 			&cli.DurationFlag{Name: "write-timeout", Usage: "drop a client that takes longer than `DURATION` from request to reply read", Value: server.DefaultWriteTimeout},
 		},
 		Action: serve,
@@ -235,6 +236,7 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 			MaxConnsPerAddr:          noLimitIfZero(cmd.Int("max-conns-per-addr")),
 			NoMetrics:                cmd.Bool("no-metrics"),
 			NoPages:                  cmd.Bool("no-pages"),
+			StatusRefresh:            statusRefresh(cmd.Duration("status-refresh")),
 		},
 	}
 	if codeSignKey == "" || uploadKey == nil {
@@ -311,4 +313,13 @@ func accountRate(perMin float64) float64 {
 		return -1
 	}
 	return perMin
+}
+
+// statusRefresh is --status-refresh as server.Config takes it: 0 on the command line
+// means at every view.
+func statusRefresh(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
