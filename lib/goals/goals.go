@@ -20,10 +20,11 @@
 //   - Scheduling (Schedule): per resource, first the tasks the round-robin simulation
 //     sees missing their computation deadline (the report deadline less the work
 //     buffer's low-water mark), earliest deadline first and whatever their project's
-//     share (BOINC's deadline mode, which seed 001 lacks), then by overall debt as seed 001 does, its anticipated debt
-//     falling by the scheduling period per instance given. A ready task that can no
-//     longer meet its deadline even if started now is abandoned (done, unstarted, as a
-//     BOINC client aborts a late unstarted job): running it would only waste the host.
+//     share (BOINC's deadline mode, which seed 001 lacks), then by overall debt as seed
+//     001 does, its anticipated debt falling by the scheduling period per instance
+//     given. An unstarted task that can no longer meet its deadline even if started now
+//     and run without a break is abandoned (done, unstarted, as a BOINC client aborts a
+//     late unstarted job): running it would only waste the host.
 //   - Work fetch (Request): each project keeps a buffer of its own, in wall-clock time:
 //     enough of its work to last the work buffer at the rate its share gives it, with
 //     the host's on and active fractions counted (seed 001 counts only the active
@@ -87,7 +88,6 @@ type Workspace struct {
 	finish               prsc.CompletionsWork
 	abandoned            []int
 	overall, anticipated []float64 // per project
-	avail                []float64 // per host resource
 	chosen               []bool    // per task
 	seen                 []bool    // per project
 	order                []int     // the host's resources, coprocessors first
@@ -236,19 +236,16 @@ var exhaustive bool
 func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int) {
 	h := &doc.Host
 	ts := w.runnable(doc)
-	// Abandon ready tasks that cannot meet their deadline even if started now.
+	// Abandon unstarted tasks that cannot meet their deadline even if started now and
+	// run without a break (BOINC's client gives up only on a job it never started;
+	// one the host's availability makes doubtful may still make it: hosts are not off
+	// on average but in spells).
 	abandoned = w.abandoned[:0]
 	keep := ts[:0]
-	avail := w.avail[:0] // availability of each resource, found once
-	for r := range h.Resources {
-		avail = append(avail, availability(h, r))
-	}
-	w.avail = avail
 	for _, t := range ts {
 		task := &doc.Tasks[t.i]
-		a := avail[t.r]
 		unstarted := task.State == state.TaskReady && task.FlopsDone == 0
-		if (unstarted && a > 0 && now+t.runtime/a > task.ReportDeadline) || now+t.runtime > task.ReportDeadline {
+		if unstarted && now+t.runtime > task.ReportDeadline {
 			task.State = state.TaskDone
 			abandoned = append(abandoned, t.i)
 			continue
