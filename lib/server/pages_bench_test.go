@@ -62,11 +62,15 @@ func BenchmarkPages(b *testing.B) {
 		return server.URLFor(ln)
 	}
 	cached, fresh := url(server.Config{}), url(server.Config{StatusRefresh: -1})
+	var user int64
+	if err := st.DB.QueryRow(`SELECT MAX(id) - 5000 FROM user`).Scan(&user); err != nil {
+		b.Fatal(err)
+	}
 	for _, page := range []struct{ name, url string }{
 		{"status", cached + "status"}, {"status.json", cached + "status.json"}, {"status-xml", cached + "server_status.php?xml=1"},
 		{"metrics", cached + "metrics"},
 		{"status-refresh-every-view", fresh + "status"}, {"metrics-refresh-every-scrape", fresh + "metrics"},
-		{"user", cached + "show_user.php?userid=5000"}, {"top_users", cached + "top_users.php"}, {"top_hosts", cached + "top_hosts.php?sort_by=total_credit"},
+		{"user", cached + fmt.Sprintf("show_user.php?userid=%d", user)}, {"top_users", cached + "top_users.php"}, {"top_hosts", cached + "top_hosts.php?sort_by=total_credit"},
 	} {
 		b.Run("page="+page.name, func(b *testing.B) {
 			lat := []time.Duration{}
@@ -111,6 +115,11 @@ func populatePages(b *testing.B, st *store.Store, n int) {
 	}
 	// Users with credit, one per host; a tenth of the finished results validated in
 	// the last hour (the validator sets validate_time).
+	// Populate makes one account for all its hosts; these come after it.
+	var base int
+	if err := st.DB.QueryRow(`SELECT COALESCE(MAX(id), 0) FROM user`).Scan(&base); err != nil {
+		b.Fatal(err)
+	}
 	const chunk = 500
 	for lo := 1; lo <= hosts; lo += chunk {
 		var q strings.Builder
@@ -121,11 +130,11 @@ func populatePages(b *testing.B, st *store.Store, n int) {
 				q.WriteString(",")
 			}
 			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, id, 1, fmt.Sprintf("volunteer %d", id), fmt.Sprintf("bench_user_%d", id), float64(id*37%10007)*10, float64(id*53%9973), pagesBenchNow-3600)
+			args = append(args, base+id, 1, fmt.Sprintf("volunteer %d", id), fmt.Sprintf("bench_user_%d", id), float64(id*37%10007)*10, float64(id*53%9973), pagesBenchNow-3600)
 		}
 		exec(q.String(), args...)
 	}
-	exec(`UPDATE host SET userid=id, total_credit=id*31%10009, expavg_credit=id*17%9967, expavg_time=?`, pagesBenchNow-3600)
+	exec(`UPDATE host SET userid=id+?, total_credit=id*31%10009, expavg_credit=id*17%9967, expavg_time=?`, base, pagesBenchNow-3600)
 	exec(`UPDATE result SET validate_time=? WHERE server_state=5 AND id%10=0`, pagesBenchNow-1200)
 	for _, job := range []string{"bretry", "bretry validate", "blocality generate", "bserver assimilate"} {
 		if err := st.EndCronRun(ctx, 0, store.CronRun{Job: job, App: "bench", Start: pagesBenchNow - 300}, 1, 100, nil); err != nil {

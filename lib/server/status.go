@@ -145,7 +145,11 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		s.writeStatusXML(w, st)
 		return
 	}
-	p := statusPage{page: s.newPage("Server status"), Status: st, RPC: s.rpcRate()}
+	p := statusPage{page: s.newPage("Server status"), Status: st, RPC: s.rpcRate(),
+		FiguresISO: unixTime(st.Time).Format(time.RFC3339), Refresh: "read at every view"}
+	if ttl := orDefault(s.Config.StatusRefresh, DefaultStatusRefresh); ttl > 0 {
+		p.Refresh = "read again when older than " + ttl.String()
+	}
 	for _, j := range st.CronJobs {
 		p.Cron = append(p.Cron, cronView(j, st.Time))
 	}
@@ -188,9 +192,10 @@ func (s *Server) renderPage(w http.ResponseWriter, name string, data any) {
 
 type statusPage struct {
 	page
-	Status *store.ProjectStatus
-	RPC    RPCRate
-	Cron   []cronRow
+	Status              *store.ProjectStatus
+	RPC                 RPCRate
+	Cron                []cronRow
+	FiguresISO, Refresh string // when the database's figures were read; how often
 }
 
 // cronRow is a cron job as the status page shows it.
