@@ -7,9 +7,10 @@
 # programs over its own state document (bsim clock, bfetch, bdevices request, brpc
 # poll, brpc session over HTTP, bsched, bsim settle, bsim advance); the cron jobs
 # between steps (bretry, bretry validate, blocality generate, transition, credit,
-# bserver work create); one simulated clock for all (--now, and the front ends'
+# bserver work create, assimilate, delete-files, purge); one simulated clock for all (--now, and the front ends'
 # --clock-file: testing features, off by default). At the end: one summary, with a
-# legend, and the loop's invariants. Progress goes to standard error. The same flags
+# legend (counts read from each database and its purge archive together; rows and
+# bytes at the end of each simulated day), and the loop's invariants. Progress goes to standard error. The same flags
 # and seed give the same summary (wall-clock figures aside).
 #
 # Flags:
@@ -25,6 +26,8 @@
 #                    existing database, empty or made by an earlier run of the loop
 #                    (which is emptied first); default SQLite in the work directory
 #   --db2 DSN        project B's, likewise (two databases: not the same as --db)
+#   --purge-after D  bserver purge's --older-than: how long a workunit's rows stay in the
+#                    database after its files are deleted (default 1h; purge runs hourly)
 #   --plot DIR       draw the jobs in each state over time into DIR (SVG, PNG, index.html), and
 #                    save each project's status page there at the end (status-A.html, .json, .png)
 #   --keep DIR       work in DIR and leave it (databases, documents, worlds, logs)
@@ -34,6 +37,7 @@
 # Examples:
 #   bash scripts/full-loop.sh
 #   bash scripts/full-loop.sh --clients 12 --duration 1d --plot loop-plots
+#   bash scripts/full-loop.sh --clients 50 --duration 7d --delta 1h   # a week: rows level off
 #   bash scripts/full-loop.sh --delta 5m --kill-at 2h --front-ends 2
 #   bash scripts/full-loop.sh --db mysql://root@127.0.0.1:3306/loopa --db2 mysql://root@127.0.0.1:3306/loopb
 #

@@ -36,6 +36,9 @@ type Config struct {
 	Plot      string // directory for the pictures, or ""
 	Keep      string // work directory to leave, or "" (a temporary one)
 	Output    string // table or json
+	// PurgeAge is bserver purge's --older-than: how long a workunit's rows stay after
+	// its files are deleted.
+	PurgeAge float64
 }
 
 // The project's work, in simulated units a newcomer can follow: jobs of half an hour
@@ -97,6 +100,8 @@ type loop struct {
 	execs    int               // program runs
 	kills    int               // front ends killed
 	samples  []sample          // for --plot
+	purged   map[string]int    // project → workunits bserver purge archived so far
+	days     []DayFigures      // per project, at the end of each simulated day
 }
 
 // programNames are the programs the loop runs besides bserver.
@@ -121,7 +126,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Summary, error) 
 		}
 	}
 	l := &loop{cfg: cfg, log: progress, now: start, end: start + cfg.Duration,
-		received: map[string]string{}, acked: map[string]ack{}}
+		received: map[string]string{}, acked: map[string]ack{}, purged: map[string]int{}}
 	if cfg.Keep != "" {
 		if err := os.MkdirAll(cfg.Keep, 0o755); err != nil {
 			return nil, err
@@ -236,6 +241,12 @@ func (l *loop) run(ctx context.Context) error {
 				return err
 			}
 		}
+		if day := int((l.now + l.cfg.Delta - start) / 86400); day > int((l.now-start)/86400) && l.now+l.cfg.Delta < l.end {
+			// The last step of a simulated day is done.
+			if err := l.daySample(ctx, day); err != nil {
+				return err
+			}
+		}
 		if l.now-start >= nextReport {
 			l.progress("%s of %s simulated (%d%%): %d results received by the clients, %d reports acknowledged, %d program runs",
 				l.elapsed(), human(l.cfg.Duration), int(100*(l.now-start)/l.cfg.Duration), len(l.received), len(l.acked), l.execs)
@@ -249,6 +260,9 @@ func (l *loop) run(ctx context.Context) error {
 	// The last word is the server side's: every cron job once more at the end, so
 	// what is past its deadline is marked lost and what is reported validated.
 	if err := l.cronPass(ctx, l.now, true); err != nil {
+		return err
+	}
+	if err := l.daySample(ctx, int(math.Ceil(l.cfg.Duration/86400))); err != nil {
 		return err
 	}
 	if l.cfg.Plot != "" {

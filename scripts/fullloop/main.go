@@ -96,7 +96,7 @@ func parse(args []string, stderr io.Writer) (Config, error) {
 		fs.PrintDefaults()
 	}
 	var c Config
-	var duration, delta, killAt string
+	var duration, delta, killAt, purgeAge string
 	fs.StringVar(&c.Bin, "bin", os.Getenv("BKIT_BIN"), "directory of the bkit programs (default $BKIT_BIN, else this program's directory)")
 	fs.IntVar(&c.Clients, "clients", 6, "number of emulated clients (kinds in turn: quad, gpu, offline, two-projects, small, big)")
 	fs.StringVar(&duration, "duration", "6h", "simulated time (seconds or with a unit: 6h, 1d)")
@@ -109,6 +109,7 @@ func parse(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Plot, "plot", "", "draw the jobs in each state over time into `DIR` (SVG, PNG, index.html), and save each project's status page there at the end")
 	fs.StringVar(&c.Keep, "keep", "", "work in `DIR` and leave it (databases, documents, worlds, logs); default a temporary directory, removed")
 	fs.StringVar(&c.Output, "o", "table", "summary format: table or json")
+	fs.StringVar(&purgeAge, "purge-after", "1h", "bserver purge's --older-than: how long (simulated) a workunit's rows stay in the database after its files are deleted")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -121,6 +122,9 @@ func parse(args []string, stderr io.Writer) (Config, error) {
 	}
 	if c.Delta, err = cliutil.ParsePositiveDuration(delta); err != nil {
 		return c, fmt.Errorf("--delta: %v", err)
+	}
+	if c.PurgeAge, err = cliutil.ParseDuration(purgeAge); err != nil {
+		return c, fmt.Errorf("--purge-after: %v", err)
 	}
 	if killAt != "" {
 		if c.KillAt, err = cliutil.ParsePositiveDuration(killAt); err != nil {

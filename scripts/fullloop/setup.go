@@ -21,6 +21,10 @@ func (l *loop) setup(ctx context.Context) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
+		// An earlier run's archive (--keep DIR again) is not this run's.
+		if err := os.RemoveAll(filepath.Join(d, "archive")); err != nil {
+			return err
+		}
 	}
 	a := func(args ...string) error {
 		_, err := l.exec(ctx, args[0], append(append(args[1:], "--db", l.dsnA(), "--project-dir", pdirA), now...)...)
@@ -200,6 +204,7 @@ type cronJob struct {
 	period float64
 	next   float64
 	runs   int
+	purged string // bserver purge of this project: its output counts what it archived
 }
 
 // makeCron lists the project's cron jobs (scripts/crontab.example runs the same on the
@@ -220,13 +225,16 @@ func (l *loop) makeCron() {
 		&cronJob{name: "bretry --app bcpu (project B)", args: []string{"bretry", "--app", "bcpu", "--once", "--db", l.dsnB()}, period: 1800})
 	// The lifecycle after validation, after the jobs above in each pass: assimilation
 	// every 10 minutes (a command that logs each workunit, so the summary can tell
-	// that each was handed over once), file deletion hourly an hour after it.
+	// that each was handed over once), file deletion hourly an hour after it, and
+	// purge hourly (--purge-after after the files went).
 	for _, p := range []struct{ name, dsn, dir string }{{"A", l.dsnA(), "A"}, {"B", l.dsnB(), "B"}} {
 		pd := []string{"--db", p.dsn, "--project-dir", filepath.Join(l.dir, p.dir)}
 		l.cron = append(l.cron,
 			&cronJob{name: "bserver assimilate (project " + p.name + ")", period: 600, args: append([]string{"bserver", "assimilate", "--once",
 				"--exec", `echo "$BKIT_WORKUNIT $BKIT_OUTCOME" >> ` + l.assimilatedLog(p.name)}, pd...)},
-			&cronJob{name: "bserver delete-files (project " + p.name + ")", period: 3600, args: append([]string{"bserver", "delete-files", "--once", "--delay", "1h"}, pd...)})
+			&cronJob{name: "bserver delete-files (project " + p.name + ")", period: 3600, args: append([]string{"bserver", "delete-files", "--once", "--delay", "1h"}, pd...)},
+			&cronJob{name: "bserver purge (project " + p.name + ")", period: 3600, purged: p.name, args: append([]string{"bserver", "purge", "--once",
+				"--older-than", exactTime(l.cfg.PurgeAge), "--archive", l.archiveDir(p.name)}, pd...)})
 	}
 	for _, c := range l.cron {
 		c.next = start
@@ -258,8 +266,14 @@ func (l *loop) cronPass(ctx context.Context, now float64, all bool) error {
 			c.next += c.period
 		}
 		c.runs++
-		if _, err := l.exec(ctx, c.args[0], append(c.args[1:], "--now", exactTime(now))...); err != nil {
+		out, err := l.exec(ctx, c.args[0], append(c.args[1:], "--now", exactTime(now))...)
+		if err != nil {
 			return err
+		}
+		if c.purged != "" {
+			var n int
+			fmt.Sscanf(out, "purged %d workunits", &n)
+			l.purged[c.purged] += n
 		}
 	}
 	return nil

@@ -36,7 +36,63 @@ type Summary struct {
 	ProgramRun int             `json:"program_runs"`
 	WallSec    float64         `json:"wall_seconds"`
 	CPUSec     float64         `json:"cpu_seconds"` // the programs' (children's) user + system time
+	Days       []DayFigures    `json:"days"`
 	Broken     []string        `json:"broken_invariants"`
+}
+
+// DayFigures are one project's database and directories at the end of a simulated
+// day (the last one at the end of the run): whether rows and bytes level off once
+// purge and file deletion keep up.
+type DayFigures struct {
+	Day           int     `json:"day"`
+	Project       string  `json:"project"`
+	Workunits     int     `json:"workunits"` // rows in the database now
+	Results       int     `json:"results"`
+	Rows          int     `json:"rows"`   // of every table purge empties (workunit, result, result_file, …)
+	Purged        int     `json:"purged"` // workunits archived so far
+	UploadBytes   float64 `json:"upload_bytes"`
+	DownloadBytes float64 `json:"download_bytes"`
+	ArchiveBytes  float64 `json:"archive_bytes"`
+}
+
+// daySample records DayFigures of both projects for day.
+func (l *loop) daySample(ctx context.Context, day int) error {
+	for _, p := range []struct {
+		name string
+		db   *store.Store
+	}{{"A", l.dbA}, {"B", l.dbB}} {
+		d := DayFigures{Day: day, Project: p.name, Purged: l.purged[p.name]}
+		var err error
+		if d.Workunits, err = count(ctx, p.db, `SELECT COUNT(*) FROM workunit`); err != nil {
+			return err
+		}
+		if d.Results, err = count(ctx, p.db, `SELECT COUNT(*) FROM result`); err != nil {
+			return err
+		}
+		if d.Rows, err = purgeTableRows(ctx, p.db); err != nil {
+			return err
+		}
+		dir := filepath.Join(l.dir, p.name)
+		d.UploadBytes, d.DownloadBytes, d.ArchiveBytes = treeBytes(filepath.Join(dir, "upload")), treeBytes(filepath.Join(dir, "download")), treeBytes(l.archiveDir(p.name))
+		l.days = append(l.days, d)
+		// Also as progress: a long run stopped early still says how it went.
+		l.progress("day %d, project %s: %d workunits, %d results, %d rows in the database; %d purged; upload %s, download %s, archive %s bytes",
+			d.Day, d.Project, d.Workunits, d.Results, d.Rows, d.Purged, cliutil.Num(d.UploadBytes), cliutil.Num(d.DownloadBytes), cliutil.Num(d.ArchiveBytes))
+	}
+	return nil
+}
+
+// purgeTableRows counts the rows of the tables purge empties.
+func purgeTableRows(ctx context.Context, db *store.Store) (int, error) {
+	total := 0
+	for _, t := range store.PurgeTables {
+		n, err := count(ctx, db, `SELECT COUNT(*) FROM `+t)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // ProjectCounts are one project's jobs: results created (by work create, the locality
@@ -60,6 +116,11 @@ type ProjectCounts struct {
 	FilesDeleted int     `json:"workunits_files_deleted"`
 	Files        int     `json:"files_deleted"`
 	FileBytes    float64 `json:"file_bytes_deleted"`
+	// Purged: workunits bserver purge moved into the archive (the counts above include
+	// them: they are read from the database and the archive); Rows: rows of the tables
+	// purge empties still in the database at the end.
+	Purged int `json:"purged"`
+	Rows   int `json:"database_rows"`
 }
 
 // BatchBytes compares what the locality batch's jobs made hosts download (each file
@@ -133,22 +194,37 @@ func (l *loop) summary(ctx context.Context, wall time.Duration) (*Summary, error
 	}
 	s.Server.RPCs, s.Server.Refused = int(rpc.answered), int(rpc.refused)
 	s.Server.P50ms, s.Server.P99ms = rpc.quantile(0.50), rpc.quantile(0.99)
+	// Counts and invariants read each project's rows as if nothing had been purged:
+	// its database and its archive together (merged).
 	for _, p := range []struct {
 		name string
 		db   *store.Store
 	}{{"A", l.dbA}, {"B", l.dbB}} {
-		pc, err := counts(ctx, p.db, p.name)
+		if err := l.rowsBounded(ctx, p.db, p.name); err != nil {
+			return nil, err
+		}
+		m, purged, err := l.merged(ctx, p.db, p.name)
+		if err != nil {
+			return nil, fmt.Errorf("project %s: reading the archive with the database: %w", p.name, err)
+		}
+		defer m.Close()
+		pc, err := counts(ctx, m, p.name)
 		if err != nil {
 			return nil, err
 		}
-		s.Projects = append(s.Projects, pc)
-		if err := l.invariants(ctx, p.db, p.name); err != nil {
+		pc.Purged = purged
+		if pc.Rows, err = purgeTableRows(ctx, p.db); err != nil {
 			return nil, err
 		}
-	}
-	var err error
-	if s.Batch, err = batchBytes(ctx, l.dbA); err != nil {
-		return nil, err
+		s.Projects = append(s.Projects, pc)
+		if err := l.invariants(ctx, m, p.name); err != nil {
+			return nil, err
+		}
+		if p.name == "A" {
+			if s.Batch, err = batchBytes(ctx, m); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if l.cfg.Plot != "" {
 		if err := l.plot(); err != nil {
@@ -161,8 +237,27 @@ func (l *loop) summary(ctx context.Context, wall time.Duration) (*Summary, error
 	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
 		s.CPUSec = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
+	s.Days = l.days
 	s.Broken = append([]string{}, l.broken...)
 	return s, nil
+}
+
+// rowsBounded checks that purge keeps the database bounded: no workunit whose files
+// were deleted more than --purge-after ago, plus two of purge's hourly periods, is
+// still in the database, unless it is a locality job its cursor has not passed yet
+// (purge leaves those for the transitioner).
+func (l *loop) rowsBounded(ctx context.Context, db *store.Store, name string) error {
+	before := l.end - l.cfg.PurgeAge - 2*3600
+	n, err := count(ctx, db, fmt.Sprintf(`SELECT COUNT(*) FROM workunit w WHERE w.file_delete_state = %d AND w.file_delete_time < ?
+		AND (w.cursor_id = 0 OR w.job_num < (SELECT c.first_unfinished_job_num FROM locality_cursor c WHERE c.id = w.cursor_id))`, store.FileDeleteDone), before)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		l.breakf("project %s: rows are not bounded: %d workunits whose files were deleted before %s are still in the database (purge --older-than %s)",
+			name, n, human(before-start), human(l.cfg.PurgeAge))
+	}
+	return nil
 }
 
 func count(ctx context.Context, db *store.Store, q string, args ...any) (int, error) {
@@ -242,6 +337,10 @@ func batchBytes(ctx context.Context, db *store.Store) (BatchBytes, error) {
 //   - no file was deleted while needed: no deletion recorded for a workunit that is
 //     not assimilated, has a result unsent or in progress, or awaits validation; and
 //     every input and uploaded output of a workunit whose files stay is on disk.
+//
+// The summary calls it on the database and its purge archive together (merged, which
+// also breaks an invariant for a row archived twice, or archived and still in the
+// database); rowsBounded checks, on the database alone, that purge keeps up.
 func (l *loop) invariants(ctx context.Context, db *store.Store, name string) error {
 	end := l.end
 	rows, err := db.DB.QueryContext(ctx, `SELECT r.id, r.name, r.server_state, r.outcome, r.report_deadline,
@@ -461,8 +560,23 @@ bretry), "in progress" (sent, deadline ahead). A workunit of two results counts 
 on the left and twice on the right; results not yet sent are created, not sent.
 `)
 	for _, p := range s.Projects {
-		fmt.Fprintf(w, "Project %s lifecycle: %d workunits assimilated, %d with their files deleted (%d files, %s bytes)\n",
-			p.Project, p.Assimilated, p.FilesDeleted, p.Files, cliutil.Num(p.FileBytes))
+		fmt.Fprintf(w, "Project %s lifecycle: %d workunits assimilated, %d with their files deleted (%d files, %s bytes), %d purged into the archive (%d rows left in the database)\n",
+			p.Project, p.Assimilated, p.FilesDeleted, p.Files, cliutil.Num(p.FileBytes), p.Purged, p.Rows)
+	}
+	if len(s.Days) > 0 {
+		fmt.Fprintln(w)
+		t := cliutil.NewTable(w, "day", "project", "workunits", "results", "rows", "purged", "upload bytes", "download bytes", "archive bytes")
+		for _, d := range s.Days {
+			t.Append(d.Day, d.Project, d.Workunits, d.Results, d.Rows, d.Purged, cliutil.Num(d.UploadBytes), cliutil.Num(d.DownloadBytes), cliutil.Num(d.ArchiveBytes))
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+		fmt.Fprint(w, `At the end of each simulated day (the last row: the end of the run): rows of workunits,
+results and of every table purge empties still in the database, workunits purged so far,
+and the bytes in upload/, download/ and the archive. With file deletion and purge
+keeping up, rows and upload bytes level off after the first days; the archive grows.
+`)
 	}
 	fmt.Fprintf(w, "\nLocality batch: %s bytes sent to hosts for %s unique bytes sent (%s of the batch's %s): %.2f copies per file\n",
 		cliutil.Num(s.Batch.Sent), cliutil.Num(s.Batch.UniqueSent), cliutil.Num(s.Batch.UniqueSent), cliutil.Num(s.Batch.UniqueAll), s.Batch.CopiesRatio)
