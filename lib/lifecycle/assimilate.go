@@ -190,14 +190,15 @@ func (a *Assimilator) writeTmp(root *os.Root, rootErr error, j store.AssimilateJ
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	// A killed pass's leftovers for this workunit (only its claim's holder writes it).
-	if old, _ := filepath.Glob(filepath.Join(parent, ".tmp-"+j.Workunit+"-*")); len(old) > 0 {
-		for _, o := range old {
-			os.RemoveAll(o)
-		}
+	// One temporary name per workunit: only its claim's holder writes it, so what is
+	// there is a killed pass's leftover, found by name. (A name of its own per pass
+	// needed a look through the whole directory for leftovers, per workunit: with
+	// 100,000 workunits in a batch's directory most of a pass.)
+	tmp := filepath.Join(parent, ".tmp-"+j.Workunit)
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
 	}
-	tmp, err := os.MkdirTemp(parent, ".tmp-"+j.Workunit+"-")
-	if err != nil {
+	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return "", err
 	}
 	if len(j.Files) > 0 && rootErr != nil {

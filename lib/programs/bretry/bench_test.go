@@ -1,23 +1,17 @@
 package bretry_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/programs/bretry"
 	"github.com/bkit/bkit/lib/retry"
-	"github.com/bkit/bkit/lib/server"
+	"github.com/bkit/bkit/lib/server/servertest"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
 )
@@ -59,69 +53,7 @@ func benchPass(b *testing.B, dsn string) {
 
 	// The endpoint, and hosts that ask it for nothing but still write (their RPC
 	// time) in one transaction each, as every scheduler request does.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	// The endpoint has its own connections, as a bserver process of its own would.
-	sst, err := store.Open(dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sst.Close()
-	go func() { served <- (&server.Server{Store: sst}).Serve(sctx, ln) }()
-	defer func() { cancel(); <-served }()
-	url := server.URLFor(ln) + "scheduler"
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
-	rpc := func(req *boincxml.SchedulerRequest) (*boincxml.SchedulerReply, error) {
-		body, _ := req.Marshal()
-		resp, err := client.Post(url, "text/xml", bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		return boincxml.ParseSchedulerReply(resp.Body)
-	}
-	const hosts = 4
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	var lat []time.Duration
-	var wg sync.WaitGroup
-	for h := 0; h < hosts; h++ {
-		u, err := sst.AddUser(ctx, "volunteer", "", 1) // the scheduler requires an account
-		if err != nil {
-			b.Fatal(err)
-		}
-		req := boincxml.SchedulerRequest{Authenticator: u.Authenticator, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
-		rep, err := rpc(&req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		req.HostID = rep.HostID
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				req.RPCSeqno++
-				t := time.Now()
-				if _, err := rpc(&req); err != nil {
-					b.Error(err)
-					return
-				}
-				mu.Lock()
-				lat = append(lat, time.Since(t))
-				mu.Unlock()
-				time.Sleep(5 * time.Millisecond)
-			}
-		}()
-	}
+	load := servertest.StartLoad(b, dsn, 4)
 
 	p := &bretry.Pass{Store: st, AppID: appID, App: "bench", Now: passAt, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Params: retry.Params{DWU: 86400, Dresult: 3600, NError: 3, Ndet: 6, Nredundancy: 2}}
@@ -136,18 +68,13 @@ func benchPass(b *testing.B, dsn string) {
 	}
 	wall := time.Since(start)
 	b.StopTimer()
-	close(stop)
-	wg.Wait()
+	lat := load.Latencies()
+	load.Stop()
 	if sum.Retried != due && b.N == 1 {
 		b.Fatalf("retried %d, want %d: %+v", sum.Retried, due, sum)
 	}
-	slices.Sort(lat)
 	b.ReportMetric(wall.Seconds()/float64(b.N), "s/pass")
 	b.ReportMetric(float64(due*b.N)/wall.Seconds(), "due-wu/s")
 	b.ReportMetric(float64(n*b.N)/wall.Seconds(), "wu/s")
-	if len(lat) > 0 {
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "rpc-p50-ms")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "rpc-p99-ms")
-		b.ReportMetric(float64(len(lat)), "rpcs")
-	}
+	servertest.Report(b, "rpc-", lat)
 }

@@ -1,0 +1,150 @@
+package lifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/bkit/bkit/lib/filetree"
+	"github.com/bkit/bkit/lib/lifecycle"
+	"github.com/bkit/bkit/lib/server/servertest"
+	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
+)
+
+// benchWorkunits is the size of the lifecycle benchmark: LIFECYCLE_BENCH_WUS
+// workunits (default 1,000,000), a tenth of them ready for each pass.
+func benchWorkunits() int {
+	if n, err := strconv.Atoi(os.Getenv("LIFECYCLE_BENCH_WUS")); err == nil && n >= 10 {
+		return n
+	}
+	return 1_000_000
+}
+
+// BenchmarkLifecycle measures one assimilate (--to), one delete-files and one purge
+// pass over a million workunits of which 100,000 are ready for each, on SQLite, while
+// four hosts keep making scheduler RPCs to an endpoint on the same database: each
+// pass's wall time (assimilate-s, delete-s, purge-s), and the RPCs' p50 and p99
+// latency during it (scripts/bench-lifecycle.sh prints them). The other 900,000
+// workunits are assimilated and their files deleted lately (too young to purge): a
+// project's history the passes must not read. Each of the 100,000 has one result
+// with one uploaded output file. Run with -benchtime 1x: the setup is most of it.
+func BenchmarkLifecycle(b *testing.B) { benchLifecycle(b, storetest.SQLiteDSN(b)) }
+
+// BenchmarkLifecycleMySQL is the same on MySQL/MariaDB (BKIT_TEST_MYSQL_DSN).
+func BenchmarkLifecycleMySQL(b *testing.B) { benchLifecycle(b, storetest.MySQLDSN(b)) }
+
+func benchLifecycle(b *testing.B, dsn string) {
+	if b.N > 1 {
+		b.Skip("one pass each: run with -benchtime 1x")
+	}
+	ctx := context.Background()
+	st := storetest.Open(b, dsn)
+	if _, err := st.AddApp(ctx, "bench", false, created); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "bench", VersionNum: 1, AvgNCPUs: 1}, created); err != nil {
+		b.Fatal(err)
+	}
+	n := benchWorkunits()
+	ready := n / 10
+	const t0 = 50_000_000.0 // the 900,000's assimilation and file deletion
+	t1 := time.Now()
+	if err := st.Populate(ctx, store.PopulateSpec{App: "bench", Hosts: 100, Done: n, ResultsPerWorkunit: 1}, created); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	upload := filepath.Join(dir, "upload")
+	// The history, and an uploaded output for each ready workunit's result.
+	concat := `r.name || '_0'`
+	if st.Engine() == store.MySQL {
+		concat = `CONCAT(r.name, '_0')`
+	}
+	for _, q := range []string{
+		fmt.Sprintf(`UPDATE workunit SET assimilate_state=2, assimilate_time=%g, file_delete_state=2, file_delete_time=%g WHERE id>%d`, t0, t0, ready),
+		fmt.Sprintf(`INSERT INTO result_file (resultid, file_num, name, nbytes, md5_cksum, sha256, upload_time)
+			SELECT r.id, 0, %s, 100, '', '', %d FROM result r WHERE r.workunitid<=%d`, concat, created, ready),
+	} {
+		if _, err := st.DB.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rows, err := st.DB.QueryContext(ctx, `SELECT f.name FROM result_file f`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 100)
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			b.Fatal(err)
+		}
+		path := filepath.Join(upload, filetree.Path(name))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	rows.Close()
+	b.Logf("setup: %d workunits, %d ready, %v", n, ready, time.Since(t1))
+
+	load := servertest.StartLoad(b, dsn, benchHosts())
+	defer load.Stop()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b.ResetTimer()
+	// Assimilation 20 days before t0, file deletion 10 days before, purge of what went
+	// more than 5 days ago an hour after t0: the ready 100,000 and none of the rest.
+	for _, pass := range []struct {
+		name string
+		run  func() (int, error)
+	}{
+		{"assimilate", func() (int, error) {
+			a := &lifecycle.Assimilator{Store: st, UploadDir: upload, To: filepath.Join(dir, "results"), Clock: lifecycle.NewClock(t0 - 20*86400),
+				Owner: lifecycle.Owner(), Lease: 600, Log: log}
+			sum, err := a.Run(ctx)
+			return sum.Assimilated, err
+		}},
+		{"delete", func() (int, error) {
+			d := &lifecycle.FileDeleter{Store: st, UploadDir: upload, DownloadDir: filepath.Join(dir, "download"), Clock: lifecycle.NewClock(t0 - 10*86400), Log: log}
+			sum, err := d.Run(ctx)
+			return sum.Workunits, err
+		}},
+		{"purge", func() (int, error) {
+			p := &lifecycle.Purger{Store: st, Archive: filepath.Join(dir, "archive"), OlderThan: 5 * 86400, Clock: lifecycle.NewClock(t0 + 3600),
+				Owner: lifecycle.Owner(), Lease: 600, Log: log}
+			sum, err := p.Run(ctx)
+			return sum.Workunits, err
+		}},
+	} {
+		load.Latencies()
+		start := time.Now()
+		done, err := pass.run()
+		wall := time.Since(start)
+		if err != nil {
+			b.Fatalf("%s: %v", pass.name, err)
+		}
+		if done != ready {
+			b.Fatalf("%s: %d workunits, want %d", pass.name, done, ready)
+		}
+		b.ReportMetric(wall.Seconds(), pass.name+"-s")
+		b.ReportMetric(float64(done)/wall.Seconds(), pass.name+"-wu/s")
+		servertest.Report(b, pass.name+"-rpc-", load.Latencies())
+	}
+}
+
+// benchHosts is how many hosts keep the endpoint busy: LIFECYCLE_BENCH_HOSTS, default 4
+// (0: the passes alone).
+func benchHosts() int {
+	if n, err := strconv.Atoi(os.Getenv("LIFECYCLE_BENCH_HOSTS")); err == nil && n >= 0 {
+		return n
+	}
+	return 4
+}

@@ -1,0 +1,85 @@
+package lifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bkit/bkit/lib/lifecycle"
+	"github.com/bkit/bkit/lib/store"
+)
+
+// TestLifecyclePlans runs an assimilate, a delete-files and a purge pass on a database
+// the size of planScale's (lib/server: 8,000 workunits, some of each stage's ready and
+// most of them not), records every statement they run, and fails on any whose plan
+// reads the whole of workunit or result (store.FullScans): a pass's cost must follow
+// its backlog, not the project's history. SQLite only for now: MariaDB's estimates on
+// this database flag the assimilation claim (assimilate_ready=1, ref, thousands of
+// rows estimated for 300), the batch file deleter's join of cursors with workunits
+// (every workunit's cursor_id is 0) and the purge window, which does walk the young
+// file-deleted workunits in id order (issue 27's report: walk them by
+// file_delete_time instead).
+func TestLifecyclePlans(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, engine, dsn string) {
+		if engine != store.SQLite {
+			t.Skip("MariaDB's plans: see the comment")
+		}
+		ctx := context.Background()
+		p := newProject(t, dsn, 0)
+		if err := p.s.Populate(ctx, store.PopulateSpec{App: "sim", Hosts: 100, Done: 7000, InProgress: 500, Unsent: 500}, created); err != nil {
+			t.Fatal(err)
+		}
+		// The history: assimilated and cleaned lately, all but 300 of the finished.
+		hist := created + 28*86400
+		p.exec(t, `UPDATE workunit SET assimilate_state=2, assimilate_time=?, file_delete_state=2, file_delete_time=? WHERE id>300 AND canonical_resultid<>0`, hist, hist)
+		var mu sync.Mutex
+		seen := map[string][]any{}
+		var order []string
+		p.s.TraceStatements(func(q string, args []any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := seen[q]; !ok {
+				seen[q] = slices.Clone(args)
+				order = append(order, q)
+			}
+		})
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		a := &lifecycle.Assimilator{Store: p.s, UploadDir: filepath.Join(p.dir, "upload"), To: filepath.Join(p.dir, "results"),
+			Clock: lifecycle.NewClock(created + 86400), Owner: lifecycle.Owner(), Lease: 600, Log: log}
+		if sum, err := a.Run(ctx); err != nil || sum.Assimilated != 300 {
+			t.Fatalf("assimilate: %v, %v", sum, err)
+		}
+		d := &lifecycle.FileDeleter{Store: p.s, UploadDir: filepath.Join(p.dir, "upload"), DownloadDir: filepath.Join(p.dir, "download"),
+			Clock: lifecycle.NewClock(created + 2*86400), Log: log}
+		if sum, err := d.Run(ctx); err != nil || sum.Workunits != 300 {
+			t.Fatalf("delete-files: %v, %v", sum, err)
+		}
+		pu := &lifecycle.Purger{Store: p.s, Archive: filepath.Join(p.dir, "archive"), OlderThan: 5 * 86400, Batch: 100,
+			Clock: lifecycle.NewClock(created + 30*86400), Owner: lifecycle.Owner(), Lease: 600, Log: log}
+		if sum, err := pu.Run(ctx); err != nil || sum.Workunits != 300 {
+			t.Fatalf("purge: %v, %v", sum, err)
+		}
+		p.s.TraceStatements(nil)
+		var scans []string
+		for _, q := range order {
+			found, err := p.s.FullScans(ctx, q, seen[q], "workunit", "result")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range found {
+				scans = append(scans, fmt.Sprintf("%s\n    %s", strings.Join(strings.Fields(q), " "), f))
+			}
+		}
+		if len(scans) > 0 {
+			t.Errorf("%d statements of the lifecycle passes read all of workunit or result:\n%s", len(scans), strings.Join(scans, "\n"))
+		}
+		t.Logf("%d distinct statements checked", len(order))
+	})
+}

@@ -1,0 +1,31 @@
+#!/bin/sh
+# bench-lifecycle.sh: one assimilate (--to), one delete-files and one purge pass over
+# 1,000,000 workunits of which 100,000 are ready for each (one result, one 100-byte
+# output file each; the other 900,000 assimilated and cleaned lately, too young to
+# purge), in the jobs' default batches, while four hosts make scheduler RPCs to a
+# bserver endpoint on the same database: each pass's wall time, workunits per second,
+# and the RPCs' p50/p99 latency during it. Runs lib/lifecycle's BenchmarkLifecycle
+# (SQLite) and, when BKIT_TEST_MYSQL_DSN is set, BenchmarkLifecycleMySQL. Building the
+# million rows and the 100,000 files takes longer than the passes.
+#
+#   bash scripts/bench-lifecycle.sh
+#   LIFECYCLE_BENCH_WUS=200000 bash scripts/bench-lifecycle.sh
+set -eu
+cd "$(dirname "$0")/.."
+pattern='^BenchmarkLifecycle$'
+if [ -n "${BKIT_TEST_MYSQL_DSN:-}" ]; then pattern='^BenchmarkLifecycle(MySQL)?$'; fi
+out=$(go test -run '^$' -bench "$pattern" -benchtime 1x -timeout 90m ./lib/lifecycle/)
+echo "$out" | awk '
+BEGIN { printf "%-44s %10s %12s %10s %10s\n", "figure (1M workunits, 100k ready)", "pass s", "wu/s", "RPC p50", "RPC p99 ms" }
+/^BenchmarkLifecycle/ {
+	engine = ($1 ~ /MySQL/) ? "MariaDB" : "SQLite"
+	delete v
+	for (i = 3; i < NF; i++) v[$(i+1)] = $i
+	split("assimilate delete purge", passes, " ")
+	for (k = 1; k <= 3; k++) {
+		p = passes[k]
+		printf "%-44s %10.2f %12.0f %10.2f %10.2f\n", p " pass, " engine, v[p "-s"], v[p "-wu/s"], v[p "-rpc-p50-ms"], v[p "-rpc-p99-ms"]
+	}
+	n++
+}
+END { if (n == 0) { print "benchmark did not run" > "/dev/stderr"; exit 1 } }'
