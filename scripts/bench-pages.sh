@@ -6,7 +6,7 @@
 # byte over loopback, as serve answers by default (the status figures read at most once
 # a minute, ahead of the views) and with the figures read at every view; then scheduler
 # RPCs per second with the metrics on and off, side by side in one run
-# (BenchmarkSchedulerRPCMetrics, -count RUNS interleaves them).
+# (BenchmarkSchedulerRPCMetrics: RUNS rounds of off then on).
 #
 #   bash scripts/bench-pages.sh
 #   RESULTS=100000 VIEWS=50 RUNS=1 RPCS=2000 bash scripts/bench-pages.sh
@@ -26,13 +26,14 @@ BEGIN { printf "%-62s %8s %10s %10s\n", sprintf("page over %d results (SQLite, l
 }
 END { if (k == 0) { print "benchmark did not run" > "/dev/stderr"; exit 1 } }'
 
-out=$(go test -run '^$' -bench '^BenchmarkSchedulerRPCMetrics$' -benchtime "${RPCS}x" -count "$RUNS" ./lib/server/)
+out=$(BKIT_BENCH_ROUNDS="$RUNS" go test -run '^$' -bench '^BenchmarkSchedulerRPCMetrics$' -benchtime "${RPCS}x" ./lib/server/)
 echo "$out" | awk -v rpcs="$RPCS" '
 BEGIN { printf "\n%-62s %8s %10s %10s %10s\n", "scheduler RPCs (SQLite FULL, 16 hosts), run by run", "RPCs", "RPC/s", "p50 ms", "p99 ms" }
 /^BenchmarkSchedulerRPCMetrics\// {
-	name = $1; sub(/^BenchmarkSchedulerRPCMetrics\//, "", name); sub(/-[0-9]+$/, "", name)
+	name = $1; sub(/^BenchmarkSchedulerRPCMetrics\/round=[0-9]+\//, "", name); sub(/-[0-9]+$/, "", name)
 	for (i = 3; i < NF; i++) { if ($(i+1) == "rpc/s") r = $i; if ($(i+1) == "p50-ms") p50 = $i; if ($(i+1) == "p99-ms") p99 = $i }
-	printf "%-62s %8d %10.0f %10.2f %10.2f\n", name, rpcs, r, p50, p99
+	round = $1; sub(/^BenchmarkSchedulerRPCMetrics\/round=/, "", round); sub(/\/.*/, "", round)
+	printf "%-62s %8d %10.0f %10.2f %10.2f\n", "round " round ", " name, rpcs, r, p50, p99
 	sum[name] += r; cnt[name]++
 }
 END {

@@ -145,15 +145,25 @@ func populatePages(b *testing.B, st *store.Store, n int) {
 
 // BenchmarkSchedulerRPCMetrics is BenchmarkSchedulerRPC (SQLite, synchronous=FULL, 16
 // hosts each reporting one job and getting one) with the metrics on (the default) and
-// off (serve --no-metrics), side by side in one run: -count N interleaves them.
+// off (serve --no-metrics), side by side in one run: BKIT_BENCH_ROUNDS rounds (3 by
+// default) of off then on, so that the machine's load falls on both alike.
 func BenchmarkSchedulerRPCMetrics(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		name := "metrics=off"
-		if on {
-			name = "metrics=on"
+	rounds := 3
+	if v := os.Getenv("BKIT_BENCH_ROUNDS"); v != "" {
+		var err error
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
+			b.Fatalf("BKIT_BENCH_ROUNDS=%q: want a number of rounds >= 1", v)
 		}
-		b.Run(name, func(b *testing.B) {
-			benchRPC(b, storetest.SQLiteDSN(b), 0, server.Config{NoMetrics: !on})
-		})
+	}
+	for round := 1; round <= rounds; round++ {
+		for _, on := range []bool{false, true} {
+			name := fmt.Sprintf("round=%d/metrics=off", round)
+			if on {
+				name = fmt.Sprintf("round=%d/metrics=on", round)
+			}
+			b.Run(name, func(b *testing.B) {
+				benchRPC(b, storetest.SQLiteDSN(b), 0, server.Config{NoMetrics: !on})
+			})
+		}
 	}
 }
