@@ -82,4 +82,7 @@ s=$(date +%s%N); "$tmp/blocality" simulate > /dev/null; e=$(date +%s%N)
 awk -v us=$(( (e - s) / 1000 )) 'BEGIN { printf "%-62s %.1f s\n", "blocality simulate, 200 hosts/5,000 files/50,000 jobs, wall", us/1e6 }'
 if [ -f scripts/bench-bretry.sh ]; then bash scripts/bench-bretry.sh; fi
 if [ -f scripts/bench-lifecycle.sh ]; then bash scripts/bench-lifecycle.sh; fi
+# The status page, /metrics and volunteers' pages over 1,000,000 results; scheduler
+# RPC/s with the metrics on and off (issue 31).
+if [ -f scripts/bench-pages.sh ]; then VIEWS=30 bash scripts/bench-pages.sh; fi
 if [ -f scripts/bench-fullloop.sh ]; then bash scripts/bench-fullloop.sh; fi
