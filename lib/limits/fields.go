@@ -45,6 +45,10 @@ const (
 	// an app's NError and Ndet, a workunit's or batch's max_error_results,
 	// max_total_results and max_success_results (BOINC's defaults are 3 to 10).
 	WorkunitResults = 1000
+	// Quota bounds an app's quotas per instance (jobs a day, jobs in progress): a
+	// million, far above any project's (BOINC's make_project writes 500 a day), and
+	// small enough that times 64 instances it stays an exact integer everywhere.
+	Quota = 1_000_000
 )
 
 // Checker collects the first problem among the fields it is shown, each named by its

@@ -142,9 +142,10 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 					break
 				}
 				av, ok := best[c.AppID]
-				if !ok || st.wus[c.WUID] {
-					continue // a second replica of a job this reply already carries
+				if !ok || st.wus[c.WUID] || !st.quotas.mayTake(av) {
+					continue // a second replica of a job this reply already carries, or the host's quota is spent
 				}
+				st.quotas.took(av)
 				st.wus[c.WUID] = true
 				n.fill(av, c.FpopsEst, caps)
 				claimed = append(claimed, c)

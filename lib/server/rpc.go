@@ -233,6 +233,15 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
+	var recorded []store.Report
+	for i, st := range statuses {
+		if st == store.ReportRecorded {
+			recorded = append(recorded, reports[i])
+		}
+	}
+	if err := adjustQuotas(tx, host.ID, recorded, now); err != nil {
+		return fmt.Errorf("reports: quotas: %w", err)
+	}
 	for i, r := range req.Results {
 		st := statuses[i]
 		switch st {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -127,6 +128,7 @@ type sendState struct {
 	// uploadKey signs upload permissions (uploadToken); nil: the project takes no
 	// uploads and sends no jobs with output files.
 	uploadKey []byte
+	quotas    *hostQuotas    // what the host may still be sent of each version
 	wus       map[int64]bool // workunits this reply carries a result of
 
 	// Read ahead for the jobs being added (prefetch): their workunits' files and
@@ -217,15 +219,21 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 	if len(requests) == 0 && req.OtherResults == nil {
 		return nil
 	}
-	caps := hostCaps{ncpus: req.HostInfo.PNCPUs, cpuFpop: req.HostInfo.PFpops, coprocs: req.HostCoprocs()}
+	ncpus, coprocs := capClaims(req.HostInfo.PNCPUs, req.HostCoprocs())
+	caps := hostCaps{ncpus: ncpus, cpuFpop: req.HostInfo.PFpops, coprocs: coprocs}
 	versions, err := tx.AppVersions()
 	if err != nil {
 		return err
 	}
 	versions = forPlatforms(versions, req.Platforms())
+	quotas, err := loadQuotas(tx, host.ID, versions, caps, now)
+	if err != nil {
+		return err
+	}
 	st := &sendState{maxJobs: orDefault(s.Config.MaxJobsPerRPC, DefaultMaxJobsPerRPC),
 		apps: map[int64]bool{}, versions: map[int64]bool{}, files: map[string]bool{},
-		wus: map[int64]bool{}, tx: tx, host: host, base: base, uploadKey: s.Config.UploadKey}
+		wus: map[int64]bool{}, tx: tx, host: host, base: base, uploadKey: s.Config.UploadKey, quotas: quotas}
+	held := map[string]bool{} // why versions the host could have used were held by a quota
 	var resent map[string]need
 	if req.OtherResults != nil {
 		if resent, err = s.resendLost(tx, host, req, reply, versions, caps, st, now); err != nil {
@@ -237,6 +245,10 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 		best := map[int64]store.AppVersion{}
 		for _, av := range versions {
 			if (rr.Resource != boincxml.AnyResource && resourceOf(av) != rr.Resource) || !caps.canRun(av) {
+				continue
+			}
+			if !quotas.mayTake(av) {
+				held[quotas.why[av.ID]] = true
 				continue
 			}
 			if cur, ok := best[av.AppID]; !ok || caps.better(av, cur) {
@@ -300,10 +312,10 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 				if !n.more() || st.full(reply) {
 					break
 				}
-				if st.wus[c.WUID] {
-					continue // a second replica of a job this reply already carries
-				}
 				av := best[c.AppID]
+				if st.wus[c.WUID] || !quotas.mayTake(av) {
+					continue // a second replica of a job this reply already carries, or the host's quota is spent
+				}
 				deadline := now + c.DelayBound
 				ok, err := tx.ClaimResult(c.ResultID, host.ID, av.ID, now, deadline)
 				if err != nil {
@@ -312,14 +324,23 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 				if !ok {
 					continue // another scheduler sent it first
 				}
+				quotas.took(av)
 				n.fill(av, c.FpopsEst, caps)
 				if err := st.addJob(reply, c, av, deadline, nil); err != nil {
 					return err
 				}
 			}
+			plain = slices.DeleteFunc(plain, func(id int64) bool { return !quotas.mayTake(best[id]) })
 		}
 	}
-	return nil
+	if len(reply.ResultsSent) == 0 && len(held) > 0 {
+		// Why no work, as BOINC's scheduler says it (the client logs it).
+		for _, why := range slices.Sorted(maps.Keys(held)) {
+			reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow, Text: why})
+			s.log().Info("no work sent: quota", "host", host.ID, "reason", why)
+		}
+	}
+	return quotas.save(tx, host.ID, now)
 }
 
 // resendLost puts back in the reply the results in progress on this host that the

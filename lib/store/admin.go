@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/bkit/bkit/lib/quota"
 	"math"
 	"strings"
 )
@@ -98,6 +99,9 @@ type AppVersion struct {
 	Flops       float64 // FLOPS a job of this version gets; 0: use the host's figures
 	Locality    bool    // the app uses locality scheduling (read only)
 	Files       []AppVersionFile
+	// Quota is the app's quotas for this version's resource (its CPU or its GPU
+	// limits; read only, Tx.AppVersions).
+	Quota quota.Limits
 }
 
 // appID returns the id of the app named name.

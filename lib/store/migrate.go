@@ -536,6 +536,26 @@ var migrations = [][]string{
 	{
 		`CREATE INDEX workunit_assimilate_app ON workunit (assimilate_ready, appid)`,
 	},
+	// 18: quotas (issue 27). An app's jobs a day per CPU and per GPU instance
+	// (BOINC's daily_result_quota) and jobs in progress per instance (BOINC's
+	// max_wus_in_progress, max_wus_in_progress_gpu), 0 for no limit; host_app_version
+	// is BOINC's table of the same name: a host's own daily quota of an app version
+	// (max_jobs_per_day, 0 until set: the app's), lowered by its errors and raised by
+	// its successes, and the jobs sent on day jobs_day (UTC days since 1970).
+	{
+		`ALTER TABLE app ADD COLUMN daily_quota BIGINT NOT NULL DEFAULT 500`,
+		`ALTER TABLE app ADD COLUMN daily_quota_gpu BIGINT NOT NULL DEFAULT 500`,
+		`ALTER TABLE app ADD COLUMN max_in_progress BIGINT NOT NULL DEFAULT 10`,
+		`ALTER TABLE app ADD COLUMN max_in_progress_gpu BIGINT NOT NULL DEFAULT 10`,
+		`CREATE TABLE host_app_version (
+			host_id BIGINT NOT NULL,
+			app_version_id BIGINT NOT NULL,
+			max_jobs_per_day BIGINT NOT NULL DEFAULT 0,
+			n_jobs_today BIGINT NOT NULL DEFAULT 0,
+			jobs_day BIGINT NOT NULL DEFAULT 0,
+			PRIMARY KEY (host_id, app_version_id)
+		){TABLE}`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

@@ -17,13 +17,19 @@ type AppRetry struct {
 	NError      int
 	Ndet        int
 	Nredundancy int
+	// The app's quotas (the scheduler's, not bretry's; columns daily_quota,
+	// daily_quota_gpu, max_in_progress, max_in_progress_gpu): jobs a day per CPU and
+	// per GPU instance, jobs in progress per CPU and per GPU instance; 0 no limit.
+	DailyQuota, DailyQuotaGPU, MaxInProgress, MaxInProgressGPU int
 }
 
 // AppRetryByName returns the retry parameters of the app named name, or ErrNotFound.
 func (s *Store) AppRetryByName(ctx context.Context, name string) (AppRetry, error) {
 	var a AppRetry
-	err := s.DB.QueryRowContext(ctx, `SELECT id, retry_dwu, retry_dresult, retry_nerror, retry_ndet, retry_nredundancy
-		FROM app WHERE name=?`, name).Scan(&a.AppID, &a.DWU, &a.Dresult, &a.NError, &a.Ndet, &a.Nredundancy)
+	err := s.DB.QueryRowContext(ctx, `SELECT id, retry_dwu, retry_dresult, retry_nerror, retry_ndet, retry_nredundancy,
+		daily_quota, daily_quota_gpu, max_in_progress, max_in_progress_gpu
+		FROM app WHERE name=?`, name).Scan(&a.AppID, &a.DWU, &a.Dresult, &a.NError, &a.Ndet, &a.Nredundancy,
+		&a.DailyQuota, &a.DailyQuotaGPU, &a.MaxInProgress, &a.MaxInProgressGPU)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("app %q: %w", name, ErrNotFound)
 	}
@@ -32,8 +38,9 @@ func (s *Store) AppRetryByName(ctx context.Context, name string) (AppRetry, erro
 
 // AppRetrySet says which retry parameters SetAppRetry changes: nil leaves one as it is.
 type AppRetrySet struct {
-	DWU, Dresult              *float64
-	NError, Ndet, Nredundancy *int
+	DWU, Dresult                                               *float64
+	NError, Ndet, Nredundancy                                  *int
+	DailyQuota, DailyQuotaGPU, MaxInProgress, MaxInProgressGPU *int
 }
 
 // SetAppRetry changes the retry parameters set in p of the app named name and returns
@@ -59,6 +66,14 @@ func (s *Store) SetAppRetry(ctx context.Context, name string, p AppRetrySet) (Ap
 	}
 	if p.Nredundancy != nil {
 		add("retry_nredundancy", *p.Nredundancy)
+	}
+	for _, q := range []struct {
+		col string
+		v   *int
+	}{{"daily_quota", p.DailyQuota}, {"daily_quota_gpu", p.DailyQuotaGPU}, {"max_in_progress", p.MaxInProgress}, {"max_in_progress_gpu", p.MaxInProgressGPU}} {
+		if q.v != nil {
+			add(q.col, *q.v)
+		}
 	}
 	err := s.InTx(ctx, func(tx *Tx) error {
 		id, err := tx.appID(name)

@@ -15,7 +15,8 @@ func TestAppRetry(t *testing.T) {
 		ctx := context.Background()
 		appID, _ := setupWork(t, s, 1, 1)
 		got, err := s.AppRetryByName(ctx, "sim")
-		want := store.AppRetry{AppID: appID, DWU: 172800, Dresult: 86400, NError: 3, Ndet: 6, Nredundancy: 1}
+		want := store.AppRetry{AppID: appID, DWU: 172800, Dresult: 86400, NError: 3, Ndet: 6, Nredundancy: 1,
+			DailyQuota: 500, DailyQuotaGPU: 500, MaxInProgress: 10, MaxInProgressGPU: 10}
 		if err != nil || got != want {
 			t.Fatalf("defaults = %+v, %v; want %+v", got, err, want)
 		}

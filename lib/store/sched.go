@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/bkit/bkit/lib/quota"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -118,7 +119,8 @@ func (t *Tx) UpdateHostRPC(h *Host) error {
 // AppVersions returns every app version not deprecated, of apps not deprecated.
 func (t *Tx) AppVersions() ([]AppVersion, error) {
 	rows, err := t.query(`SELECT v.id, v.appid, a.name, v.version_num, v.platform, v.plan_class, v.avg_ncpus, v.coproc_type, v.coproc_count, v.flops,
-		a.locality_scheduling FROM app_version v JOIN app a ON a.id=v.appid WHERE v.deprecated=0 AND a.deprecated=0 ORDER BY v.id`)
+		a.locality_scheduling, a.daily_quota, a.daily_quota_gpu, a.max_in_progress, a.max_in_progress_gpu
+		FROM app_version v JOIN app a ON a.id=v.appid WHERE v.deprecated=0 AND a.deprecated=0 ORDER BY v.id`)
 	if err != nil {
 		return nil, err
 	}
@@ -127,10 +129,15 @@ func (t *Tx) AppVersions() ([]AppVersion, error) {
 	for rows.Next() {
 		var v AppVersion
 		var loc int
-		if err := rows.Scan(&v.ID, &v.AppID, &v.AppName, &v.VersionNum, &v.Platform, &v.PlanClass, &v.AvgNCPUs, &v.CoprocType, &v.CoprocCount, &v.Flops, &loc); err != nil {
+		var cpu, gpu quota.Limits
+		if err := rows.Scan(&v.ID, &v.AppID, &v.AppName, &v.VersionNum, &v.Platform, &v.PlanClass, &v.AvgNCPUs, &v.CoprocType, &v.CoprocCount, &v.Flops, &loc,
+			&cpu.PerDay, &gpu.PerDay, &cpu.InProgress, &gpu.InProgress); err != nil {
 			return nil, err
 		}
 		v.Locality = loc != 0
+		if v.Quota = cpu; v.CoprocType != "" {
+			v.Quota = gpu
+		}
 		out = append(out, v)
 	}
 	return out, rows.Err()

@@ -58,8 +58,8 @@ files; blocality creates the batches, cursors and jobs.`,
 			},
 		}, {
 			Name:      "set",
-			Usage:     "change an application's retry parameters (seed 003, used by bretry)",
-			UsageText: "bserver app set --db DSN NAME [--dwu D] [--dresult D] [--nerror N] [--ndet N] [--nredundancy N]",
+			Usage:     "change an application's retry parameters (seed 003, used by bretry) and quotas (used by bserver serve)",
+			UsageText: "bserver app set --db DSN NAME [--dwu D] [--dresult D] [--nerror N] [--ndet N] [--nredundancy N] [--daily-quota N] [--daily-quota-gpu N] [--max-in-progress N] [--max-in-progress-gpu N]",
 			Description: cliutil.Help(`
 Sets the retry parameters of application NAME that bretry uses when its own flags do
 not give them (seed 003): DWU, the expected delay from creating a workunit to its
@@ -68,8 +68,20 @@ creating a result to its report (its deadline); NError, give up after this many 
 results; Ndet, give up after this many results done without a canonical result;
 Nredundancy, try to get at least this many non-error results. Parameters not given
 stay as they are (new apps: DWU 2d, Dresult 1d, NError 3, Ndet 6, Nredundancy 1).
-Prints all five afterwards. Durations are seconds or take a unit: 90s, 30m, 36h, 2d.`,
-				[]string{"bserver app set --db project.db uppercase --dwu 3d --dresult 1d --nredundancy 2", "bserver app set --db project.db uppercase"}, ""),
+
+And the quotas the scheduler holds each host to, per app version, as BOINC's does:
+--daily-quota N jobs a day per CPU (BOINC's daily_result_quota; new apps 500, the
+value BOINC's make_project writes) and --daily-quota-gpu N per GPU, times the host's
+CPUs or GPUs of the version's type (each count taken at most 64, however many the
+host claims); each host has its own quota per app version, one less after each error
+result (at least 1, which is not multiplied) and doubled, up to the app's, after each
+success; the day is the UTC day. --max-in-progress N and --max-in-progress-gpu N jobs
+in progress per CPU or GPU (new apps 10). 0 means no limit. A host held by a quota
+gets no job of that version and the reply says why ("This computer has finished a
+daily quota of N tasks", "This computer has reached a limit on tasks in progress").
+
+Prints them all afterwards. Durations are seconds or take a unit: 90s, 30m, 36h, 2d.`,
+				[]string{"bserver app set --db project.db uppercase --dwu 3d --dresult 1d --nredundancy 2", "bserver app set --db project.db uppercase --daily-quota 100 --max-in-progress 4", "bserver app set --db project.db uppercase"}, ""),
 			Flags: retryFlags(),
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				if cmd.Args().Len() != 1 {
@@ -88,8 +100,8 @@ Prints all five afterwards. Durations are seconds or take a unit: 90s, 30m, 36h,
 				if err != nil {
 					return userError(err)
 				}
-				fmt.Fprintf(cmd.Root().Writer, "app %s: dwu %ss, dresult %ss, nerror %d, ndet %d, nredundancy %d\n", cmd.Args().First(),
-					cliutil.Num(a.DWU), cliutil.Num(a.Dresult), a.NError, a.Ndet, a.Nredundancy)
+				fmt.Fprintf(cmd.Root().Writer, "app %s: dwu %ss, dresult %ss, nerror %d, ndet %d, nredundancy %d, daily quota %d (GPU %d), in progress %d (GPU %d)\n", cmd.Args().First(),
+					cliutil.Num(a.DWU), cliutil.Num(a.Dresult), a.NError, a.Ndet, a.Nredundancy, a.DailyQuota, a.DailyQuotaGPU, a.MaxInProgress, a.MaxInProgressGPU)
 				return nil
 			},
 		}},
@@ -104,6 +116,10 @@ func retryFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nerror", Usage: "give up on a workunit after `N` error results (1 to 1000)"},
 		&cli.IntFlag{Name: "ndet", Usage: "give up on a workunit after `N` results done without a canonical result (1 to 1000)"},
 		&cli.IntFlag{Name: "nredundancy", Usage: "try to get at least `N` non-error results (1 to 100)"},
+		&cli.IntFlag{Name: "daily-quota", Usage: "quota: `N` jobs a day per CPU of a host (BOINC's daily_result_quota; 0 no limit; new apps 500)"},
+		&cli.IntFlag{Name: "daily-quota-gpu", Usage: "quota: `N` jobs a day per GPU of a host (0 no limit; new apps 500)"},
+		&cli.IntFlag{Name: "max-in-progress", Usage: "quota: `N` jobs in progress per CPU of a host (0 no limit; new apps 10)"},
+		&cli.IntFlag{Name: "max-in-progress-gpu", Usage: "quota: `N` jobs in progress per GPU of a host (0 no limit; new apps 10)"},
 	}
 }
 
@@ -138,6 +154,19 @@ func retrySet(cmd *cli.Command) (store.AppRetrySet, error) {
 		v := cmd.Int(f.name)
 		if v < 1 || v > f.max {
 			return set, cliutil.Usagef("--%s: must be 1 to %d, got %d", f.name, f.max, v)
+		}
+		*f.p = &v
+	}
+	for _, f := range []struct {
+		name string
+		p    **int
+	}{{"daily-quota", &set.DailyQuota}, {"daily-quota-gpu", &set.DailyQuotaGPU}, {"max-in-progress", &set.MaxInProgress}, {"max-in-progress-gpu", &set.MaxInProgressGPU}} {
+		if !cmd.IsSet(f.name) {
+			continue
+		}
+		v := cmd.Int(f.name)
+		if v < 0 || v > limits.Quota {
+			return set, cliutil.Usagef("--%s: must be 0 (no limit) to %d, got %d", f.name, limits.Quota, v)
 		}
 		*f.p = &v
 	}

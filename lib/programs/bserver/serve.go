@@ -83,7 +83,10 @@ results are recorded once (a repeated report is acknowledged and changes nothing
 per seed 002: only for resources with a nonzero request, enough to fill both the
 requested seconds and instances, with app versions the host can run; a request with
 only work_req_seconds (an old client) takes jobs of any resource the host can run,
-the fastest version per app; report deadline = now + the delay bound.
+the fastest version per app; report deadline = now + the delay bound. Each host is
+held to the quotas of each app version (jobs a day and in progress per CPU or GPU, see
+'bserver app set --help'), with the CPUs and GPUs it claims taken at most 64 each, as
+BOINC does; a reply without jobs says which quota held.
 
 Bad requests get a <scheduler_reply> with a notice and a log line on standard error:
 malformed XML (HTTP 400), a body over --max-body bytes (413, default %d), a missing or
