@@ -44,7 +44,10 @@ func (w *Workspace) Simulate(doc *state.Document, now float64) {
 // Reset makes the next Simulate run afresh at the same moment.
 func (w *Workspace) Reset() { w.simDone = false }
 
-func (w *Workspace) simulate(doc *state.Document, now float64) {
+// prepare is the simulation's start (init_pending_lists, project_priority_init): the
+// pending lists, the projects with runnable jobs and their priorities, the counts; no
+// job misses yet. It returns the REC sum.
+func (w *Workspace) prepare(doc *state.Document) float64 {
 	h := &doc.Host
 	nR := w.nRes
 	for r := range w.Sim {
@@ -79,7 +82,13 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 			w.nusedTotal[k] += j.inst
 		}
 	}
-	recSum := Priorities(doc, w.rec, w.eligible, w.prio, w.shareFrac)
+	return Priorities(doc, w.rec, w.eligible, w.prio, w.shareFrac)
+}
+
+func (w *Workspace) simulate(doc *state.Document, now float64) {
+	h := &doc.Host
+	nR := w.nRes
+	recSum := w.prepare(doc)
 
 	bufEnd := now + WorkBufTotal(&doc.Preferences)
 	compDeadline := WorkBufMin(&doc.Preferences) + DeadlineCushion
@@ -225,4 +234,50 @@ func (w *Workspace) resourceOrder() []int {
 		}
 	}
 	return append(w.order, w.cpuRes)
+}
+
+// noMissPossible reports whether no job can miss its deadline in the simulation, from
+// a bound (prepare done): at every moment of the simulation at least one job of each
+// resource with jobs left runs at its full rate (pick takes a project's job before it
+// checks saturation), so the sum over a resource's jobs of their remaining time ÷
+// rate bounds when its last job finishes. When every job's computation deadline is at
+// or after that bound, the simulation would mark no miss.
+func (w *Workspace) noMissPossible(doc *state.Document, now float64) bool {
+	w.bound = grow(w.bound, w.nRes)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		w.bound[j.res] += j.simLeft / j.simRate
+	}
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if now+w.bound[j.res] > j.deadline-comp {
+			return false
+		}
+	}
+	return true
+}
+
+// noFetchPossible reports whether ChooseProject would find no resource to ask for,
+// from the simulation's first pick alone (prepare done): a resource whose instances
+// are all busy at the start stays so until the first active job finishes (the pick
+// does not change before), so its saturated time is at least that job's finish. When
+// every resource is saturated at the start and no active job finishes before
+// work_buf_min, no resource's saturated time is below work_buf_min.
+func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
+	w.pick(doc, recSum)
+	h := &doc.Host
+	for r := range h.Resources {
+		if float64(h.Resources[r].Instances)-w.resUsed(r) > 1e-6 {
+			return false
+		}
+	}
+	bufMin := WorkBufMin(&doc.Preferences)
+	for _, a := range w.active {
+		j := &w.jobs[a]
+		if j.simLeft/j.simRate < bufMin {
+			return false
+		}
+	}
+	return true
 }

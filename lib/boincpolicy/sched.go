@@ -53,6 +53,18 @@ type RunEntry struct {
 // and the CPUs committed stay within one more than the host has, a CPU job while the
 // CPUs are not all committed (state.CPUsFit).
 func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
+	if w.Quiet && !(w.simDone && w.simAt == now) {
+		// An emulated run: the whole simulation only when a job may miss its deadline
+		// (the pass reads nothing else of it; a skip that changes no decision).
+		w.view(doc)
+		w.prepare(doc)
+		if w.noMissPossible(doc, now) {
+			w.list = w.schedule(doc, now, w.list[:0])
+			return w.list
+		}
+		w.simulate(doc, now)
+		w.simDone, w.simAt = true, now
+	}
 	w.Simulate(doc, now)
 	w.list = w.schedule(doc, now, w.list[:0])
 	return w.list
@@ -63,7 +75,13 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	nR := w.nRes
 	nJ := len(w.jobs)
 	w.chosen = grow(w.chosen, nJ)
-	// project_priority_init(false): recs and priorities afresh.
+	// project_priority_init(false): recs and priorities afresh, over the projects with
+	// runnable jobs (the work fetch's setup, which may have run at this moment, takes
+	// every project).
+	clear(w.eligible)
+	for i := range w.jobs {
+		w.eligible[w.jobs[i].proj] = true
+	}
 	copy(w.recTemp, w.rec)
 	recSum := Priorities(doc, w.recTemp, w.eligible, w.prio, w.shareFrac)
 	copy(w.missedCopy, w.missed)

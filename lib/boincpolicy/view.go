@@ -55,6 +55,7 @@ type Workspace struct {
 	simDone bool
 
 	active, order, heap []int
+	bound               []float64 // per resource: noMissPossible's
 	found               []int
 	list                []RunEntry
 	coprocReq           []state.CoprocRequest

@@ -37,6 +37,7 @@ type boincPolicy struct {
 func (*boincPolicy) carried() {}
 
 func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
+	bp.work.Quiet = !noSkips // the workspace's skips are its quiet mode's
 	if len(doc.Tasks) == 0 {
 		return false
 	}
@@ -45,6 +46,7 @@ func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
 }
 
 func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
+	bp.work.Quiet = !noSkips
 	r, ok := bp.work.Next(doc, now, asked)
 	return RPC{Project: r.Project, Request: r.Request, Why: r.Why}, ok
 }

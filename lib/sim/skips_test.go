@@ -11,7 +11,8 @@ import (
 // TestSkipsChangeNothing runs the seed policy with its skips (Due not asked again,
 // no RPC planned while none can be made, seed 001's decision held), and the goals
 // policy with its one (Due), and the rr policy's (a project's candidates in order not
-// sorted), and without them, asking every function at every poll and sorting every
+// sorted), and the boinc policy's (the round-robin simulation left out when a bound
+// shows that it cannot mark a miss or find a resource to fetch for), and without them, asking every function at every poll and sorting every
 // list: the figures and the counts must be the same.
 // live-2cpu.yaml (no app version, no server) is where an idle skip once held rpc.Next's
 // "no RPC" for good, though a project becomes contactable when its min_rpc_time passes
@@ -38,7 +39,7 @@ func TestSkipsChangeNothing(t *testing.T) {
 			policy string
 			seed   uint64
 			delta  float64
-		}{{"seed", 1, 60}, {"seed", 2, 300}, {"seed", 3, 17}, {"goals", 1, 60}, {"goals", 2, 300}, {"rr", 1, 60}, {"rr", 2, 300}} {
+		}{{"seed", 1, 60}, {"seed", 2, 300}, {"seed", 3, 17}, {"goals", 1, 60}, {"goals", 2, 300}, {"rr", 1, 60}, {"rr", 2, 300}, {"boinc", 1, 60}, {"boinc", 2, 300}} {
 			cfg := Config{Duration: 4 * 86400, Delta: c.delta, Policy: c.policy, Seed: c.seed}
 			if name == "live-2cpu.yaml" {
 				cfg.Duration = 10 * 86400
