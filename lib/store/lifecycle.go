@@ -296,22 +296,7 @@ func (s *Store) execCount(ctx context.Context, query string, args ...any) (int, 
 }
 
 // ids runs a query of one id column.
-func (t *Tx) ids(query string, args ...any) ([]int64, error) {
-	rows, err := t.query(query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}
+func (t *Tx) ids(query string, args ...any) ([]int64, error) { return idsOf(t.query, query, args...) }
 
 // claimIDs sets set on the workunits ids where where still holds, and fails the
 // transaction (InTx retries it) unless it holds for every one: the candidates were

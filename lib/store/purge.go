@@ -51,22 +51,25 @@ type PurgeScan struct {
 // its cursor's first unfinished job with nothing new for the transitioner (which
 // reads the jobs from the front on). Two purgers at once claim different workunits.
 func (s *Store) ClaimPurge(ctx context.Context, owner string, after int64, n int, before, now, leaseUntil float64) (PurgeScan, error) {
-	var p PurgeScan
-	err := s.InTx(ctx, func(tx *Tx) error {
-		p = PurgeScan{Last: after}
-		// Locked and waited for, not skipped, as the file deleter's window is: a pass
-		// goes through the ids once.
-		window, err := tx.ids(`SELECT id FROM workunit WHERE file_delete_state=? AND purge_batch=0 AND id>? ORDER BY id LIMIT ?`+tx.ForUpdate(),
-			FileDeleteDone, after, n)
-		if err != nil || len(window) == 0 {
-			return err
-		}
-		p.Scanned, p.Last = len(window), window[len(window)-1]
-		list, args := inList(window)
-		ready, err := tx.ids(`SELECT w.id FROM workunit w WHERE w.id IN `+list+` AND w.file_delete_time<? AND w.assimilate_state=? AND w.need_validate=0
-			AND (w.cursor_id=0 OR (w.transition_time=0 AND w.job_num<COALESCE((SELECT c.first_unfinished_job_num FROM locality_cursor c WHERE c.id=w.cursor_id), 0)))
-			AND NOT EXISTS (SELECT 1 FROM deleted_file d WHERE d.workunitid=w.id AND d.done=0) ORDER BY w.id`,
-			append(args, before, AssimilateDone)...)
+	p := PurgeScan{Last: after}
+	// The window and what of it is ready are read outside any write transaction:
+	// most windows of a pass hold only workunits too young to purge, and a write
+	// transaction per window queued behind the scheduler's (SQLite's one writer) for
+	// nothing. The claim reads the ready ones again, locked.
+	read := func(q string, args ...any) (*sql.Rows, error) { return s.DB.QueryContext(ctx, q, args...) }
+	window, err := idsOf(read, `SELECT id FROM workunit WHERE file_delete_state=? AND purge_batch=0 AND id>? ORDER BY id LIMIT ?`,
+		FileDeleteDone, after, n)
+	if err != nil || len(window) == 0 {
+		return p, err
+	}
+	p.Scanned, p.Last = len(window), window[len(window)-1]
+	ready, err := purgeReady(read, window, before)
+	if err != nil || len(ready) == 0 {
+		return p, err
+	}
+	err = s.InTx(ctx, func(tx *Tx) error {
+		p.Batch = 0
+		ready, err := purgeReady(tx.query, ready, before, tx.ForUpdate())
 		if err != nil || len(ready) == 0 {
 			return err
 		}
@@ -81,6 +84,34 @@ func (s *Store) ClaimPurge(ctx context.Context, owner string, after int64, n int
 		return tx.claimIDs(`purge_batch=?`, []any{p.Batch}, `file_delete_state=? AND purge_batch=0`, []any{FileDeleteDone}, ready)
 	})
 	return p, err
+}
+
+// purgeReady returns those of the workunits ids that are ready to purge (ClaimPurge),
+// in id order; suffix follows the query (a lock).
+func purgeReady(query func(string, ...any) (*sql.Rows, error), ids []int64, before float64, suffix ...string) ([]int64, error) {
+	list, args := inList(ids)
+	return idsOf(query, `SELECT w.id FROM workunit w WHERE w.id IN `+list+` AND w.file_delete_state=? AND w.purge_batch=0 AND w.file_delete_time<? AND w.assimilate_state=? AND w.need_validate=0
+		AND (w.cursor_id=0 OR (w.transition_time=0 AND w.job_num<COALESCE((SELECT c.first_unfinished_job_num FROM locality_cursor c WHERE c.id=w.cursor_id), 0)))
+		AND NOT EXISTS (SELECT 1 FROM deleted_file d WHERE d.workunitid=w.id AND d.done=0) ORDER BY w.id`+strings.Join(suffix, ""),
+		append(args, FileDeleteDone, before, AssimilateDone)...)
+}
+
+// idsOf runs a query of one id column.
+func idsOf(query func(string, ...any) (*sql.Rows, error), q string, args ...any) ([]int64, error) {
+	rows, err := query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // TakeOverPurge claims for owner until leaseUntil one batch that another purger
