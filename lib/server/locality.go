@@ -161,7 +161,7 @@ func (s *Server) sendLocality(tx *store.Tx, host *store.Host, best map[int64]sto
 				}
 			}
 			for i, c := range claimed {
-				if err := st.addJob(reply, c.Candidate, versions[i], now+c.DelayBound, st.batchFiles(c)); err != nil {
+				if err := st.addJob(reply, c.Candidate, versions[i], c.Deadline(now), st.batchFiles(c)); err != nil {
 					return err
 				}
 			}
@@ -186,7 +186,7 @@ func claimAll(tx *store.Tx, cands []store.LocalityCandidate, versions []store.Ap
 	var order []key
 	ids := map[key][]int64{}
 	for i, c := range cands {
-		k := key{versions[i].ID, now + c.DelayBound}
+		k := key{versions[i].ID, c.Deadline(now)}
 		if _, ok := ids[k]; !ok {
 			order = append(order, k)
 		}

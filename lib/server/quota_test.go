@@ -139,3 +139,39 @@ func TestDailyQuota(t *testing.T) {
 		}
 	})
 }
+
+// TestRetryDeadlineIsDresult: seed 003's "the deadline of these results is now +
+// Dresult": a result a retry made (Dresult 1 h here) goes out with the deadline send
+// time + 1 h, not + the workunit's delay bound (1 d), which the first result keeps.
+func TestRetryDeadlineIsDresult(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		st, srv := quotaProject(t, dsn, 1, store.AppRetrySet{})
+		ctx := context.Background()
+		ask := func(now float64) *boincxml.SchedulerReply {
+			t.Helper()
+			req := boincxml.SchedulerRequest{Authenticator: accountKey(t, st), CPUReqSecs: 1, CPUReqInstances: 1, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
+			rep, err := srv.Handle(ctx, &req, now, "http://x/")
+			if err != nil || len(rep.ResultsSent) != 1 {
+				t.Fatalf("at %g: %v, %+v", now, err, rep)
+			}
+			return rep
+		}
+		if rep := ask(1000); float64(rep.ResultsSent[0].ReportDeadline) != 1000+86400 {
+			t.Errorf("the first result's deadline %v, want send time + the delay bound %v", rep.ResultsSent[0].ReportDeadline, 1000+86400)
+		}
+		if err := st.InTx(ctx, func(tx *store.Tx) error {
+			var wu, app int64
+			if err := tx.QueryRow(`SELECT id, appid FROM workunit`).Scan(&wu, &app); err != nil {
+				return err
+			}
+			return tx.CreateResults(app, []store.NewResult{{WorkunitID: wu, Name: "q_retry", Deadline: 2000 + 3600}}, 2000)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rep := ask(5000)
+		if r := rep.ResultsSent[0]; r.Name != "q_retry" || float64(r.ReportDeadline) != 5000+3600 {
+			t.Errorf("the retry's result: %s, deadline %v; want q_retry, send time + Dresult %v", r.Name, r.ReportDeadline, 5000+3600)
+		}
+	})
+}

@@ -316,7 +316,7 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 				if st.wus[c.WUID] || !quotas.mayTake(av) {
 					continue // a second replica of a job this reply already carries, or the host's quota is spent
 				}
-				deadline := now + c.DelayBound
+				deadline := c.Deadline(now)
 				ok, err := tx.ClaimResult(c.ResultID, host.ID, av.ID, now, deadline)
 				if err != nil {
 					return err

@@ -257,7 +257,7 @@ type LocalityCandidate struct {
 // Jobs before the cursor's first_unfinished_job_num are finished: fromJob at least
 // that keeps every request from walking the cursor's whole history.
 func (t *Tx) UnsentCursorCandidates(cursorID, fromJob, toJob, hostID int64, limit int) ([]LocalityCandidate, error) {
-	rows, err := t.query(`SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound,
+	rows, err := t.query(`SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound, r.dresult,
 		w.first_file_num, w.last_file_num, w.batch_id
 		FROM result r JOIN workunit w ON w.id=r.workunitid
 		WHERE r.cursor_id=? AND r.server_state=? AND r.job_num>=? AND r.job_num<=?
@@ -270,7 +270,7 @@ func (t *Tx) UnsentCursorCandidates(cursorID, fromJob, toJob, hostID int64, limi
 	var out []LocalityCandidate
 	for rows.Next() {
 		var c LocalityCandidate
-		if err := rows.Scan(&c.ResultID, &c.ResultName, &c.AppID, &c.WUID, &c.WUName, &c.FpopsEst, &c.FpopsBound, &c.DelayBound,
+		if err := rows.Scan(&c.ResultID, &c.ResultName, &c.AppID, &c.WUID, &c.WUName, &c.FpopsEst, &c.FpopsBound, &c.DelayBound, &c.Dresult,
 			&c.FirstFileNum, &c.LastFileNum, &c.BatchID); err != nil {
 			return nil, err
 		}

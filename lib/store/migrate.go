@@ -556,6 +556,13 @@ var migrations = [][]string{
 			PRIMARY KEY (host_id, app_version_id)
 		){TABLE}`,
 	},
+	// 19: seed 003's Dresult governs the deadline of the results a retry makes (issue
+	// 27): result.dresult is the Dresult a retry gave the result (0 for the results of
+	// work create and the generator), and the scheduler sends it with the deadline
+	// send time + dresult instead of + the workunit's delay_bound.
+	{
+		`ALTER TABLE result ADD COLUMN dresult DOUBLE NOT NULL DEFAULT 0`,
+	},
 }
 
 // SchemaVersion is the version Migrate brings a database to.

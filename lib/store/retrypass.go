@@ -209,18 +209,21 @@ type NewResult struct {
 	Deadline   float64
 }
 
-// CreateResults inserts unsent results of the app at now, by multi-row inserts of at
+// CreateResults inserts unsent results of the app at now (a retry's: each keeps its
+// Dresult, Deadline − now, for the scheduler's deadline when it sends it), by multi-row inserts of at
 // most insertRows rows: far fewer statements, and within both engines' limits on
 // placeholders.
 func (t *Tx) CreateResults(appID int64, results []NewResult, now float64) error {
 	for i := 0; i < len(results); i += insertRows {
 		part := results[i:min(len(results), i+insertRows)]
-		args := make([]any, 0, 6*len(part))
+		args := make([]any, 0, 7*len(part))
 		for _, r := range part {
-			args = append(args, now, r.WorkunitID, appID, r.Name, ServerStateUnsent, r.Deadline)
+			// dresult: the deadline's distance from now (seed 003's Dresult), which
+			// the scheduler gives the result again from the time it sends it.
+			args = append(args, now, r.WorkunitID, appID, r.Name, ServerStateUnsent, r.Deadline, r.Deadline-now)
 		}
-		if _, err := t.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state, report_deadline) VALUES `+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?),", len(part)), ","), args...); err != nil {
+		if _, err := t.exec(`INSERT INTO result (create_time, workunitid, appid, name, server_state, report_deadline, dresult) VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?),", len(part)), ","), args...); err != nil {
 			return err
 		}
 	}

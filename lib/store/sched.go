@@ -322,6 +322,20 @@ type Candidate struct {
 	FpopsEst   float64
 	FpopsBound float64
 	DelayBound float64
+	// Dresult is seed 003's Dresult a retry gave the result (result.dresult), 0 for a
+	// workunit's first results.
+	Dresult float64
+}
+
+// Deadline is the report deadline of the result sent at now: now + the Dresult of a
+// result a retry made (seed 003: "the deadline of these results is now + Dresult",
+// counted from when the result goes out, as BOINC sets report_deadline at sending),
+// else now + the workunit's delay bound.
+func (c Candidate) Deadline(now float64) float64 {
+	if c.Dresult > 0 {
+		return now + c.Dresult
+	}
+	return now + c.DelayBound
 }
 
 // UnsentCandidates returns up to limit unsent results of the given apps with ids above
@@ -338,7 +352,7 @@ type Candidate struct {
 // afterID (ORDER BY id with LIMIT), which reads every finished result first, as
 // unsent ones are the newest (issue 28: 4 RPC/s at 100,000 workunits).
 func (t *Tx) UnsentCandidates(appIDs []int64, hostID, afterID int64, limit int) ([]Candidate, error) {
-	q := `SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound
+	q := `SELECT r.id, r.name, r.appid, w.id, w.name, w.rsc_fpops_est, w.rsc_fpops_bound, w.delay_bound, r.dresult
 		FROM result r` + t.s.dialect.unsentIndex + ` JOIN workunit w ON w.id=r.workunitid
 		WHERE r.server_state=? AND r.appid=? AND r.id>?
 		AND NOT EXISTS (SELECT 1 FROM result r2 WHERE r2.workunitid=r.workunitid AND r2.hostid=?
@@ -352,7 +366,7 @@ func (t *Tx) UnsentCandidates(appIDs []int64, hostID, afterID int64, limit int) 
 		}
 		for rows.Next() {
 			var c Candidate
-			if err := rows.Scan(&c.ResultID, &c.ResultName, &c.AppID, &c.WUID, &c.WUName, &c.FpopsEst, &c.FpopsBound, &c.DelayBound); err != nil {
+			if err := rows.Scan(&c.ResultID, &c.ResultName, &c.AppID, &c.WUID, &c.WUName, &c.FpopsEst, &c.FpopsBound, &c.DelayBound, &c.Dresult); err != nil {
 				rows.Close()
 				return nil, err
 			}

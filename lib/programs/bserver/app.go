@@ -64,7 +64,8 @@ files; blocality creates the batches, cursors and jobs.`,
 Sets the retry parameters of application NAME that bretry uses when its own flags do
 not give them (seed 003): DWU, the expected delay from creating a workunit to its
 canonical result (and between retry checks); Dresult, the expected delay from
-creating a result to its report (its deadline); NError, give up after this many error
+creating a result to its report (the deadline of the results a retry makes: send time
++ Dresult; a workunit's first results get send time + its delay bound); NError, give up after this many error
 results; Ndet, give up after this many results done without a canonical result;
 Nredundancy, try to get at least this many non-error results. Parameters not given
 stay as they are (new apps: DWU 2d, Dresult 1d, NError 3, Ndet 6, Nredundancy 1).
