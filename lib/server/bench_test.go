@@ -29,18 +29,31 @@ const benchClients = 16
 // bserver opens it (synchronous=FULL: every acknowledged report on disk):
 // benchClients hosts each loop "report my finished job, get one new job", the steady
 // state of a busy project. It reports rpc/s, the p50 and p99 latency in ms and the
-// statements per RPC (scripts/bench-bserver.sh prints them).
-func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b), 0, server.Config{}) }
+// statements and round trips per RPC (scripts/bench-bserver.sh prints them).
+func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b), 0, 1, server.Config{}) }
 
 // BenchmarkSchedulerRPCSQLiteNormal is the same with synchronous=NORMAL, which may lose
 // the last commits in a power cut: the price of durability, side by side.
 func BenchmarkSchedulerRPCSQLiteNormal(b *testing.B) {
-	benchRPC(b, storetest.SQLiteDSN(b)+"?synchronous=normal", 0, server.Config{})
+	benchRPC(b, storetest.SQLiteDSN(b)+"?synchronous=normal", 0, 1, server.Config{})
 }
 
 // BenchmarkSchedulerRPCMySQL is the same on MySQL/MariaDB (BKIT_TEST_MYSQL_DSN); it
 // reports the server's innodb_flush_log_at_trx_commit as trx-flush (1: durable).
-func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b), 0, server.Config{}) }
+func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b), 0, 1, server.Config{}) }
+
+// BenchmarkSchedulerRPC10 is BenchmarkSchedulerRPC with 10 reports and 10 jobs in each
+// RPC (a host of 10 cores), per engine: the statements and round trips per RPC show
+// whether a request's reports and jobs are batched (issue 33: 48 statements for 10 + 10,
+// 12 for 1 + 1, before they were).
+func BenchmarkSchedulerRPC10(b *testing.B) {
+	for _, e := range storetest.Engines(b) {
+		b.Run("engine="+e.Name, func(b *testing.B) {
+			e.Require(b)
+			benchRPC(b, e.DSN, 0, 10, server.Config{})
+		})
+	}
+}
 
 // BenchmarkSchedulerRPCScale is BenchmarkSchedulerRPC on tables of a real project's
 // size, per engine (sqlite: synchronous=FULL; mysql when BKIT_TEST_MYSQL_DSN is set)
@@ -71,7 +84,7 @@ func BenchmarkSchedulerRPCScale(b *testing.B) {
 				if e.Name == store.MySQL {
 					dsn = storetest.MySQLDSN(b)
 				}
-				benchRPC(b, dsn, n, server.Config{})
+				benchRPC(b, dsn, n, 1, server.Config{})
 			})
 		}
 	}
@@ -89,8 +102,9 @@ func benchPool() int {
 }
 
 // benchRPC runs the benchmark on dsn, whose tables hold workunits workunits in all (at
-// least the benchmark's jobs; the rest finished work), with the server configured cfg.
-func benchRPC(b *testing.B, dsn string, workunits int, cfg server.Config) {
+// least the benchmark's jobs; the rest finished work); each RPC reports perRPC jobs and
+// gets as many new ones, from a server configured cfg.
+func benchRPC(b *testing.B, dsn string, workunits, perRPC int, cfg server.Config) {
 	ctx := context.Background()
 	st := storetest.Open(b, dsn)
 	durable, setting, err := st.Durability(ctx)
@@ -110,7 +124,7 @@ func benchRPC(b *testing.B, dsn string, workunits int, cfg server.Config) {
 	if _, err := st.AddAppVersion(ctx, store.AppVersion{AppName: "bench", VersionNum: 1, AvgNCPUs: 1}, 1); err != nil {
 		b.Fatal(err)
 	}
-	pool := benchPool() + 2*benchClients
+	pool := (benchPool() + 2*benchClients) * perRPC
 	t0 := time.Now()
 	if err := st.Populate(ctx, store.PopulateSpec{App: "bench", Hosts: 1000, Done: max(0, workunits-pool), Unsent: pool}, 1); err != nil {
 		b.Fatal(err)
@@ -140,18 +154,18 @@ func benchRPC(b *testing.B, dsn string, workunits int, cfg server.Config) {
 		}
 		return rep
 	}
-	// Each host's first contact (untimed) gets it an identity and one job.
+	// Each host's first contact (untimed) gets it an identity and perRPC jobs.
 	type host struct {
-		req boincxml.SchedulerRequest
-		job string
+		req  boincxml.SchedulerRequest
+		jobs []boincxml.ReplyResult
 	}
 	hosts := make([]*host, benchClients)
 	for i := range hosts {
-		ask := boincxml.SchedulerRequest{CPUReqSecs: 1, CPUReqInstances: 1, WorkReqSeconds: 1,
-			Authenticator: accountKey(b, st), HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
+		ask := boincxml.SchedulerRequest{CPUReqSecs: float64(perRPC), CPUReqInstances: float64(perRPC), WorkReqSeconds: float64(perRPC),
+			Authenticator: accountKey(b, st), HostInfo: boincxml.HostInfo{PNCPUs: perRPC, PFpops: 1e9}}
 		rep := rpc(&ask)
 		ask.HostID = rep.HostID
-		hosts[i] = &host{req: ask, job: rep.ResultsSent[0].Name}
+		hosts[i] = &host{req: ask, jobs: rep.ResultsSent}
 	}
 	var statements atomic.Int64
 	st.TraceStatements(func(string, []any) { statements.Add(1) })
@@ -165,24 +179,28 @@ func benchRPC(b *testing.B, dsn string, workunits int, cfg server.Config) {
 			defer wg.Done()
 			for range turns {
 				h.req.RPCSeqno++
-				h.req.Results = []boincxml.ReportedResult{{Name: h.job, FinalCPUTime: 1000, State: boincxml.ResultFilesUploaded}}
+				h.req.Results = h.req.Results[:0]
+				for _, j := range h.jobs {
+					h.req.Results = append(h.req.Results, boincxml.ReportedResult{Name: j.Name, FinalCPUTime: 1000, State: boincxml.ResultFilesUploaded})
+				}
 				t0 := time.Now()
 				rep := rpc(&h.req)
 				lat[i] = append(lat[i], time.Since(t0))
-				if len(rep.ResultAcks) != 1 || len(rep.ResultsSent) != 1 {
-					b.Errorf("reply: %d acks, %d jobs; want 1, 1 (the pool of %d jobs ran out? use -benchtime NNNx)",
-						len(rep.ResultAcks), len(rep.ResultsSent), pool)
+				if len(rep.ResultAcks) != len(h.jobs) || len(rep.ResultsSent) != perRPC {
+					b.Errorf("reply: %d acks, %d jobs; want %d, %d (the pool of %d jobs ran out? use -benchtime NNNx)",
+						len(rep.ResultAcks), len(rep.ResultsSent), len(h.jobs), perRPC, pool)
 					for range turns {
 					}
 					return
 				}
-				h.job = rep.ResultsSent[0].Name
+				h.jobs = rep.ResultsSent
 			}
 		}()
 	}
 	// b.Loop runs this function once (the tables are made once) and counts the RPCs;
 	// the hosts take them in turn.
 	statements.Store(0)
+	trips0 := st.RoundTrips()
 	for b.Loop() {
 		if start.IsZero() {
 			start = time.Now()
@@ -193,6 +211,7 @@ func benchRPC(b *testing.B, dsn string, workunits int, cfg server.Config) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	st.TraceStatements(nil)
+	trips := st.RoundTrips() - trips0
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	if len(all) == 0 {
@@ -203,6 +222,7 @@ func benchRPC(b *testing.B, dsn string, workunits int, cfg server.Config) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(statements.Load())/float64(len(all)), "stmts/rpc")
+	b.ReportMetric(float64(trips)/float64(len(all)), "trips/rpc")
 	if st.Engine() == store.MySQL {
 		b.ReportMetric(flush, "trx-flush")
 	}

@@ -198,13 +198,13 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 	// would agree with every other result, and a claimed one could copy another host's.
 	// The client's <bkit_output_digest> counts only for results without output files
 	// (bkit's own clients, which upload nothing).
-	var succeeded []string
-	for _, r := range req.Results {
-		if success(r) {
-			succeeded = append(succeeded, r.Name)
-		}
+	// Every reported result is read here, failures too: RecordReports then reads none
+	// again (one query for a request's reports); only successes' outputs are used.
+	all := make([]string, len(req.Results))
+	for i, r := range req.Results {
+		all[i] = r.Name
 	}
-	outputs, err := tx.ReportedOutputs(succeeded)
+	outputs, err := tx.ReportedOutputs(all)
 	if err != nil {
 		return fmt.Errorf("reports: output files: %w", err)
 	}

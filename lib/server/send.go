@@ -171,6 +171,46 @@ func (st *sendState) prefetch(jobs []store.LocalityCandidate) error {
 			st.batchFile[[2]int64{b, f.FileNum}] = f
 		}
 	}
+	return st.prefetchWUs(ids)
+}
+
+// claim hands the candidates to the host, all or none (store.Tx.ClaimResults: the
+// candidate query locked them on MySQL, and SQLite's write lock is held), in one UPDATE
+// per app version and deadline (one, mostly: the delay bound, or a retry's Dresult),
+// and reads their files ahead.
+func (st *sendState) claim(cands []store.Candidate, best map[int64]store.AppVersion, now float64) error {
+	type group struct {
+		av       int64
+		deadline float64
+	}
+	ids := map[group][]int64{}
+	var order []group
+	wus := make([]int64, 0, len(cands))
+	for _, c := range cands {
+		g := group{best[c.AppID].ID, c.Deadline(now)}
+		if _, ok := ids[g]; !ok {
+			order = append(order, g)
+		}
+		ids[g] = append(ids[g], c.ResultID)
+		wus = append(wus, c.WUID)
+	}
+	for _, g := range order {
+		if err := st.tx.ClaimResults(ids[g], st.host.ID, g.av, now, g.deadline); err != nil {
+			return err
+		}
+	}
+	return st.prefetchWUs(wus)
+}
+
+// prefetchWUs reads the input files and outputs of workunits ids (store.Tx.WUFilesOf)
+// for addJob.
+func (st *sendState) prefetchWUs(ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if st.fetched == nil {
+		st.wuIn, st.wuOut, st.fetched, st.batchFile = map[int64][]store.WUFile{}, map[int64][]store.WUOutput{}, map[int64]bool{}, map[[2]int64]store.BatchFile{}
+	}
 	in, out, err := st.tx.WUFilesOf(ids)
 	if err != nil {
 		return err
@@ -307,26 +347,29 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 			if len(cands) == 0 {
 				break // no more jobs for this resource
 			}
+			// The jobs the need calls for are picked first, then claimed in one UPDATE
+			// (per app version and delay bound) and their files read in one query,
+			// instead of an UPDATE and two queries per job (issue 33).
+			var take []store.Candidate
 			for _, c := range cands {
 				after = c.ResultID
-				if !n.more() || st.full(reply) {
+				if !n.more() || len(reply.ResultsSent)+len(take) >= st.maxJobs {
 					break
 				}
 				av := best[c.AppID]
 				if st.wus[c.WUID] || !quotas.mayTake(av) {
 					continue // a second replica of a job this reply already carries, or the host's quota is spent
 				}
-				deadline := c.Deadline(now)
-				ok, err := tx.ClaimResult(c.ResultID, host.ID, av.ID, now, deadline)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					continue // another scheduler sent it first
-				}
 				quotas.took(av)
+				st.wus[c.WUID] = true
 				n.fill(av, c.FpopsEst, caps)
-				if err := st.addJob(reply, c, av, deadline, nil); err != nil {
+				take = append(take, c)
+			}
+			if err := st.claim(take, best, now); err != nil {
+				return err
+			}
+			for _, c := range take {
+				if err := st.addJob(reply, c, best[c.AppID], c.Deadline(now), nil); err != nil {
 					return err
 				}
 			}

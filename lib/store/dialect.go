@@ -1,9 +1,6 @@
 package store
 
-import (
-	"database/sql"
-	"strings"
-)
+import "strings"
 
 // dialect holds everything that differs between SQLite and MySQL/MariaDB. The rest of
 // the package writes SQL both accept.
@@ -27,8 +24,7 @@ type dialect struct {
 	// prepare: keep prepared statements. SQLite parses SQL in-process, so preparing
 	// once saves real time; MySQL interpolates placeholders client-side instead, which
 	// saves the round trips a per-transaction prepare would cost.
-	prepare   bool
-	txOptions *sql.TxOptions
+	prepare bool
 }
 
 var dialects = map[string]dialect{
@@ -44,9 +40,6 @@ var dialects = map[string]dialect{
 		skipLocked:   " FOR UPDATE SKIP LOCKED",
 		unsentIndex:  " FORCE INDEX (result_unsent)",
 		forUpdate:    " FOR UPDATE",
-		// READ COMMITTED: a claim's UPDATE re-reads the row's latest committed state
-		// anyway, and it avoids the gap locks REPEATABLE READ takes on range scans.
-		txOptions: &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	},
 }
 

@@ -23,7 +23,17 @@ func (s *Store) TraceStatements(fn func(query string, args []any)) {
 	s.trace.Store(&fn)
 }
 
+// RoundTrips counts the requests this Store has made of the engine since it was
+// opened: every statement of a transaction, each transaction's BEGIN and its COMMIT or
+// ROLLBACK, and each statement prepared (prepareWanted). On MySQL each is one round
+// trip to the server (placeholders are interpolated client-side, so a statement is one
+// COM_QUERY); on SQLite each is a call into the library. Benchmarks divide the
+// difference over a run by its RPCs. Statements run outside transactions (Store
+// methods on s.DB for reports and tests) are not counted.
+func (s *Store) RoundTrips() int64 { return s.trips.Load() }
+
 func (s *Store) traced(query string, args []any) {
+	s.trips.Add(1)
 	if fn := s.trace.Load(); fn != nil {
 		(*fn)(query, args)
 	}

@@ -235,45 +235,37 @@ type WUOutput struct {
 }
 
 // WUFilesOf returns the input files and outputs of workunits wuids, in order, by
-// workunit (absent: none): one query each for a reply's jobs instead of two per job.
+// workunit (absent: none): one query for a reply's jobs (a UNION of both tables)
+// instead of two per job.
 func (t *Tx) WUFilesOf(wuids []int64) (map[int64][]WUFile, map[int64][]WUOutput, error) {
 	in, out := map[int64][]WUFile{}, map[int64][]WUOutput{}
 	for lo := 0; lo < len(wuids); lo += 500 {
 		part := wuids[lo:min(len(wuids), lo+500)]
-		args := make([]any, len(part))
-		for i, id := range part {
-			args[i] = id
+		args := make([]any, 0, 2*len(part))
+		for _, id := range part {
+			args = append(args, id)
 		}
+		args = append(args, args...)
 		list := `(?` + strings.Repeat(",?", len(part)-1) + `)`
-		rows, err := t.query(`SELECT workunitid, name, open_name, nbytes, md5_cksum FROM wu_file WHERE workunitid IN `+list+` ORDER BY workunitid, file_num`, args...)
+		rows, err := t.query(`SELECT workunitid, 0, file_num, name, open_name, nbytes, md5_cksum FROM wu_file WHERE workunitid IN `+list+`
+			UNION ALL SELECT workunitid, 1, file_num, '', open_name, max_nbytes, '' FROM wu_output WHERE workunitid IN `+list+`
+			ORDER BY 1, 2, 3`, args...)
 		if err != nil {
 			return nil, nil, err
 		}
 		for rows.Next() {
-			var id int64
-			var f WUFile
-			if err := rows.Scan(&id, &f.Name, &f.OpenName, &f.NBytes, &f.MD5); err != nil {
+			var id, kind, num int64
+			var name, open, md5 string
+			var nbytes float64
+			if err := rows.Scan(&id, &kind, &num, &name, &open, &nbytes, &md5); err != nil {
 				rows.Close()
 				return nil, nil, err
 			}
-			in[id] = append(in[id], f)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, nil, err
-		}
-		rows, err = t.query(`SELECT workunitid, open_name, max_nbytes FROM wu_output WHERE workunitid IN `+list+` ORDER BY workunitid, file_num`, args...)
-		if err != nil {
-			return nil, nil, err
-		}
-		for rows.Next() {
-			var id int64
-			var o WUOutput
-			if err := rows.Scan(&id, &o.OpenName, &o.MaxNBytes); err != nil {
-				rows.Close()
-				return nil, nil, err
+			if kind == 0 {
+				in[id] = append(in[id], WUFile{Name: name, OpenName: open, NBytes: nbytes, MD5: md5})
+			} else {
+				out[id] = append(out[id], WUOutput{OpenName: open, MaxNBytes: nbytes})
 			}
-			out[id] = append(out[id], o)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -519,36 +511,22 @@ type ReportedOutput struct {
 // ReportedOutputs returns ReportedOutput of each of the named results whose workunit
 // declares output files (results without any are absent). The results' rows are locked
 // first (LockOutputFile's lock), so an upload of one of their files either committed
-// before and is counted, or waits and then finds the result reported.
+// before and is counted, or waits and then finds the result reported. The scheduler
+// passes every reported result: the rows read here are those RecordReports records
+// next in the transaction, which then reads nothing again.
 func (t *Tx) ReportedOutputs(results []string) (map[string]ReportedOutput, error) {
 	out := map[string]ReportedOutput{}
+	rows, err := t.reportedRows(results)
+	if err != nil {
+		return nil, err
+	}
+	t.reported = rows
 	declared := map[int64][]int{}
 	names := map[int64]string{}
-	for lo := 0; lo < len(results); lo += 500 {
-		part := results[lo:min(len(results), lo+500)]
-		args := make([]any, len(part))
-		for i, n := range part {
-			args[i] = n
-		}
-		rows, err := t.query(`SELECT r.id, r.name, o.file_num FROM result r JOIN wu_output o ON o.workunitid=r.workunitid
-			WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`)`, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id int64
-			var name string
-			var k int
-			if err := rows.Scan(&id, &name, &k); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			declared[id] = append(declared[id], k)
-			names[id] = name
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
+	for name, r := range rows {
+		if len(r.declared) > 0 {
+			declared[r.id] = slices.Clone(r.declared)
+			names[r.id] = name
 		}
 	}
 	if len(declared) == 0 {
