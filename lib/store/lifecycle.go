@@ -527,12 +527,27 @@ func (s *Store) DecideBatchFileDeletion(ctx context.Context, now float64) ([]Pen
 		out = nil
 		batches, err := tx.ids(`SELECT b.id FROM batch b WHERE b.file_delete_state=? AND EXISTS (SELECT 1 FROM locality_cursor c WHERE c.batch_id=b.id)
 			AND NOT EXISTS (SELECT 1 FROM locality_cursor c WHERE c.batch_id=b.id AND c.first_unfinished_job_num<=c.last_job_num)
-			AND NOT EXISTS (SELECT 1 FROM locality_cursor c JOIN workunit w ON w.cursor_id=c.id WHERE c.batch_id=b.id AND w.file_delete_state<>?)
-			ORDER BY b.id`+tx.ForUpdateSkipLocked(), FileDeleteInit, FileDeleteDone)
+			ORDER BY b.id`+tx.ForUpdateSkipLocked(), FileDeleteInit)
 		if err != nil {
 			return err
 		}
 		for _, b := range batches {
+			// Its workunits are looked up by its cursors' ids, constants the planner
+			// estimates on the index: joined to locality_cursor, the lookup was
+			// planned from the average workunits per cursor_id, which the workunits
+			// outside batches (cursor 0) make most of the table (issue 33).
+			cursors, err := tx.ids(`SELECT id FROM locality_cursor WHERE batch_id=?`, b)
+			if err != nil {
+				return err
+			}
+			list, args := inList(cursors)
+			busy, err := tx.ids(`SELECT id FROM workunit WHERE cursor_id IN `+list+` AND file_delete_state<>? LIMIT 1`, append(args, FileDeleteDone)...)
+			if err != nil {
+				return err
+			}
+			if len(busy) > 0 {
+				continue // a workunit of it still has its files
+			}
 			r, err := tx.exec(`UPDATE batch SET file_delete_state=? WHERE id=? AND file_delete_state=?`, FileDeleteDone, b, FileDeleteInit)
 			if err != nil {
 				return err

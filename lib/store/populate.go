@@ -17,7 +17,7 @@ type PopulateSpec struct {
 	// over, round robin; at least 1.
 	Hosts int
 	// Done workunits have their canonical result: every result over, a success and
-	// valid, received long ago.
+	// valid, received long ago; assimilated and their files deleted.
 	Done int
 	// InProgress workunits have every result sent to a host, reported by none yet.
 	InProgress int
@@ -33,7 +33,7 @@ type PopulateSpec struct {
 const populateChunk = 5000
 
 // populateRows is how many rows one multi-row INSERT of Populate carries: within
-// SQLite's 32,766 parameters and MariaDB's default 16 MB packet at 18 columns.
+// SQLite's 32,766 parameters and MariaDB's default 16 MB packet at 19 columns.
 const populateRows = 1000
 
 // Populate adds spec's hosts, workunits and results with multi-row INSERTs in short
@@ -88,15 +88,20 @@ func (s *Store) Populate(ctx context.Context, spec PopulateSpec, now float64) er
 				}
 				err := tx.insertRowsN(`INSERT INTO workunit (id, create_time, appid, name, rsc_fpops_est, rsc_fpops_bound, delay_bound,
 					min_quorum, target_nresults, max_error_results, max_total_results, max_success_results, transition_time,
-					retry_check_time, canonical_resultid)`, 15, n, populateRows, func(i int) []any {
-					id := wu0 + int64(i)
-					check, canonical := now+86400, int64(0)
-					if k.state == ServerStateOver {
-						check, canonical = 0, res0+int64(i*nres)
-					}
-					return []any{id, now - 86400, appid, "populate_" + strconv.FormatInt(id, 10), 1e12, 1e13, 86400,
-						nres, nres, 3, 10, 6, 0, check, canonical}
-				})
+					retry_check_time, canonical_resultid, assimilate_state, assimilate_time, file_delete_state, file_delete_time)`, 19, n, populateRows,
+					func(i int) []any {
+						id := wu0 + int64(i)
+						check, canonical := now+86400, int64(0)
+						assimilated, deleted, at := AssimilateInit, FileDeleteInit, 0.0
+						if k.state == ServerStateOver {
+							// Finished long ago: assimilated and its files deleted, as
+							// the lifecycle jobs leave the history of a running project.
+							check, canonical = 0, res0+int64(i*nres)
+							assimilated, deleted, at = AssimilateDone, FileDeleteDone, now-1800
+						}
+						return []any{id, now - 86400, appid, "populate_" + strconv.FormatInt(id, 10), 1e12, 1e13, 86400,
+							nres, nres, 3, 10, 6, 0, check, canonical, assimilated, at, deleted, at}
+					})
 				if err != nil {
 					return err
 				}

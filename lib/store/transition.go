@@ -54,16 +54,17 @@ func (t *Tx) WorkunitsChanged(ids []int64, now float64) error {
 }
 
 // ResultsChanged marks the workunits of results ids for the transitioner
-// (WorkunitsChanged).
+// (WorkunitsChanged). The workunits are read first: MariaDB plans an UPDATE of
+// workunit through a subquery on result (… WHERE id IN (SELECT workunitid FROM result
+// …)) as a scan of the whole workunit index (issue 33).
 func (t *Tx) ResultsChanged(ids []int64, now float64) error {
 	for lo := 0; lo < len(ids); lo += 500 {
-		part := ids[lo:min(len(ids), lo+500)]
-		args := []any{ChangedAt(now)}
-		for _, id := range part {
-			args = append(args, id)
+		list, args := inList(ids[lo:min(len(ids), lo+500)])
+		wus, err := t.ids(`SELECT DISTINCT workunitid FROM result WHERE id IN `+list, args...)
+		if err != nil {
+			return err
 		}
-		if _, err := t.exec(`UPDATE workunit SET transition_time=? WHERE id IN (SELECT workunitid FROM result WHERE id IN (?`+
-			strings.Repeat(",?", len(part)-1)+`))`, args...); err != nil {
+		if err := t.WorkunitsChanged(wus, now); err != nil {
 			return err
 		}
 	}
@@ -74,18 +75,17 @@ func (t *Tx) ResultsChanged(ids []int64, now float64) error {
 // number (result.cursor_id, job_num: the scheduler's and the generator's index of a
 // cursor's unsent results in job order). Whatever adds results to a locality
 // workunit calls it in the same transaction (the generator writes them itself), or
-// the scheduler never sends those results.
+// the scheduler never sends those results. The results are named by their workunit
+// (the result_wu index), each reading its own workunit by key: a condition on
+// workunit in a subquery (workunitid IN (SELECT id FROM workunit WHERE cursor_id<>0
+// …)) planned as a scan of all of result on MariaDB (issue 33). A result of a
+// workunit outside locality batches keeps cursor 0 and job number 0.
 func (t *Tx) ResultsJoinJobs(ids []int64) error {
 	for lo := 0; lo < len(ids); lo += 500 {
-		part := ids[lo:min(len(ids), lo+500)]
-		args := make([]any, len(part))
-		for i, id := range part {
-			args[i] = id
-		}
+		list, args := inList(ids[lo:min(len(ids), lo+500)])
 		if _, err := t.exec(`UPDATE result SET cursor_id=(SELECT w.cursor_id FROM workunit w WHERE w.id=result.workunitid),
 			job_num=(SELECT w.job_num FROM workunit w WHERE w.id=result.workunitid)
-			WHERE cursor_id=0 AND workunitid IN (SELECT id FROM workunit WHERE cursor_id<>0 AND id IN (?`+strings.Repeat(",?", len(part)-1)+`))`,
-			args...); err != nil {
+			WHERE cursor_id=0 AND workunitid IN `+list, args...); err != nil {
 			return err
 		}
 	}
