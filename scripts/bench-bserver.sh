@@ -1,64 +1,81 @@
 #!/bin/sh
 # bench-bserver.sh: scheduler RPCs per second of bserver on loopback, each RPC reporting
-# one result and receiving one job (16 hosts at once), with p50 and p99 latency, for each
-# engine and durability setting: SQLite as bserver opens it (synchronous=FULL: every
+# one result and receiving one job (16 hosts at once), with p50 and p99 latency and the
+# SQL statements and round trips (statements, BEGIN, COMMIT) per RPC, for each engine
+# and durability setting: SQLite as bserver opens it (synchronous=FULL: every
 # acknowledged report survives a power cut), SQLite with synchronous=NORMAL (may lose the
 # last commits in a power cut; for comparison), and, when BKIT_TEST_MYSQL_DSN is set,
 # MariaDB with the server's innodb_flush_log_at_trx_commit (1: durable, as SQLite FULL).
-# Runs lib/server's BenchmarkSchedulerRPC*; prints one table row per run, with the SQL
-# statements per RPC. Then the same at a real project's size (BenchmarkSchedulerRPCScale):
-# tables of 10,000 and 1,000,000 workunits (WORKUNITS), all but the benchmark's jobs
-# finished work, per engine, side by side. Then uploads per second of 1 MB output files
-# (BenchmarkUpload1MB, SQLite).
+# Then the same with 10 reports and 10 jobs per RPC (BenchmarkSchedulerRPC10: the
+# statements per RPC do not grow with them). Then at a real project's size
+# (BenchmarkSchedulerRPCScale): tables of 10,000 and 1,000,000 workunits (WORKUNITS),
+# all but the benchmark's jobs finished work, per engine, side by side, each size also
+# with bretry passes running beside the RPCs (a tenth of the workunits due; "busy" is
+# the share of the run a pass was running). Then uploads per second of 1 MB output
+# files (BenchmarkUpload1MB, SQLite). The machine's load average is printed with each
+# table: on a shared machine read the ratios within one run.
 #
 #   bash scripts/bench-bserver.sh               # 3 runs of 5000 RPCs
 #   RPCS=20000 RUNS=1 bash scripts/bench-bserver.sh
 #   SCALE_ONLY=1 RUNS=1 RPCS=2000 bash scripts/bench-bserver.sh   # the scale table alone
 #   WORKUNITS=10000,100000 bash scripts/bench-bserver.sh
+#   NO_BRETRY=1 bash scripts/bench-bserver.sh   # the scale table without bretry running
 set -eu
 cd "$(dirname "$0")/.."
 RPCS=${RPCS:-5000}
 RUNS=${RUNS:-3}
-pattern='^BenchmarkSchedulerRPC(SQLiteNormal)?$'
-if [ -n "${BKIT_TEST_MYSQL_DSN:-}" ]; then pattern='^BenchmarkSchedulerRPC(SQLiteNormal|MySQL)?$'; fi
+pattern='^BenchmarkSchedulerRPC(SQLiteNormal|10)?$'
+if [ -n "${BKIT_TEST_MYSQL_DSN:-}" ]; then pattern='^BenchmarkSchedulerRPC(SQLiteNormal|MySQL|10)?$'; fi
 if [ -z "${SCALE_ONLY:-}" ]; then
 out=$(go test -run '^$' -bench "$pattern" -benchtime "${RPCS}x" -count "$RUNS" ./lib/server/)
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$out" | awk -v rpcs="$RPCS" '
-BEGIN { printf "%-58s %8s %10s %10s %10s %10s\n", "figure (loopback, 16 hosts)", "RPCs", "RPC/s", "p50 ms", "p99 ms", "stmts/RPC" }
+BEGIN { printf "%-62s %8s %9s %9s %9s %9s %9s\n", "figure (loopback, 16 hosts)", "RPCs", "RPC/s", "p50 ms", "p99 ms", "stmts/RPC", "trips/RPC" }
 /^BenchmarkSchedulerRPC/ {
-	flush = ""
+	flush = ""; tr = 0
 	for (i = 3; i < NF; i++) {
 		if ($(i+1) == "rpc/s") r = $i
 		if ($(i+1) == "p50-ms") p50 = $i
 		if ($(i+1) == "p99-ms") p99 = $i
 		if ($(i+1) == "stmts/rpc") st = $i
+		if ($(i+1) == "trips/rpc") tr = $i
 		if ($(i+1) == "trx-flush") flush = $i
 	}
-	if ($1 ~ /MySQL/) name = sprintf("bserver RPC, MariaDB flush_log_at_trx_commit=%d%s", flush, (flush == 1 ? " (durable)" : ""))
+	if ($1 ~ /RPC10\/engine=mysql/) name = "bserver RPC of 10 reports + 10 jobs, MariaDB"
+	else if ($1 ~ /RPC10\//) name = "bserver RPC of 10 reports + 10 jobs, SQLite FULL"
+	else if ($1 ~ /MySQL/) name = sprintf("bserver RPC, MariaDB flush_log_at_trx_commit=%d%s", flush, (flush == 1 ? " (durable)" : ""))
 	else if ($1 ~ /SQLiteNormal/) name = "bserver RPC, SQLite synchronous=NORMAL (not durable)"
 	else name = "bserver RPC, SQLite synchronous=FULL (durable, default)"
-	printf "%-58s %8d %10.0f %10.2f %10.2f %10.1f\n", name, rpcs, r, p50, p99, st
+	printf "%-62s %8d %9.0f %9.2f %9.2f %9.1f %9.1f\n", name, rpcs, r, p50, p99, st, tr
 	n++
 }
 END { if (n == 0) { print "benchmark did not run" > "/dev/stderr"; exit 1 } }'
 fi
 
-# The same at scale: 10,000 and 1,000,000 workunits per engine (making the million takes
-# minutes on MariaDB; RPC/s at the two sizes should stay within 2x).
-out=$(BKIT_BENCH_WORKUNITS="${WORKUNITS:-10000,1000000}" go test -run '^$' -bench '^BenchmarkSchedulerRPCScale$' -benchtime "${RPCS}x" \
-	-count "$RUNS" -timeout 0 ./lib/server/)
+# The same at scale: 10,000 and 1,000,000 workunits per engine, each also with bretry
+# running (making the million takes minutes on MariaDB; RPC/s at the two sizes should
+# stay within 2x).
+bretry=1
+if [ -n "${NO_BRETRY:-}" ]; then bretry=; fi
+out=$(BKIT_BENCH_BRETRY="$bretry" BKIT_BENCH_WORKUNITS="${WORKUNITS:-10000,1000000}" go test -run '^$' -bench '^BenchmarkSchedulerRPCScale$' \
+	-benchtime "${RPCS}x" -count "$RUNS" -timeout 0 ./lib/server/)
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$out" | awk -v rpcs="$RPCS" '
-BEGIN { printf "%-58s %8s %10s %10s %10s %10s\n", "figure at scale (loopback, 16 hosts)", "RPCs", "RPC/s", "p50 ms", "p99 ms", "stmts/RPC" }
+BEGIN { printf "%-62s %8s %9s %9s %9s %9s %9s\n", "figure at scale (loopback, 16 hosts)", "RPCs", "RPC/s", "p50 ms", "p99 ms", "stmts/RPC", "trips/RPC" }
 /^BenchmarkSchedulerRPCScale\// {
 	split($1, part, "/"); sub(/^engine=/, "", part[2]); sub(/^workunits=/, "", part[3]); sub(/-[0-9]+$/, "", part[3])
+	busy = ""
 	for (i = 3; i < NF; i++) {
 		if ($(i+1) == "rpc/s") r = $i
 		if ($(i+1) == "p50-ms") p50 = $i
 		if ($(i+1) == "p99-ms") p99 = $i
 		if ($(i+1) == "stmts/rpc") st = $i
+		if ($(i+1) == "trips/rpc") tr = $i
+		if ($(i+1) == "bretry-busy") busy = $i
 	}
 	name = sprintf("bserver RPC, %s, %d workunits", (part[2] == "mysql" ? "MariaDB" : "SQLite"), part[3])
-	printf "%-58s %8d %10.0f %10.2f %10.2f %10.1f\n", name, rpcs, r, p50, p99, st
+	if (busy != "") name = sprintf("%s, bretry running (busy %.0f%%)", name, 100 * busy)
+	printf "%-62s %8d %9.0f %9.2f %9.2f %9.1f %9.1f\n", name, rpcs, r, p50, p99, st, tr
 	n++
 }
 END { if (n == 0) { print "scale benchmark did not run" > "/dev/stderr"; exit 1 } }'

@@ -162,7 +162,7 @@ func BenchmarkSchedulerRPCMetrics(b *testing.B) {
 				name = fmt.Sprintf("round=%d/metrics=on", round)
 			}
 			b.Run(name, func(b *testing.B) {
-				benchRPC(b, storetest.SQLiteDSN(b), 0, 1, server.Config{NoMetrics: !on})
+				benchRPC(b, storetest.SQLiteDSN(b), 0, 1, false, server.Config{NoMetrics: !on})
 			})
 		}
 	}

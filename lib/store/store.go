@@ -60,6 +60,43 @@ const (
 // seconds only runs out when something is badly wrong.
 const sqliteBusyTimeout = 10 * time.Second
 
+// sqliteBusyPoll is how long SQLite's own busy handler waits for another connection's
+// write lock before a BEGIN gives up and begin tries again, until sqliteBusyTimeout.
+// SQLite's handler sleeps ever longer (up to 100 ms between tries); a cron job that
+// commits batch after batch retook the lock within that sleep every time, and a
+// scheduler RPC waited for the whole pass (issue 33: 17 s). Trying again every few
+// milliseconds, a waiting writer takes the lock in the pause a cron job leaves
+// between its batches (LetWritersIn).
+const sqliteBusyPoll = 20 * time.Millisecond
+
+// sqliteYield is LetWritersIn's pause: longer than the widest gap between a waiting
+// writer's tries (SQLite's handler tries at 1, 3, 8 and 18 ms, then begin again at
+// 21 ms), with room for a loaded machine's scheduling.
+const sqliteYield = 25 * time.Millisecond
+
+// LetWritersIn is a cron job's pause between two write transactions (batches of a
+// pass): on SQLite, whose one write lock a job that commits batch after batch would
+// hold for the whole pass, it waits long enough that a writer waiting for the lock (a
+// scheduler RPC of bserver serve, another job) takes it first; on MySQL, whose row
+// locks let both run, it returns at once.
+func (s *Store) LetWritersIn(ctx context.Context) {
+	if s.dialect.name != SQLite {
+		return
+	}
+	// The batch's pages are copied from the WAL into the database now, by the job,
+	// rather than by the commit of a scheduler RPC that finds the WAL past SQLite's
+	// automatic checkpoint (1,000 pages) and pays for a batch's copy and sync. PASSIVE:
+	// no writer or reader waits for it; its error (a busy database) leaves the work to
+	// the next checkpoint.
+	s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	t := time.NewTimer(sqliteYield)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
 // ParseDSN splits a --db value into the engine and the driver's own DSN.
 func ParseDSN(dsn string) (engine, driverDSN string, err error) {
 	switch {
@@ -106,7 +143,7 @@ func ParseDSN(dsn string) (engine, driverDSN string, err error) {
 	// then deadlock trying to upgrade to write.
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
-	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
+	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyPoll.Milliseconds()))
 	q.Set("_txlock", "immediate")
 	q.Set("_foreign_keys", "on")
 	q.Set("_synchronous", sync)
@@ -473,7 +510,7 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 
 func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 	s.trips.Add(2) // BEGIN and COMMIT (or ROLLBACK)
-	tx, err := s.DB.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -486,6 +523,22 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 		return err
 	}
 	return tx.Commit()
+}
+
+// begin begins a write transaction. On SQLite a BEGIN that found the write lock held
+// for sqliteBusyPoll is tried again at once, until sqliteBusyTimeout has passed.
+func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
+	deadline := time.Now().Add(sqliteBusyTimeout)
+	for {
+		tx, err := s.DB.BeginTx(ctx, nil)
+		var se sqlite3.Error
+		if err == nil || s.dialect.name != SQLite || !errors.As(err, &se) || se.Code != sqlite3.ErrBusy ||
+			time.Now().After(deadline) || ctx.Err() != nil {
+			return tx, err
+		}
+		s.trips.Add(1)
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // retryable reports whether err is the engine aborting a transaction for contention,

@@ -105,6 +105,7 @@ func (p *Pass) loop(ctx context.Context, sum *Summary, step func(context.Context
 		if n < p.batch() {
 			return nil
 		}
+		p.Store.LetWritersIn(ctx) // the scheduler's RPCs between batches (SQLite)
 	}
 }
 
