@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
@@ -236,40 +237,44 @@ type WUOutput struct {
 
 // WUFilesOf returns the input files and outputs of workunits wuids, in order, by
 // workunit (absent: none): one query for a reply's jobs (a UNION of both tables)
-// instead of two per job.
+// instead of two per job. The rows are put in order here: an ORDER BY over the UNION
+// makes MariaDB copy it into a temporary table and sort it, on every RPC.
 func (t *Tx) WUFilesOf(wuids []int64) (map[int64][]WUFile, map[int64][]WUOutput, error) {
-	in, out := map[int64][]WUFile{}, map[int64][]WUOutput{}
+	type row struct {
+		wu, kind, num int64
+		f             WUFile
+	}
+	var all []row
 	for lo := 0; lo < len(wuids); lo += 500 {
-		part := wuids[lo:min(len(wuids), lo+500)]
-		args := make([]any, 0, 2*len(part))
-		for _, id := range part {
-			args = append(args, id)
-		}
-		args = append(args, args...)
-		list := `(?` + strings.Repeat(",?", len(part)-1) + `)`
+		list, args := inList(wuids[lo:min(len(wuids), lo+500)])
 		rows, err := t.query(`SELECT workunitid, 0, file_num, name, open_name, nbytes, md5_cksum FROM wu_file WHERE workunitid IN `+list+`
-			UNION ALL SELECT workunitid, 1, file_num, '', open_name, max_nbytes, '' FROM wu_output WHERE workunitid IN `+list+`
-			ORDER BY 1, 2, 3`, args...)
+			UNION ALL SELECT workunitid, 1, file_num, '', open_name, max_nbytes, '' FROM wu_output WHERE workunitid IN `+list,
+			append(args, args...)...)
 		if err != nil {
 			return nil, nil, err
 		}
 		for rows.Next() {
-			var id, kind, num int64
-			var name, open, md5 string
-			var nbytes float64
-			if err := rows.Scan(&id, &kind, &num, &name, &open, &nbytes, &md5); err != nil {
+			var r row
+			if err := rows.Scan(&r.wu, &r.kind, &r.num, &r.f.Name, &r.f.OpenName, &r.f.NBytes, &r.f.MD5); err != nil {
 				rows.Close()
 				return nil, nil, err
 			}
-			if kind == 0 {
-				in[id] = append(in[id], WUFile{Name: name, OpenName: open, NBytes: nbytes, MD5: md5})
-			} else {
-				out[id] = append(out[id], WUOutput{OpenName: open, MaxNBytes: nbytes})
-			}
+			all = append(all, r)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, nil, err
+		}
+	}
+	slices.SortFunc(all, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.wu, b.wu), cmp.Compare(a.kind, b.kind), cmp.Compare(a.num, b.num))
+	})
+	in, out := map[int64][]WUFile{}, map[int64][]WUOutput{}
+	for _, r := range all {
+		if r.kind == 0 {
+			in[r.wu] = append(in[r.wu], r.f)
+		} else {
+			out[r.wu] = append(out[r.wu], WUOutput{OpenName: r.f.OpenName, MaxNBytes: r.f.NBytes})
 		}
 	}
 	return in, out, nil

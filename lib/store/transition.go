@@ -60,7 +60,7 @@ func (t *Tx) WorkunitsChanged(ids []int64, now float64) error {
 func (t *Tx) ResultsChanged(ids []int64, now float64) error {
 	for lo := 0; lo < len(ids); lo += 500 {
 		list, args := inList(ids[lo:min(len(ids), lo+500)])
-		wus, err := t.ids(`SELECT DISTINCT workunitid FROM result WHERE id IN `+list, args...)
+		wus, err := t.ids(`SELECT workunitid FROM result WHERE id IN `+list, args...) // a repeat is harmless in WorkunitsChanged; DISTINCT would sort
 		if err != nil {
 			return err
 		}
