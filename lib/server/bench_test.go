@@ -37,7 +37,9 @@ const benchClients = 16
 // benchClients hosts each loop "report my finished job, get one new job", the steady
 // state of a busy project. It reports rpc/s, the p50 and p99 latency in ms and the
 // statements and round trips per RPC (scripts/bench-bserver.sh prints them).
-func BenchmarkSchedulerRPC(b *testing.B) { benchRPC(b, storetest.SQLiteDSN(b), 0, 1, false, server.Config{}) }
+func BenchmarkSchedulerRPC(b *testing.B) {
+	benchRPC(b, storetest.SQLiteDSN(b), 0, 1, false, server.Config{})
+}
 
 // BenchmarkSchedulerRPCSQLiteNormal is the same with synchronous=NORMAL, which may lose
 // the last commits in a power cut: the price of durability, side by side.
@@ -47,7 +49,9 @@ func BenchmarkSchedulerRPCSQLiteNormal(b *testing.B) {
 
 // BenchmarkSchedulerRPCMySQL is the same on MySQL/MariaDB (BKIT_TEST_MYSQL_DSN); it
 // reports the server's innodb_flush_log_at_trx_commit as trx-flush (1: durable).
-func BenchmarkSchedulerRPCMySQL(b *testing.B) { benchRPC(b, storetest.MySQLDSN(b), 0, 1, false, server.Config{}) }
+func BenchmarkSchedulerRPCMySQL(b *testing.B) {
+	benchRPC(b, storetest.MySQLDSN(b), 0, 1, false, server.Config{})
+}
 
 // BenchmarkSchedulerRPC10 is BenchmarkSchedulerRPC with 10 reports and 10 jobs in each
 // RPC (a host of 10 cores), per engine: the statements and round trips per RPC show
