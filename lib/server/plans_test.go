@@ -28,7 +28,7 @@ import (
 // UPDATE planned as a full index scan of 3,000 workunits; issue 28), small enough to
 // fill in a second. BKIT_PLAN_WORKUNITS sets another number of workunits (the
 // finished ones grow).
-var planScale = store.PopulateSpec{App: "bench", Hosts: 100, Done: 7000, InProgress: 500, Unsent: 500}
+var planScale = store.PopulateSpec{App: "bench", Hosts: 100, Done: 7000, InProgress: 500, Unsent: 500, DoneAssimilated: true}
 
 // TestSchedulerPlans runs every path whose plans matter on a database of planScale
 // (planPaths: the scheduler's kinds of requests, a locality app's, a bretry pass,
@@ -63,7 +63,7 @@ func TestPlansAtScale(t *testing.T) {
 			"BKIT_TEST_SCALE=1 BKIT_TEST_MYSQL_DSN=mysql://root@127.0.0.1:3306/test go test ./lib/server -run TestPlansAtScale -timeout 0")
 	}
 	st := storetest.Open(t, storetest.MySQLDSN(t))
-	checkPlans(t, st, store.PopulateSpec{App: "bench", Hosts: 10000, Done: 998000, InProgress: 1000, Unsent: 1000, ResultsPerWorkunit: 2})
+	checkPlans(t, st, store.PopulateSpec{App: "bench", Hosts: 10000, Done: 998000, InProgress: 1000, Unsent: 1000, ResultsPerWorkunit: 2, DoneAssimilated: true})
 }
 
 // checkPlans fills st with scale (app "bench") and fails on every statement of

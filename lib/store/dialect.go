@@ -18,6 +18,8 @@ type dialect struct {
 	// unsentIndex follows the result table in the scheduler's candidate query
 	// (UnsentCandidates): MariaDB's optimizer would walk the primary key instead.
 	unsentIndex string
+	// assimilateIndex follows workunit in the assimilator's claim (ClaimAssimilation).
+	assimilateIndex string
 	// forUpdate locks rows read until commit (MySQL); SQLite's immediate transactions
 	// already hold the database's write lock.
 	forUpdate string
@@ -34,12 +36,13 @@ var dialects = map[string]dialect{
 		prepare: true,
 	},
 	MySQL: {
-		name:         MySQL,
-		id:           "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-		tableOptions: " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-		skipLocked:   " FOR UPDATE SKIP LOCKED",
-		unsentIndex:  " FORCE INDEX (result_unsent)",
-		forUpdate:    " FOR UPDATE",
+		name:            MySQL,
+		id:              "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+		tableOptions:    " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+		skipLocked:      " FOR UPDATE SKIP LOCKED",
+		unsentIndex:     " FORCE INDEX (result_unsent)",
+		assimilateIndex: " FORCE INDEX (workunit_assimilate)",
+		forUpdate:       " FOR UPDATE",
 	},
 }
 

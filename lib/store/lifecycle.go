@@ -60,7 +60,9 @@ func (s *Store) ClaimAssimilation(ctx context.Context, owner string, after int64
 	var jobs []AssimilateJob
 	err := s.InTx(ctx, func(tx *Tx) error {
 		jobs = nil
-		ids, err := tx.ids(`SELECT id FROM workunit WHERE assimilate_ready=1 AND id>? AND assimilate_retry_time<=? AND lifecycle_lease<?
+		// MariaDB walked the primary key from id>? past every assimilated workunit
+		// (issue 33's plan test) once workunit_assimilate_app was there: the hint.
+		ids, err := tx.ids(`SELECT id FROM workunit`+tx.s.dialect.assimilateIndex+` WHERE assimilate_ready=1 AND id>? AND assimilate_retry_time<=? AND lifecycle_lease<?
 			ORDER BY id LIMIT ?`+tx.ForUpdateSkipLocked(), after, now, now, n)
 		if err != nil || len(ids) == 0 {
 			return err

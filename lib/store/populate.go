@@ -21,6 +21,10 @@ type PopulateSpec struct {
 	Done int
 	// InProgress workunits have every result sent to a host, reported by none yet.
 	InProgress int
+	// DoneAssimilated: the Done workunits are also assimilated and their files
+	// deleted, as the lifecycle jobs leave a running project's history; else they
+	// are all waiting for the assimilator (its backlog).
+	DoneAssimilated bool
 	// Unsent workunits have every result unsent.
 	Unsent int
 	// ResultsPerWorkunit is each workunit's number of results (1 when 0).
@@ -98,6 +102,9 @@ func (s *Store) Populate(ctx context.Context, spec PopulateSpec, now float64) er
 							// the lifecycle jobs leave the history of a running project.
 							check, canonical = 0, res0+int64(i*nres)
 							assimilated, deleted, at = AssimilateDone, FileDeleteDone, now-1800
+							if !spec.DoneAssimilated {
+								assimilated, deleted, at = AssimilateInit, FileDeleteInit, 0
+							}
 						}
 						return []any{id, now - 86400, appid, "populate_" + strconv.FormatInt(id, 10), 1e12, 1e13, 86400,
 							nres, nres, 3, 10, 6, 0, check, canonical, assimilated, at, deleted, at}
