@@ -20,6 +20,10 @@ type dialect struct {
 	unsentIndex string
 	// assimilateIndex follows workunit in the assimilator's claim (ClaimAssimilation).
 	assimilateIndex string
+	// retryIndex follows workunit in bretry's claim (RetryCandidates): MariaDB's plan
+	// flips between workunit_due and the shorter workunit_retry, which reads every
+	// workunit of the app whose retry time has passed, validated or not.
+	retryIndex string
 	// forUpdate locks rows read until commit (MySQL); SQLite's immediate transactions
 	// already hold the database's write lock.
 	forUpdate string
@@ -42,6 +46,7 @@ var dialects = map[string]dialect{
 		skipLocked:      " FOR UPDATE SKIP LOCKED",
 		unsentIndex:     " FORCE INDEX (result_unsent)",
 		assimilateIndex: " FORCE INDEX (workunit_assimilate)",
+		retryIndex:      " FORCE INDEX (workunit_due)",
 		forUpdate:       " FOR UPDATE",
 	},
 }

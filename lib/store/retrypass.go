@@ -74,7 +74,7 @@ func (t *Tx) ValidationCandidates(appID int64, limit int) ([]*RetryWorkunit, err
 // RetryCandidates claims up to limit of the app's workunits whose retry check time
 // has come at now, with their results.
 func (t *Tx) RetryCandidates(appID int64, now float64, limit int) ([]*RetryWorkunit, error) {
-	return t.readRetryWorkunits(`SELECT `+retryWorkunitColumns+` FROM workunit
+	return t.readRetryWorkunits(`SELECT `+retryWorkunitColumns+` FROM workunit`+t.s.dialect.retryIndex+`
 		WHERE appid=? AND `+retryDue+`
 		LIMIT ?`+t.s.dialect.skipLocked, appID, now, limit)
 }
