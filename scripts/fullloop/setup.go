@@ -232,9 +232,13 @@ func (l *loop) makeCron() {
 		l.cron = append(l.cron,
 			&cronJob{name: "bserver assimilate (project " + p.name + ")", period: 600, args: append([]string{"bserver", "assimilate", "--once",
 				"--exec", `echo "$BKIT_WORKUNIT $BKIT_OUTCOME" >> ` + l.assimilatedLog(p.name)}, pd...)},
-			&cronJob{name: "bserver delete-files (project " + p.name + ")", period: 3600, args: append([]string{"bserver", "delete-files", "--once", "--delay", "1h"}, pd...)},
+			// A minute past the hour and --purge-after: each job's clock is --now plus the
+			// wall time its pass has run, so a workunit assimilated (or whose files went)
+			// exactly one period before would be taken or left by a few milliseconds
+			// either way, and two runs of one seed would differ; it waits for the next.
+			&cronJob{name: "bserver delete-files (project " + p.name + ")", period: 3600, args: append([]string{"bserver", "delete-files", "--once", "--delay", "61m"}, pd...)},
 			&cronJob{name: "bserver purge (project " + p.name + ")", period: 3600, purged: p.name, args: append([]string{"bserver", "purge", "--once",
-				"--older-than", exactTime(l.cfg.PurgeAge), "--archive", l.archiveDir(p.name)}, pd...)})
+				"--older-than", exactTime(l.cfg.PurgeAge+60), "--archive", l.archiveDir(p.name)}, pd...)})
 	}
 	for _, c := range l.cron {
 		c.next = start
