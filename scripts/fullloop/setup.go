@@ -238,7 +238,7 @@ func (l *loop) makeCron() {
 			// either way, and two runs of one seed would differ; it waits for the next.
 			&cronJob{name: "bserver delete-files (project " + p.name + ")", period: 3600, args: append([]string{"bserver", "delete-files", "--once", "--delay", "61m"}, pd...)},
 			&cronJob{name: "bserver purge (project " + p.name + ")", period: 3600, purged: p.name, args: append([]string{"bserver", "purge", "--once",
-				"--older-than", exactTime(l.cfg.PurgeAge+60), "--archive", l.archiveDir(p.name)}, pd...)})
+				"--older-than", exactTime(l.cfg.PurgeAge + 60), "--archive", l.archiveDir(p.name)}, pd...)})
 	}
 	for _, c := range l.cron {
 		c.next = start
