@@ -109,6 +109,15 @@ func runConcurrently(t *testing.T, n int, prepare func(p *project), stage func(p
 			}
 			t.Logf("after the kills: %s", strings.TrimSpace(lifecycleLine.FindString(killed.must(t, "status"))))
 			killed.must(t, stage(killed)...)
+			if e.Name != "sqlite" && cmp.Diff(want, killed.stateOf(t)) != "" {
+				// MariaDB rolls back a killed process's transaction only once it sees the
+				// connection gone; a rerun that starts before skips the rows it still
+				// locks (SKIP LOCKED), and the next cron pass takes them.
+				t.Logf("rerun left work (rows a killed connection still locked?): %s; once more",
+					strings.TrimSpace(lifecycleLine.FindString(killed.must(t, "status"))))
+				time.Sleep(time.Second)
+				killed.must(t, stage(killed)...)
+			}
 			if diff := cmp.Diff(want, killed.stateOf(t)); diff != "" {
 				t.Errorf("killed and rerun: database (-undisturbed +killed):\n%s", diff)
 			}
