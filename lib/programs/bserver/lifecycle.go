@@ -35,28 +35,7 @@ func passFlags(batch int, extra ...cli.Flag) []cli.Flag {
 // the next one tried at the next interval, so a database restart does not stop the
 // job.
 func passLoop(ctx context.Context, cmd *cli.Command, s *store.Store, pass func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error)) error {
-	once := cmd.Bool("once")
-	var interval float64
-	if s := cmd.String("interval"); s != "" {
-		v, err := cliutil.ParseDuration(s)
-		if err != nil {
-			return cliutil.Usagef("--interval: %v", err)
-		}
-		if !(v > 0) {
-			return cliutil.Usagef("--interval: must be > 0, got %s", s)
-		}
-		interval = v
-	}
-	switch {
-	case once && interval > 0:
-		return cliutil.Usagef("--once and --interval: give one")
-	case !once && interval == 0:
-		return cliutil.Usagef("want --once (one pass, for cron) or --interval DURATION (continuous)")
-	}
-	if cmd.IsSet(cliutil.FlagNow) && !once {
-		return cliutil.Usagef("--now needs --once (a continuous run follows the clock)")
-	}
-	now, err := cliutil.Now(cmd)
+	once, interval, now, err := cliutil.OnceOrInterval(cmd)
 	if err != nil {
 		return err
 	}
