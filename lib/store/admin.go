@@ -7,30 +7,33 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/bkit/bkit/lib/quota"
 	"math"
 	"strings"
+
+	"github.com/bkit/bkit/lib/quota"
+	"github.com/bkit/bkit/lib/retry"
 )
 
 // Result server states, outcomes and validate states, with BOINC's numbers so that
-// queries written for BOINC's database read bkit's the same way.
+// queries written for BOINC's database read bkit's the same way; the ones seed 003's
+// rules use are lib/retry's, so the two packages cannot drift apart.
 const (
-	ServerStateInactive   = 1
-	ServerStateUnsent     = 2
-	ServerStateInProgress = 4
-	ServerStateOver       = 5
+	ServerStateInactive   = retry.ServerStateInactive
+	ServerStateUnsent     = retry.ServerStateUnsent
+	ServerStateInProgress = retry.ServerStateInProgress
+	ServerStateOver       = retry.ServerStateOver
 
-	OutcomeInit          = 0
-	OutcomeSuccess       = 1
-	OutcomeCouldntSend   = 2
-	OutcomeClientError   = 3
-	OutcomeNoReply       = 4
-	OutcomeDidntNeed     = 5
-	OutcomeValidateError = 6
+	OutcomeInit          = retry.OutcomeInit
+	OutcomeSuccess       = retry.OutcomeSuccess
+	OutcomeCouldntSend   = retry.OutcomeCouldntSend
+	OutcomeClientError   = retry.OutcomeClientError
+	OutcomeNoReply       = retry.OutcomeNoReply
+	OutcomeDidntNeed     = retry.OutcomeDidntNeed
+	OutcomeValidateError = retry.OutcomeValidateError
 
-	ValidateInit         = 0
-	ValidateValid        = 1
-	ValidateInvalid      = 2
+	ValidateInit         = retry.ValidateInit
+	ValidateValid        = retry.ValidateValid
+	ValidateInvalid      = retry.ValidateInvalid
 	ValidateNoCheck      = 3
 	ValidateInconclusive = 4
 )
