@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/tempfile"
 )
 
 // The statistics export (issue 31): the files statistics sites download from a
@@ -37,10 +38,16 @@ func (s ExportSummary) RowsHandled() int64 { return s.Users + s.Hosts }
 
 // ExportStats writes the statistics export of st into dir at now. Each file is written
 // under a temporary name, synced and renamed, so a statistics site downloading while
-// an export runs gets the last whole file, never half of one.
+// an export runs gets the last whole file, never half of one. The temporary files of
+// an export that was killed are removed by the next (those of one still running,
+// which holds them locked, are left to it), so two exports at once and a SIGKILL at
+// any moment leave whole files and no litter.
 func ExportStats(ctx context.Context, st *store.Store, dir string, now float64) (ExportSummary, error) {
 	var sum ExportSummary
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return sum, err
+	}
+	if _, err := tempfile.RemoveOrphans(dir, func(name string) bool { return strings.HasPrefix(name, exportTemp) }); err != nil {
 		return sum, err
 	}
 	err := writeAtomic(dir, "user.gz", true, func(w io.Writer) error {
@@ -136,10 +143,13 @@ func escapeXML(s string) string {
 	return b.String()
 }
 
+// exportTemp begins the names of the export's temporary files.
+const exportTemp = ".tmp-"
+
 // writeAtomic writes dir/name through write (gzipped with gz) under a temporary name,
-// syncs it and renames it into place.
+// created locked (lib/tempfile), syncs it and renames it into place.
 func writeAtomic(dir, name string, gz bool, write func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
+	f, err := tempfile.Create(dir, exportTemp+name+"-*")
 	if err != nil {
 		return err
 	}
@@ -173,8 +183,10 @@ func writeAtomic(dir, name string, gz bool, write func(io.Writer) error) (err er
 	if err = f.Sync(); err != nil {
 		return err
 	}
-	if err = f.Close(); err != nil {
+	// Renamed before it is closed: closing drops the lock, and a sweep by another
+	// export would take the unlocked temporary file for an orphan.
+	if err = os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), filepath.Join(dir, name))
+	return f.Close()
 }

@@ -28,7 +28,8 @@ Writes the project's statistics export into DIR, the files statistics sites down
   team.gz     <teams> (bkit has no teams: empty)
   tables.xml  update_time, nusers, nteams, nhosts, total_credit
 Names are XML-escaped. Each file is written under a temporary name and renamed, so
-a site downloading meanwhile gets the previous whole file. Run it from cron (daily,
+a site downloading meanwhile gets the previous whole file; two exports at once are
+safe, and the temporary files of one killed mid-way are removed by the next. Run it from cron (daily,
 as BOINC projects do) into a directory the web server publishes; each run is
 recorded as a cron run ('bserver status'). Prints: exported N users, N hosts, 0 teams.`,
 				[]string{
