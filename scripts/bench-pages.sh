@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench-pages.sh: what an operator and volunteers read from bserver serve (issue 31),
-# over a SQLite database of RESULTS results (1,000,000 by default; lib/server's
+# over a SQLite database (and a MariaDB one when BKIT_TEST_MYSQL_DSN is set, e.g.
+# mysql://root@127.0.0.1:3306/test: a new database beside it, dropped after) of RESULTS results (1,000,000 by default; lib/server's
 # BenchmarkPages: 90 % finished and reported in the last hour, 5 % in progress, 5 %
 # unsent, 10,000 hosts and users with credit): p50 and p99 of each page, to the last
 # byte over loopback, as serve answers by default (the status figures read at most once
@@ -18,9 +19,9 @@ RPCS=${RPCS:-3000}
 RUNS=${RUNS:-3}
 out=$(BKIT_BENCH_RESULTS="$RESULTS" go test -run '^$' -bench '^BenchmarkPages$' -benchtime "${VIEWS}x" -timeout 0 ./lib/server/)
 echo "$out" | awk -v n="$RESULTS" -v views="$VIEWS" '
-BEGIN { printf "%-62s %8s %10s %10s\n", sprintf("page over %d results (SQLite, loopback)", n), "views", "p50 ms", "p99 ms" }
-/^BenchmarkPages\// {
-	name = $1; sub(/^BenchmarkPages\/page=/, "", name); sub(/-[0-9]+$/, "", name)
+BEGIN { printf "%-62s %8s %10s %10s\n", sprintf("page over %d results (loopback)", n), "views", "p50 ms", "p99 ms" }
+/^BenchmarkPages\/engine=[a-z]+\/page=/ {
+	name = $1; sub(/^BenchmarkPages\/engine=/, "", name); sub(/\/page=/, ": ", name); sub(/-[0-9]+$/, "", name)
 	for (i = 3; i < NF; i++) { if ($(i+1) == "p50-ms") p50 = $i; if ($(i+1) == "p99-ms") p99 = $i }
 	printf "%-62s %8d %10.2f %10.2f\n", name, views, p50, p99; k++
 }
