@@ -23,15 +23,18 @@
 //     share (BOINC's deadline mode, which seed 001 lacks), then by overall debt as seed
 //     001 does, its anticipated debt falling by the scheduling period per instance
 //     given. An unstarted task that can no longer meet its deadline even if started now
-//     and run without a break is abandoned (done, unstarted, as a BOINC client aborts a
-//     late unstarted job): running it would only waste the host.
+//     and run without a break (by its estimate, corrected only downwards) is abandoned
+//     (done, unstarted, as a BOINC client aborts a late unstarted job): running it
+//     would only waste the host.
 //   - Work fetch (Request): each project keeps a buffer of its own, in wall-clock time:
 //     enough of its work to last the work buffer at the rate its share gives it, with
 //     the host's on and active fractions counted (seed 001 counts only the active
 //     fraction), but never more than it can finish in half its jobs' latency; it asks
 //     when below the low-water mark or when an instance is idle. So a project with
 //     2-hour deadlines holds an hour of work, a reliable project with long deadlines a
-//     day, and an unreliable server's project keeps enough to ride out its outages.
+//     day, and an unreliable server's project keeps enough to ride out its outages. A
+//     project ahead of its share by more than a scheduling period refills its buffer
+//     only when the resource as a whole is below its low-water mark.
 //   - Reporting (Next): a result overdue for reporting (seed 000's rule) is reported at
 //     the first RPC the host can make, whether or not any project needs work; seed
 //     000's Poll lets it wait while the host is low on work, and a host that is off
@@ -95,12 +98,13 @@ type Workspace struct {
 	byRank               [3][]taskInfo // a resource's tasks by rank
 
 	// A request's buffers (Needs, Request, Next).
-	needs   []Need
-	idle    []float64 // per host resource
-	queued  []float64 // [p*nr+r]
-	latency []float64 // per project
-	skip    []int
-	coprocs []state.CoprocRequest
+	needs             []Need
+	idle              []float64 // per host resource
+	queued            []float64 // [p*nr+r]
+	latency           []float64 // per project
+	skip              []int
+	coprocs           []state.CoprocRequest
+	resLow, resQueued []float64 // per host resource
 
 	// Each project's share of a resource and whether it has an app version for it
 	// (shares).
@@ -237,15 +241,23 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 	h := &doc.Host
 	ts := w.runnable(doc)
 	// Abandon unstarted tasks that cannot meet their deadline even if started now and
-	// run without a break (BOINC's client gives up only on a job it never started;
-	// one the host's availability makes doubtful may still make it: hosts are not off
-	// on average but in spells).
+	// run without a break (BOINC's client gives up only on a job it never started; one
+	// the host's availability makes doubtful may still make it: hosts are not off on
+	// average but in spells).
 	abandoned = w.abandoned[:0]
 	keep := ts[:0]
 	for _, t := range ts {
 		task := &doc.Tasks[t.i]
 		unstarted := task.State == state.TaskReady && task.FlopsDone == 0
-		if unstarted && now+t.runtime > task.ReportDeadline {
+		// The run time without a correction factor above 1: the factor jumps to the
+		// ratio of one job whose estimate was far too low (BOINC's rule), and tested
+		// with it every new job would be abandoned, none would finish, and the factor
+		// would never come down (c197: A's factor 41, the host a quarter idle).
+		rt := t.runtime
+		if dcf := doc.Projects[t.p].DCF(); dcf > 1 {
+			rt /= dcf
+		}
+		if unstarted && now+rt > task.ReportDeadline {
 			task.State = state.TaskDone
 			abandoned = append(abandoned, t.i)
 			continue
@@ -542,6 +554,20 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 	eligible := func(nd Need) bool { return eligible(doc, nd, now, asked) }
 	best, bestRes, bestIdle := -1, 0, false
 	debt := func(p int) float64 { return prsc.OverallDebt(h, &doc.Projects[p]) }
+	// overserved is how far a project's overall debt may fall below 0 before it is
+	// ahead of its share on resource r: a scheduling period of the whole resource.
+	overserved := func(r int) float64 {
+		res := h.Resources[r]
+		return doc.Preferences.CPUSchedulingPeriod * float64(res.Instances) * prsc.RelativeSpeed(h, res)
+	}
+	// Each resource's work held and low-water mark over all its projects.
+	nr := len(h.Resources)
+	resLow, resQueued := grow(w.resLow, nr), grow(w.resQueued, nr)
+	w.resLow, w.resQueued = resLow, resQueued
+	for _, nd := range needs {
+		resLow[nd.Resource] += nd.Low
+		resQueued[nd.Resource] += nd.Queued
+	}
 	for _, idleStep := range [...]bool{true, false} {
 		for _, nd := range needs {
 			if !eligible(nd) {
@@ -551,6 +577,19 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 				continue
 			}
 			if !idleStep && nd.Queued >= nd.Low {
+				continue
+			}
+			// A project ahead of its share by more than a scheduling period of the
+			// resource refills its own buffer only when the resource as a whole runs
+			// low (BOINC asks the project of highest priority for a resource's
+			// shortfall, work_fetch.cpp choose_project). Its buffer drains as fast as
+			// it runs, and a project whose tasks run in deadline mode runs far beyond
+			// its share: asked again whenever it is empty, it kept the resource (c167:
+			// a project of share 1 had half of a GPU, its tasks late in the
+			// simulation at its share's rate). Within a period is a time slice's
+			// swing (down-2cpu: a project whose server is down half the time keeps
+			// its buffer).
+			if !idleStep && debt(nd.Project) < -overserved(nd.Resource) && resQueued[nd.Resource] >= resLow[nd.Resource] {
 				continue
 			}
 			if best < 0 || debt(nd.Project) > debt(best) {

@@ -213,3 +213,60 @@ func TestOvercommitBesideCoprocessor(t *testing.T) {
 		t.Errorf("%d tasks running (GPU task %s), want the GPU task and two CPU tasks", running, d.Tasks[0].State)
 	}
 }
+
+// TestRequestOverservedWaits: B is ahead of its share by more than a scheduling period
+// of the two CPUs (7,200 s) and holds nothing, below its low-water mark (0.1 d × 0.5
+// CPU). It is not asked while the CPUs' work as a whole (A's) is above the sum of the
+// projects' low-water marks (0.1 d × 2 CPUs); it is once that runs low, and at once
+// when it is ahead by less than a period.
+func TestRequestOverservedWaits(t *testing.T) {
+	mk := func(aSecs, bDebt float64) *state.Document {
+		d := doc()
+		d.Projects[1].Resources[0].LongTermDebt = bDebt
+		d.Tasks = []state.Task{task("a1", "A", "a", aSecs/2*1e9, 0, 1e7), task("a2", "A", "a", aSecs/2*1e9, 0, 1e7)}
+		d.Tasks[0].State, d.Tasks[1].State = state.TaskRunning, state.TaskRunning
+		return d
+	}
+	// A holds 14,000 CPU-seconds: above its own low-water mark (12,960), so A is not
+	// asked either.
+	for _, c := range []struct {
+		aSecs, bDebt float64
+		asked        bool
+	}{
+		{14000, -7201, true},  // the CPUs' 14,000 s are below 17,280: B is asked
+		{20000, -7201, false}, // the CPUs hold enough: B, ahead of its share, waits
+		{20000, -7199, true},  // within a period of its share: B refills its buffer
+		{200000, -7199, true}, // whatever the others hold
+		{200000, -1e6, false}, // far ahead
+	} {
+		req, ok := Request(mk(c.aSecs, c.bDebt), 1, nil)
+		if ok != c.asked || ok && req.Project != "B" {
+			t.Errorf("A holding %g s, B's debt %g: request %+v %v, want B asked %v", c.aSecs, c.bDebt, req, ok, c.asked)
+		}
+	}
+}
+
+// TestAbandonByUncorrectedEstimate: a correction factor above 1 does not make an
+// unstarted task look too long to finish (A's factor 10, learnt from one job whose
+// estimate was far too low: tested with it, every new job would be abandoned and none
+// would finish to bring the factor down); a factor below 1 shortens the estimate as
+// everywhere else.
+func TestAbandonByUncorrectedEstimate(t *testing.T) {
+	for _, c := range []struct {
+		dcf, secs float64
+		abandon   bool
+	}{
+		{10, 1000, false},  // 10,000 s corrected, 1,000 s as estimated: it may make it
+		{10, 6000, true},   // not even as estimated
+		{0.5, 8000, false}, // 4,000 s corrected
+		{0.5, 12000, true}, // 6,000 s corrected
+	} {
+		d := doc()
+		d.Projects[0].DurationCorrectionFactor = c.dcf
+		d.Tasks = []state.Task{task("a1", "A", "a", c.secs*1e9, 0, 5000)}
+		abandoned := Schedule(d, 0)
+		if got := len(abandoned) == 1; got != c.abandon {
+			t.Errorf("factor %g, %g s estimated, deadline in 5,000 s: abandoned %v, want %v", c.dcf, c.secs, got, c.abandon)
+		}
+	}
+}
