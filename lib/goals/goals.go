@@ -105,6 +105,7 @@ type Workspace struct {
 	skip              []int
 	coprocs           []state.CoprocRequest
 	resLow, resQueued []float64 // per host resource
+	resTop            []float64 // per host resource
 
 	// Each project's share of a resource and whether it has an app version for it
 	// (shares).
@@ -560,13 +561,22 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 		res := h.Resources[r]
 		return doc.Preferences.CPUSchedulingPeriod * float64(res.Instances) * prsc.RelativeSpeed(h, res)
 	}
-	// Each resource's work held and low-water mark over all its projects.
+	// Each resource's work held and low-water mark over all its projects, and the
+	// largest debt of a project that may be asked for it.
 	nr := len(h.Resources)
 	resLow, resQueued := grow(w.resLow, nr), grow(w.resQueued, nr)
 	w.resLow, w.resQueued = resLow, resQueued
+	resTop := grow(w.resTop, nr)
+	w.resTop = resTop
+	for r := range resTop {
+		resTop[r] = math.Inf(-1)
+	}
 	for _, nd := range needs {
 		resLow[nd.Resource] += nd.Low
 		resQueued[nd.Resource] += nd.Queued
+		if eligible(nd) {
+			resTop[nd.Resource] = max(resTop[nd.Resource], debt(nd.Project))
+		}
 	}
 	for _, idleStep := range [...]bool{true, false} {
 		for _, nd := range needs {
@@ -581,15 +591,16 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 			}
 			// A project ahead of its share by more than a scheduling period of the
 			// resource refills its own buffer only when the resource as a whole runs
-			// low (BOINC asks the project of highest priority for a resource's
-			// shortfall, work_fetch.cpp choose_project). Its buffer drains as fast as
-			// it runs, and a project whose tasks run in deadline mode runs far beyond
-			// its share: asked again whenever it is empty, it kept the resource (c167:
-			// a project of share 1 had half of a GPU, its tasks late in the
-			// simulation at its share's rate). Within a period is a time slice's
-			// swing (down-2cpu: a project whose server is down half the time keeps
-			// its buffer).
-			if !idleStep && debt(nd.Project) < -overserved(nd.Resource) && resQueued[nd.Resource] >= resLow[nd.Resource] {
+			// low and no project that may be asked for it is owed more (BOINC asks the
+			// project of highest priority for a resource's shortfall, work_fetch.cpp
+			// choose_project). Its buffer drains as fast as it runs, and a project
+			// whose tasks run in deadline mode runs far beyond its share: asked again
+			// whenever it is empty, it kept the resource (c167: a project of share 1
+			// had half of a GPU, its tasks late in the simulation at its share's
+			// rate; c171: one of share 28 had three quarters of a GPU whenever the
+			// CPUs ran low). Within a period is a time slice's swing (down-2cpu: a
+			// project whose server is down half the time keeps its buffer).
+			if !idleStep && debt(nd.Project) < -overserved(nd.Resource) && (resQueued[nd.Resource] >= resLow[nd.Resource] || debt(nd.Project) < resTop[nd.Resource]) {
 				continue
 			}
 			if best < 0 || debt(nd.Project) > debt(best) {

@@ -217,31 +217,36 @@ func TestOvercommitBesideCoprocessor(t *testing.T) {
 // TestRequestOverservedWaits: B is ahead of its share by more than a scheduling period
 // of the two CPUs (7,200 s) and holds nothing, below its low-water mark (0.1 d × 0.5
 // CPU). It is not asked while the CPUs' work as a whole (A's) is above the sum of the
-// projects' low-water marks (0.1 d × 2 CPUs); it is once that runs low, and at once
-// when it is ahead by less than a period.
+// projects' low-water marks (0.1 d × 2 CPUs), nor, once that runs low, while A, owed
+// more, may be asked instead (A holds more than its own low-water mark, 12,960 s: no
+// one is asked until the CPUs run low enough for A, or one idles); it is when A is
+// backed off, and at once when it is ahead by less than a period.
 func TestRequestOverservedWaits(t *testing.T) {
-	mk := func(aSecs, bDebt float64) *state.Document {
+	mk := func(aSecs, bDebt float64, aBackedOff bool) *state.Document {
 		d := doc()
 		d.Projects[1].Resources[0].LongTermDebt = bDebt
+		if aBackedOff {
+			d.Projects[0].Resources[0].BackoffUntil = 1e9
+		}
 		d.Tasks = []state.Task{task("a1", "A", "a", aSecs/2*1e9, 0, 1e7), task("a2", "A", "a", aSecs/2*1e9, 0, 1e7)}
 		d.Tasks[0].State, d.Tasks[1].State = state.TaskRunning, state.TaskRunning
 		return d
 	}
-	// A holds 14,000 CPU-seconds: above its own low-water mark (12,960), so A is not
-	// asked either.
 	for _, c := range []struct {
 		aSecs, bDebt float64
+		aBackedOff   bool
 		asked        bool
 	}{
-		{14000, -7201, true},  // the CPUs' 14,000 s are below 17,280: B is asked
-		{20000, -7201, false}, // the CPUs hold enough: B, ahead of its share, waits
-		{20000, -7199, true},  // within a period of its share: B refills its buffer
-		{200000, -7199, true}, // whatever the others hold
-		{200000, -1e6, false}, // far ahead
+		{14000, -7201, true, true},   // the CPUs' 14,000 s are below 17,280, A may not be asked
+		{14000, -7201, false, false}, // A may be asked, and is owed more
+		{20000, -7201, true, false},  // the CPUs hold enough: B waits
+		{20000, -7199, false, true},  // within a period of its share: B refills its buffer
+		{200000, -7199, false, true}, // whatever the others hold
+		{200000, -1e6, true, false},  // far ahead
 	} {
-		req, ok := Request(mk(c.aSecs, c.bDebt), 1, nil)
+		req, ok := Request(mk(c.aSecs, c.bDebt, c.aBackedOff), 1, nil)
 		if ok != c.asked || ok && req.Project != "B" {
-			t.Errorf("A holding %g s, B's debt %g: request %+v %v, want B asked %v", c.aSecs, c.bDebt, req, ok, c.asked)
+			t.Errorf("A holding %g s (backed off %v), B's debt %g: request %+v %v, want B asked %v", c.aSecs, c.aBackedOff, c.bDebt, req, ok, c.asked)
 		}
 	}
 }
