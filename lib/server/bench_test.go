@@ -246,6 +246,9 @@ func benchRPC(b *testing.B, dsn string, workunits, perRPC int, withRetry bool, c
 			b.Fatal(err)
 		}
 		defer rst.Close()
+		if err := rst.BatchJob(ctx); err != nil { // as bretry's process does
+			b.Fatal(err)
+		}
 		var appID int64
 		if err := rst.InTx(ctx, func(tx *store.Tx) error {
 			return tx.QueryRow(`SELECT id FROM app WHERE name=?`, "bench").Scan(&appID)

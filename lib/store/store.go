@@ -64,38 +64,11 @@ const sqliteBusyTimeout = 10 * time.Second
 // write lock before a BEGIN gives up and begin tries again, until sqliteBusyTimeout.
 // SQLite's handler sleeps ever longer (up to 100 ms between tries); a cron job that
 // commits batch after batch retook the lock within that sleep every time, and a
-// scheduler RPC waited for the whole pass (issue 33: 17 s). Trying again every few
-// milliseconds, a waiting writer takes the lock in the pause a cron job leaves
-// between its batches (LetWritersIn).
-const sqliteBusyPoll = 20 * time.Millisecond
-
-// sqliteYield is LetWritersIn's pause: longer than the widest gap between a waiting
-// writer's tries (SQLite's handler tries at 1, 3, 8 and 18 ms, then begin again at
-// 21 ms), with room for a loaded machine's scheduling.
-const sqliteYield = 25 * time.Millisecond
-
-// LetWritersIn is a cron job's pause between two write transactions (batches of a
-// pass): on SQLite, whose one write lock a job that commits batch after batch would
-// hold for the whole pass, it waits long enough that a writer waiting for the lock (a
-// scheduler RPC of bserver serve, another job) takes it first; on MySQL, whose row
-// locks let both run, it returns at once.
-func (s *Store) LetWritersIn(ctx context.Context) {
-	if s.dialect.name != SQLite {
-		return
-	}
-	// The batch's pages are copied from the WAL into the database now, by the job,
-	// rather than by the commit of a scheduler RPC that finds the WAL past SQLite's
-	// automatic checkpoint (1,000 pages) and pays for a batch's copy and sync. PASSIVE:
-	// no writer or reader waits for it; its error (a busy database) leaves the work to
-	// the next checkpoint.
-	s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
-	t := time.NewTimer(sqliteYield)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
+// scheduler RPC waited for the whole pass (issue 33: 17 s). Trying again every
+// millisecond or so (the handler tries at 0, 1 and 2 ms, begin again 1 ms later), a
+// waiting writer takes the lock in the pause a cron job leaves between its batches
+// (LetWritersIn) and at most a millisecond or two after the batch before it commits.
+const sqliteBusyPoll = 2 * time.Millisecond
 
 // ParseDSN splits a --db value into the engine and the driver's own DSN.
 func ParseDSN(dsn string) (engine, driverDSN string, err error) {

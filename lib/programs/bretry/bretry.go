@@ -71,9 +71,10 @@ bserver serves. A pass over the app --app does, in order:
     and a structured line on standard error.
 
 DWU, Dresult, NError, Ndet and Nredundancy come from the flags, or else from the
-app's values in the database ('bserver app set'). Work goes in transactions of
---batch workunits (default 1000), so the scheduler keeps answering during a pass over
-millions of rows, and any number of bretry processes may run at once: each batch
+app's values in the database ('bserver app set'). Work goes in transactions of at
+most --batch workunits (default 1000; on SQLite fewer, as many as take about 10 ms,
+since each holds the one write lock), so the scheduler keeps answering during a pass
+over millions of rows, and any number of bretry processes may run at once: each batch
 takes its rows (FOR UPDATE SKIP LOCKED on MySQL/MariaDB; one writer at a time on
 SQLite) and no workunit is handled twice. Killed at any moment, a pass leaves whole
 batches done; the next pass does the rest.
@@ -102,7 +103,7 @@ BOINC's spelling of --app. Durations are seconds or take a unit: 90s, 30m, 36h, 
 			&cli.IntFlag{Name: "nerror", Usage: "give up after `N` error results, 1 to 1000 (default: the app's)"},
 			&cli.IntFlag{Name: "ndet", Usage: "give up after `N` results done without a canonical result, 1 to 1000 (default: the app's)"},
 			&cli.IntFlag{Name: "nredundancy", Usage: "try to get at least `N` non-error results, 1 to 100 (default: the app's)"},
-			&cli.IntFlag{Name: "batch", Usage: "workunits (or results) per transaction, `N` from 1 to 10000", Value: DefaultBatch},
+			&cli.IntFlag{Name: "batch", Usage: "at most `N` workunits (or results) per transaction, 1 to 10000", Value: DefaultBatch},
 			&cli.BoolFlag{Name: "no-validate", Usage: "skip the validator (run 'bretry validate' separately)"},
 			cliutil.NowFlag(),
 			cliutil.VerboseFlag(),
@@ -165,6 +166,9 @@ func run(ctx context.Context, cmd *cli.Command, validateOnly bool) error {
 		return err
 	}
 	defer s.Close()
+	if err := s.BatchJob(ctx); err != nil { // the scheduler's commits synced, the pass's batches redone if lost
+		return err
+	}
 	ar, err := s.AppRetryByName(ctx, app)
 	if err != nil {
 		return userError(err)

@@ -4,14 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/bkit/bkit/lib/retry"
 	"github.com/bkit/bkit/lib/store"
 )
 
-// DefaultBatch is how many workunits (or results) one transaction handles: small
-// enough that the write lock is held for milliseconds, so the scheduler endpoint
-// keeps answering during a pass over a million rows.
+// DefaultBatch is the most workunits (or results) one transaction handles. On SQLite
+// a batch is smaller when that many would hold the write lock for more than a few
+// milliseconds (store.Batcher), so the scheduler endpoint keeps answering during a
+// pass over a million rows.
 const DefaultBatch = 1000
 
 // Pass is one pass of the retry job over one app: lost results first, then (unless
@@ -30,6 +32,8 @@ type Pass struct {
 	Log        *slog.Logger
 	// Stop is asked between batches; true ends the pass early (SIGTERM).
 	Stop func() bool
+
+	began time.Time // when the running batch's transaction began (its last try's)
 }
 
 // Summary counts what a pass did.
@@ -66,7 +70,7 @@ func (p *Pass) stop() bool { return p.Stop != nil && p.Stop() }
 // has begun is committed (or rolled back by the engine), never cut off half-way.
 func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	var sum Summary
-	steps := []func(context.Context, *Summary) (int, error){p.lostBatch}
+	steps := []func(context.Context, *Summary, int) (int, error){p.lostBatch}
 	if !p.NoValidate {
 		steps = append(steps, p.validateBatch)
 	}
@@ -82,7 +86,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 // Validate runs only the lost-result sweep and the validator (bretry validate).
 func (p *Pass) Validate(ctx context.Context) (Summary, error) {
 	var sum Summary
-	for _, step := range []func(context.Context, *Summary) (int, error){p.lostBatch, p.validateBatch} {
+	for _, step := range []func(context.Context, *Summary, int) (int, error){p.lostBatch, p.validateBatch} {
 		if err := p.loop(ctx, &sum, step); err != nil || sum.Stopped {
 			return sum, err
 		}
@@ -91,18 +95,22 @@ func (p *Pass) Validate(ctx context.Context) (Summary, error) {
 }
 
 // loop runs step until a batch comes back short: then nothing is left that another
-// process does not hold.
-func (p *Pass) loop(ctx context.Context, sum *Summary, step func(context.Context, *Summary) (int, error)) error {
+// process does not hold. Each batch takes as many rows as the Batcher says (on
+// SQLite, what fits in a few milliseconds of the write lock; at most p.Batch).
+func (p *Pass) loop(ctx context.Context, sum *Summary, step func(context.Context, *Summary, int) (int, error)) error {
+	b := p.Store.Batcher(p.batch())
 	for {
 		if p.stop() {
 			sum.Stopped = true
 			return nil
 		}
-		n, err := step(context.WithoutCancel(ctx), sum)
+		size := b.Size()
+		n, err := step(context.WithoutCancel(ctx), sum, size)
 		if err != nil {
 			return err
 		}
-		if n < p.batch() {
+		b.Held(n, time.Since(p.began))
+		if n < size {
 			return nil
 		}
 		p.Store.LetWritersIn(ctx) // the scheduler's RPCs between batches (SQLite)
@@ -111,11 +119,12 @@ func (p *Pass) loop(ctx context.Context, sum *Summary, step func(context.Context
 
 // lostBatch marks up to a batch of the app's results lost: sent, past their
 // deadline, no reply (outcome "no reply", BOINC's).
-func (p *Pass) lostBatch(ctx context.Context, sum *Summary) (int, error) {
+func (p *Pass) lostBatch(ctx context.Context, sum *Summary, size int) (int, error) {
 	var n, lost int
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
+		p.began = time.Now()
 		n, lost = 0, 0
-		ids, err := tx.LostCandidates(p.AppID, p.Now, p.batch())
+		ids, err := tx.LostCandidates(p.AppID, p.Now, size)
 		if err != nil {
 			return err
 		}
@@ -135,11 +144,12 @@ func (p *Pass) lostBatch(ctx context.Context, sum *Summary) (int, error) {
 
 // validateBatch runs the validator over up to a batch of the app's workunits that
 // wait for it.
-func (p *Pass) validateBatch(ctx context.Context, sum *Summary) (int, error) {
+func (p *Pass) validateBatch(ctx context.Context, sum *Summary, size int) (int, error) {
 	var n, validated, invalid int
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
+		p.began = time.Now()
 		n, validated, invalid = 0, 0, 0
-		wus, err := tx.ValidationCandidates(p.AppID, p.batch())
+		wus, err := tx.ValidationCandidates(p.AppID, size)
 		if err != nil {
 			return err
 		}
@@ -200,17 +210,18 @@ var errorMask = map[retry.Reason]int{
 }
 
 // retryBatch applies seed 003's rules to up to a batch of the app's due workunits.
-func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
+func (p *Pass) retryBatch(ctx context.Context, sum *Summary, size int) (int, error) {
 	var n, retried, created, lostHere int
 	var gaveUp []giveUpLog
 	err := p.Store.InTx(ctx, func(tx *store.Tx) error {
+		p.began = time.Now()
 		n, retried, created, gaveUp = 0, 0, 0, nil
-		wus, err := tx.RetryCandidates(p.AppID, p.Now, p.batch())
+		wus, err := tx.RetryCandidates(p.AppID, p.Now, size)
 		if err != nil {
 			return err
 		}
 		n = len(wus)
-		var lost, retryIDs []int64
+		var lost, retryIDs, joining []int64
 		byReason := map[retry.Reason][]int64{}
 		var newResults []store.NewResult
 		for _, w := range wus {
@@ -226,6 +237,9 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 				continue
 			}
 			retryIDs = append(retryIDs, w.ID)
+			if w.InBatch && d.NewResults > 0 {
+				joining = append(joining, w.ID)
+			}
 			for k := 0; k < d.NewResults; k++ {
 				newResults = append(newResults, store.NewResult{WorkunitID: w.ID,
 					Name: fmt.Sprintf("%s_%d", w.Name, len(w.Results)+k), Deadline: d.NewDeadline})
@@ -261,18 +275,11 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary) (int, error) {
 			return err
 		}
 		// Lost results, new ones and errors may finish a job or make it unfinished
-		// again: the transitioner looks at these workunits again.
-		changed := make([]int64, len(wus))
-		for i, w := range wus {
-			changed[i] = w.ID
-		}
-		if err := tx.WorkunitsChanged(changed, p.Now); err != nil {
+		// again: RetryLater and GiveUpWorkunits, which every workunit of the batch went
+		// through, marked them for the transitioner. A locality job's new results take
+		// its cursor and job number (other workunits' results keep cursor 0).
+		if err := tx.ResultsJoinJobs(joining); err != nil {
 			return err
-		}
-		if len(newResults) > 0 {
-			if err := tx.ResultsJoinJobs(retryIDs); err != nil { // a locality job's new results
-				return err
-			}
 		}
 		retried, created, lostHere = len(retryIDs), len(newResults), marked
 		return nil

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// sqliteBatchHold is how long a cron job's batch may hold SQLite's write lock: a
+// scheduler RPC that arrives during a batch waits for the rest of it, so the batch's
+// time adds to the RPC's latency. At 10 ms an RPC waiting for a whole batch takes
+// about twice its idle time on a loaded 2-core machine (issue 33: serve's p99 during
+// a pass within 2× of its p99 without one); batches of a fixed 1,000 workunits held it
+// 50 ms there, and the p99 during a pass was 6–12× the idle one.
+const sqliteBatchHold = 10 * time.Millisecond
+
+// minBatch is the smallest batch a Batcher asks for: below it a batch's fixed costs
+// (BEGIN, the commit's sync, the pause after it) are most of the pass.
+const minBatch = 10
+
+// Batcher sizes a cron job's batches (bretry's pass): on SQLite, whose one write lock
+// every batch holds to its commit, as many rows as fit in sqliteBatchHold at the rate
+// the job's last batches went; on MySQL, whose row locks let the scheduler run beside
+// a batch, always the most the job allows (bigger batches, fewer commits). A Batcher
+// belongs to one goroutine.
+type Batcher struct {
+	most, size int
+	hold       time.Duration // 0: no limit (MySQL)
+	perRow     time.Duration // the last batches' time per row, smoothed; 0 before the first
+}
+
+// Batcher returns a Batcher of batches of at most most rows.
+func (s *Store) Batcher(most int) *Batcher {
+	b := &Batcher{most: most, size: most}
+	if s.dialect.name == SQLite {
+		b.hold = sqliteBatchHold
+		b.size = min(most, 100) // until the first batch says what a row costs
+	}
+	return b
+}
+
+// Size is how many rows the next batch should take.
+func (b *Batcher) Size() int { return b.size }
+
+// Held records that a batch of n rows held its transaction (from BEGIN to the end of
+// COMMIT) for d, and sizes the next one. The time per row is smoothed over the last
+// few batches, and a batch at most doubles the next one's size: one batch the machine
+// happened to run quickly does not make the next hold the lock for long.
+func (b *Batcher) Held(n int, d time.Duration) {
+	if b.hold == 0 || n <= 0 {
+		return
+	}
+	r := d / time.Duration(n)
+	if b.perRow == 0 {
+		b.perRow = r
+	} else {
+		b.perRow = (7*b.perRow + 3*r) / 10
+	}
+	size := b.most
+	if b.perRow > 0 {
+		size = int(b.hold / b.perRow)
+	}
+	b.size = max(minBatch, min(b.most, size, 2*b.size))
+}
+
+// BatchJob makes this Store's commits a cron job's (bretry's pass): on SQLite its
+// connection commits without syncing the WAL (synchronous=NORMAL), the sync that was
+// most of a small batch's time under the write lock. What a power cut can lose is
+// then the job's last batches, never a scheduler RPC's: the WAL is one file, written in
+// commit order, so the next commit of bserver (synchronous=FULL) or the next
+// checkpoint syncs every batch before it, and a crash keeps a prefix of the commits.
+// A batch lost that way is done again by the next pass, as when the job is killed
+// between batches. The Store must be the job's own (its one connection keeps the
+// setting); on MySQL it does nothing (InnoDB's log flush is the server's setting).
+func (s *Store) BatchJob(ctx context.Context) error {
+	if s.dialect.name != SQLite {
+		return nil
+	}
+	_, err := s.DB.ExecContext(ctx, `PRAGMA synchronous=NORMAL`)
+	return err
+}
+
+// sqliteYield is LetWritersIn's pause: several times the widest gap between a
+// waiting writer's tries for the lock (begin: sqliteBusyPoll, then again 1 ms
+// later), with room for a loaded machine's scheduling. Once one RPC has the lock,
+// the RPCs queued behind it in bserver's pool begin as soon as it commits, ahead of
+// the job's next try.
+const sqliteYield = 5 * time.Millisecond
+
+// LetWritersIn is a cron job's pause between two write transactions (batches of a
+// pass): on SQLite, whose one write lock a job that commits batch after batch would
+// hold for the whole pass, it waits long enough that a writer waiting for the lock (a
+// scheduler RPC of bserver serve, another job) takes it first; on MySQL, whose row
+// locks let both run, it returns at once.
+func (s *Store) LetWritersIn(ctx context.Context) {
+	if s.dialect.name != SQLite {
+		return
+	}
+	// The batch's pages are copied from the WAL into the database now, by the job,
+	// rather than by the commit of a scheduler RPC that finds the WAL past SQLite's
+	// automatic checkpoint (1,000 pages) and pays for a batch's copy and sync. PASSIVE:
+	// no writer or reader waits for it; its error (a busy database) leaves the work to
+	// the next checkpoint.
+	s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	t := time.NewTimer(sqliteYield)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
