@@ -19,9 +19,9 @@ import (
 
 func TestParseDSN(t *testing.T) {
 	for _, tc := range []struct{ in, engine, driver, err string }{
-		{"sqlite:/tmp/p.db", "sqlite", "file:/tmp/p.db?_busy_timeout=20&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate", ""},
-		{"p.db", "sqlite", "file:p.db?_busy_timeout=20&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate", ""},
-		{"sqlite:p.db?synchronous=normal", "sqlite", "file:p.db?_busy_timeout=20&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate", ""},
+		{"sqlite:/tmp/p.db", "sqlite", "file:/tmp/p.db?_busy_timeout=2&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate", ""},
+		{"p.db", "sqlite", "file:p.db?_busy_timeout=2&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate", ""},
+		{"sqlite:p.db?synchronous=normal", "sqlite", "file:p.db?_busy_timeout=2&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate", ""},
 		{"sqlite:p.db?synchronous=off", "", "", `sqlite:p.db?synchronous=off: synchronous must be full, normal or extra, got "off"`},
 		{"sqlite:p.db?cache=shared", "", "", `sqlite:p.db?cache=shared: unknown option "cache": the only one is synchronous=full|normal|extra`},
 		{"mysql://root@127.0.0.1/test", "mysql", "root@tcp(127.0.0.1:3306)/test?interpolateParams=true", ""},

@@ -1,0 +1,71 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bkit/bkit/lib/store"
+	"github.com/bkit/bkit/lib/store/storetest"
+)
+
+// TestBatcher: on SQLite a batch holds the write lock about 10 ms whatever a row
+// costs, within [10, most], growing at most twofold a batch; on MySQL every batch is
+// the most.
+func TestBatcher(t *testing.T) {
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			s := storetest.Open(t, e.DSN)
+			b := s.Batcher(1000)
+			if s.Engine() == store.MySQL {
+				for range 3 {
+					if b.Size() != 1000 {
+						t.Fatalf("MySQL batch %d, want 1000", b.Size())
+					}
+					b.Held(1000, time.Second)
+				}
+				return
+			}
+			if b.Size() != 100 {
+				t.Fatalf("first SQLite batch %d, want 100", b.Size())
+			}
+			b.Held(100, 100*time.Millisecond) // 1 ms a row: 10 rows
+			if b.Size() != 10 {
+				t.Fatalf("after 1 ms a row: %d, want 10", b.Size())
+			}
+			for range 50 { // 10 µs a row: 1,000 rows fit, reached by doubling
+				prev := b.Size()
+				b.Held(prev, time.Duration(prev)*10*time.Microsecond)
+				if b.Size() > 2*prev {
+					t.Fatalf("grew from %d to %d in one batch", prev, b.Size())
+				}
+			}
+			if b.Size() != 1000 {
+				t.Fatalf("after 10 µs a row: %d, want the most, 1000", b.Size())
+			}
+			b.Held(1000, 10*time.Second)
+			if b.Size() < 10 || b.Size() > 100 {
+				t.Fatalf("after a slow batch: %d, want it cut to tens", b.Size())
+			}
+		})
+	}
+}
+
+// TestBatchJob: a cron job's Store commits without syncing on SQLite
+// (synchronous=NORMAL); another Store of the same file still syncs (FULL).
+func TestBatchJob(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.SQLiteDSN(t)
+	job := storetest.Open(t, dsn)
+	if err := job.BatchJob(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := storetest.Open(t, dsn)
+	if durable, setting, err := job.Durability(ctx); err != nil || durable {
+		t.Errorf("job: durable %v (%s), %v; want not", durable, setting, err)
+	}
+	if durable, setting, err := other.Durability(ctx); err != nil || !durable {
+		t.Errorf("bserver's: durable %v (%s), %v; want durable", durable, setting, err)
+	}
+}
