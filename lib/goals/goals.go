@@ -33,8 +33,9 @@
 //     when below the low-water mark or when an instance is idle. So a project with
 //     2-hour deadlines holds an hour of work, a reliable project with long deadlines a
 //     day, and an unreliable server's project keeps enough to ride out its outages. A
-//     project ahead of its share by more than a scheduling period refills its buffer
-//     only when the resource as a whole is below its low-water mark.
+//     project ahead of its share by more than a scheduling period waits for a resource
+//     while it holds enough or a project owed more may be asked for it, and is asked
+//     for it then only when an instance is idle.
 //   - Reporting (Next): a result overdue for reporting (seed 000's rule) is reported at
 //     the first RPC the host can make, whether or not any project needs work; seed
 //     000's Poll lets it wait while the host is low on work, and a host that is off
@@ -578,6 +579,12 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 			resTop[nd.Resource] = max(resTop[nd.Resource], debt(nd.Project))
 		}
 	}
+	// waits reports whether position nd's project waits for its resource: ahead of its
+	// share (overserved), while the resource holds enough or a project owed more may
+	// be asked for it.
+	waits := func(nd Need) bool {
+		return debt(nd.Project) < -overserved(nd.Resource) && (resQueued[nd.Resource] >= resLow[nd.Resource] || debt(nd.Project) < resTop[nd.Resource])
+	}
 	for _, idleStep := range [...]bool{true, false} {
 		for _, nd := range needs {
 			if !eligible(nd) {
@@ -600,7 +607,7 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 			// rate; c171: one of share 28 had three quarters of a GPU whenever the
 			// CPUs ran low). Within a period is a time slice's swing (down-2cpu: a
 			// project whose server is down half the time keeps its buffer).
-			if !idleStep && debt(nd.Project) < -overserved(nd.Resource) && (resQueued[nd.Resource] >= resLow[nd.Resource] || debt(nd.Project) < resTop[nd.Resource]) {
+			if !idleStep && waits(nd) {
 				continue
 			}
 			if best < 0 || debt(nd.Project) > debt(best) {
@@ -627,6 +634,12 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 		secs := math.Max(0, nd.Want-nd.Queued)
 		inst := math.Max(0, idle[nd.Resource])
 		if nd.Project != best || !eligible(nd) || (secs <= 0 && inst <= fitSlack) {
+			continue
+		}
+		// A project asked because an instance of one resource is idle is not asked
+		// for the others where it waits (c130: C, far ahead of its share, was asked
+		// for a CPU another project could not take and for a day of GPU work with it).
+		if inst <= fitSlack && waits(nd) {
 			continue
 		}
 		if h.Resources[nd.Resource].Type == state.ResourceCPU {

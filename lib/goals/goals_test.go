@@ -275,3 +275,28 @@ func TestAbandonByUncorrectedEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestIdleAsksNoWaitingResource: both CPUs idle and A, owed most, may not be
+// contacted, so B is asked for them; B is far ahead of its share on the GPU, which holds
+// A's day of work, so B is not asked for GPU work with them (it was: its buffer's worth
+// of GPU jobs, which then ran beside A's).
+func TestRequestIdleAsksNoWaitingResource(t *testing.T) {
+	d := doc()
+	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	d.AppVersions = append(d.AppVersions,
+		state.AppVersion{Name: "a_gpu", Project: "A", AvgNCPUs: 0.1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+		state.AppVersion{Name: "b_gpu", Project: "B", AvgNCPUs: 0.1, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	d.Projects[0].MinRPCTime = 1e9
+	d.Projects[1].Resources = append(d.Projects[1].Resources, state.ProjectResource{Type: "NVIDIA", AccumulateDebt: true, LongTermDebt: -1e5})
+	d.Tasks = []state.Task{task("g1", "A", "a_gpu", 86400e10, 0, 1e7)}
+	d.Tasks[0].State = state.TaskRunning
+	req, ok := Request(d, 1, nil)
+	if !ok || req.Project != "B" || req.CPUReqInstances != 2 || len(req.Coprocs) != 0 {
+		t.Errorf("request %+v %v, want B asked for the two idle CPUs and no GPU work", req, ok)
+	}
+	// Not ahead of its share: asked for its GPU buffer too.
+	d.Projects[1].Resources[1].LongTermDebt = 0
+	if req, ok := Request(d, 1, nil); !ok || req.Project != "B" || len(req.Coprocs) != 1 || req.Coprocs[0].ReqSecs <= 0 {
+		t.Errorf("request %+v %v, want B asked for the CPUs and GPU work", req, ok)
+	}
+}
