@@ -1,12 +1,14 @@
 package lifecycle_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bkit/bkit/lib/filetree"
+	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -96,4 +98,46 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestDeleteFilesLateUpload: an output file a timed-out result uploads after its
+// workunit's files were deleted (the handler takes a late result's files) is
+// recorded for deletion at once and goes at the next pass; the 4h-step soak left
+// such files in upload/ for ever.
+func TestDeleteFilesLateUpload(t *testing.T) {
+	t.Parallel()
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			t.Parallel()
+			p := newProject(t, e.DSN, 4)
+			// Workunit 1 (given up): its result 1 timed out on host 3 instead.
+			p.exec(t, `UPDATE result SET outcome=4, hostid=3 WHERE id=2`)
+			p.must(t, "--now", passAt, "assimilate", "--exec", "true", "--once")
+			if out := p.must(t, "--now", "1200000", "delete-files", "--once"); out != "workunits 2, files deleted 2 (26 bytes), refused 0\n" {
+				t.Fatalf("first pass: %q", out)
+			}
+			late := p.names[0] + "_1"
+			p.upload(t, 2, late, 0, "late")
+			err := p.s.InTx(context.Background(), func(tx *store.Tx) error {
+				f, err := tx.LockOutputFile(2, 0)
+				if err != nil {
+					return err
+				}
+				return tx.RecordUpload(store.UploadedFile{ResultID: f.ResultID, FileNum: 0, Name: late + "_0", NBytes: 4, UploadTime: 1200100})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.rows(t, `SELECT workunitid, name, done FROM deleted_file WHERE done=0`); !cmp.Equal(got, []string{"1 " + late + "_0 0"}) {
+				t.Errorf("pending after the late upload: %v", got)
+			}
+			if out := p.must(t, "--now", "1200200", "delete-files", "--once"); out != "workunits 0, files deleted 1 (4 bytes), refused 0\n" {
+				t.Fatalf("second pass: %q", out)
+			}
+			if _, ok := readTree(t, filepath.Join(p.dir, "upload"))[filetree.Path(late+"_0")]; ok {
+				t.Errorf("the late upload stayed")
+			}
+		})
+	}
 }

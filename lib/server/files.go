@@ -63,12 +63,14 @@ func splitOutputName(name string) (string, int, bool) {
 	return name[:i], k, true
 }
 
-// uploadToken is the permission to upload output file name from host hostID: an HMAC
+// UploadToken is the permission to upload output file name from host hostID: an HMAC
 // of both under the project's upload key. It goes to the client as the file's
 // <xml_signature>, which the client sends back with the file; a token made for one
 // host does not let another upload the file (BOINC signs the file_info with a key
-// pair for the same purpose; one server needs no key pair).
-func uploadToken(key []byte, name string, hostID int64) string {
+// pair for the same purpose; one server needs no key pair). Exported for the full
+// loop, whose emulated clients do not keep the reply's file_info (its driver makes
+// their uploads with the project's key).
+func UploadToken(key []byte, name string, hostID int64) string {
 	if key == nil {
 		return ""
 	}
@@ -306,7 +308,7 @@ func (s *Server) upload(ctx context.Context, br *bufio.Reader, permitted func())
 	if err != nil {
 		return "", err
 	}
-	want := uploadToken(s.Config.UploadKey, name, target.HostID)
+	want := UploadToken(s.Config.UploadKey, name, target.HostID)
 	if target.HostID == 0 || !hmac.Equal([]byte(strings.TrimSpace(fu.FileInfo.XMLSignature)), []byte(want)) {
 		return "", permanent("%s: invalid signature (not a file of a result sent to this host)", name)
 	}

@@ -125,7 +125,7 @@ type sendState struct {
 	tx       *store.Tx
 	host     *store.Host
 	base     string // the project's URL, ending in "/"
-	// uploadKey signs upload permissions (uploadToken); nil: the project takes no
+	// uploadKey signs upload permissions (UploadToken); nil: the project takes no
 	// uploads and sends no jobs with output files.
 	uploadKey []byte
 	quotas    *hostQuotas    // what the host may still be sent of each version
@@ -542,7 +542,7 @@ func (st *sendState) addJob(reply *boincxml.SchedulerReply, c store.Candidate, a
 		name := OutputFileName(c.ResultName, k)
 		res.FileRefs = append(res.FileRefs, boincxml.ReplyFileRef{FileName: name, OpenName: o.OpenName})
 		st.addFile(reply, boincxml.ReplyFileInfo{Name: name, URL: st.base + UploadPath, MaxNBytes: o.MaxNBytes,
-			XMLSignature: uploadToken(st.uploadKey, name, st.host.ID), GeneratedLocally: true, UploadWhenPresent: true})
+			XMLSignature: UploadToken(st.uploadKey, name, st.host.ID), GeneratedLocally: true, UploadWhenPresent: true})
 	}
 	st.wus[c.WUID] = true
 	reply.Workunits = append(reply.Workunits, wu)

@@ -402,12 +402,35 @@ type UploadedFile struct {
 // RecordUpload notes that an output file is complete in the upload directory. A file
 // is recorded once: a second record of it is ErrExists (the upload handler checks
 // LockOutputFile first, in the same transaction).
+//
+// A late result's file may come after its workunit's files were deleted (the result
+// timed out, the workunit was settled without it, assimilated, its files deleted;
+// the upload handler takes a timed-out result's files, as it takes its late report).
+// The file deleter will not look at that workunit again, so the file is recorded
+// for deletion at once (a deleted_file row still to carry out, which the next
+// delete-files pass deletes and purge waits for), as BOINC's transitioner marks a
+// late result's files for its file deleter. The workunit's row is locked first (MySQL),
+// so a deletion deciding on it at the same moment either sees this file or is seen.
 func (t *Tx) RecordUpload(f UploadedFile) error {
-	_, err := t.exec(`INSERT INTO result_file (resultid, file_num, name, nbytes, md5_cksum, sha256, upload_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	var wu int64
+	var fileDelete int
+	err := t.queryRow(`SELECT workunitid FROM result WHERE id=?`, f.ResultID).Scan(&wu)
+	if err == nil {
+		err = t.queryRow(`SELECT file_delete_state FROM workunit WHERE id=?`+t.ForUpdate(), wu).Scan(&fileDelete)
+	}
+	if err != nil {
+		return fmt.Errorf("output file %s: its workunit: %w", f.Name, err)
+	}
+	_, err = t.exec(`INSERT INTO result_file (resultid, file_num, name, nbytes, md5_cksum, sha256, upload_time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		f.ResultID, f.FileNum, f.Name, f.NBytes, f.MD5, f.SHA256, f.UploadTime)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("output file %s: %w", f.Name, ErrExists)
 	}
+	if err != nil || fileDelete != FileDeleteDone {
+		return err
+	}
+	_, err = t.exec(`INSERT INTO deleted_file (create_time, workunitid, directory, name, nbytes) VALUES (?, ?, ?, ?, ?)`,
+		f.UploadTime, wu, UploadDirectory, f.Name, f.NBytes)
 	return err
 }
 

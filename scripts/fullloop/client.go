@@ -33,6 +33,11 @@ type client struct {
 	// keyA, keyB: the client's account keys at projects A and B.
 	keyA, keyB string
 	on         bool // this step: the host computes
+	online     bool // this step: the host computes and is connected
+	index      int  // its place among the clients
+	// uploaded are the finished tasks whose output file the driver uploaded, or the
+	// server refused for good (upload.go).
+	uploaded map[string]bool
 }
 
 // makeClients writes each client's scenario (a state document attached to project A,
@@ -40,7 +45,8 @@ type client struct {
 func (l *loop) makeClients(ctx context.Context) error {
 	for i := range l.cfg.Clients {
 		k := kinds[i%len(kinds)]
-		c := &client{name: fmt.Sprintf("c%02d-%s", i+1, k.name), kind: k, seed: l.cfg.Seed*1000 + uint64(i) + 1, seen: map[string]bool{}, resent: map[string]bool{}}
+		c := &client{name: fmt.Sprintf("c%02d-%s", i+1, k.name), kind: k, seed: l.cfg.Seed*1000 + uint64(i) + 1, seen: map[string]bool{}, resent: map[string]bool{},
+			index: i, uploaded: map[string]bool{}}
 		dir := filepath.Join(l.dir, c.name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -160,7 +166,7 @@ func (l *loop) scenario(c *client, i int) string {
 // prepare is the first part of the step; it reports whether the client has a
 // session to run.
 func (c *client) prepare(ctx context.Context, l *loop) (bool, error) {
-	c.on = false
+	c.on, c.online = false, false
 	out, err := l.exec(ctx, "bsim", "clock", "--world", c.world)
 	if err != nil {
 		return false, err
@@ -192,8 +198,8 @@ func (c *client) prepare(ctx context.Context, l *loop) (bool, error) {
 		}
 		on = on && !c.wiped
 	}
-	c.on = on
-	if !on || !connected {
+	c.on, c.online = on, on && connected
+	if !c.online {
 		return false, nil
 	}
 	if _, err := l.exec(ctx, "bfetch", st...); err != nil {
@@ -215,7 +221,7 @@ func (c *client) session(ctx context.Context, l *loop) error {
 	if _, err := l.exec(ctx, "brpc", append([]string{"session", "--seed", seed, "--connect-timeout", "5s", "--timeout", "30s"}, c.stateArgs(l.now)...)...); err != nil {
 		return err
 	}
-	return c.observe(l)
+	return c.observe(ctx, l)
 }
 
 // compute is the third part: the client's processors over the step.
@@ -263,11 +269,32 @@ func (c *client) read(l *loop) (*state.Document, error) {
 }
 
 // observe records what a session did: the results received (none may have been sent
-// to anyone before) and the reports a front end acknowledged.
-func (c *client) observe(l *loop) error {
+// to anyone before) and the reports a front end acknowledged, marking those of
+// results the project's database no longer holds (purged before the report came:
+// the front end acknowledges them, as BOINC's scheduler does, so that the client
+// stops sending them; docs/decisions.md).
+func (c *client) observe(ctx context.Context, l *loop) error {
 	doc, err := c.read(l)
 	if err != nil {
 		return err
+	}
+	purged := map[string]bool{}
+	for _, t := range doc.Tasks {
+		l.mu.Lock()
+		_, known := l.acked[t.Name]
+		l.mu.Unlock()
+		if t.State != state.TaskReported || known {
+			continue
+		}
+		db := l.dbA
+		if t.Project == "B" {
+			db = l.dbB
+		}
+		n, err := count(ctx, db, `SELECT COUNT(*) FROM result WHERE name = ?`, t.Name)
+		if err != nil {
+			return err
+		}
+		purged[t.Name] = n == 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -283,8 +310,8 @@ func (c *client) observe(l *loop) error {
 				l.received[t.Name] = c.name
 			}
 		}
-		if t.State == state.TaskReported {
-			l.acked[t.Name] = ack{client: c.name, project: t.Project}
+		if _, known := l.acked[t.Name]; t.State == state.TaskReported && !known {
+			l.acked[t.Name] = ack{client: c.name, project: t.Project, purged: purged[t.Name], at: l.now}
 		}
 	}
 	return nil

@@ -102,6 +102,10 @@ type loop struct {
 	samples  []sample          // for --plot
 	purged   map[string]int    // project → workunits bserver purge archived so far
 	days     []DayFigures      // per project, at the end of each simulated day
+	// uploadKeys are the projects' upload keys; uploads counts the output files the
+	// clients uploaded (upload.go).
+	uploadKeys map[string][]byte
+	uploads    uploadFigures
 }
 
 // programNames are the programs the loop runs besides bserver.
@@ -113,8 +117,13 @@ func programNames(cfg Config) []string {
 	return names
 }
 
-// ack is a report a front end acknowledged: the client and the result's project.
-type ack struct{ client, project string }
+// ack is a report a front end acknowledged: the client, the result's project, when,
+// and whether the result was gone from the database then (purged before the report).
+type ack struct {
+	client, project string
+	purged          bool
+	at              float64
+}
 
 // Run runs the loop and returns its summary; a broken invariant is in Summary.Broken,
 // an error means the loop could not run.
@@ -126,7 +135,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Summary, error) 
 		}
 	}
 	l := &loop{cfg: cfg, log: progress, now: start, end: start + cfg.Duration,
-		received: map[string]string{}, acked: map[string]ack{}, purged: map[string]int{}}
+		received: map[string]string{}, acked: map[string]ack{}, purged: map[string]int{}, uploadKeys: map[string][]byte{}}
 	if cfg.Keep != "" {
 		if err := os.MkdirAll(cfg.Keep, 0o755); err != nil {
 			return nil, err
@@ -301,6 +310,13 @@ func (l *loop) clientStep(ctx context.Context, kill func() error) error {
 	for i, c := range l.clients {
 		if kill != nil && i == len(l.clients)/2 {
 			if err := kill(); err != nil {
+				return err
+			}
+		}
+		// A connected client's finished tasks' output files go up before its
+		// session reports them, as a BOINC client uploads before it reports.
+		if c.online {
+			if err := c.upload(ctx, l); err != nil {
 				return err
 			}
 		}

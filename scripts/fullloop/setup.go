@@ -34,6 +34,19 @@ func (l *loop) setup(ctx context.Context) error {
 		_, err := l.exec(ctx, args[0], append(append(args[1:], "--db", l.dsnB(), "--project-dir", pdirB), now...)...)
 		return err
 	}
+	// The upload key (and code-signing keys): jobs have output files (upload.go). An
+	// earlier run's keys (--keep DIR again) stay: bserver keys never replaces keys.
+	for _, p := range []struct {
+		dir string
+		run func(...string) error
+	}{{pdirA, a}, {pdirB, b}} {
+		if _, err := os.Stat(filepath.Join(p.dir, "keys", "upload_key")); err == nil {
+			continue
+		}
+		if err := p.run("bserver", "keys"); err != nil {
+			return err
+		}
+	}
 	retry := []string{"--dwu", exactTime(dwu), "--dresult", exactTime(dresult)}
 	for _, dsn := range []string{l.dsnA(), l.dsnB()} {
 		if err := reuse(ctx, dsn); err != nil {
@@ -94,6 +107,13 @@ func (l *loop) setup(ctx context.Context) error {
 		if err := b(s...); err != nil {
 			return err
 		}
+	}
+	for name, d := range map[string]string{"A": pdirA, "B": pdirB} {
+		key, err := readUploadKey(d)
+		if err != nil {
+			return err
+		}
+		l.uploadKeys[name] = key
 	}
 	var err error
 	if l.dbA, err = store.OpenInitialised(ctx, l.dsnA()); err != nil {
@@ -161,7 +181,7 @@ func (l *loop) workPerHour() work {
 func (w work) create(p string) [][]string {
 	wc := func(app string, n, flops, retry float64, extra ...string) []string {
 		return append([]string{"bserver", "work", "create", "--app", app, "--count", strconv.Itoa(max(1, int(math.Ceil(n)))),
-			"--fpops-est", exactTime(flops), "--delay-bound", exactTime(delayBound), "--retry-delay", exactTime(retry)}, extra...)
+			"--fpops-est", exactTime(flops), "--delay-bound", exactTime(delayBound), "--retry-delay", exactTime(retry)}, append(outputFlags(), extra...)...)
 	}
 	if p == "B" {
 		if w.bcpu == 0 {

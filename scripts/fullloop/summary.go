@@ -37,6 +37,7 @@ type Summary struct {
 	WallSec    float64         `json:"wall_seconds"`
 	CPUSec     float64         `json:"cpu_seconds"` // the programs' (children's) user + system time
 	Days       []DayFigures    `json:"days"`
+	Uploads    uploadFigures   `json:"uploads"` // output files the clients uploaded
 	Broken     []string        `json:"broken_invariants"`
 }
 
@@ -121,6 +122,9 @@ type ProjectCounts struct {
 	// purge empties still in the database at the end.
 	Purged int `json:"purged"`
 	Rows   int `json:"database_rows"`
+	// ReportsOfPurged: reports that came after their workunit was purged, which the
+	// front end acknowledged without recording (its rows are in the archive).
+	ReportsOfPurged int `json:"reports_of_purged"`
 }
 
 // BatchBytes compares what the locality batch's jobs made hosts download (each file
@@ -213,6 +217,13 @@ func (l *loop) summary(ctx context.Context, wall time.Duration) (*Summary, error
 			return nil, err
 		}
 		pc.Purged = purged
+		l.mu.Lock()
+		for _, a := range l.acked {
+			if a.project == p.name && a.purged {
+				pc.ReportsOfPurged++
+			}
+		}
+		l.mu.Unlock()
 		if pc.Rows, err = purgeTableRows(ctx, p.db); err != nil {
 			return nil, err
 		}
@@ -238,6 +249,7 @@ func (l *loop) summary(ctx context.Context, wall time.Duration) (*Summary, error
 		s.CPUSec = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
 	s.Days = l.days
+	s.Uploads = l.uploads
 	s.Broken = append([]string{}, l.broken...)
 	return s, nil
 }
@@ -398,6 +410,15 @@ func (l *loop) invariants(ctx context.Context, db *store.Store, name string) err
 			continue
 		}
 		r, ok := got[n]
+		if a.purged {
+			// Reported after its workunit was purged: acknowledged and not recorded, as
+			// BOINC's scheduler does with a result it does not know (docs/decisions.md).
+			// The archive must hold it.
+			if !ok {
+				l.breakf("project %s: the report of %s by %s at %s was acknowledged as of a purged result, which is neither in the database nor in the archive", name, n, a.client, human(a.at-start))
+			}
+			continue
+		}
 		if !ok || (r.outcome != store.OutcomeSuccess && r.outcome != store.OutcomeClientError) {
 			l.breakf("project %s: the report of %s by %s was acknowledged but is not recorded (outcome %d)", name, n, a.client, r.outcome)
 		}
@@ -560,9 +581,11 @@ bretry), "in progress" (sent, deadline ahead). A workunit of two results counts 
 on the left and twice on the right; results not yet sent are created, not sent.
 `)
 	for _, p := range s.Projects {
-		fmt.Fprintf(w, "Project %s lifecycle: %d workunits assimilated, %d with their files deleted (%d files, %s bytes), %d purged into the archive (%d rows left in the database)\n",
-			p.Project, p.Assimilated, p.FilesDeleted, p.Files, cliutil.Num(p.FileBytes), p.Purged, p.Rows)
+		fmt.Fprintf(w, "Project %s lifecycle: %d workunits assimilated, %d with their files deleted (%d files, %s bytes), %d purged into the archive (%d rows left in the database); %d reports came after their workunit was purged (acknowledged, not recorded)\n",
+			p.Project, p.Assimilated, p.FilesDeleted, p.Files, cliutil.Num(p.FileBytes), p.Purged, p.Rows, p.ReportsOfPurged)
 	}
+	fmt.Fprintf(w, "Output files: %d uploaded by the clients (%s bytes), %d refused for good\n",
+		s.Uploads.Files, cliutil.Num(s.Uploads.Bytes), s.Uploads.Refused)
 	if len(s.Days) > 0 {
 		fmt.Fprintln(w)
 		t := cliutil.NewTable(w, "day", "project", "workunits", "results", "rows", "purged", "upload bytes", "download bytes", "archive bytes")
