@@ -120,10 +120,20 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 		defer r.Close()
 		roots[dir] = r
 	}
+	type removal struct {
+		gone, refused bool
+		msg           string
+		err           error
+	}
+	done := make([]removal, len(files))
+	parallel(len(files), func(i int) {
+		r := &done[i]
+		r.gone, r.msg, r.refused, r.err = remove(roots[files[i].Directory], files[i])
+	})
 	ids := make([]int64, 0, len(files))
 	msgs := map[int64]string{}
-	for _, f := range files {
-		gone, msg, refused, err := remove(roots[f.Directory], f)
+	for i, f := range files {
+		gone, msg, refused, err := done[i].gone, done[i].msg, done[i].refused, done[i].err
 		if err != nil {
 			return err
 		}
