@@ -156,7 +156,7 @@ func (p *Purger) Run(ctx context.Context) (PurgeSummary, error) {
 			return sum, err
 		}
 	}
-	var after int64
+	var after store.PurgeKey
 	for !stop() {
 		now := p.Clock.Now()
 		scan, err := p.Store.ClaimPurge(ctx, p.Owner, after, batch, now-p.OlderThan, now, now+p.Lease)

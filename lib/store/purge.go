@@ -39,30 +39,55 @@ var PurgeTables = []string{"workunit", "result", "result_file", "result_stderr",
 
 // PurgeScan is what one ClaimPurge transaction did.
 type PurgeScan struct {
-	Batch   int64 // the batch claimed, 0 when none of the workunits looked at was ready
-	Last    int64 // the last workunit id looked at: the next call goes on from there
-	Scanned int   // workunits looked at (fewer than n: the backlog is seen)
+	Batch   int64    // the batch claimed, 0 when none of the workunits looked at was ready
+	Last    PurgeKey // the last workunit looked at: the next call goes on from there
+	Scanned int      // workunits looked at (fewer than n: the backlog is seen)
 }
 
-// ClaimPurge looks at up to n unclaimed file-deleted workunits with ids above after
-// and claims, as one new batch of owner's until leaseUntil, those that are ready to
+// PurgeKey is a place in a purge pass's walk: the workunits whose files were deleted
+// before before, in (file_delete_time, id) order.
+type PurgeKey struct {
+	Time float64
+	ID   int64
+}
+
+// ClaimPurge looks at up to n unclaimed file-deleted workunits past after in the
+// walk, files deleted before before, and claims, as one new batch of owner's until leaseUntil, those that are ready to
 // purge: files deleted before before (now − --older-than), none waiting for
 // validation or for a deletion to be carried out, and, in a locality batch, behind
 // its cursor's first unfinished job with nothing new for the transitioner (which
 // reads the jobs from the front on). Two purgers at once claim different workunits.
-func (s *Store) ClaimPurge(ctx context.Context, owner string, after int64, n int, before, now, leaseUntil float64) (PurgeScan, error) {
+func (s *Store) ClaimPurge(ctx context.Context, owner string, after PurgeKey, n int, before, now, leaseUntil float64) (PurgeScan, error) {
 	p := PurgeScan{Last: after}
 	// The window and what of it is ready are read outside any write transaction:
 	// most windows of a pass hold only workunits too young to purge, and a write
 	// transaction per window queued behind the scheduler's (SQLite's one writer) for
 	// nothing. The claim reads the ready ones again, locked.
-	read := func(q string, args ...any) (*sql.Rows, error) { return s.DB.QueryContext(ctx, q, args...) }
-	window, err := idsOf(read, `SELECT id FROM workunit WHERE file_delete_state=? AND purge_batch=0 AND id>? ORDER BY id LIMIT ?`,
-		FileDeleteDone, after, n)
-	if err != nil || len(window) == 0 {
+	read := func(q string, args ...any) (*sql.Rows, error) {
+		s.traced(q, args) // the plan tests check these too
+		return s.DB.QueryContext(ctx, q, args...)
+	}
+	// Only those old enough, in the order of workunit_purge_age: young ones, a
+	// project's recent history, are not read at all.
+	rows, err := read(`SELECT id, file_delete_time FROM workunit WHERE file_delete_state=? AND purge_batch=0
+		AND file_delete_time>=? AND file_delete_time<? AND (file_delete_time>? OR id>?) ORDER BY file_delete_time, id LIMIT ?`,
+		FileDeleteDone, after.Time, before, after.Time, after.ID, n)
+	if err != nil {
 		return p, err
 	}
-	p.Scanned, p.Last = len(window), window[len(window)-1]
+	var window []int64
+	for rows.Next() {
+		if err := rows.Scan(&p.Last.ID, &p.Last.Time); err != nil {
+			rows.Close()
+			return p, err
+		}
+		window = append(window, p.Last.ID)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(window) == 0 {
+		return p, err
+	}
+	p.Scanned = len(window)
 	ready, err := purgeReady(read, window, before)
 	if err != nil || len(ready) == 0 {
 		return p, err
