@@ -338,7 +338,9 @@ func batchBytes(ctx context.Context, db *store.Store) (BatchBytes, error) {
 //   - every result sent was reported, or was lost after its deadline and its workunit
 //     retried (a later result, or a retry pending, or the workunit settled), or is in
 //     progress with its deadline still ahead;
-//   - every report a front end acknowledged to a client is recorded;
+//   - every report a front end acknowledged to a client is recorded, or was of a result
+//     the database no longer held then (purged before the report came), which the
+//     archive must hold;
 //   - every workunit is validated, or given up with a wu_giveup row, or in progress (a
 //     result unsent or in progress, validation pending, or a retry check to come);
 //   - every result the offline client lost was marked lost and retried, or is in
