@@ -129,6 +129,8 @@ func TestFullLoop(t *testing.T) {
 				t.Errorf("no locality job was sent: %+v", sum.Batch)
 			case sum.Server.RPCs == 0 || len(sum.Figures) != cfg.Clients:
 				t.Errorf("server RPCs %d, client figures %d", sum.Server.RPCs, len(sum.Figures))
+			case sum.Uploads.Files == 0 || a.Files == 0:
+				t.Errorf("%d output files uploaded, %d deleted in project A: want some of each", sum.Uploads.Files, a.Files)
 			case cfg.KillAt > 0 && sum.Kills != 1:
 				t.Errorf("front end killed %d times, want 1", sum.Kills)
 			}
