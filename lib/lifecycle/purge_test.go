@@ -263,6 +263,30 @@ func TestPurgeKilledAfterWrite(t *testing.T) {
 	})
 }
 
+// TestPurgeKilledWritingAll: a purger that dies writing the only batch of the
+// backlog leaves nothing for the next pass's walk; the next pass still recovers the
+// batch and purges it (it waited for a pass that had another batch to write first).
+func TestPurgeKilledWritingAll(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, engine, dsn string) {
+		p := newProject(t, dsn, 3)
+		purgeReady(t, p)
+		arch := filepath.Join(p.dir, "archive")
+		pu := purger(p, arch)
+		lifecycle.SetAfterWrite(pu, func(int64) error { return errCrash })
+		if _, err := pu.Run(context.Background()); !errors.Is(err, errCrash) {
+			t.Fatalf("crashed pass: %v", err)
+		}
+		out := p.must(t, "--now", purgeAt, "purge", "--older-than", purgeAge, "--archive", arch, "--once", "--batch", "3")
+		if purgedCount(out) != 3 {
+			t.Errorf("rerun: %s", out)
+		}
+		if n := p.count(t, `SELECT COUNT(*) FROM workunit`) + p.count(t, `SELECT COUNT(*) FROM purge_batch`); n != 0 {
+			t.Errorf("%d workunits and batches left", n)
+		}
+	})
+}
+
 // TestPurgeChangedWhileArchived: a row that changes after its batch was read (a late
 // report) is not deleted as it was archived: the batch is cut back and written again
 // as it is.
