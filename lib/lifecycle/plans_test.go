@@ -20,7 +20,8 @@ import (
 // most of them not), records every statement they run, and fails on any whose plan
 // reads the whole of workunit or result (store.FullScans): a pass's cost must follow
 // its backlog, not the project's history. Both engines, MariaDB with its statistics
-// taken again after the history is made (as InnoDB's would be some time after). The
+// taken again after the history is made (as InnoDB's would be some time after); on
+// MariaDB a scan fails, a keyed read estimated large is logged (see below). The
 // purge window's reads, outside any transaction, are traced too: the window walked
 // every unclaimed file-deleted workunit in id order, the young ones too, until
 // migration 20 (it walks those old enough by file_delete_time).
@@ -79,6 +80,15 @@ func TestLifecyclePlans(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, f := range found {
+				if engine == store.MySQL && (strings.Contains(f, " type=range key=") || strings.Contains(f, " type=ref key=")) {
+					// A read by a key that InnoDB estimates large: on this small database
+					// the passes have just rewritten or deleted most rows the estimate's
+					// index dives count (delete-marked until InnoDB's purge thread
+					// catches up), so the assimilation claim's range was estimated at
+					// 3,325 rows for none, now and then. Only scans (ALL, index) fail here.
+					t.Logf("MariaDB estimates a keyed read large (not failed): %s\n    %s", strings.Join(strings.Fields(q), " "), f)
+					continue
+				}
 				scans = append(scans, fmt.Sprintf("%s\n    %s", strings.Join(strings.Fields(q), " "), f))
 			}
 		}
