@@ -65,7 +65,12 @@ func (w *Workspace) setup(doc *state.Document, now float64) {
 			k := p*nR + r
 			w.reason[k] = ""
 			switch {
-			case !hasVersionFor(doc, pr.Name, res.Type):
+			case !doc.BOINCEmulator && !hasVersionFor(doc, pr.Name, res.Type):
+				// BOINC's client asks for no work of a resource the project has said it
+				// has no apps for (compute_rsc_project_reason: no_rsc_apps, from the
+				// scheduler's reply); bkit's documents hold the project's app versions
+				// instead. BOINC's emulator's servers never say (client/sim.cpp
+				// simulate_rpc), so its client asks every project for every resource.
 				w.reason[k] = ReasonNoApps
 			case pr.ResourceShare == 0 && w.Sim[r].Saturated > min(doc.Preferences.WorkBufMinDays*86400, EstFetchTime):
 				w.reason[k] = ReasonZeroShare

@@ -11,6 +11,10 @@ type onOff struct {
 	on           bool
 	next         float64 // when the state flips next
 	rng          stream
+	// atRPC: the process moves only when it is asked (askedAt), as BOINC's emulator's
+	// project servers' do; asked says it has been, and until then next holds the
+	// time left in the first state rather than a time.
+	atRPC, asked bool
 }
 
 func newOnOff(frac, lambda, start float64, rng stream) *onOff {
@@ -21,6 +25,29 @@ func newOnOff(frac, lambda, start float64, rng stream) *onOff {
 		p.next = start + p.period()
 	}
 	return p
+}
+
+// askedAt is the process as BOINC's emulator samples a project server's at each RPC
+// (client/sim.cpp CLIENT_STATE::simulate_rpc: available.sample(now − last_rpc_time),
+// sample(0) the first time; client/sim_util.cpp RANDOM_PROCESS::sample): the time
+// since the last ask comes off the time left, and when that goes below 0 the state
+// flips once, adding one period, whatever the gap. A server asked after a gap of
+// several periods has flipped once, not as often as the gap would hold: asked hours
+// apart (a backoff of hours), a down server is up at the next ask more often than its
+// fraction says.
+func (p *onOff) askedAt(t float64) bool {
+	if p.frac <= 0 || p.frac >= 1 {
+		return p.on
+	}
+	if !p.asked {
+		p.asked = true
+		p.next += t
+	}
+	if p.next < t {
+		p.on = !p.on
+		p.next += p.period()
+	}
+	return p.on
 }
 
 // period draws the length of the current state.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/bkit/bkit/lib/prsc"
@@ -22,6 +23,10 @@ type server struct {
 	apps    []genApp
 	seq     int
 	rng     stream // the project's own stream: another project's replies do not shift it
+	// boinc: BOINC's emulator's server (--emulate boinc), where it differs: a
+	// coprocessor job's CPUs count against the CPU request (fill), and the server is
+	// up or down as sampled at each RPC (upAt).
+	boinc bool
 	// deferNames: a job's task is named when something asks for the name (Sim.Doc),
 	// not when it is made (see Sim.nameTasks).
 	deferNames bool
@@ -65,6 +70,15 @@ type job struct {
 	// seq is the number the project's server gave the job while its task waits for
 	// its name (server.deferNames); 0 once named, and for a scenario's own tasks.
 	seq int
+}
+
+// upAt reports whether the server answers an RPC at now: its process at now, or as
+// BOINC's emulator samples it at each RPC (onOff.askedAt) under --emulate boinc.
+func (s *server) upAt(now float64) bool {
+	if s.up.atRPC {
+		return s.up.askedAt(now)
+	}
+	return s.up.at(now)
 }
 
 // need is what is still asked of one resource while a reply is filled.
@@ -121,7 +135,16 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 			s.rejected[s.best[a]] = true
 			continue
 		}
-		needs[r].use(est/av.Speed(host)/availability, av.Instances(), host.Resources[r].Instances)
+		runtime := est / av.Speed(host) / availability
+		needs[r].use(runtime, av.Instances(), host.Resources[r].Instances)
+		if s.boinc && av.Coproc != nil && av.AvgNCPUs > 0 {
+			// BOINC's emulator's server takes a coprocessor job's CPUs off the CPU
+			// request and adds them to the CPUs' delay too (client/sim.cpp
+			// decrement_request): a reply of GPU jobs asks fewer CPU jobs.
+			if c := slices.IndexFunc(host.Resources, func(res state.Resource) bool { return res.Type == state.ResourceCPU }); c >= 0 && c != r {
+				needs[c].use(runtime, av.AvgNCPUs, host.Resources[c].Instances)
+			}
+		}
 		s.makeJob(doc, a, est, now, jobs)
 		sent[host.Resources[r].Type]++
 	}

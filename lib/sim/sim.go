@@ -43,6 +43,12 @@ type Config struct {
 	// peak over the whole simulated time plus the coprocessors' over the GPU-active
 	// time, and monotony's mean is over the whole time; a task that finishes within a
 	// step is credited the whole step (sim.cpp charges diff × peak whatever is left).
+	// Its client's and servers' quirks come too (issue 30): a project's server is up
+	// or down as sampled at each RPC, flipping at most once whatever the gap
+	// (onOff.askedAt); a coprocessor job's CPUs count against the CPU request
+	// (server.fill); a task's elapsed time teaches its correction factor twice; a
+	// started task's remaining time is its true one (state.Task.EmulatorFlopsLeft);
+	// the client asks every project for every resource (state.Document.BOINCEmulator).
 	// bsim's own convention (nothing computes while the host is off, the figures count
 	// the time the host could compute) is the default: it is what a volunteer's host
 	// does. docs/decisions.md lists the differences and which this reproduces.
@@ -135,6 +141,7 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	if err := state.Validate(doc); err != nil {
 		return nil, err
 	}
+	doc.BOINCEmulator = cfg.EmulateBOINC
 	if b, ok := pol.(beginner); ok {
 		b.Begin(doc)
 	}
@@ -176,10 +183,15 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 
 	s.indexAppVersions()
 	for p, proj := range doc.Projects {
-		srv := &server{project: proj.Name, index: p, rng: newStream(cfg.Seed, streamServers+2*p+1)}
+		srv := &server{project: proj.Name, index: p, rng: newStream(cfg.Seed, streamServers+2*p+1), boinc: cfg.EmulateBOINC}
 		frac, lambda := sc.ServerAvailability(proj.Name)
 		if srv.up, err = process("project "+proj.Name+" server", frac, lambda, streamServers+2*p); err != nil {
 			return nil, err
+		}
+		if cfg.EmulateBOINC {
+			// BOINC's emulator's servers move only when asked (onOff.askedAt): next
+			// becomes the time left in the first state.
+			srv.up.atRPC, srv.up.next = true, srv.up.next-s.start
 		}
 		for _, a := range sc.Apps {
 			if a.Project != proj.Name {
@@ -386,7 +398,9 @@ func (s *Sim) sample() {
 	active := on && s.active.at(now)
 	s.avail = Avail{On: on, Active: active, GPUActive: active && s.gpuActive.at(now), Connected: on && s.connected.at(now)}
 	for _, srv := range s.servers {
-		srv.up.at(now)
+		if !srv.up.atRPC {
+			srv.up.at(now)
+		}
 	}
 }
 
@@ -481,19 +495,20 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	doc := s.doc
 	p := &doc.Projects[r.Project]
 	srv := s.servers[r.Project]
+	up := srv.upAt(now)
 	if p.MasterFetchPending {
 		// Seed 000: the master file is read again after every tenth failure in a row, and
 		// first by a project that has no scheduler URL yet (as the emulated projects
 		// start). The emulated project's master file names one scheduler, at its master
 		// URL. A failed fetch is a failure with its backoff, and no RPC is made.
 		s.m.masterFetches++
-		if !srv.up.at(now) {
+		if !up {
 			rpc.MasterFetched(p, nil, errServerDown, now, s.rng.Rand)
 			return Reply{Failed: true}
 		}
 		rpc.MasterFetched(p, []string{schedulerURL(p)}, nil, now, s.rng.Rand)
 	}
-	if !srv.up.at(now) {
+	if !up {
 		// Not a scheduler RPC in the figures: BOINC's emulator counts an RPC only
 		// when the server answers it (simulate_rpc), so r compares.
 		s.m.failedRPCs++
@@ -557,7 +572,15 @@ func (s *Sim) Settle() int {
 			t := &s.doc.Tasks[i]
 			t.State = state.TaskDone
 			if sp := s.avSpeed[s.jobs[i].av]; sp > 0 {
-				s.doc.Projects[s.jobs[i].project].LearnDuration(t.ElapsedTime, t.EstimatedFlops/sp)
+				elapsed := t.ElapsedTime
+				if s.cfg.EmulateBOINC {
+					// BOINC's emulator adds each step to a running task's elapsed
+					// time twice (client/sim.cpp: ACTIVE_TASK_SET::poll adds diff,
+					// simulate() adds delta again), whole steps, so its correction
+					// factors learn twice the truth (docs/decisions.md, issue 30).
+					elapsed = 2 * math.Ceil(elapsed/s.cfg.Delta-1e-9) * s.cfg.Delta
+				}
+				s.doc.Projects[s.jobs[i].project].LearnDuration(elapsed, t.EstimatedFlops/sp)
 			}
 			if s.live != nil {
 				s.doc.Tasks[i].OutputDigest = s.digest(&s.doc.Tasks[i])
@@ -712,6 +735,12 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		// as fraction_done; its estimates of a started task rest on it).
 		if j.real > 0 {
 			t.FractionDone = min(1, t.FlopsDone/j.real)
+		}
+		if s.cfg.EmulateBOINC {
+			// BOINC's emulator's client knows a started task's true remaining time
+			// (client/result.cpp RESULT::estimated_runtime_remaining, #ifdef SIM;
+			// state.Task.EmulatorFlopsLeft).
+			t.EmulatorFlopsLeft = max(0, j.real-t.FlopsDone)
 		}
 		t.CPUTime += cpus * run
 		t.ElapsedTime += run

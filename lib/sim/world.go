@@ -69,6 +69,10 @@ type Process struct {
 	On     bool    `json:"on"`
 	Next   float64 `json:"next"`
 	RNG    []byte  `json:"rng"`
+	// AtRPC, Asked: a project server's process sampled at RPCs only, as BOINC's
+	// emulator's (--emulate boinc; onOff.askedAt).
+	AtRPC bool `json:"at_rpc,omitempty"`
+	Asked bool `json:"asked,omitempty"`
 }
 
 // WorldServer is a project's emulated server.
@@ -121,7 +125,7 @@ func (s *Sim) World(scenario string) (*World, error) {
 	proc := func(p *onOff) Process {
 		b, e := p.rng.pcg.MarshalBinary()
 		err = errors.Join(err, e)
-		return Process{Frac: p.frac, Lambda: p.lambda, On: p.on, Next: p.next, RNG: b}
+		return Process{Frac: p.frac, Lambda: p.lambda, On: p.on, Next: p.next, RNG: b, AtRPC: p.atRPC, Asked: p.asked}
 	}
 	w.On, w.Active, w.GPUActive, w.Connected = proc(s.on), proc(s.active), proc(s.gpuActive), proc(s.connected)
 	dec, e := s.rng.pcg.MarshalBinary()
@@ -230,7 +234,7 @@ func restoreProcess(name string, p Process, w *World) (*onOff, error) {
 	if err := src.UnmarshalBinary(p.RNG); err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	return &onOff{frac: p.Frac, lambda: p.Lambda, on: p.On, next: p.Next, rng: stream{rand.New(src), src}}, nil
+	return &onOff{frac: p.Frac, lambda: p.Lambda, on: p.On, next: p.Next, rng: stream{rand.New(src), src}, atRPC: p.AtRPC, asked: p.Asked}, nil
 }
 
 // restoreStreams takes up the host's availability processes and the decisions' random
@@ -276,7 +280,7 @@ func (s *Sim) restoreServers(w *World) error {
 		if err := src.UnmarshalBinary(ws.RNG); err != nil {
 			return fmt.Errorf("servers[%s]: %v", ws.Project, err)
 		}
-		srv := &server{project: ws.Project, index: p, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}}
+		srv := &server{project: ws.Project, index: p, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}, boinc: w.EmulateBOINC}
 		for _, a := range w.Apps[p].Apps {
 			if a.Project != ws.Project {
 				return fmt.Errorf("servers[%s]: an app of project %q", ws.Project, a.Project)

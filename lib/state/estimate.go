@@ -96,6 +96,8 @@ func (t *Task) RemainingWork(dcf float64) float64 {
 	switch {
 	case fd >= 1:
 		return 0
+	case t.EmulatorFlopsLeft > 0:
+		return t.EmulatorFlopsLeft
 	case t.FlopsDone > est:
 		return t.FlopsDone * (1 - fd) / fd
 	}

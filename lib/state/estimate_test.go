@@ -53,6 +53,10 @@ func TestRemainingWork(t *testing.T) {
 		// Past its corrected estimate: the progress alone, done ÷ progress − done.
 		{"past the corrected estimate", Task{EstimatedFlops: 100, FlopsDone: 160, FractionDone: 0.8}, 1, 40},
 		{"all done", Task{EstimatedFlops: 100, FlopsDone: 200, FractionDone: 1}, 1, 0},
+		// bsim --emulate boinc: BOINC's emulator's client knows a started task's true
+		// remaining work, whatever its estimate, progress and correction factor say.
+		{"emulator's truth", Task{EstimatedFlops: 100, FlopsDone: 80, FractionDone: 0.4, EmulatorFlopsLeft: 120}, 2.5, 120},
+		{"emulator's truth, done", Task{EstimatedFlops: 100, FlopsDone: 200, FractionDone: 1, EmulatorFlopsLeft: 5}, 1, 0},
 	}
 	for _, tt := range tests {
 		if got := tt.task.RemainingWork(tt.dcf); math.Abs(got-tt.want) > 1e-9 {

@@ -160,6 +160,10 @@ func FuzzDecode(f *testing.F) {
 		"{\"version\": 1, \"projects\": [{\"name\": \"\xff\"}]}",
 		`{"version": 1, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]}, "projects": [{"name": "A", "resource_share": 1, "rec": 12.5, "rec_time": 1700000000}]}`,
 		"version: 1\nhost: {resources: [{type: cpu, instances: 1, flops: 1}]}\nprojects: [{name: A, resource_share: 1, rec: -1, rec_time: .nan}]\n",
+		// bsim --emulate boinc's fields (issue 30): the document's flag and a task's
+		// true remaining work.
+		`{"version": 1, "boinc_emulator": true, "host": {"resources": [{"type": "cpu", "instances": 1, "flops": 1}]}, "projects": [{"name": "A", "resource_share": 1}], "app_versions": [{"name": "a", "project": "A", "app": "a", "avg_ncpus": 1, "flops": 1}], "tasks": [{"name": "t", "project": "A", "app_version": "a", "state": "running", "estimated_flops": 10, "flops_done": 2, "emulator_flops_left": 7.5, "report_deadline": 100, "cpu_time": 2, "cpu_time_at_last_sched": 0}]}`,
+		"version: 1\nboinc_emulator: yes\nhost: {resources: [{type: cpu, instances: 1, flops: 1}]}\ntasks: [{name: t, project: A, app_version: a, state: ready, estimated_flops: 1, emulator_flops_left: -3, report_deadline: 1, cpu_time: 0, cpu_time_at_last_sched: 0}]\n",
 		"",
 	} {
 		f.Add([]byte(s))

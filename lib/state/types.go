@@ -31,6 +31,11 @@ type Document struct {
 	Request     *WorkRequest `json:"request,omitempty" yaml:"request,omitempty" doc:"written by bdevices request: the project chosen and the per-resource request (seed 002)"`
 	DebtTime    float64      `json:"debt_time,omitempty" yaml:"debt_time,omitempty" doc:"written by bdevices debt: when the seed 002 long-term debts were last brought up to date, Unix seconds (0: never)" min:"0"`
 	RPCSession  *RPCSession  `json:"rpc_session,omitempty" yaml:"rpc_session,omitempty" doc:"written by brpc (seed 000): the scheduler RPC session in progress; absent when none is active"`
+	// BOINCEmulator: the client runs inside BOINC's emulator's conventions (bsim
+	// --emulate boinc), where what a client learns from real servers it never
+	// learns: policy boinc then asks every project for every resource, as BOINC's
+	// emulator's client does (its servers never send no_rsc_apps).
+	BOINCEmulator bool `json:"boinc_emulator,omitempty" yaml:"boinc_emulator,omitempty" doc:"set by bsim --emulate boinc: the client runs under BOINC's emulator's conventions (client/sim.cpp), whose servers never say which resources a project has no apps for, so policy boinc asks every project for every resource; absent: it asks a project only for resources it has app versions for"`
 }
 
 // Host describes the machine.
@@ -146,21 +151,26 @@ func (s TaskState) Runnable() bool {
 
 // Task is a result the client holds.
 type Task struct {
-	Name                   string    `json:"name" yaml:"name" doc:"result name, unique in the document" required:"true"`
-	Project                string    `json:"project" yaml:"project" doc:"the project's name" required:"true"`
-	AppVersion             string    `json:"app_version" yaml:"app_version" doc:"the app version's name; it must belong to the same project" required:"true"`
-	State                  TaskState `json:"state" yaml:"state" doc:"ready, running, preempted, done or reported" required:"true" enum:"ready,running,preempted,done,reported"`
-	EstimatedFlops         float64   `json:"estimated_flops" yaml:"estimated_flops" doc:"estimated work, FLOPs (rsc_fpops_est); 0: no estimate" min:"0"`
-	FlopsDone              float64   `json:"flops_done,omitempty" yaml:"flops_done,omitempty" doc:"work done so far, FLOPs" min:"0"`
-	FractionDone           float64   `json:"fraction_done,omitempty" yaml:"fraction_done,omitempty" doc:"the fraction of its work done, as the running app reports it (fraction_done of BOINC's active task); a started task's remaining time is estimated from it; 0 or absent: flops_done ÷ estimated_flops" min:"0" max:"1"`
-	ReportDeadline         float64   `json:"report_deadline" yaml:"report_deadline" doc:"report deadline, Unix seconds" min:"0"`
-	ReceivedTime           float64   `json:"received_time,omitempty" yaml:"received_time,omitempty" doc:"when the client received the task, Unix seconds" min:"0"`
-	CompletedTime          float64   `json:"completed_time,omitempty" yaml:"completed_time,omitempty" doc:"when the task finished computing, Unix seconds" min:"0"`
-	CPUTime                float64   `json:"cpu_time" yaml:"cpu_time" doc:"CPU time so far, seconds (seed 001's current_cpu_time)" min:"0"`
-	CPUTimeAtLastSched     float64   `json:"cpu_time_at_last_sched" yaml:"cpu_time_at_last_sched" doc:"CPU time at the last scheduling pass, seconds" min:"0"`
-	ElapsedTime            float64   `json:"elapsed_time,omitempty" yaml:"elapsed_time,omitempty" doc:"wall time spent running, seconds (coprocessor work is measured by it)" min:"0"`
-	ElapsedTimeAtLastSched float64   `json:"elapsed_time_at_last_sched,omitempty" yaml:"elapsed_time_at_last_sched,omitempty" doc:"elapsed time at the last scheduling pass, seconds" min:"0"`
-	OutputDigest           string    `json:"output_digest,omitempty" yaml:"output_digest,omitempty" doc:"a hash of the task's output (e.g. sha256:HEX), reported to the server for validation (bkit extension); empty: none"`
+	Name           string    `json:"name" yaml:"name" doc:"result name, unique in the document" required:"true"`
+	Project        string    `json:"project" yaml:"project" doc:"the project's name" required:"true"`
+	AppVersion     string    `json:"app_version" yaml:"app_version" doc:"the app version's name; it must belong to the same project" required:"true"`
+	State          TaskState `json:"state" yaml:"state" doc:"ready, running, preempted, done or reported" required:"true" enum:"ready,running,preempted,done,reported"`
+	EstimatedFlops float64   `json:"estimated_flops" yaml:"estimated_flops" doc:"estimated work, FLOPs (rsc_fpops_est); 0: no estimate" min:"0"`
+	FlopsDone      float64   `json:"flops_done,omitempty" yaml:"flops_done,omitempty" doc:"work done so far, FLOPs" min:"0"`
+	FractionDone   float64   `json:"fraction_done,omitempty" yaml:"fraction_done,omitempty" doc:"the fraction of its work done, as the running app reports it (fraction_done of BOINC's active task); a started task's remaining time is estimated from it; 0 or absent: flops_done ÷ estimated_flops" min:"0" max:"1"`
+	// EmulatorFlopsLeft is an emulator's oracle, not a client's knowledge: BOINC's
+	// emulator gives its client a started task's true remaining run time
+	// (client/result.cpp RESULT::estimated_runtime_remaining, #ifdef SIM), and bsim
+	// --emulate boinc does the same through this field (RemainingWork).
+	EmulatorFlopsLeft      float64 `json:"emulator_flops_left,omitempty" yaml:"emulator_flops_left,omitempty" doc:"set only by bsim --emulate boinc (BOINC's emulator's convention): the work a started task really has left, FLOPs at its app version's speed, which its remaining-time estimates then use instead of its progress; 0 or absent: estimated from its progress" min:"0"`
+	ReportDeadline         float64 `json:"report_deadline" yaml:"report_deadline" doc:"report deadline, Unix seconds" min:"0"`
+	ReceivedTime           float64 `json:"received_time,omitempty" yaml:"received_time,omitempty" doc:"when the client received the task, Unix seconds" min:"0"`
+	CompletedTime          float64 `json:"completed_time,omitempty" yaml:"completed_time,omitempty" doc:"when the task finished computing, Unix seconds" min:"0"`
+	CPUTime                float64 `json:"cpu_time" yaml:"cpu_time" doc:"CPU time so far, seconds (seed 001's current_cpu_time)" min:"0"`
+	CPUTimeAtLastSched     float64 `json:"cpu_time_at_last_sched" yaml:"cpu_time_at_last_sched" doc:"CPU time at the last scheduling pass, seconds" min:"0"`
+	ElapsedTime            float64 `json:"elapsed_time,omitempty" yaml:"elapsed_time,omitempty" doc:"wall time spent running, seconds (coprocessor work is measured by it)" min:"0"`
+	ElapsedTimeAtLastSched float64 `json:"elapsed_time_at_last_sched,omitempty" yaml:"elapsed_time_at_last_sched,omitempty" doc:"elapsed time at the last scheduling pass, seconds" min:"0"`
+	OutputDigest           string  `json:"output_digest,omitempty" yaml:"output_digest,omitempty" doc:"a hash of the task's output (e.g. sha256:HEX), reported to the server for validation (bkit extension); empty: none"`
 }
 
 // CPUSched is bsched's record of its passes.
