@@ -1,6 +1,7 @@
 package boincpolicy
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -279,5 +280,56 @@ func TestSchedule(t *testing.T) {
 	w.Schedule(doc, t0+3760)
 	if doc.Tasks[0].State != state.TaskPreempted || doc.Tasks[1].State != state.TaskRunning {
 		t.Errorf("after the slice: states %s %s", doc.Tasks[0].State, doc.Tasks[1].State)
+	}
+}
+
+// TestOverdueReport: BOINC's client reports a done result once it has waited more
+// than an hour, once its deadline is within a day (or work_buf_min, if larger), or
+// once its project holds 64 of them; a project in RPC backoff waits
+// (find_project_with_overdue_results).
+func TestOverdueReport(t *testing.T) {
+	done := func(name, project string, completed, deadline float64) state.Task {
+		tk := task(name, project, 60, deadline)
+		tk.State, tk.CompletedTime = state.TaskDone, completed
+		return tk
+	}
+	for _, c := range []struct {
+		name   string
+		tasks  []state.Task
+		bufMin float64 // days
+		want   int
+	}{
+		{"finished an hour ago: not yet", []state.Task{done("a", "A", t0-3600, t0+1e6)}, 0.1, -1},
+		{"finished just over an hour ago", []state.Task{done("a", "A", t0-3601, t0+1e6)}, 0.1, 0},
+		{"deadline a day away: not yet", []state.Task{done("a", "A", t0, t0+86400)}, 0.1, -1},
+		{"deadline just under a day away", []state.Task{done("a", "A", t0, t0+86399)}, 0.1, 0},
+		{"work_buf_min of 2 days is the cushion", []state.Task{done("a", "A", t0, t0+2*86400-1)}, 2, 0},
+		{"the first such result's project", []state.Task{done("a", "A", t0, t0+1e6), done("b", "B", t0-4000, t0+1e6)}, 0.1, 1},
+		{"a running task is not done", []state.Task{task("a", "A", 60, t0)}, 0.1, -1},
+	} {
+		doc := host(1)
+		doc.Preferences.WorkBufMinDays = c.bufMin
+		doc.Tasks = c.tasks
+		if got, _ := OverdueReport(doc, t0, nil); got != c.want {
+			t.Errorf("%s: project %d, want %d", c.name, got, c.want)
+		}
+	}
+	// 64 done results of B, none overdue by time: B is contacted; 63 are not enough.
+	doc := host(1)
+	for i := range 64 {
+		doc.Tasks = append(doc.Tasks, done(fmt.Sprint("b", i), "B", t0, t0+1e6))
+	}
+	if got, _ := OverdueReport(doc, t0, nil); got != 1 {
+		t.Errorf("64 results: project %d, want 1", got)
+	}
+	doc.Tasks = doc.Tasks[:63]
+	if got, _ := OverdueReport(doc, t0, nil); got != -1 {
+		t.Errorf("63 results: project %d, want -1", got)
+	}
+	// In RPC backoff: no report.
+	doc.Tasks = []state.Task{done("a", "A", t0-7200, t0+1e6)}
+	doc.Projects[0].MinRPCTime = t0 + 1
+	if got, _ := OverdueReport(doc, t0, nil); got != -1 {
+		t.Errorf("backed off: project %d, want -1", got)
 	}
 }

@@ -7,17 +7,18 @@ import (
 
 // Next is the scheduler RPC BOINC's client makes at now, at most one a poll as its
 // emulator polls (client/sim.cpp CLIENT_STATE::scheduler_rpc_poll): first a project
-// that may be contacted with a result overdue for reporting (find_project_with_overdue_
-// results; seed 000's rule of overdue, rpc.OverdueReport, as bkit's other policies
-// report), with a piggybacked work request (Piggyback); else ChooseProject's choice. asked lists the projects already contacted at this step: after one RPC there
-// is none. The plan is recorded in doc.Request (rpc.Record) for the server and for the
+// that may be contacted with a result to report by BOINC's rule (OverdueReport:
+// find_project_with_overdue_results), with a piggybacked work request (Piggyback);
+// else ChooseProject's choice. asked lists the projects already contacted at this
+// step: after one RPC there is none. The plan is recorded in doc.Request (rpc.Record) for the server and for the
 // reply; its Coprocs are the workspace's.
 func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Plan, bool) {
 	if len(asked) > 0 {
 		return rpc.Plan{}, false
 	}
 	var c Choice
-	if p, _ := rpc.OverdueReport(doc, now, nil); p >= 0 {
+	var p int
+	if p, w.reportCounts = OverdueReport(doc, now, w.reportCounts); p >= 0 {
 		c = w.Piggyback(doc, p, now)
 	} else if c = w.ChooseProject(doc, now); c.Project < 0 {
 		return rpc.Plan{}, false

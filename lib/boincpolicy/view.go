@@ -54,6 +54,7 @@ type Workspace struct {
 	simAt   float64 // when the simulation last ran (BOINC's rr_simulation runs once a moment)
 	simDone bool
 
+	reportCounts        []int // OverdueReport's
 	active, order, heap []int
 	bound               []float64 // per resource: noMissPossible's
 	found               []int

@@ -1,0 +1,61 @@
+package boincpolicy
+
+import (
+	"github.com/bkit/bkit/lib/rpc"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// BOINC's client's rule for reporting a computed result (client/cs_scheduler.cpp,
+// CLIENT_STATE::find_project_with_overdue_results, at c5c6cb79b9).
+const (
+	// ReportDeadlineCushion: a result is reported once its deadline is less than the
+	// larger of this and work_buf_min away (REPORT_DEADLINE_CUSHION, a day).
+	ReportDeadlineCushion = 86400.0
+	// MaxReportDelay: a result is reported once it has waited this long since it
+	// finished computing (MAX_REPORT_DELAY, an hour; seed 000's rule, rpc.Overdue,
+	// waits a day).
+	MaxReportDelay = 3600.0
+	// ReportIfAtLeastN: a project holding this many results to report is contacted
+	// (RESULT_REPORT_IF_AT_LEAST_N, client_state.h).
+	ReportIfAtLeastN = 64
+)
+
+// OverdueReport is the project BOINC's client contacts at now to report results, -1
+// when there is none: going through the results in order, the project of the first
+// done result, of a project that may be contacted, whose deadline is within the
+// cushion (the larger of a day and work_buf_min), that finished more than an hour
+// ago, or that is its project's ReportIfAtLeastN-th such result (BOINC's
+// find_project_with_overdue_results; the conditions bkit's documents cannot hold, a
+// project asking for immediate reports or a sporadic connection, are left out).
+func OverdueReport(doc *state.Document, now float64, counts []int) (int, []int) {
+	cushion := max(ReportDeadlineCushion, WorkBufMin(&doc.Preferences))
+	counts = append(counts[:0], make([]int, len(doc.Projects))...)
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.State != state.TaskDone {
+			continue
+		}
+		p := projectOf(doc, t.Project)
+		if p < 0 || !rpc.CanContact(&doc.Projects[p], now) {
+			continue
+		}
+		if now > t.ReportDeadline-cushion || now > t.CompletedTime+MaxReportDelay {
+			return p, counts
+		}
+		counts[p]++
+		if counts[p] >= ReportIfAtLeastN {
+			return p, counts
+		}
+	}
+	return -1, counts
+}
+
+// projectOf is the index of the project named name, -1 if none (projects are few).
+func projectOf(doc *state.Document, name string) int {
+	for i := range doc.Projects {
+		if state.SameName(doc.Projects[i].Name, name) {
+			return i
+		}
+	}
+	return -1
+}
