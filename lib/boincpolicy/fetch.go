@@ -144,7 +144,7 @@ func (w *Workspace) ChooseProject(doc *state.Document, now float64) Choice {
 	if w.Quiet && !(w.simDone && w.simAt == now) {
 		// An emulated run: no request when the first pick shows every resource full
 		// past work_buf_min (a skip that changes no decision).
-		w.view(doc)
+		w.quietView(doc, now)
 		if w.noFetchPossible(doc, w.prepare(doc)) {
 			return Choice{Project: -1}
 		}

@@ -42,7 +42,7 @@ func (w *Workspace) Simulate(doc *state.Document, now float64) {
 }
 
 // Reset makes the next Simulate run afresh at the same moment.
-func (w *Workspace) Reset() { w.simDone = false }
+func (w *Workspace) Reset() { w.simDone, w.viewDone = false, false }
 
 // prepare is the simulation's start (init_pending_lists, project_priority_init): the
 // pending lists, the projects with runnable jobs and their priorities, the counts; no
@@ -124,6 +124,12 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 		} else {
 			j := &w.jobs[best]
 			j.simDone = true
+			// Out of its pending list at once (pick reads only the jobs left), the
+			// list's order kept.
+			k := j.proj*nR + j.res
+			if x := slices.Index(w.pending[k], best); x >= 0 {
+				w.pending[k] = slices.Delete(w.pending[k], x, x+1)
+			}
 			if simNow+dt > j.deadline-compDeadline {
 				j.misses = true
 				w.missed[j.proj*nR+j.res]++
@@ -175,18 +181,12 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	cpus := float64(doc.Host.CPU().Instances)
 	for _, r := range w.resourceOrder() {
 		limit := float64(doc.Host.Resources[r].Instances)
-		// The projects with jobs left for r; a job already done in the simulation is
-		// dropped from its list on the way.
+		// The projects with jobs left for r (the simulation takes a job out of its
+		// list when it finishes).
 		w.heap = w.heap[:0]
 		for p := range doc.Projects {
 			k := p*nR + r
-			q := w.pending[k][:0]
-			for _, i := range w.pending[k] {
-				if !w.jobs[i].simDone {
-					q = append(q, i)
-				}
-			}
-			w.pending[k] = q
+			q := w.pending[k]
 			w.pendingAt[k] = 0
 			if len(q) > 0 {
 				w.recTemp[p] = w.rec[p]
@@ -242,16 +242,44 @@ func (w *Workspace) resourceOrder() []int {
 // checks saturation), so the sum over a resource's jobs of their remaining time ÷
 // rate bounds when its last job finishes. When every job's computation deadline is at
 // or after that bound, the simulation would mark no miss.
+//
+// A second bound holds for a resource of n instances: while some of its jobs wait,
+// those running use at least n instances (pick takes jobs until they do), of which
+// the coprocessor jobs' CPUs take at most G on the CPUs (G: the CPUs of every
+// coprocessor job), so its jobs' instance-seconds W are done at n − G a second at
+// least; once none waits, each running job ends within t, the longest time ÷ rate
+// any of them has left. Its last job therefore ends by W ÷ (n − G) + t. The
+// smaller of the two bounds is taken.
 func (w *Workspace) noMissPossible(doc *state.Document, now float64) bool {
-	w.bound = grow(w.bound, w.nRes)
+	nR := w.nRes
+	w.bound = grow(w.bound, 3*nR) // per resource: the serial sum, W, t
+	var coprocCPUs float64
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		w.bound[j.res] += j.simLeft / j.simRate
+		t := j.simLeft / j.simRate
+		b := w.bound[3*j.res : 3*j.res+3]
+		b[0] += t
+		b[1] += j.inst * t
+		b[2] = max(b[2], t)
+		if j.res != w.cpuRes {
+			coprocCPUs += j.cpus
+		}
+	}
+	for r := range nR {
+		b := w.bound[3*r : 3*r+3]
+		n := float64(doc.Host.Resources[r].Instances)
+		if r == w.cpuRes {
+			n -= coprocCPUs
+		}
+		if n > 0 {
+			b[0] = min(b[0], b[1]/n+b[2])
+		}
 	}
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		if now+w.bound[j.res] > j.deadline-comp {
+		// A margin for rounding: the simulation sums the same times in another order.
+		if now+w.bound[3*j.res]*(1+1e-9)+1e-6 > j.deadline-comp {
 			return false
 		}
 	}
@@ -264,18 +292,54 @@ func (w *Workspace) noMissPossible(doc *state.Document, now float64) bool {
 // does not change before), so its saturated time is at least that job's finish. When
 // every resource is saturated at the start and no active job finishes before
 // work_buf_min, no resource's saturated time is below work_buf_min.
+//
+// Failing that, a bound from the work queued: while a resource of n instances is
+// saturated, its jobs do at most n + u instance-seconds a second (u the largest
+// usage of one of its jobs: the last job picked may overcommit it), and once it is
+// not, its unfinished jobs use less than n instances, each with at most t (the
+// longest time ÷ rate any of its jobs has left), so at most n × t instance-seconds
+// are left. Its saturated time is thus at least (W − n × t) ÷ (n + u), W being its
+// jobs' instance-seconds. (The CPUs' count of a coprocessor job's CPUs only makes
+// them saturated longer; the bound leaves them out.) When that is at least
+// work_buf_min for every resource, no resource's saturated time is below it either.
 func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
-	w.pick(doc, recSum)
 	h := &doc.Host
+	bufMin := WorkBufMin(&doc.Preferences)
+	if w.workBound(h, bufMin) {
+		return true
+	}
+	w.pick(doc, recSum)
 	for r := range h.Resources {
 		if float64(h.Resources[r].Instances)-w.resUsed(r) > 1e-6 {
 			return false
 		}
 	}
-	bufMin := WorkBufMin(&doc.Preferences)
 	for _, a := range w.active {
 		j := &w.jobs[a]
 		if j.simLeft/j.simRate < bufMin {
+			return false
+		}
+	}
+	return true
+}
+
+// workBound reports whether the work bound of noFetchPossible puts every resource's
+// saturated time at or past bufMin (prepare done).
+func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
+	w.bound = grow(w.bound, 3*w.nRes) // per resource: W, t, u
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		t := j.simLeft / j.simRate
+		b := w.bound[3*j.res : 3*j.res+3]
+		b[0] += j.inst * t
+		b[1] = max(b[1], t)
+		b[2] = max(b[2], j.inst)
+	}
+	for r := range h.Resources {
+		n := float64(h.Resources[r].Instances)
+		b := w.bound[3*r : 3*r+3]
+		// A margin for rounding: the simulation sums the same times in another order.
+		if !((b[0]-n*b[1])/(n+b[2]) >= bufMin*(1+1e-9)+1e-6) {
 			return false
 		}
 	}

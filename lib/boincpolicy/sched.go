@@ -56,7 +56,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 	if w.Quiet && !(w.simDone && w.simAt == now) {
 		// An emulated run: the whole simulation only when a job may miss its deadline
 		// (the pass reads nothing else of it; a skip that changes no decision).
-		w.view(doc)
+		w.quietView(doc, now)
 		w.prepare(doc)
 		if w.noMissPossible(doc, now) {
 			w.list = w.schedule(doc, now, w.list[:0])

@@ -53,6 +53,11 @@ type Workspace struct {
 
 	simAt   float64 // when the simulation last ran (BOINC's rr_simulation runs once a moment)
 	simDone bool
+	// viewAt, viewDone: when the quiet paths last built the view; within one moment
+	// the document changes only where the caller says so (Reset), so the work
+	// fetch's view serves the pass that follows it.
+	viewAt   float64
+	viewDone bool
 
 	reportCounts        []int // OverdueReport's
 	active, order, heap []int
@@ -142,7 +147,10 @@ func (w *Workspace) view(doc *state.Document) {
 		v := w.avIx.Index(t.AppVersion)
 		av := &doc.AppVersions[v]
 		p := w.pIx.Index(t.Project)
-		j := job{task: i, proj: p, cpus: av.AvgNCPUs, inst: av.Instances(), speed: av.Speed(h),
+		// Built in place: a job is large, and copying it in was most of view's time.
+		w.jobs = append(w.jobs, job{})
+		j := &w.jobs[len(w.jobs)-1]
+		*j = job{task: i, proj: p, cpus: av.AvgNCPUs, inst: av.Instances(), speed: av.Speed(h),
 			deadline: t.ReportDeadline, started: t.State != state.TaskReady, running: t.State == state.TaskRunning}
 		j.res = w.cpuRes
 		if av.Coproc != nil {
@@ -160,8 +168,16 @@ func (w *Workspace) view(doc *state.Document) {
 		if j.res != w.cpuRes {
 			j.peak += cpuFlops * j.inst * w.relSpeed[j.res]
 		}
-		w.jobs = append(w.jobs, j)
 	}
+}
+
+// quietView is view, built at most once a moment until Reset.
+func (w *Workspace) quietView(doc *state.Document, now float64) {
+	if w.viewDone && w.viewAt == now {
+		return
+	}
+	w.view(doc)
+	w.viewDone, w.viewAt = true, now
 }
 
 // grow returns s with n zero elements, in s's storage when it has room.
