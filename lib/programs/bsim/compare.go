@@ -68,7 +68,9 @@ is not, unsure between. BOINC's figure is one run of its emulator (one seed).
 
 Below the table, when some rows have a verdict: a summary per policy, on how many
 scenarios it is at least as good as BOINC (within +0.01) on each of wf, if and sv and
-on all three, and its worst cases (the scenarios where a figure exceeds BOINC's most).
+on all three; on how many it is in band (wf, if and sv within 0.01 of BOINC's either
+way and r within 20 %: issue 30's test of a faithful emulation); and its worst cases
+(the scenarios where a figure exceeds BOINC's most).
 --summary prints only that. -o json writes the rows as a JSON array, -o csv as CSV
 with a header. --plot DIR draws one grouped bar chart per figure (wf, if, sv, m, r),
 SVG and PNG, with DIR/index.html.`,
@@ -648,9 +650,9 @@ func compareSummary(w io.Writer, policies []string, rows []CompareRow, emulate b
 		return err
 	}
 	fmt.Fprintf(w, "Against BOINC's emulator: on how many scenarios each policy is at least as good as BOINC (its mean within +%g of BOINC's figure); worst cases: scenario, figure, policy's minus BOINC's\n\n", margin)
-	t := cliutil.NewTable(w, "policy", "scenarios", "wf", "if", "sv", "all three", "worst cases")
+	t := cliutil.NewTable(w, "policy", "scenarios", "wf", "if", "sv", "all three", "in band", "worst cases")
 	for _, pol := range policies {
-		var n, all int
+		var n, all, band int
 		good := make([]int, len(verdictFigures))
 		var worsts []worst
 		for i := range rows {
@@ -675,6 +677,9 @@ func compareSummary(w io.Writer, policies []string, rows []CompareRow, emulate b
 			if ok {
 				all++
 			}
+			if inBand(r, b) {
+				band++
+			}
 		}
 		sort.SliceStable(worsts, func(i, j int) bool { return worsts[i].by > worsts[j].by })
 		var ws []string
@@ -682,7 +687,7 @@ func compareSummary(w io.Writer, policies []string, rows []CompareRow, emulate b
 			ws = append(ws, fmt.Sprintf("%s %s +%.3f", filepath.Base(filepath.Clean(x.scenario)), x.figure, x.by))
 		}
 		cell := func(k int) string { return fmt.Sprintf("%d (%.0f%%)", k, 100*float64(k)/float64(max(n, 1))) }
-		if err := t.Append([]string{pol, fmt.Sprint(n), cell(good[0]), cell(good[1]), cell(good[2]), cell(all), strings.Join(ws, ", ")}); err != nil {
+		if err := t.Append([]string{pol, fmt.Sprint(n), cell(good[0]), cell(good[1]), cell(good[2]), cell(all), cell(band), strings.Join(ws, ", ")}); err != nil {
 			return err
 		}
 	}
@@ -691,6 +696,22 @@ func compareSummary(w io.Writer, policies []string, rows []CompareRow, emulate b
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// bandR is how far a policy's RPCs per job may be from BOINC's, as a fraction of
+// BOINC's, in issue 30's band.
+const bandR = 0.2
+
+// inBand reports whether row r is in issue 30's band around BOINC's figures b: its
+// wf, if and sv each within margin of BOINC's either way (not only "at least as
+// good"), and its RPCs per job within bandR of BOINC's.
+func inBand(r, b *CompareRow) bool {
+	for _, d := range []float64{r.WastedFraction - b.WastedFraction, r.IdleFraction - b.IdleFraction, r.ShareViolation - b.ShareViolation} {
+		if math.Abs(d) > margin {
+			return false
+		}
+	}
+	return math.Abs(r.RPCsPerJob-b.RPCsPerJob) <= bandR*b.RPCsPerJob
 }
 
 func compareCSV(w io.Writer, rows []CompareRow) error {
