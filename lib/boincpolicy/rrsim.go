@@ -1,6 +1,7 @@
 package boincpolicy
 
 import (
+	"math"
 	"slices"
 
 	"github.com/bkit/bkit/lib/state"
@@ -42,7 +43,9 @@ func (w *Workspace) Simulate(doc *state.Document, now float64) {
 }
 
 // Reset makes the next Simulate run afresh at the same moment.
-func (w *Workspace) Reset() { w.simDone, w.viewDone = false, false }
+func (w *Workspace) Reset() {
+	w.simDone, w.viewDone, w.hold, w.fetchHold = false, false, false, false
+}
 
 // prepare is the simulation's start (init_pending_lists, project_priority_init): the
 // pending lists, the projects with runnable jobs and their priorities, the counts; no
@@ -276,12 +279,15 @@ func (w *Workspace) noMissPossible(doc *state.Document, now float64) bool {
 		}
 	}
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	w.slack = math.Inf(1)
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		// A margin for rounding: the simulation sums the same times in another order.
-		if now+w.bound[3*j.res]*(1+1e-9)+1e-6 > j.deadline-comp {
+		late := j.deadline - comp - (now + w.bound[3*j.res]*(1+1e-9) + 1e-6)
+		if late < 0 {
 			return false
 		}
+		w.slack = min(w.slack, late)
 	}
 	return true
 }
@@ -308,6 +314,7 @@ func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
 	if w.workBound(h, bufMin) {
 		return true
 	}
+	w.fetchHold = false
 	w.pick(doc, recSum)
 	for r := range h.Resources {
 		if float64(h.Resources[r].Instances)-w.resUsed(r) > 1e-6 {
@@ -335,13 +342,21 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 		b[1] = max(b[1], t)
 		b[2] = max(b[2], j.inst)
 	}
+	hold := math.Inf(1)
 	for r := range h.Resources {
 		n := float64(h.Resources[r].Instances)
 		b := w.bound[3*r : 3*r+3]
 		// A margin for rounding: the simulation sums the same times in another order.
-		if !((b[0]-n*b[1])/(n+b[2]) >= bufMin*(1+1e-9)+1e-6) {
+		over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
+		if !(over >= 0) {
 			return false
 		}
+		// How long the bound stays past bufMin: while the tasks stay as they are,
+		// W falls only by the work the running jobs do, which use at most n + u
+		// instances (CPUsFit), each at most a simulated second ÷ the availability
+		// the simulation runs it at (availFrac) a second, and t only falls.
+		hold = min(hold, over*availFrac(&h.TimeStats, r != w.cpuRes))
 	}
+	w.fetchHold, w.fetchHoldUntil = hold > 0, w.boundAt+hold
 	return true
 }

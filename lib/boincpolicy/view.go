@@ -58,6 +58,15 @@ type Workspace struct {
 	// fetch's view serves the pass that follows it.
 	viewAt   float64
 	viewDone bool
+	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack is
+	// noMissPossible's: how long from its now no job can miss its deadline.
+	hold             bool
+	holdUntil, slack float64
+	// fetchHold, fetchHoldUntil: no resource is short of work before fetchHoldUntil
+	// (workBound, computed at boundAt); a Reset or a pass that starts or stops a
+	// job ends it.
+	fetchHold               bool
+	fetchHoldUntil, boundAt float64
 
 	reportCounts        []int // OverdueReport's
 	active, order, heap []int
