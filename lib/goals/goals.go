@@ -22,9 +22,9 @@
 //     buffer's low-water mark), earliest deadline first and whatever their project's
 //     share (BOINC's deadline mode, which seed 001 lacks), then by overall debt as seed
 //     001 does, its anticipated debt falling by the scheduling period per instance
-//     given. An unstarted task that can no longer meet its deadline even if started now
-//     and run without a break (by its estimate, corrected only downwards) is abandoned
-//     (done, unstarted, as a BOINC client aborts a late unstarted job): running it
+//     given. A task, started or not, that can no longer meet its deadline even if run
+//     from now on without a break (by its estimate, corrected only downwards) is
+//     abandoned (done, as a BOINC client aborts a late unstarted job): running it
 //     would only waste the host.
 //   - Work fetch (Request): each project keeps a buffer of its own, in wall-clock time:
 //     enough of its work to last the work buffer at the rate its share gives it, with
@@ -242,10 +242,10 @@ var exhaustive bool
 func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int) {
 	h := &doc.Host
 	ts := w.runnable(doc)
-	// Abandon unstarted tasks that cannot meet their deadline even if started now and
-	// run without a break (BOINC's client gives up only on a job it never started; one
-	// the host's availability makes doubtful may still make it: hosts are not off on
-	// average but in spells).
+	// Abandon tasks that cannot meet their deadline even if run from now on without a
+	// break (BOINC's client gives up only on a job it never started; one the host's
+	// availability makes doubtful may still make it: hosts are not off on average but
+	// in spells).
 	abandoned = w.abandoned[:0]
 	keep := ts[:0]
 	for _, t := range ts {
@@ -259,7 +259,13 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		if dcf := doc.Projects[t.p].DCF(); dcf > 1 {
 			rt /= dcf
 		}
-		if unstarted && now+rt > task.ReportDeadline {
+		// A started task too: one that cannot be done by its deadline even run
+		// without a break from now on holds an instance another task could use, and
+		// the time it ran is wasted either way (c017: A's 1.6-hour GPU jobs with
+		// 2.4-hour deadlines, run to their end hours late while other tasks waited;
+		// wf 0.28 -> 0.22). BOINC's client runs such a job to its end.
+		started := task.FlopsDone > 0
+		if (unstarted || started) && now+rt > task.ReportDeadline {
 			task.State = state.TaskDone
 			abandoned = append(abandoned, t.i)
 			continue

@@ -300,3 +300,34 @@ func TestRequestIdleAsksNoWaitingResource(t *testing.T) {
 		t.Errorf("request %+v %v, want B asked for the CPUs and GPU work", req, ok)
 	}
 }
+
+// TestAbandonStarted: a started task that cannot be done by its deadline even run
+// without a break from now on is abandoned (its time is wasted either way, and its CPU
+// goes to work that can still count); one that can is kept, and so is one that could
+// only by its estimate uncorrected (a factor above 1 is left out, as for an unstarted
+// task).
+func TestAbandonStarted(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		dcf, done float64 // the project's factor; the task's FLOPs done of 6,000e9
+		abandon   bool
+	}{
+		{"4,000 s left, deadline in 5,000 s", 1, 2000e9, false},
+		{"6,000 s left, deadline in 5,000 s", 1, 0.1e9, true},
+		{"12,000 s left by a factor of 2, 6,000 s without it", 2, 0.1e9, true},
+		{"8,000 s left by a factor of 2, 4,000 s without it", 2, 2000e9, false},
+	} {
+		d := doc()
+		d.Projects[0].DurationCorrectionFactor = c.dcf
+		tk := task("a1", "A", "a", 6000e9, 0, 5000)
+		tk.State, tk.FlopsDone = state.TaskPreempted, c.done
+		d.Tasks = []state.Task{tk}
+		abandoned := Schedule(d, 0)
+		if got := len(abandoned) == 1; got != c.abandon {
+			t.Errorf("%s: abandoned %v, want %v", c.name, got, c.abandon)
+		}
+		if c.abandon && d.Tasks[0].State != state.TaskDone {
+			t.Errorf("%s: state %s, want done", c.name, d.Tasks[0].State)
+		}
+	}
+}
