@@ -333,3 +333,32 @@ func TestOverdueReport(t *testing.T) {
 		t.Errorf("backed off: project %d, want -1", got)
 	}
 }
+
+// TestHoldNeedsEveryJobToFit: a pass is held only when each running job would start
+// whatever the order: 2 CPUs running jobs of 1, 1 and 0.5 CPUs (the 0.5 one last
+// finds no CPU free) are not held; 1.5 and 1 are (each finds one free).
+func TestHoldNeedsEveryJobToFit(t *testing.T) {
+	for _, c := range []struct {
+		cpus []float64
+		hold bool
+	}{{[]float64{1, 1, 0.5}, false}, {[]float64{1.5, 1}, true}, {[]float64{1, 1}, true}, {[]float64{1}, false}} {
+		doc := host(2)
+		for i, n := range c.cpus {
+			name := fmt.Sprint("v", i)
+			doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: name, Project: "A", AvgNCPUs: n, Flops: 1e9})
+			tk := task(fmt.Sprint("t", i), "A", 3600, t0+1e6)
+			tk.AppVersion, tk.State = name, state.TaskRunning
+			doc.Tasks = append(doc.Tasks, tk)
+		}
+		w := Workspace{Quiet: true}
+		w.view(doc)
+		w.prepare(doc)
+		if !w.noMissPossible(doc, t0) {
+			t.Fatalf("%v: a miss is possible", c.cpus)
+		}
+		w.setHold(doc, t0)
+		if w.hold != c.hold {
+			t.Errorf("%v: hold %v, want %v", c.cpus, w.hold, c.hold)
+		}
+	}
+}

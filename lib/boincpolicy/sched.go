@@ -2,6 +2,7 @@ package boincpolicy
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/bkit/bkit/lib/state"
@@ -262,7 +263,7 @@ func (w *Workspace) setHold(doc *state.Document, now float64) {
 	n := float64(doc.Host.CPU().Instances)
 	period := doc.Preferences.CPUSchedulingPeriod
 	until := now + w.slack
-	var used, most float64
+	used, least := 0.0, math.Inf(1)
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
@@ -279,11 +280,13 @@ func (w *Workspace) setHold(doc *state.Document, now float64) {
 			continue
 		}
 		used += j.cpus
-		most = max(most, j.cpus) // the job that comes last in the worst order
+		// The job of fewest CPUs, coming last, is the one the others may leave no
+		// CPU for.
+		least = min(least, j.cpus)
 		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
 	}
 	const slack = 1e-9 // state.CPUsFit's
-	if n-used > slack || !(n-(used-most) > slack) || !(until > now) {
+	if n-used > slack || !(n-(used-least) > slack) || !(until > now) {
 		return
 	}
 	w.hold, w.holdUntil = true, until
