@@ -331,3 +331,21 @@ func TestAbandonStarted(t *testing.T) {
 		}
 	}
 }
+
+// TestNeedsCountOnFraction: a project's buffer is sized by the time the host is on, not
+// by its active fraction: on half the time and active half of that, A (3/4 of 2 CPUs)
+// holds 2 × 0.75 × 0.5 of the low-water mark's seconds, not a quarter.
+func TestNeedsCountOnFraction(t *testing.T) {
+	d := doc()
+	d.Host.TimeStats.OnFrac, d.Host.TimeStats.ActiveFrac = 0.5, 0.5
+	low, high := rpc.WaterMarks(&d.Preferences)
+	for _, nd := range Needs(d) {
+		if nd.Project != 0 {
+			continue
+		}
+		wantLow, wantHigh := 2*0.75*0.5*low*86400, 2*0.75*0.5*high*86400
+		if math.Abs(nd.Low-wantLow) > 1e-6 || math.Abs(nd.Want-wantHigh) > 1e-6 {
+			t.Errorf("A: low %g want %g, expected %g and %g", nd.Low, nd.Want, wantLow, wantHigh)
+		}
+	}
+}
