@@ -7,11 +7,13 @@ import (
 
 // sqliteBatchHold is how long a cron job's batch may hold SQLite's write lock: a
 // scheduler RPC that arrives during a batch waits for the rest of it, so the batch's
-// time adds to the RPC's latency. At 10 ms an RPC waiting for a whole batch takes
-// about twice its idle time on a loaded 2-core machine (issue 33: serve's p99 during
-// a pass within 2× of its p99 without one); batches of a fixed 1,000 workunits held it
-// 50 ms there, and the p99 during a pass was 6–12× the idle one.
-const sqliteBatchHold = 10 * time.Millisecond
+// time adds to the RPC's latency (issue 33: serve's p99 during a pass within 2× of its
+// p99 without one). Batches of a fixed 1,000 workunits held it 50 ms on this project's
+// 2-core machine and the p99 during a pass was 3–12× the idle one; 10 ms batches with
+// 5 ms pauses, 1.5–2.5×; 5 ms batches each followed by a pause as long (LetWritersIn),
+// 1.9×, with half the p50 and the RPCs' throughput during a pass 72 % of idle instead
+// of about half, for a pass twice as long (docs/scaling.md).
+const sqliteBatchHold = 5 * time.Millisecond
 
 // minBatch is the smallest batch a Batcher asks for: below it a batch's fixed costs
 // (BEGIN, the commit's sync, the pause after it) are most of the pass.
@@ -23,14 +25,16 @@ const minBatch = 10
 // a batch, always the most the job allows (bigger batches, fewer commits). A Batcher
 // belongs to one goroutine.
 type Batcher struct {
+	s          *Store
 	most, size int
 	hold       time.Duration // 0: no limit (MySQL)
 	perRow     time.Duration // the last batches' time per row, smoothed; 0 before the first
+	last       time.Duration // the last batch's hold
 }
 
 // Batcher returns a Batcher of batches of at most most rows.
 func (s *Store) Batcher(most int) *Batcher {
-	b := &Batcher{most: most, size: most}
+	b := &Batcher{s: s, most: most, size: most}
 	if s.dialect.name == SQLite {
 		b.hold = sqliteBatchHold
 		b.size = min(most, 100) // until the first batch says what a row costs
@@ -49,6 +53,7 @@ func (b *Batcher) Held(n int, d time.Duration) {
 	if b.hold == 0 || n <= 0 {
 		return
 	}
+	b.last = d
 	r := d / time.Duration(n)
 	if b.perRow == 0 {
 		b.perRow = r
@@ -79,6 +84,14 @@ func (s *Store) BatchJob(ctx context.Context) error {
 	return err
 }
 
+// LetWritersIn is the pause after a batch (Store.LetWritersIn): on SQLite at least as
+// long as the batch held the lock, so a pass holds it at most about half the time
+// while RPCs keep coming (a pass over 1,000,000 workunits beside RPCs that never let up
+// took 60 % of it, and their RPC/s fell from 349 to 137); nothing on MySQL.
+func (b *Batcher) LetWritersIn(ctx context.Context) {
+	b.s.letWritersIn(ctx, max(sqliteYield, b.last))
+}
+
 // sqliteYield is LetWritersIn's pause: several times the widest gap between a
 // waiting writer's tries for the lock (begin: sqliteBusyPoll, then again 1 ms
 // later), with room for a loaded machine's scheduling. Once one RPC has the lock,
@@ -91,7 +104,9 @@ const sqliteYield = 5 * time.Millisecond
 // hold for the whole pass, it waits long enough that a writer waiting for the lock (a
 // scheduler RPC of bserver serve, another job) takes it first; on MySQL, whose row
 // locks let both run, it returns at once.
-func (s *Store) LetWritersIn(ctx context.Context) {
+func (s *Store) LetWritersIn(ctx context.Context) { s.letWritersIn(ctx, sqliteYield) }
+
+func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {
 	if s.dialect.name != SQLite {
 		return
 	}
@@ -101,7 +116,7 @@ func (s *Store) LetWritersIn(ctx context.Context) {
 	// no writer or reader waits for it; its error (a busy database) leaves the work to
 	// the next checkpoint.
 	s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
-	t := time.NewTimer(sqliteYield)
+	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

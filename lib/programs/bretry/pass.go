@@ -96,7 +96,8 @@ func (p *Pass) Validate(ctx context.Context) (Summary, error) {
 
 // loop runs step until a batch comes back short: then nothing is left that another
 // process does not hold. Each batch takes as many rows as the Batcher says (on
-// SQLite, what fits in a few milliseconds of the write lock; at most p.Batch).
+// SQLite, what fits in a few milliseconds of the write lock, then a pause as long;
+// at most p.Batch).
 func (p *Pass) loop(ctx context.Context, sum *Summary, step func(context.Context, *Summary, int) (int, error)) error {
 	b := p.Store.Batcher(p.batch())
 	for {
@@ -113,7 +114,7 @@ func (p *Pass) loop(ctx context.Context, sum *Summary, step func(context.Context
 		if n < size {
 			return nil
 		}
-		p.Store.LetWritersIn(ctx) // the scheduler's RPCs between batches (SQLite)
+		b.LetWritersIn(ctx) // the scheduler's RPCs between batches (SQLite)
 	}
 }
 
