@@ -297,6 +297,12 @@ func BenchmarkUpload1MB(b *testing.B) {
 		MaxErrorResults: 3, MaxTotalResults: 5, MaxSuccessResults: 3, Outputs: []store.WUOutput{{OpenName: "out", MaxNBytes: 2 * size}}}, 1); err != nil {
 		b.Fatal(err)
 	}
+	// One host takes every job: no quota on jobs in progress or a day (0: no limit; the
+	// defaults stopped it after 6, issue 27's quotas).
+	zero := 0
+	if _, err := fe.st.SetAppRetry(ctx, "fileapp", store.AppRetrySet{DailyQuota: &zero, MaxInProgress: &zero}); err != nil {
+		b.Fatal(err)
+	}
 	type job struct{ name, sig string }
 	var jobs []job
 	var hostID int64
