@@ -1,35 +1,99 @@
 package server
 
 import (
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/quota"
 	"github.com/bkit/bkit/lib/store"
 )
 
-// hostQuotas is what the quotas (lib/quota) let one request send the host of each app
-// version: read once per request, counted down as jobs are claimed, and saved at the
-// end (the day's count of each version sent).
-type hostQuotas struct {
-	states map[int64]quota.State // the host's host_app_version rows
-	left   map[int64]int         // jobs still allowed per version; absent: no limit
-	why    map[int64]string      // for a version with none left, BOINC's message
-	sent   map[int64]int         // jobs sent per version by this request
+// quotaBook is one request's view of the host's quota states (its host_app_version
+// rows) and of the project's app versions: read once, however many of the request's
+// reports and jobs touch them, changed in memory as reports are recorded and jobs
+// claimed, and written once at the end of the request (flush), a row per changed
+// version. The request's transaction holds the host's row, so no other request of the
+// host changes the rows meanwhile.
+type quotaBook struct {
+	tx       *store.Tx
+	hostID   int64
+	loaded   bool
+	states   map[int64]quota.State
+	existing map[int64]bool // versions with a row when read
+	dirty    map[int64]bool
+	versions []store.AppVersion // nil until read
 }
 
-// loadQuotas reads the host's quota states and jobs in progress and works out what
-// each of versions may still send (caps: the host's capped instance counts).
-func loadQuotas(tx *store.Tx, hostID int64, versions []store.AppVersion, caps hostCaps, now float64) (*hostQuotas, error) {
-	states, err := tx.QuotaStates(hostID)
+func newQuotaBook(tx *store.Tx, hostID int64) *quotaBook {
+	return &quotaBook{tx: tx, hostID: hostID, dirty: map[int64]bool{}}
+}
+
+// load reads the host's quota states, once.
+func (b *quotaBook) load() error {
+	if b.loaded {
+		return nil
+	}
+	states, err := b.tx.QuotaStates(b.hostID)
+	if err != nil {
+		return err
+	}
+	b.states, b.existing, b.loaded = states, map[int64]bool{}, true
+	for id := range states {
+		b.existing[id] = true
+	}
+	return nil
+}
+
+// appVersions reads the project's app versions, once.
+func (b *quotaBook) appVersions() ([]store.AppVersion, error) {
+	if b.versions == nil {
+		v, err := b.tx.AppVersions()
+		if err != nil {
+			return nil, err
+		}
+		b.versions = v
+	}
+	return b.versions, nil
+}
+
+// set changes version id's state.
+func (b *quotaBook) set(id int64, s quota.State) {
+	b.states[id], b.dirty[id] = s, true
+}
+
+// flush writes the changed states.
+func (b *quotaBook) flush() error {
+	for _, id := range slices.Sorted(maps.Keys(b.dirty)) {
+		if err := b.tx.SaveQuotaState(b.hostID, id, b.states[id], b.existing[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hostQuotas is what the quotas (lib/quota) let one request send the host of each app
+// version: worked out once per request from its quotaBook, counted down as jobs are
+// claimed, and the day's count of each version sent put back in the book (save).
+type hostQuotas struct {
+	book *quotaBook
+	left map[int64]int    // jobs still allowed per version; absent: no limit
+	why  map[int64]string // for a version with none left, BOINC's message
+	sent map[int64]int    // jobs sent per version by this request
+}
+
+// loadQuotas reads the host's jobs in progress and works out, from the book's states,
+// what each of versions may still send (caps: the host's capped instance counts).
+func loadQuotas(book *quotaBook, versions []store.AppVersion, caps hostCaps, now float64) (*hostQuotas, error) {
+	if err := book.load(); err != nil {
+		return nil, err
+	}
+	busy, err := book.tx.InProgressByVersion(book.hostID)
 	if err != nil {
 		return nil, err
 	}
-	busy, err := tx.InProgressByVersion(hostID)
-	if err != nil {
-		return nil, err
-	}
-	q := &hostQuotas{states: states, left: map[int64]int{}, why: map[int64]string{}, sent: map[int64]int{}}
+	q := &hostQuotas{book: book, left: map[int64]int{}, why: map[int64]string{}, sent: map[int64]int{}}
 	for _, av := range versions {
 		most := quota.MaxCPUs
 		if resourceOf(av) != boincxml.ResourceCPU {
@@ -39,7 +103,7 @@ func loadQuotas(tx *store.Tx, hostID int64, versions []store.AppVersion, caps ho
 		if n := caps.instances(resourceOf(av)); !math.IsInf(n, 1) {
 			inst = quota.CapInstances(int(n), most)
 		}
-		n, why := quota.Left(av.Quota, states[av.ID], inst, busy[av.ID], now)
+		n, why := quota.Left(av.Quota, book.states[av.ID], inst, busy[av.ID], now)
 		if n >= 0 {
 			q.left[av.ID] = n
 		}
@@ -64,15 +128,11 @@ func (q *hostQuotas) took(av store.AppVersion) {
 	q.sent[av.ID]++
 }
 
-// save records the day's counts of the versions this request sent jobs of.
-func (q *hostQuotas) save(tx *store.Tx, hostID int64, now float64) error {
+// save puts the day's counts of the versions this request sent jobs of in the book.
+func (q *hostQuotas) save(now float64) {
 	for id, k := range q.sent {
-		s, exists := q.states[id]
-		if err := tx.SaveQuotaState(hostID, id, quota.Sent(s, k, now), exists); err != nil {
-			return err
-		}
+		q.book.set(id, quota.Sent(q.book.states[id], k, now))
 	}
-	return nil
 }
 
 // capClaims caps the CPU and GPU counts a request claims at quota.MaxCPUs and
@@ -92,11 +152,11 @@ func capClaims(ncpus int, coprocs boincxml.Coprocs) (int, boincxml.Coprocs) {
 // client to abort, which is not the host's fault and costs it no quota.
 const exitAbortedByProject = 202
 
-// adjustQuotas applies the reported results to the host's daily quotas, as BOINC's
-// scheduler does when it handles them: a success doubles its version's quota up to the
-// app's, an error (not an abort by the project) takes one off (quota.AfterSuccess,
-// quota.AfterError).
-func adjustQuotas(tx *store.Tx, hostID int64, recorded []store.Report, now float64) error {
+// adjustQuotas applies the reported results to the host's daily quotas in the book,
+// as BOINC's scheduler does when it handles them: a success doubles its version's
+// quota up to the app's, an error (not an abort by the project) takes one off
+// (quota.AfterSuccess, quota.AfterError).
+func adjustQuotas(book *quotaBook, recorded []store.Report) error {
 	if len(recorded) == 0 {
 		return nil
 	}
@@ -104,11 +164,11 @@ func adjustQuotas(tx *store.Tx, hostID int64, recorded []store.Report, now float
 	for i, r := range recorded {
 		names[i] = r.Name
 	}
-	avs, err := tx.ResultVersions(hostID, names)
+	avs, err := book.tx.ResultVersions(book.hostID, names)
 	if err != nil {
 		return err
 	}
-	versions, err := tx.AppVersions()
+	versions, err := book.appVersions()
 	if err != nil {
 		return err
 	}
@@ -116,34 +176,22 @@ func adjustQuotas(tx *store.Tx, hostID int64, recorded []store.Report, now float
 	for _, av := range versions {
 		limits[av.ID] = av.Quota
 	}
-	states, err := tx.QuotaStates(hostID)
-	if err != nil {
+	if err := book.load(); err != nil {
 		return err
 	}
-	changed := map[int64]bool{}
-	next := map[int64]quota.State{}
 	for _, r := range recorded {
 		id, ok := avs[r.Name]
 		l, known := limits[id]
 		if !ok || !known || (!r.Success && r.ExitStatus == exitAbortedByProject) {
 			continue
 		}
-		s, seen := next[id]
-		if !seen {
-			s = states[id]
-		}
+		s := book.states[id]
 		if r.Success {
 			s = quota.AfterSuccess(l, s)
 		} else {
 			s = quota.AfterError(l, s)
 		}
-		next[id], changed[id] = s, true
-	}
-	for id := range changed {
-		_, exists := states[id]
-		if err := tx.SaveQuotaState(hostID, id, next[id], exists); err != nil {
-			return err
-		}
+		book.set(id, s)
 	}
 	return nil
 }

@@ -30,7 +30,8 @@ func (s *Server) handle(ctx context.Context, req *boincxml.SchedulerRequest, now
 		if err != nil {
 			return err
 		}
-		if err := s.recordReports(tx, host, req, reply, now); err != nil {
+		book := newQuotaBook(tx, host.ID)
+		if err := s.recordReports(tx, host, book, req, reply, now); err != nil {
 			return err
 		}
 		if s.Config.CodeSignKey != "" && strings.Join(strings.Fields(req.CodeSignKey), "") != strings.Join(strings.Fields(s.Config.CodeSignKey), "") {
@@ -41,7 +42,10 @@ func (s *Server) handle(ctx context.Context, req *boincxml.SchedulerRequest, now
 		if err := s.abortUnwanted(tx, host, req, reply); err != nil {
 			return err
 		}
-		return s.sendWork(tx, host, req, reply, now, base)
+		if err := s.sendWork(tx, host, book, req, reply, now, base); err != nil {
+			return err
+		}
+		return book.flush()
 	})
 	return reply, err
 }
@@ -186,7 +190,7 @@ func fillHost(h *store.Host, req *boincxml.SchedulerRequest, now float64) {
 // report, so the client stops sending it: a duplicate was recorded before, and a
 // report of someone else's or an unknown result can never be recorded (BOINC acks
 // those too, for the same reason).
-func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) error {
+func (s *Server) recordReports(tx *store.Tx, host *store.Host, book *quotaBook, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64) error {
 	success := func(r boincxml.ReportedResult) bool {
 		return r.ExitStatus == 0 && (r.State == 0 || r.State == boincxml.ResultFilesUploaded)
 	}
@@ -239,7 +243,7 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, req *boincxml.Sch
 			recorded = append(recorded, reports[i])
 		}
 	}
-	if err := adjustQuotas(tx, host.ID, recorded, now); err != nil {
+	if err := adjustQuotas(book, recorded); err != nil {
 		return fmt.Errorf("reports: quotas: %w", err)
 	}
 	for i, r := range req.Results {

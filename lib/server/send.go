@@ -246,27 +246,27 @@ func (st *sendState) full(reply *boincxml.SchedulerReply) bool {
 // told which of its sticky files no unfinished job of its cursors uses (seed 004):
 // after the jobs, since sending locality jobs may have moved it to another cursor,
 // whose jobs may use files the old one no longer needs.
-func (s *Server) sendWork(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
-	if err := s.sendJobs(tx, host, req, reply, now, base); err != nil {
+func (s *Server) sendWork(tx *store.Tx, host *store.Host, book *quotaBook, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
+	if err := s.sendJobs(tx, host, book, req, reply, now, base); err != nil {
 		return err
 	}
 	return deleteStickyFiles(tx, host, req, reply)
 }
 
 // sendJobs is sendWork's job sending.
-func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
+func (s *Server) sendJobs(tx *store.Tx, host *store.Host, book *quotaBook, req *boincxml.SchedulerRequest, reply *boincxml.SchedulerReply, now float64, base string) error {
 	requests := req.ResourceRequests()
 	if len(requests) == 0 && req.OtherResults == nil {
 		return nil
 	}
 	ncpus, coprocs := capClaims(req.HostInfo.PNCPUs, req.HostCoprocs())
 	caps := hostCaps{ncpus: ncpus, cpuFpop: req.HostInfo.PFpops, coprocs: coprocs}
-	versions, err := tx.AppVersions()
+	versions, err := book.appVersions()
 	if err != nil {
 		return err
 	}
 	versions = forPlatforms(versions, req.Platforms())
-	quotas, err := loadQuotas(tx, host.ID, versions, caps, now)
+	quotas, err := loadQuotas(book, versions, caps, now)
 	if err != nil {
 		return err
 	}
@@ -383,7 +383,8 @@ func (s *Server) sendJobs(tx *store.Tx, host *store.Host, req *boincxml.Schedule
 			s.log().Info("no work sent: quota", "host", host.ID, "reason", why)
 		}
 	}
-	return quotas.save(tx, host.ID, now)
+	quotas.save(now)
+	return nil
 }
 
 // resendLost puts back in the reply the results in progress on this host that the
