@@ -1,8 +1,7 @@
 package boincpolicy
 
 import (
-	"math"
-
+	"github.com/bkit/bkit/lib/credit"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -13,7 +12,7 @@ const (
 	RECHalfLife = 10 * 86400
 	// CobblestoneScale turns FLOPs into credits (200 credits per day of a
 	// 1-GFLOPS host).
-	CobblestoneScale = 200 / 86400e9
+	CobblestoneScale = credit.PerFlop
 	// MinBackoff and MaxBackoff bound a (project, resource) work-fetch backoff
 	// (WF_MIN_BACKOFF_INTERVAL, WF_MAX_BACKOFF_INTERVAL).
 	MinBackoff = 600
@@ -36,26 +35,12 @@ const (
 )
 
 // UpdateAverage is BOINC's exponentially decaying average (lib/util.cpp
-// update_average): work done between start and now is added to avg, a rate per day,
-// last brought up to date at avgTime, after decaying it by the half-life. It returns
-// the new average and its time (now). The first work (avgTime 0) makes the average
-// work ÷ the days it took.
+// update_average), the one the server keeps credit with (credit.DecayedAverage): work
+// done between start and now is added to avg, a rate per day, last brought up to date
+// at avgTime, after decaying it by the half-life. It returns the new average and its
+// time (now). The first work (avgTime 0) makes the average work ÷ the days it took.
 func UpdateAverage(now, start, work, halfLife, avg, avgTime float64) (float64, float64) {
-	switch {
-	case avgTime != 0:
-		diff := max(0, now-avgTime)
-		weight := math.Exp(-diff * math.Ln2 / halfLife)
-		avg *= weight
-		if 1-weight > 1e-6 {
-			avg += (1 - weight) * work / (diff / 86400)
-		} else {
-			// The limit as diff → 0, where the quotient above is 0 × ∞.
-			avg += math.Ln2 * work * 86400 / halfLife
-		}
-	case work != 0:
-		avg = work / ((now - start) / 86400)
-	}
-	return avg, now
+	return credit.DecayedAverage(now, start, work, halfLife, avg, avgTime)
 }
 
 // RelativeSpeeds is each host resource's speed relative to one CPU, as BOINC's work

@@ -30,21 +30,29 @@ func Granted(fpopsEst float64) float64 {
 // grant. Between updates the average decays with half-life HalfLife, and new work
 // enters at its rate over the time since the last update.
 func UpdateAverage(now, start, work, avg, avgTime float64) (newAvg, newTime float64) {
+	return DecayedAverage(now, start, work, HalfLife, avg, avgTime)
+}
+
+// DecayedAverage is UpdateAverage with the half-life halfLife (seconds): BOINC uses
+// the one function for credit (a week) and for its client's recent estimated credit
+// (REC, lib/boincpolicy: ten days by default).
+func DecayedAverage(now, start, work, halfLife, avg, avgTime float64) (newAvg, newTime float64) {
 	switch {
 	case avgTime > 0:
 		diff := max(now-avgTime, 0)
-		weight := math.Exp(-diff * math.Ln2 / HalfLife)
+		weight := math.Exp(-diff * math.Ln2 / halfLife)
 		avg *= weight
 		if 1-weight > 1e-6 {
 			avg += (1 - weight) * work / (diff / 86400)
 		} else {
-			avg += math.Ln2 * work * 86400 / HalfLife
+			// The limit as diff → 0, where the quotient above is 0 × ∞.
+			avg += math.Ln2 * work * 86400 / halfLife
 		}
 	case work > 0:
 		if days := (now - start) / 86400; days > 0 {
 			avg = work / days
 		} else {
-			avg = math.Ln2 * work * 86400 / HalfLife // no time yet: as for a burst
+			avg = math.Ln2 * work * 86400 / halfLife // no time yet: as for a burst
 		}
 	}
 	return avg, now
