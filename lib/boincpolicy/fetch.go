@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -161,7 +162,7 @@ func (w *Workspace) ChooseProject(doc *state.Document, now float64) Choice {
 	w.setup(doc, now)
 	nR := w.nRes
 	bufMin, bufTotal := WorkBufMin(&doc.Preferences), WorkBufTotal(&doc.Preferences)
-	w.found = grow(w.found, nR)
+	w.found = scratch.Grow(w.found, nR)
 	found := w.found
 	for r := range found {
 		found[r] = -1

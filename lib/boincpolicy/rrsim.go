@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -255,7 +256,7 @@ func (w *Workspace) resourceOrder() []int {
 // smaller of the two bounds is taken.
 func (w *Workspace) noMissPossible(doc *state.Document, now float64) bool {
 	nR := w.nRes
-	w.bound = grow(w.bound, 3*nR) // per resource: the serial sum, W, t
+	w.bound = scratch.Grow(w.bound, 3*nR) // per resource: the serial sum, W, t
 	var coprocCPUs float64
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -333,7 +334,7 @@ func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
 // workBound reports whether the work bound of noFetchPossible puts every resource's
 // saturated time at or past bufMin (prepare done).
 func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
-	w.bound = grow(w.bound, 3*w.nRes) // per resource: W, t, u
+	w.bound = scratch.Grow(w.bound, 3*w.nRes) // per resource: W, t, u
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		t := j.simLeft / j.simRate

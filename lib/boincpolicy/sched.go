@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -82,7 +83,7 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	h := &doc.Host
 	nR := w.nRes
 	nJ := len(w.jobs)
-	w.chosen = grow(w.chosen, nJ)
+	w.chosen = scratch.Grow(w.chosen, nJ)
 	// project_priority_init(false): recs and priorities afresh, over the projects with
 	// runnable jobs (the work fetch's setup, which may have run at this moment, takes
 	// every project).
@@ -93,7 +94,7 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	copy(w.recTemp, w.rec)
 	recSum := Priorities(doc, w.recTemp, w.eligible, w.prio, w.shareFrac)
 	copy(w.missedCopy, w.missed)
-	w.coprocUsed = grow(w.coprocUsed, nR)
+	w.coprocUsed = scratch.Grow(w.coprocUsed, nR)
 	var cpusListed float64
 	add := func(i int, why string) {
 		j := &w.jobs[i]

@@ -1,6 +1,7 @@
 package boincpolicy
 
 import (
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -115,21 +116,21 @@ func (w *Workspace) view(doc *state.Document) {
 		w.totalPeak += w.relSpeed[r] * cpuFlops * float64(res.Instances)
 	}
 	nP := len(doc.Projects)
-	w.rec = grow(w.rec, nP)
-	w.recTemp = grow(w.recTemp, nP)
-	w.prio = grow(w.prio, nP)
-	w.shareFrac = grow(w.shareFrac, nP)
-	w.eligible = grow(w.eligible, nP)
+	w.rec = scratch.Grow(w.rec, nP)
+	w.recTemp = scratch.Grow(w.recTemp, nP)
+	w.prio = scratch.Grow(w.prio, nP)
+	w.shareFrac = scratch.Grow(w.shareFrac, nP)
+	w.eligible = scratch.Grow(w.eligible, nP)
 	for i := range doc.Projects {
 		w.rec[i] = doc.Projects[i].REC
 	}
 	n := nP * w.nRes
-	w.nusedTotal = grow(w.nusedTotal, n)
-	w.simNused = grow(w.simNused, n)
-	w.fetchShare = grow(w.fetchShare, n)
-	w.missed = grow(w.missed, n)
-	w.missedCopy = grow(w.missedCopy, n)
-	w.nRunnable = grow(w.nRunnable, n)
+	w.nusedTotal = scratch.Grow(w.nusedTotal, n)
+	w.simNused = scratch.Grow(w.simNused, n)
+	w.fetchShare = scratch.Grow(w.fetchShare, n)
+	w.missed = scratch.Grow(w.missed, n)
+	w.missedCopy = scratch.Grow(w.missedCopy, n)
+	w.nRunnable = scratch.Grow(w.nRunnable, n)
 	if cap(w.reason) < n {
 		w.reason = make([]Reason, n)
 	}
@@ -141,7 +142,7 @@ func (w *Workspace) view(doc *state.Document) {
 	for len(w.pending) < n {
 		w.pending = append(w.pending, nil)
 	}
-	w.pendingAt = grow(w.pendingAt, n)
+	w.pendingAt = scratch.Grow(w.pendingAt, n)
 	if cap(w.Sim) < w.nRes {
 		w.Sim = make([]ResourceSim, w.nRes)
 	}
@@ -187,16 +188,6 @@ func (w *Workspace) quietView(doc *state.Document, now float64) {
 	}
 	w.view(doc)
 	w.viewDone, w.viewAt = true, now
-}
-
-// grow returns s with n zero elements, in s's storage when it has room.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }
 
 // WorkBufMin is BOINC's work_buf_min in seconds (client_state.h): the low-water mark,

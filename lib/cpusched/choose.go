@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -31,7 +32,7 @@ func expectedPayOff(totalWorkDone float64, instances int, period float64) float6
 func (w *Workspace) choose(byProject [][]candidate, mixed []bool, least float64, anticipated []float64, rp *ResourcePass, cpuFree float64, apps *appLimits, why []TaskDecision) float64 {
 	sortCandidates(byProject, mixed)
 	chosen, capacity := w.chosen, rp.Instances
-	next := grow(w.next, len(byProject)) // first candidate not yet taken
+	next := scratch.Grow(w.next, len(byProject)) // first candidate not yet taken
 	w.next = next
 	for {
 		left := capacity - rp.Used

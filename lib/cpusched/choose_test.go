@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -148,7 +149,7 @@ func TestLeastChangesNothing(t *testing.T) {
 			ix := w.index(doc)
 			apps := newAppLimits(doc)
 			w.group(doc, ix, &apps)
-			w.chosen = grow(w.chosen, len(doc.Tasks))
+			w.chosen = scratch.Grow(w.chosen, len(doc.Tasks))
 			var o outcome
 			cpuFree := float64(doc.Host.Resources[0].Instances)
 			for _, r := range resourceOrder(doc.Host.Resources, nil) {

@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -223,7 +224,7 @@ func (w *Workspace) index(doc *state.Document) *names {
 
 // fillAVRes finds each app version's host resource (-1: the host has none).
 func (w *Workspace) fillAVRes(doc *state.Document) {
-	w.avRes = grow(w.avRes, len(doc.AppVersions))
+	w.avRes = scratch.Grow(w.avRes, len(doc.AppVersions))
 	for v := range doc.AppVersions {
 		w.avRes[v] = -1
 		t := doc.AppVersions[v].ResourceType()
@@ -236,16 +237,6 @@ func (w *Workspace) fillAVRes(doc *state.Document) {
 	}
 }
 
-// grow returns b with length n, every element zero, reusing its storage.
-func grow[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n)
-	}
-	b = b[:n]
-	clear(b)
-	return b
-}
-
 // Schedule is Schedule with w's index and buffers: the package comment's four steps on
 // each processing resource, coprocessors first, then the record of the pass.
 func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
@@ -254,10 +245,10 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 	w.pass = Pass{Now: now, Resources: w.pass.Resources[:0]}
 	apps := newAppLimits(doc)
 	w.group(doc, ix, &apps)
-	w.chosen = grow(w.chosen, len(doc.Tasks))
+	w.chosen = scratch.Grow(w.chosen, len(doc.Tasks))
 	var why []TaskDecision // compacted into the pass's Tasks by carryOut
 	if !w.Quiet {
-		why = grow(w.why, len(doc.Tasks))
+		why = scratch.Grow(w.why, len(doc.Tasks))
 		if why == nil {
 			why = []TaskDecision{} // a pass over no task still has its (empty) list
 		}
@@ -272,7 +263,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) *Pass {
 		if r.Type == state.ResourceCPU {
 			rp.Instances = cpuFree
 		}
-		w.done, w.antic = grow(w.done, nP), grow(w.antic, nP)
+		w.done, w.antic = scratch.Grow(w.done, nP), scratch.Grow(w.antic, nP)
 		rp.TotalWorkDone = workDone(doc.Tasks, byProject, w.mixed[ri][:nP], r.Type, w.done)
 		settleDebts(doc, &rp, w.runnable[ri], w.done, w.antic, w.Quiet)
 		rp.ExpectedPayOff = expectedPayOff(rp.TotalWorkDone, r.Instances, doc.Preferences.CPUSchedulingPeriod)

@@ -3,6 +3,7 @@ package cpusched
 import (
 	"math"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -75,12 +76,12 @@ func (w *Workspace) due(doc *state.Document, now float64) (dueCause, int) {
 	}
 	ix := w.index(doc)
 	nR := len(doc.Host.Resources)
-	used, small, waiting := grow(w.used, nR), grow(w.small, nR), grow(w.waiting, nR)
+	used, small, waiting := scratch.Grow(w.used, nR), scratch.Grow(w.small, nR), scratch.Grow(w.waiting, nR)
 	w.used, w.small, w.waiting = used, small, waiting
 	// least[r]: the least need of an app version on r (-Inf when one's is NaN). Once a
 	// resource's smallest waiting need is that (settled), no later task lowers it, and
 	// once every resource with app versions is settled the waiting tasks need no look.
-	least := grow(w.least, nR)
+	least := scratch.Grow(w.least, nR)
 	w.least = least
 	for r := range least {
 		least[r] = math.Inf(1)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -51,7 +52,7 @@ func (a *appLimits) full(app int) bool {
 // comes before the one ahead of it). Tasks that cannot run are left out.
 func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 	nP, nR := len(doc.Projects), len(doc.Host.Resources)
-	w.avOf = grow(w.avOf, len(doc.Tasks))
+	w.avOf = scratch.Grow(w.avOf, len(doc.Tasks))
 	if len(w.cands) < nR {
 		w.cands = append(w.cands, make([][][]candidate, nR-len(w.cands))...)
 		w.runnable = append(w.runnable, make([][]int, nR-len(w.runnable))...)
@@ -65,13 +66,13 @@ func (w *Workspace) group(doc *state.Document, ix *names, apps *appLimits) {
 		for p := range nP {
 			w.cands[r][p] = w.cands[r][p][:0]
 		}
-		w.runnable[r] = grow(w.runnable[r], nP)
-		w.mixed[r] = grow(w.mixed[r], nP)
+		w.runnable[r] = scratch.Grow(w.runnable[r], nP)
+		w.mixed[r] = scratch.Grow(w.mixed[r], nP)
 	}
 	// What the candidates of each app version share (their need, CPUs and app), and
 	// the index of its project: a task's, when the task holds the very string of its
 	// version's project (as the emulator's do), found without a look-up.
-	w.avCand, w.avProject = grow(w.avCand, len(doc.AppVersions)), grow(w.avProject, len(doc.AppVersions))
+	w.avCand, w.avProject = scratch.Grow(w.avCand, len(doc.AppVersions)), scratch.Grow(w.avProject, len(doc.AppVersions))
 	for v := range doc.AppVersions {
 		av := &doc.AppVersions[v]
 		c := candidate{need: av.Instances(), app: -1}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -24,7 +25,7 @@ func grouped(t *testing.T, doc *state.Document) (*Workspace, *names, appLimits) 
 	ix := w.index(doc)
 	apps := newAppLimits(doc)
 	w.group(doc, ix, &apps)
-	w.chosen = grow(w.chosen, len(doc.Tasks))
+	w.chosen = scratch.Grow(w.chosen, len(doc.Tasks))
 	return w, ix, apps
 }
 

@@ -49,6 +49,7 @@ import (
 
 	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/rpc"
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -286,12 +287,12 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 	// report deadline less the work buffer's low-water mark (BOINC's
 	// RESULT::computation_deadline: the host may wait that long before it reports).
 	isLate := w.finish.Late(doc, now, doc.Preferences.WorkBufMinDays*86400)
-	overall := grow(w.overall, len(doc.Projects))
+	overall := scratch.Grow(w.overall, len(doc.Projects))
 	w.overall = overall
 	for p := range doc.Projects {
 		overall[p] = prsc.OverallDebt(h, &doc.Projects[p])
 	}
-	chosen := grow(w.chosen, len(doc.Tasks))
+	chosen := scratch.Grow(w.chosen, len(doc.Tasks))
 	w.chosen = chosen
 	cpu := -1
 	for r, res := range h.Resources {
@@ -346,7 +347,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		mine := w.mine[:0] // all of them, in document order, for the exhaustive sort
 		late := w.late[:0]
 		least := math.Inf(1)
-		seen := grow(w.seen, len(doc.Projects))
+		seen := scratch.Grow(w.seen, len(doc.Projects))
 		w.seen = seen
 		present := 0
 		ready := true
@@ -504,13 +505,13 @@ func (w *Workspace) needsOf(doc *state.Document, ts []taskInfo) []Need {
 	np, nr := len(doc.Projects), len(h.Resources)
 	low, high := rpc.WaterMarks(&doc.Preferences)
 	// Each project's work held per resource, each sum in task order.
-	queued := grow(w.queued, np*nr)
+	queued := scratch.Grow(w.queued, np*nr)
 	w.queued = queued
 	for _, t := range ts {
 		queued[t.p*nr+t.r] += t.runtime * t.inst
 	}
 	// Each project's latency: the longest from a job's receipt to its deadline.
-	latency := grow(w.latency, np)
+	latency := scratch.Grow(w.latency, np)
 	w.latency = latency
 	for i := range doc.Tasks {
 		t := &doc.Tasks[i]
@@ -579,9 +580,9 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 	// Each resource's work held and low-water mark over all its projects, and the
 	// largest debt of a project that may be asked for it.
 	nr := len(h.Resources)
-	resLow, resQueued := grow(w.resLow, nr), grow(w.resQueued, nr)
+	resLow, resQueued := scratch.Grow(w.resLow, nr), scratch.Grow(w.resQueued, nr)
 	w.resLow, w.resQueued = resLow, resQueued
-	resTop := grow(w.resTop, nr)
+	resTop := scratch.Grow(w.resTop, nr)
 	w.resTop = resTop
 	for r := range resTop {
 		resTop[r] = math.Inf(-1)
@@ -672,7 +673,7 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 
 // idleInstances is, per host resource, the instances no runnable task (ts) takes.
 func (w *Workspace) idleInstances(doc *state.Document, ts []taskInfo) []float64 {
-	idle := grow(w.idle, len(doc.Host.Resources))
+	idle := scratch.Grow(w.idle, len(doc.Host.Resources))
 	w.idle = idle
 	for r, res := range doc.Host.Resources {
 		idle[r] = float64(res.Instances)
@@ -695,7 +696,7 @@ func eligible(doc *state.Document, nd Need, now float64, asked []int) bool {
 // with an app version for resource type t (0 for the others), and whether it has one;
 // both are w's, good until its next call.
 func (w *Workspace) shares(doc *state.Document, t string) (share []float64, has []bool) {
-	share, has = grow(w.share, len(doc.Projects)), grow(w.has, len(doc.Projects))
+	share, has = scratch.Grow(w.share, len(doc.Projects)), scratch.Grow(w.has, len(doc.Projects))
 	w.share, w.has = share, has
 	var total float64
 	n := 0
@@ -722,14 +723,4 @@ func hasVersionFor(doc *state.Document, project, t string) bool {
 	return slices.ContainsFunc(doc.AppVersions, func(av state.AppVersion) bool {
 		return av.Project == project && av.ResourceType() == t
 	})
-}
-
-// grow returns b with length n, every element zero, reusing its storage.
-func grow[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n)
-	}
-	b = b[:n]
-	clear(b)
-	return b
 }

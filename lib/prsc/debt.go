@@ -3,6 +3,7 @@ package prsc
 import (
 	"math"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -142,16 +143,6 @@ type DebtWork struct {
 	stableUntil float64
 }
 
-// grow returns b with length n, every element zero, reusing its storage.
-func grow[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n)
-	}
-	b = b[:n]
-	clear(b)
-	return b
-}
-
 // resize returns b with length n, reusing its storage, its elements as they were: for
 // buffers whose every element the caller writes before reading (no clearing).
 func resize[T any](b []T, n int) []T {
@@ -182,7 +173,7 @@ func (w *DebtWork) AccumulateDebt(doc *state.Document, used [][]float64, dt, now
 	}
 	w.resourceUse(doc, used, dt)
 	np, nr := len(doc.Projects), len(doc.Host.Resources)
-	w.last, w.lastAdd = grow(w.last, np*nr), grow(w.lastAdd, np*nr)
+	w.last, w.lastAdd = scratch.Grow(w.last, np*nr), scratch.Grow(w.lastAdd, np*nr)
 	w.lastUse = w.lastUse[:0]
 	for p := range used[:np] {
 		for _, u := range used[p][:nr] {
@@ -441,12 +432,12 @@ func (w *DebtWork) sameGroups(doc *state.Document) bool {
 func (w *DebtWork) shareSums(doc *state.Document) {
 	h := &doc.Host
 	nr := len(h.Resources)
-	speed := grow(w.speed, nr)
+	speed := scratch.Grow(w.speed, nr)
 	w.speed = speed
 	for r, res := range h.Resources {
 		speed[r] = RelativeSpeed(h, res)
 	}
-	wR, nR := grow(w.wR, nr), grow(w.nR, nr)
+	wR, nR := scratch.Grow(w.wR, nr), scratch.Grow(w.nR, nr)
 	w.wR, w.nR = wR, nR
 	for p := range doc.Projects {
 		for r := range nr {
@@ -465,7 +456,7 @@ func (w *DebtWork) shareSums(doc *state.Document) {
 // from.
 func (w *DebtWork) groups(doc *state.Document) {
 	np, nr := len(doc.Projects), len(doc.Host.Resources)
-	parent := grow(w.parent, np+nr)
+	parent := scratch.Grow(w.parent, np+nr)
 	w.parent = parent
 	for i := range parent {
 		parent[i] = i
@@ -477,12 +468,12 @@ func (w *DebtWork) groups(doc *state.Document) {
 			}
 		}
 	}
-	root := grow(w.root, np+nr)
+	root := scratch.Grow(w.root, np+nr)
 	w.root = root
 	for i := range root {
 		root[i] = find(parent, i)
 	}
-	groupW, groupN := grow(w.groupW, np+nr), grow(w.groupN, np+nr)
+	groupW, groupN := scratch.Grow(w.groupW, np+nr), scratch.Grow(w.groupN, np+nr)
 	w.groupW, w.groupN = groupW, groupN
 	for p := range doc.Projects {
 		g := root[p]
@@ -512,7 +503,7 @@ func (w *DebtWork) resourceUse(doc *state.Document, used [][]float64, dt float64
 		}
 		useR[r] = u
 	}
-	groupU := grow(w.groupU, np+nr)
+	groupU := scratch.Grow(w.groupU, np+nr)
 	w.groupU = groupU
 	root, speed := w.root[np:np+nr], w.speed[:nr]
 	for r, u := range useR {
@@ -553,7 +544,7 @@ func (w *DebtWork) settle(doc *state.Document, p int, used []float64, dt float64
 	if nr <= len(small) {
 		delta = small[:nr]
 	} else {
-		big := grow(w.delta, nr) // (not delta into w: small would escape)
+		big := scratch.Grow(w.delta, nr) // (not delta into w: small would escape)
 		w.delta, delta = big, big
 	}
 	for r, res := range h.Resources {

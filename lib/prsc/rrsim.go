@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -489,7 +490,7 @@ func Late(doc *state.Document, now, margin float64) []bool {
 // known (lateOnly), where Completions runs it to the last completion: with thousands
 // of short jobs well ahead of their deadlines, that is at once.
 func (w *CompletionsWork) Late(doc *state.Document, now, margin float64) []bool {
-	late := grow(w.late, len(doc.Tasks))
+	late := scratch.Grow(w.late, len(doc.Tasks))
 	w.late = late
 	// The first call runs the simulation all the same: its buffers are then made as a
 	// run starts, not at the first job not settled, which may come days into it (the
@@ -522,7 +523,7 @@ func (w *CompletionsWork) lateAtOnce(doc *state.Document, now, margin float64, l
 	sw.index(doc)
 	h := &doc.Host
 	nr := len(h.Resources)
-	work, jobs := grow(w.work, nr), grow(w.jobs, nr)
+	work, jobs := scratch.Grow(w.work, nr), scratch.Grow(w.jobs, nr)
 	w.work, w.jobs = work, jobs
 	// Each task's job: its resource (-1: no job) and left ÷ rate, for the second pass.
 	res, dur := resize(w.res, len(doc.Tasks)), resize(w.dur, len(doc.Tasks))
@@ -578,7 +579,7 @@ func (w *CompletionsWork) lateAtOnce(doc *state.Document, now, margin float64, l
 
 // completions is Completions in sw's buffers, the result in buf's storage.
 func completions(doc *state.Document, now float64, sw *simWork, buf []float64) []float64 {
-	finish := grow(buf, len(doc.Tasks))
+	finish := scratch.Grow(buf, len(doc.Tasks))
 	for i := range finish {
 		finish[i] = math.Inf(1)
 	}
@@ -628,7 +629,7 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 	}
 	busy := w.busy[:len(h.Resources)]
 	for r, res := range h.Resources {
-		busy[r] = grow(busy[r], res.Instances)
+		busy[r] = scratch.Grow(busy[r], res.Instances)
 	}
 	ts := h.TimeStats
 	for i := range doc.Tasks {
@@ -661,7 +662,7 @@ func (w *BusyWork) BusyTimes(doc *state.Document, now float64) []float64 {
 			b[(best+k)%len(b)] += dur
 		}
 	}
-	out := grow(w.out, len(h.Resources))
+	out := scratch.Grow(w.out, len(h.Resources))
 	w.out = out
 	for r, b := range busy {
 		if len(b) > 0 {

@@ -223,16 +223,6 @@ func (w *Workspace) Decide(doc *state.Document) *Decision {
 	return w.compute(doc, false)
 }
 
-// grow returns b with length n, every element zero, reusing its storage.
-func grow[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n)
-	}
-	b = b[:n]
-	clear(b)
-	return b
-}
-
 // resize returns b with length n, reusing its storage, its elements as they were: for
 // buffers whose every element the caller writes before reading (no clearing).
 func resize[T any](b []T, n int) []T {
