@@ -176,6 +176,17 @@ func TestNextReportsOverdue(t *testing.T) {
 	if plan, ok := Next(d, now, nil); ok {
 		t.Errorf("B failing: %+v, want none", plan)
 	}
+	// ... unless the result is due within a scheduling period (an hour): not reported,
+	// it is lost whatever the backoff.
+	d = mk(9000)
+	d.Projects[1].NRPCFailures = 1
+	d.Tasks[2].ReportDeadline = now + 3000
+	if plan, ok := Next(d, now, nil); !ok || plan.Project != 1 || plan.Request.CPUReqSecs != 0 {
+		t.Errorf("B failing, its result due in 3000 s: %+v %v, want a report-only RPC to B", plan, ok)
+	}
+	if plan, ok := Next(d, now, []int{1}); ok {
+		t.Errorf("B failing, its result due in 3000 s, B asked: %+v, want none", plan)
+	}
 	// A holds 7,200 s, below its 8,100: Request's choice first, A asked for 16,200 − 7,200;
 	// then B's report.
 	d = mk(7200)
