@@ -4,10 +4,10 @@
 // BOINC's scheduler (sched/sched_version.cpp, sched_send.cpp, sched_result.cpp,
 // transitioner.cpp; docs/decisions.md, quotas): each (host, app version) has its own
 // daily quota, max_jobs_per_day, between 1 and the app's; an error result takes one
-// off it, a success doubles it back up to the app's, and a day's count of jobs sent is
+// off it, a valid result doubles it back up to the app's, and a day's count of jobs sent is
 // held against it times the host's instances. The functions are pure: the state comes
-// in, the new state goes out; lib/store keeps it (table host_app_version) and
-// lib/server applies it.
+// in, the new state goes out; lib/store keeps it (table host_app_version), lib/server
+// applies it and the reported errors, bretry's pass the timeouts and the valid results.
 package quota
 
 import (
@@ -122,8 +122,9 @@ func AfterError(l Limits, s State) State {
 	return s
 }
 
-// AfterSuccess is the state after a reported success: its daily quota doubled, up to
-// the app's (BOINC's got_good_result).
+// AfterSuccess is the state after a result the validator found valid: its daily quota
+// doubled, up to the app's (BOINC's got_good_result, which BOINC's scheduler applies
+// at report time; bkit at validation, docs/decisions.md).
 func AfterSuccess(l Limits, s State) State {
 	if l.PerDay <= 0 {
 		return s

@@ -152,21 +152,21 @@ func capClaims(ncpus int, coprocs boincxml.Coprocs) (int, boincxml.Coprocs) {
 // client to abort, which is not the host's fault and costs it no quota.
 const exitAbortedByProject = 202
 
-// adjustQuotas applies the reported results to the host's daily quotas in the book,
-// as BOINC's scheduler does when it handles them: a success doubles its version's
-// quota up to the app's, an error (not an abort by the project) takes one off
-// (quota.AfterSuccess, quota.AfterError).
+// adjustQuotas applies the reported errors to the host's daily quotas in the book, as
+// BOINC's scheduler does when it handles them (sched_result.cpp, got_bad_result): an
+// error, not an abort by the project, takes one off its version's quota
+// (quota.AfterError). A reported success changes nothing here: the quota rises when
+// bretry's validator finds the result valid (quota.AfterSuccess; docs/decisions.md,
+// issue 27), once per result.
 func adjustQuotas(book *quotaBook, recorded []store.Report) error {
-	if len(recorded) == 0 {
+	var errs []store.Report
+	for _, r := range recorded {
+		if !r.Success && r.ExitStatus != exitAbortedByProject {
+			errs = append(errs, r)
+		}
+	}
+	if len(errs) == 0 {
 		return nil
-	}
-	names := make([]string, len(recorded))
-	for i, r := range recorded {
-		names[i] = r.Name
-	}
-	avs, err := book.tx.ResultVersions(book.hostID, names)
-	if err != nil {
-		return err
 	}
 	versions, err := book.appVersions()
 	if err != nil {
@@ -179,19 +179,12 @@ func adjustQuotas(book *quotaBook, recorded []store.Report) error {
 	if err := book.load(); err != nil {
 		return err
 	}
-	for _, r := range recorded {
-		id, ok := avs[r.Name]
-		l, known := limits[id]
-		if !ok || !known || (!r.Success && r.ExitStatus == exitAbortedByProject) {
-			continue
+	for _, r := range errs {
+		// The version the result was sent with (RecordReports read it with the
+		// report): no statement of its own.
+		if l, known := limits[r.AppVersionID]; known {
+			book.set(r.AppVersionID, quota.AfterError(l, book.states[r.AppVersionID]))
 		}
-		s := book.states[id]
-		if r.Success {
-			s = quota.AfterSuccess(l, s)
-		} else {
-			s = quota.AfterError(l, s)
-		}
-		book.set(id, s)
 	}
 	return nil
 }

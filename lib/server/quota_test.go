@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/programs/bretry"
 	"github.com/bkit/bkit/lib/server"
 	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
@@ -84,7 +86,8 @@ func TestQuotaProbe(t *testing.T) {
 
 // TestDailyQuota: a host's daily quota of an app version (2 a CPU here, no limit in
 // progress) holds it for the rest of the UTC day with BOINC's message; an error result
-// takes one off its quota (1: not multiplied by its CPUs), a success doubles it back;
+// takes one off its quota (1: not multiplied by its CPUs), a success found valid by
+// bretry's validator doubles it back;
 // a GPU version's quota is per GPU.
 func TestDailyQuota(t *testing.T) {
 	t.Parallel()
@@ -124,16 +127,37 @@ func TestDailyQuota(t *testing.T) {
 		if rep = ask(t0 + 2*day); len(rep.ResultsSent) != 1 {
 			t.Errorf("after two errors: %d jobs, want 1", len(rep.ResultsSent))
 		}
-		// A success doubles it: 2 a CPU again.
+		// A reported success changes nothing until the validator finds it valid (BOINC's
+		// validator, is_valid; docs/decisions.md, issue 27): then it doubles the quota,
+		// 2 a CPU again.
 		req.Results = []boincxml.ReportedResult{{Name: rep.ResultsSent[0].Name, FinalCPUTime: 10, State: boincxml.ResultFilesUploaded}}
-		if rep = ask(t0 + 3*day); len(rep.ResultsSent) != 4 {
-			t.Errorf("after a success: %d jobs, want 4", len(rep.ResultsSent))
+		if rep = ask(t0 + 3*day); len(rep.ResultsSent) != 1 {
+			t.Errorf("after a success not yet validated: %d jobs, want 1", len(rep.ResultsSent))
+		}
+		app, err := st.AppRetryByName(ctx, "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate := func() bretry.Summary {
+			t.Helper()
+			p := &bretry.Pass{Store: st, AppID: app.AppID, App: "q", Now: t0 + 3*day + 1, Log: slog.New(slog.DiscardHandler)}
+			sum, err := p.Validate(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sum
+		}
+		if sum := validate(); sum.Validated != 1 {
+			t.Fatalf("validated %d workunits, want 1", sum.Validated)
+		}
+		if rep = ask(t0 + 4*day); len(rep.ResultsSent) != 4 {
+			t.Errorf("after a valid result: %d jobs, want 4", len(rep.ResultsSent))
 		}
 		// GPUs: 3 a GPU, two GPUs.
 		gpu := boincxml.SchedulerRequest{Authenticator: accountKey(t, st), WorkReqSeconds: 1e6,
 			Coprocs:  boincxml.Coprocs{{Type: "NVIDIA", Count: 2, ReqSecs: 1e6, ReqInstances: 2}},
 			HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9, Coprocs: boincxml.Coprocs{{Type: "NVIDIA", Count: 2, PeakFlops: 1e11}}}}
-		rep, err := srv.Handle(ctx, &gpu, t0, "http://x/")
+		rep, err = srv.Handle(ctx, &gpu, t0, "http://x/")
 		if err != nil || len(rep.ResultsSent) != 6 {
 			t.Errorf("a host with two GPUs: %d jobs, %v; want 6", len(rep.ResultsSent), err)
 		}

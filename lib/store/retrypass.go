@@ -43,25 +43,34 @@ func (t *Tx) LostCandidates(appID int64, now float64, limit int) ([]int64, error
 
 // MarkLost marks the results ids lost (over, outcome "no reply", BOINC's) where they
 // are still in progress, and, when deadlineBefore is true, past their deadline at now.
-// It returns how many it marked: another process's sweep may have marked some since
-// they were read, and a result is counted lost once.
-func (t *Tx) MarkLost(ids []int64, deadlineBefore bool, now float64) (int, error) {
+// It returns the results it marked, with their hosts and app versions (each one's
+// daily quota loses one, AdjustQuotas): another process's sweep may have marked some
+// since they were read, and a result is marked, counted and held against its host
+// once. The results are read locked first (MySQL: FOR UPDATE; SQLite: the write
+// lock), so the update marks exactly the ones returned.
+func (t *Tx) MarkLost(ids []int64, deadlineBefore bool, now float64) ([]ResultHost, error) {
 	if len(ids) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	list, idArgs := inList(ids)
-	q := `UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND id IN ` + list
-	args := []any{ServerStateOver, OutcomeNoReply, ServerStateInProgress}
+	cond := `server_state=? AND id IN ` + list
+	args := append([]any{ServerStateInProgress}, idArgs...)
 	if deadlineBefore {
-		q = `UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND report_deadline<? AND id IN ` + list
-		args = append(args, now)
+		cond = `server_state=? AND report_deadline<? AND id IN ` + list
+		args = append([]any{ServerStateInProgress, now}, idArgs...)
 	}
-	r, err := t.exec(q, append(args, idArgs...)...)
-	if err != nil {
-		return 0, err
+	marked, err := t.resultHosts(`SELECT id, hostid, app_version_id FROM result WHERE `+cond+t.s.dialect.forUpdate, args...)
+	if err != nil || len(marked) == 0 {
+		return nil, err
 	}
-	n, err := r.RowsAffected()
-	return int(n), err
+	ids = make([]int64, len(marked))
+	for i, r := range marked {
+		ids[i] = r.ResultID
+	}
+	list, idArgs = inList(ids)
+	_, err = t.exec(`UPDATE result SET server_state=?, outcome=? WHERE server_state=? AND id IN `+list,
+		append([]any{ServerStateOver, OutcomeNoReply, ServerStateInProgress}, idArgs...)...)
+	return marked, err
 }
 
 // retryWorkunitColumns are the workunit columns readRetryWorkunits scans, in its order.

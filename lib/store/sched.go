@@ -163,6 +163,11 @@ type Report struct {
 	// StderrOut is the client's account of the run (BOINC's stderr_out), kept
 	// (valid UTF-8, at most MaxStderrBytes) when the report is recorded.
 	StderrOut string
+	// AppVersionID is not the host's to say: RecordReports sets it, for each report
+	// it records, to the app version the result was sent with (what the report does
+	// to the host's quota depends on it), from the read it makes of the reports'
+	// results anyway.
+	AppVersionID int64
 }
 
 // MaxStderrBytes is the most of a report's stderr_out kept (it fits a MySQL TEXT);
@@ -245,7 +250,8 @@ func (t *Tx) RecordReports(hostID int64, reports []Report, now float64) ([]Repor
 		case r.Success:
 			outcome = OutcomeSuccess
 		}
-		recs = append(recs, rec{Report: r, id: res.id, wu: res.wu, outcome: outcome, validate: validate})
+		reports[i].AppVersionID = res.appVersionID
+		recs = append(recs, rec{Report: reports[i], id: res.id, wu: res.wu, outcome: outcome, validate: validate})
 		out[i] = ReportRecorded
 	}
 	const chunk = 200 // 14 arguments a report: within SQLite's 32,766
@@ -354,6 +360,7 @@ var errReportRace = errors.New("store: a report read as recordable was recorded 
 // output files its workunit declares.
 type reportedRow struct {
 	id, wu, hostID       int64
+	appVersionID         int64
 	serverState, outcome int
 	declared             []int
 }
@@ -377,7 +384,7 @@ func (t *Tx) reportedRows(names []string) (map[string]reportedRow, error) {
 	t.reported = nil // read once: what follows may change the rows
 	for lo := 0; lo < len(missing); lo += 500 {
 		part := missing[lo:min(len(missing), lo+500)]
-		rows, err := t.query(`SELECT r.id, r.name, r.workunitid, r.hostid, r.server_state, r.outcome, COALESCE(o.file_num, -1)
+		rows, err := t.query(`SELECT r.id, r.name, r.workunitid, r.hostid, r.app_version_id, r.server_state, r.outcome, COALESCE(o.file_num, -1)
 			FROM result r LEFT JOIN wu_output o ON o.workunitid=r.workunitid WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`)`, part...)
 		if err != nil {
 			return nil, err
@@ -386,7 +393,7 @@ func (t *Tx) reportedRows(names []string) (map[string]reportedRow, error) {
 			var name string
 			var r reportedRow
 			var k int
-			if err := rows.Scan(&r.id, &name, &r.wu, &r.hostID, &r.serverState, &r.outcome, &k); err != nil {
+			if err := rows.Scan(&r.id, &name, &r.wu, &r.hostID, &r.appVersionID, &r.serverState, &r.outcome, &k); err != nil {
 				rows.Close()
 				return nil, err
 			}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +27,12 @@ const (
 // project makes a database with n due workunits of app "sim" in a mix that exercises
 // every rule: a third with an error result (retried: 2 new results), a third with a
 // success (retried: 1 new), a third never sent (given up); every fifth has one more
-// result in progress past its deadline (lost).
+// result in progress past its deadline (lost); every tenth with a success waits for
+// the validator (validated: no retry). The quotas: each lost result is of one of hosts
+// 1–7 (quota 0, the app's 500, less one per lost result), each result to validate of
+// one of hosts 100–119 (quota 1, doubled per valid result: 8 or 16; a second doubling
+// of any would show), so that a result's change applied twice, or not at all, changes
+// the database's dump.
 func project(t *testing.T, dsn string, n int) {
 	t.Helper()
 	for _, args := range [][]string{
@@ -57,7 +63,32 @@ func project(t *testing.T, dsn string, n int) {
 	if _, err := s.DB.Exec(q); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+	av, err := s.AddAppVersion(context.Background(), store.AppVersion{AppName: "sim", VersionNum: 1, AvgNCPUs: 1}, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hav := []string{}
+	for h := 1; h <= 7; h++ {
+		hav = append(hav, fmt.Sprintf("(%d, %d, 0, 3, 13)", h, av))
+	}
+	for h := 100; h < 120; h++ {
+		hav = append(hav, fmt.Sprintf("(%d, %d, 1, 3, 13)", h, av))
+	}
+	for _, q := range []string{
+		fmt.Sprintf(`UPDATE result SET app_version_id=%d`, av),
+		fmt.Sprintf(`UPDATE result SET hostid=1+workunitid %% 7 WHERE server_state=%d`, store.ServerStateInProgress),
+		fmt.Sprintf(`UPDATE workunit SET need_validate=1 WHERE id %% 10 = 1 AND id IN (SELECT workunitid FROM result WHERE outcome=%d)`, store.OutcomeSuccess),
+		`UPDATE result SET hostid=100+(workunitid/30) % 20 WHERE workunitid IN (SELECT id FROM workunit WHERE need_validate=1)`,
+		`INSERT INTO host_app_version (host_id, app_version_id, max_jobs_per_day, n_jobs_today, jobs_day) VALUES ` + strings.Join(hav, ", "),
+	} {
+		if _, err := s.DB.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 }
+
+// toValidate is how many of project's n workunits wait for the validator.
+func toValidate(n int) int { return (n + 29) / 30 }
 
 func concat(engine, a, b string) string {
 	if engine == store.MySQL {
@@ -78,6 +109,7 @@ func dump(t *testing.T, dsn string) []string {
 	for _, q := range []string{
 		`SELECT CONCAT('wu ', name, ' check=', retry_check_time, ' mask=', error_mask, ' nv=', need_validate) FROM workunit`,
 		`SELECT CONCAT('result ', name, ' ', server_state, '/', outcome, '/', validate_state, ' deadline=', report_deadline) FROM result`,
+		`SELECT CONCAT('quota ', host_id, '/', app_version_id, ' max=', max_jobs_per_day, ' today=', n_jobs_today, '@', jobs_day) FROM host_app_version`,
 		`SELECT CONCAT('giveup ', w.name, ' ', g.reason, ' ', g.message, ' at ', g.create_time) FROM wu_giveup g JOIN workunit w ON w.id=g.workunitid`,
 	} {
 		if s.Engine() == store.SQLite {
@@ -112,7 +144,7 @@ func bretryCmd(t *testing.T, dsn string, extra ...string) *exec.Cmd {
 	return exec.Command(bin, args...)
 }
 
-var summary = regexp.MustCompile(`^examined (\d+), retried (\d+) \((\d+) new results\), given up (\d+), lost (\d+), validated 0\n$`)
+var summary = regexp.MustCompile(`^examined (\d+), retried (\d+) \((\d+) new results\), given up (\d+), lost (\d+), validated (\d+)\n$`)
 
 // runPass runs one bretry process to the end and returns its summary's figures.
 func runPass(t *testing.T, cmd *exec.Cmd) []int {
@@ -160,9 +192,10 @@ func TestTwoProcesses(t *testing.T) {
 		project(t, shared, nwu)
 		project(t, alone, nwu)
 		want := runPass(t, bretryCmd(t, alone))
-		if want[0] != nwu || want[3] != nwu/3 || want[4] != nwu/5 {
-			t.Fatalf("one pass: %v; want %d examined, %d given up, %d lost", want, nwu, nwu/3, nwu/5)
+		if want[0] != nwu-toValidate(nwu) || want[3] != nwu/3 || want[4] != nwu/5 || want[5] != toValidate(nwu) {
+			t.Fatalf("one pass: %v; want %d examined, %d given up, %d lost, %d validated", want, nwu-toValidate(nwu), nwu/3, nwu/5, toValidate(nwu))
 		}
+		checkQuotas(t, alone, nwu)
 		a, b := bretryCmd(t, shared, "--batch", "100"), bretryCmd(t, shared, "--batch", "100")
 		var outA, outB, errA, errB bytes.Buffer
 		a.Stdout, a.Stderr, b.Stdout, b.Stderr = &outA, &errA, &outB, &errB
@@ -180,7 +213,7 @@ func TestTwoProcesses(t *testing.T) {
 				t.Fatalf("%v\n%s", err, c.err.String())
 			}
 		}
-		got := make([]int, 5)
+		got := make([]int, 6)
 		for _, out := range []string{outA.String(), outB.String()} {
 			m := summary.FindStringSubmatch(out)
 			if m == nil {
@@ -204,48 +237,66 @@ func TestTwoProcesses(t *testing.T) {
 }
 
 // TestKilled SIGKILLs a pass mid-way, reruns it, and checks that the database is
-// the one an uninterrupted pass makes.
+// the one an uninterrupted pass makes: every result's change (its state, its host's
+// quota) made once. It kills once early, as soon as the lost-result sweep has
+// committed a batch, once in the validator (the two steps that change quotas), and
+// once in the retry rules.
 func TestKilled(t *testing.T) {
 	t.Parallel()
 	engines(t, func(t *testing.T, killed, whole string) {
-		project(t, killed, nwu)
 		project(t, whole, nwu)
 		runPass(t, bretryCmd(t, whole))
-		s, err := store.Open(killed)
-		if err != nil {
-			t.Fatal(err)
+		checkQuotas(t, whole, nwu)
+		early, validator := storetest.SQLiteDSN(t), storetest.SQLiteDSN(t)
+		if strings.HasPrefix(killed, "mysql:") {
+			early, validator = storetest.MySQLDSN(t), storetest.MySQLDSN(t)
 		}
-		defer s.Close()
-		cmd := bretryCmd(t, killed, "--batch", "10")
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// Kill it once some batches have committed and before it ends.
-		deadline := time.Now().Add(time.Minute)
-		var done int
-		for done == 0 && time.Now().Before(deadline) {
-			s.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM workunit WHERE retry_check_time<>? AND retry_check_time<>0`,
-				float64(created+86400)).Scan(&done)
-			if done == 0 {
-				s.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM wu_giveup`).Scan(&done)
+		for _, k := range []struct {
+			name, dsn, done string
+		}{
+			{"early", early, fmt.Sprintf(`SELECT COUNT(*) FROM result WHERE outcome=%d`, store.OutcomeNoReply)},
+			{"in the validator", validator, `SELECT COUNT(*) FROM workunit WHERE canonical_resultid<>0`},
+			{"in the retry rules", killed, fmt.Sprintf(`SELECT COUNT(*) FROM workunit WHERE retry_check_time<>%d AND retry_check_time<>0`, created+86400)},
+		} {
+			project(t, k.dsn, nwu)
+			s, err := store.Open(k.dsn)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		cmd.Process.Signal(syscall.SIGKILL)
-		err = cmd.Wait()
-		var handled int
-		s.DB.QueryRow(`SELECT COUNT(*) FROM workunit WHERE retry_check_time<?`, float64(passAt)).Scan(&handled)
-		t.Logf("killed (%v) with %d of %d workunits still due", err, handled, nwu)
-		if err == nil {
-			t.Logf("the pass ended before the kill: the rerun has nothing to do (a weaker test this time)")
-		}
-		if fmt.Sprint(err) != "signal: killed" && err != nil {
-			t.Fatalf("%v\n%s", err, errb.String())
-		}
-		runPass(t, bretryCmd(t, killed))
-		if d := cmp.Diff(dump(t, whole), dump(t, killed)); d != "" {
-			t.Errorf("database after a kill and a rerun (-uninterrupted +killed)\n%s", d)
+			defer s.Close()
+			cmd := bretryCmd(t, k.dsn, "--batch", "10")
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Kill it once some batches of the step have committed and before it ends.
+			deadline := time.Now().Add(time.Minute)
+			var done int
+			for done == 0 && time.Now().Before(deadline) {
+				s.DB.QueryRowContext(context.Background(), k.done).Scan(&done)
+				if done == 0 {
+					s.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM wu_giveup`).Scan(&done)
+				}
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			err = cmd.Wait()
+			var handled, lost, validated int
+			s.DB.QueryRow(`SELECT COUNT(*) FROM workunit WHERE retry_check_time<?`, float64(passAt)).Scan(&handled)
+			s.DB.QueryRow(`SELECT COUNT(*) FROM result WHERE outcome=?`, store.OutcomeNoReply).Scan(&lost)
+			s.DB.QueryRow(`SELECT COUNT(*) FROM workunit WHERE canonical_resultid<>0`).Scan(&validated)
+			t.Logf("killed %s (%v): %d of %d results lost, %d of %d workunits validated, %d of %d still due",
+				k.name, err, lost, nwu/5, validated, toValidate(nwu), handled, nwu)
+			if err == nil {
+				t.Logf("the pass ended before the kill: the rerun has nothing to do (a weaker test this time)")
+			}
+			if fmt.Sprint(err) != "signal: killed" && err != nil {
+				t.Fatalf("%v\n%s", err, errb.String())
+			}
+			runPass(t, bretryCmd(t, k.dsn))
+			if d := cmp.Diff(dump(t, whole), dump(t, k.dsn)); d != "" {
+				t.Errorf("database after a kill %s and a rerun (-uninterrupted +killed)\n%s", k.name, d)
+			}
 		}
 	})
 }
@@ -299,5 +350,51 @@ func TestIntervalSIGTERM(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^examined 0, `).Match(out) {
 		t.Errorf("after the continuous runs: %s", out)
+	}
+}
+
+// checkQuotas checks the quotas an undisturbed pass leaves on project's database of n
+// workunits: each of hosts 1–7 500 less its lost results, each of hosts 100–119 1
+// doubled per valid result, the day's counts untouched.
+func checkQuotas(t *testing.T, dsn string, n int) {
+	t.Helper()
+	want := map[int]int{}
+	lost := map[int]int{}
+	for id := 5; id <= n; id += 5 {
+		lost[1+id%7]++
+	}
+	for h, k := range lost {
+		want[h] = 500 - k
+	}
+	valid := map[int]int{}
+	for id := 1; id <= n; id += 30 {
+		valid[100+(id/30)%20]++
+	}
+	for h := 100; h < 120; h++ {
+		want[h] = 1 << valid[h]
+	}
+	s, err := store.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.DB.Query(`SELECT host_id, max_jobs_per_day, n_jobs_today, jobs_day FROM host_app_version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[int]int{}
+	for rows.Next() {
+		var h, m, today, day int
+		if err := rows.Scan(&h, &m, &today, &day); err != nil {
+			t.Fatal(err)
+		}
+		got[h] = m
+		if today != 3 || day != 13 {
+			t.Errorf("host %d: the day's count %d@%d, want 3@13 (the scheduler's, untouched)", h, today, day)
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("quotas after one pass (-want +got)\n%s", d)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bkit/bkit/lib/quota"
 	"github.com/bkit/bkit/lib/retry"
 	"github.com/bkit/bkit/lib/store"
 )
@@ -133,7 +134,14 @@ func (p *Pass) lostBatch(ctx context.Context, sum *Summary, size int) (int, erro
 		if n == 0 {
 			return nil
 		}
-		if lost, err = tx.MarkLost(ids, true, p.Now); err != nil {
+		marked, err := tx.MarkLost(ids, true, p.Now)
+		if err != nil {
+			return err
+		}
+		lost = len(marked)
+		// A result that timed out costs its host one job a day of its app version
+		// (BOINC's transitioner, result_timed_out).
+		if err := tx.AdjustQuotas(p.AppID, marked, quota.AfterError); err != nil {
 			return err
 		}
 		// A lost result may finish its job (seed 004's transitioner counts it).
@@ -170,6 +178,16 @@ func (p *Pass) validateBatch(ctx context.Context, sum *Summary, size int) (int, 
 			bad = append(bad, v.Invalid...)
 		}
 		if err := tx.ValidationWaits(waiting); err != nil {
+			return err
+		}
+		// A result found valid raises its host's daily quota of its app version
+		// (quota.AfterSuccess; BOINC's validator, is_valid), once: not again when its
+		// workunit is validated once more, nor at report time (docs/decisions.md).
+		newlyValid, err := tx.NewlyValid(valid)
+		if err != nil {
+			return err
+		}
+		if err := tx.AdjustQuotas(p.AppID, newlyValid, quota.AfterSuccess); err != nil {
 			return err
 		}
 		if err := tx.SetValidateState(store.ValidateValid, valid, p.Now); err != nil {
@@ -253,6 +271,9 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary, size int) (int, err
 		if err != nil {
 			return err
 		}
+		if err := tx.AdjustQuotas(p.AppID, marked, quota.AfterError); err != nil { // as lostBatch's
+			return err
+		}
 		if err := tx.RetryLater(retryIDs, p.Now, p.Now+p.Params.DWU); err != nil {
 			return err
 		}
@@ -282,7 +303,7 @@ func (p *Pass) retryBatch(ctx context.Context, sum *Summary, size int) (int, err
 		if err := tx.ResultsJoinJobs(joining); err != nil {
 			return err
 		}
-		retried, created, lostHere = len(retryIDs), len(newResults), marked
+		retried, created, lostHere = len(retryIDs), len(newResults), len(marked)
 		return nil
 	})
 	if err != nil {

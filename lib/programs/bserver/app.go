@@ -75,8 +75,8 @@ And the quotas the scheduler holds each host to, per app version, as BOINC's doe
 value BOINC's make_project writes) and --daily-quota-gpu N per GPU, times the host's
 CPUs or GPUs of the version's type (each count taken at most 64, however many the
 host claims); each host has its own quota per app version, one less after each error
-result (at least 1, which is not multiplied) and doubled, up to the app's, after each
-success; the day is the UTC day. --max-in-progress N and --max-in-progress-gpu N jobs
+result reported or timed out (at least 1, which is not multiplied) and doubled, up to
+the app's, after each result bretry's validator finds valid; the day is the UTC day. --max-in-progress N and --max-in-progress-gpu N jobs
 in progress per CPU or GPU (new apps 10). 0 means no limit. A host held by a quota
 gets no job of that version and the reply says why ("This computer has finished a
 daily quota of N tasks", "This computer has reached a limit on tasks in progress").
