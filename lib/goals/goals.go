@@ -20,9 +20,10 @@
 //   - Scheduling (Schedule): per resource, first the tasks the round-robin simulation
 //     sees missing their computation deadline (the report deadline less the work
 //     buffer's low-water mark), earliest deadline first and whatever their project's
-//     share (BOINC's deadline mode, which seed 001 lacks), then by overall debt as seed
-//     001 does, its anticipated debt falling by the scheduling period per instance
-//     given. A task, started or not, that can no longer meet its deadline even if run
+//     share (BOINC's deadline mode, which seed 001 lacks), with them any started task
+//     that one of them of later deadline would push past its own; then by overall
+//     debt as seed 001 does, its anticipated debt falling by the scheduling period per
+//     instance given. A task, started or not, that can no longer meet its deadline even if run
 //     from now on without a break (by its estimate, corrected only downwards) is
 //     abandoned (done, as a BOINC client aborts a late unstarted job): running it
 //     would only waste the host.
@@ -286,7 +287,8 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 	// A task is late when the simulation ends it after its computation deadline, its
 	// report deadline less the work buffer's low-water mark (BOINC's
 	// RESULT::computation_deadline: the host may wait that long before it reports).
-	isLate := w.finish.Late(doc, now, doc.Preferences.WorkBufMinDays*86400)
+	margin := doc.Preferences.WorkBufMinDays * 86400
+	isLate := w.finish.Late(doc, now, margin)
 	overall := scratch.Grow(w.overall, len(doc.Projects))
 	w.overall = overall
 	for p := range doc.Projects {
@@ -376,6 +378,18 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 				ready = false
 			}
 			byRank[t.rank] = append(list, t)
+		}
+		// A started task that a late one of later deadline would push past its own
+		// computation deadline, were the late one run first, runs with the late ones
+		// in deadline order: run later it is wasted with all the time it has had (c101:
+		// B's 16-hour job, 10 minutes from its end, waited behind B's later-deadline
+		// short jobs, late in the simulation, and missed its deadline by 80 s).
+		if n := len(late); n > 0 {
+			for _, t := range ts {
+				if t.r == r && !isLate[t.i] && doc.Tasks[t.i].FlopsDone > 0 && squeezed(late[:n], t, now, margin) {
+					late = append(late, t)
+				}
+			}
 		}
 		w.mine, w.late = mine, late
 		// Deadline mode: the tasks the round-robin simulation sees late, earliest
@@ -475,6 +489,18 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 	}
 	*doc.CPUSched = state.CPUSched{LastPass: now, NextPass: next, NextPassReason: "goals: scheduling period or a task's expected end"}
 	return abandoned
+}
+
+// squeezed reports whether task t, not late, would miss its computation deadline (its
+// report deadline less margin) were one of the late tasks of later deadline run before
+// it on its instance.
+func squeezed(late []taskInfo, t taskInfo, now, margin float64) bool {
+	for _, l := range late {
+		if l.dl > t.dl && now+l.runtime+t.runtime+margin > t.dl {
+			return true
+		}
+	}
+	return false
 }
 
 // Need is one project's work-fetch position on one resource.

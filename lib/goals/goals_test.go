@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
 )
@@ -357,6 +358,38 @@ func TestNeedsCountOnFraction(t *testing.T) {
 		wantLow, wantHigh := 2*0.75*0.5*low*86400, 2*0.75*0.5*high*86400
 		if math.Abs(nd.Low-wantLow) > 1e-6 || math.Abs(nd.Want-wantHigh) > 1e-6 {
 			t.Errorf("A: low %g want %g, expected %g and %g", nd.Low, nd.Want, wantLow, wantHigh)
+		}
+	}
+}
+
+// TestScheduleSqueezedStartedTask: one CPU; B's started task has 600 s left and its
+// deadline in 2,000 s, B's two new 2,500-second tasks theirs in 3,000 s. The new ones
+// are late in the round-robin simulation, the started one is not, yet run after either
+// of them it would miss its deadline: it runs first (earliest deadline), not the late
+// task. With more time to its deadline it waits behind the late task as before.
+func TestScheduleSqueezedStartedTask(t *testing.T) {
+	for _, c := range []struct {
+		deadline float64 // the started task's
+		runs     int     // the task that runs
+	}{
+		{2000, 0},
+		{4000, 1},
+	} {
+		d := doc()
+		d.Host.Resources[0].Instances = 1
+		d.Preferences.WorkBufMinDays = 0.001
+		s := task("s", "B", "b", 6000e9, 0, c.deadline)
+		s.State, s.FlopsDone = state.TaskPreempted, 5400e9
+		d.Tasks = []state.Task{s, task("l1", "B", "b", 2500e9, 0, 3000), task("l2", "B", "b", 2500e9, 0, 3000)}
+		late := prsc.Late(d, 0, d.Preferences.WorkBufMinDays*86400)
+		if late[0] || !late[1] || !late[2] {
+			t.Fatalf("deadline %g: late %v, want the new tasks only", c.deadline, late)
+		}
+		Schedule(d, 0)
+		for i := range d.Tasks {
+			if got, want := d.Tasks[i].State == state.TaskRunning, i == c.runs; got != want {
+				t.Errorf("deadline %g: %s %s, want task %d running", c.deadline, d.Tasks[i].Name, d.Tasks[i].State, c.runs)
+			}
 		}
 	}
 }
