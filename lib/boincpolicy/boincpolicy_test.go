@@ -353,7 +353,7 @@ func TestHoldNeedsEveryJobToFit(t *testing.T) {
 		w := Workspace{Quiet: true}
 		w.view(doc)
 		w.prepare(doc)
-		if !w.noMissPossible(doc, t0) {
+		if !w.missesKnown(doc, t0) || w.anyMiss {
 			t.Fatalf("%v: a miss is possible", c.cpus)
 		}
 		w.setHold(doc, t0)

@@ -142,21 +142,8 @@ func (w *Workspace) setup(doc *state.Document, now float64) {
 // share of the resource (minus what its queued jobs use) or the idle ones, whichever
 // is more.
 func (w *Workspace) ChooseProject(doc *state.Document, now float64) Choice {
-	if w.Quiet && w.fetchHold && now < w.fetchHoldUntil {
-		// An emulated run whose work bound showed no resource short of work until
-		// fetchHoldUntil (workBound), the tasks unchanged since.
+	if w.Quiet && w.quietNoFetch(doc, now) {
 		return Choice{Project: -1}
-	}
-	if w.Quiet && !(w.simDone && w.simAt == now) {
-		// An emulated run: no request when the first pick shows every resource full
-		// past work_buf_min (a skip that changes no decision).
-		w.quietView(doc, now)
-		w.boundAt = now
-		if w.noFetchPossible(doc, w.prepare(doc)) {
-			return Choice{Project: -1}
-		}
-		w.simulate(doc, now)
-		w.simDone, w.simAt = true, now
 	}
 	w.Simulate(doc, now)
 	w.setup(doc, now)

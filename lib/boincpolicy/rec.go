@@ -77,11 +77,16 @@ func Credit(instSecs, relSpeed []float64, cpuFlops float64) float64 {
 // UpdateREC adds the credit a project earned between start and now to its REC
 // (cpu_sched.cpp update_rec): a REC never brought up to date starts at start, with
 // REC 0, so that it grows from the first interval's rate.
-func UpdateREC(p *state.Project, start, now, credit float64) {
+func UpdateREC(p *state.Project, start, now, earned float64) {
+	var d credit.Decay
+	updateREC(p, start, now, earned, &d)
+}
+
+func updateREC(p *state.Project, start, now, work float64, d *credit.Decay) {
 	if p.RECTime == 0 {
 		p.RECTime = start
 	}
-	p.REC, p.RECTime = UpdateAverage(now, start, credit, RECHalfLife, p.REC, p.RECTime)
+	p.REC, p.RECTime = d.Average(now, start, work, RECHalfLife, p.REC, p.RECTime)
 }
 
 // Priority is a project's scheduling priority from its REC (rec) and share
@@ -146,6 +151,14 @@ func SchedBump(jobPeak, totalPeak, recSum float64) float64 {
 // (cpu_sched.cpp CLIENT_STATE::adjust_rec, WORK_FETCH::accumulate_inst_sec). relSpeed
 // is RelativeSpeeds of the host.
 func Account(doc *state.Document, used [][]float64, dt, now float64, relSpeed []float64) {
+	var d credit.Decay
+	AccountDecay(doc, used, dt, now, relSpeed, &d)
+}
+
+// AccountDecay is Account for a caller that accounts step after step (the emulator):
+// d keeps the decay of the last step's length (credit.Decay), the figures Account's to
+// the last bit.
+func AccountDecay(doc *state.Document, used [][]float64, dt, now float64, relSpeed []float64, d *credit.Decay) {
 	if dt <= 0 {
 		return
 	}
@@ -157,6 +170,6 @@ func Account(doc *state.Document, used [][]float64, dt, now float64, relSpeed []
 				x += u * dt * cpu * relSpeed[r]
 			}
 		}
-		UpdateREC(&doc.Projects[p], now-dt, now, x*CobblestoneScale)
+		updateREC(&doc.Projects[p], now-dt, now, x*CobblestoneScale, d)
 	}
 }

@@ -1,10 +1,8 @@
 package boincpolicy
 
 import (
-	"math"
 	"slices"
 
-	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -45,7 +43,7 @@ func (w *Workspace) Simulate(doc *state.Document, now float64) {
 
 // Reset makes the next Simulate run afresh at the same moment.
 func (w *Workspace) Reset() {
-	w.simDone, w.viewDone, w.hold, w.fetchHold = false, false, false, false
+	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold = false, false, false, false, false
 }
 
 // prepare is the simulation's start (init_pending_lists, project_priority_init): the
@@ -238,126 +236,4 @@ func (w *Workspace) resourceOrder() []int {
 		}
 	}
 	return append(w.order, w.cpuRes)
-}
-
-// noMissPossible reports whether no job can miss its deadline in the simulation, from
-// a bound (prepare done): at every moment of the simulation at least one job of each
-// resource with jobs left runs at its full rate (pick takes a project's job before it
-// checks saturation), so the sum over a resource's jobs of their remaining time ÷
-// rate bounds when its last job finishes. When every job's computation deadline is at
-// or after that bound, the simulation would mark no miss.
-//
-// A second bound holds for a resource of n instances: while some of its jobs wait,
-// those running use at least n instances (pick takes jobs until they do), of which
-// the coprocessor jobs' CPUs take at most G on the CPUs (G: the CPUs of every
-// coprocessor job), so its jobs' instance-seconds W are done at n − G a second at
-// least; once none waits, each running job ends within t, the longest time ÷ rate
-// any of them has left. Its last job therefore ends by W ÷ (n − G) + t. The
-// smaller of the two bounds is taken.
-func (w *Workspace) noMissPossible(doc *state.Document, now float64) bool {
-	nR := w.nRes
-	w.bound = scratch.Grow(w.bound, 3*nR) // per resource: the serial sum, W, t
-	var coprocCPUs float64
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		t := j.simLeft / j.simRate
-		b := w.bound[3*j.res : 3*j.res+3]
-		b[0] += t
-		b[1] += j.inst * t
-		b[2] = max(b[2], t)
-		if j.res != w.cpuRes {
-			coprocCPUs += j.cpus
-		}
-	}
-	for r := range nR {
-		b := w.bound[3*r : 3*r+3]
-		n := float64(doc.Host.Resources[r].Instances)
-		if r == w.cpuRes {
-			n -= coprocCPUs
-		}
-		if n > 0 {
-			b[0] = min(b[0], b[1]/n+b[2])
-		}
-	}
-	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
-	w.slack = math.Inf(1)
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		// A margin for rounding: the simulation sums the same times in another order.
-		late := j.deadline - comp - (now + w.bound[3*j.res]*(1+1e-9) + 1e-6)
-		if late < 0 {
-			return false
-		}
-		w.slack = min(w.slack, late)
-	}
-	return true
-}
-
-// noFetchPossible reports whether ChooseProject would find no resource to ask for,
-// from the simulation's first pick alone (prepare done): a resource whose instances
-// are all busy at the start stays so until the first active job finishes (the pick
-// does not change before), so its saturated time is at least that job's finish. When
-// every resource is saturated at the start and no active job finishes before
-// work_buf_min, no resource's saturated time is below work_buf_min.
-//
-// Failing that, a bound from the work queued: while a resource of n instances is
-// saturated, its jobs do at most n + u instance-seconds a second (u the largest
-// usage of one of its jobs: the last job picked may overcommit it), and once it is
-// not, its unfinished jobs use less than n instances, each with at most t (the
-// longest time ÷ rate any of its jobs has left), so at most n × t instance-seconds
-// are left. Its saturated time is thus at least (W − n × t) ÷ (n + u), W being its
-// jobs' instance-seconds. (The CPUs' count of a coprocessor job's CPUs only makes
-// them saturated longer; the bound leaves them out.) When that is at least
-// work_buf_min for every resource, no resource's saturated time is below it either.
-func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
-	h := &doc.Host
-	bufMin := WorkBufMin(&doc.Preferences)
-	if w.workBound(h, bufMin) {
-		return true
-	}
-	w.fetchHold = false
-	w.pick(doc, recSum)
-	for r := range h.Resources {
-		if float64(h.Resources[r].Instances)-w.resUsed(r) > 1e-6 {
-			return false
-		}
-	}
-	for _, a := range w.active {
-		j := &w.jobs[a]
-		if j.simLeft/j.simRate < bufMin {
-			return false
-		}
-	}
-	return true
-}
-
-// workBound reports whether the work bound of noFetchPossible puts every resource's
-// saturated time at or past bufMin (prepare done).
-func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
-	w.bound = scratch.Grow(w.bound, 3*w.nRes) // per resource: W, t, u
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		t := j.simLeft / j.simRate
-		b := w.bound[3*j.res : 3*j.res+3]
-		b[0] += j.inst * t
-		b[1] = max(b[1], t)
-		b[2] = max(b[2], j.inst)
-	}
-	hold := math.Inf(1)
-	for r := range h.Resources {
-		n := float64(h.Resources[r].Instances)
-		b := w.bound[3*r : 3*r+3]
-		// A margin for rounding: the simulation sums the same times in another order.
-		over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
-		if !(over >= 0) {
-			return false
-		}
-		// How long the bound stays past bufMin: while the tasks stay as they are,
-		// W falls only by the work the running jobs do, which use at most n + u
-		// instances (CPUsFit), each at most a simulated second ÷ the availability
-		// the simulation runs it at (availFrac) a second, and t only falls.
-		hold = min(hold, over*availFrac(&h.TimeStats, r != w.cpuRes))
-	}
-	w.fetchHold, w.fetchHoldUntil = hold > 0, w.boundAt+hold
-	return true
 }

@@ -2,7 +2,6 @@ package boincpolicy
 
 import (
 	"cmp"
-	"math"
 	"slices"
 
 	"github.com/bkit/bkit/lib/scratch"
@@ -55,24 +54,8 @@ type RunEntry struct {
 // and the CPUs committed stay within one more than the host has, a CPU job while the
 // CPUs are not all committed (state.CPUsFit).
 func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
-	if w.Quiet && w.hold && now < w.holdUntil {
-		// An emulated run whose last pass showed that passes would change nothing
-		// until holdUntil (setHold): the pass's record only.
-		doc.CPUSched.LastPass, doc.CPUSched.NextPass = now, now+SchedPeriod
-		return w.list[:0]
-	}
-	if w.Quiet && !(w.simDone && w.simAt == now) {
-		// An emulated run: the whole simulation only when a job may miss its deadline
-		// (the pass reads nothing else of it; a skip that changes no decision).
-		w.quietView(doc, now)
-		w.prepare(doc)
-		if w.noMissPossible(doc, now) {
-			w.list = w.schedule(doc, now, w.list[:0])
-			w.setHold(doc, now)
-			return w.list
-		}
-		w.simulate(doc, now)
-		w.simDone, w.simAt = true, now
+	if w.Quiet && w.quietSchedule(doc, now) {
+		return w.list
 	}
 	w.Simulate(doc, now)
 	w.list = w.schedule(doc, now, w.list[:0])
@@ -239,58 +222,6 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	}
 	*doc.CPUSched = state.CPUSched{LastPass: now, NextPass: now + SchedPeriod, NextPassReason: "BOINC reschedules every minute"}
 	return list
-}
-
-// setHold finds, after a pass at now that noMissPossible let through without a
-// simulation, until when the passes that follow would change nothing while the
-// tasks stay as they are (Reset ends it: an RPC, a task finishing or settled), and
-// sets w.hold and w.holdUntil. It holds only on a host whose runnable jobs are all
-// CPU jobs, none of a project whose correction factor puts its jobs in EDF, when the
-// running jobs fill the CPUs (free ≤ 0 after them, so no other job starts) and each
-// of them would start in any order (the others leave some CPU free), the pass
-// started or stopped none, and:
-//
-//   - no job can miss its deadline before now + noMissPossible's slack (w.slack): a
-//     job's remaining work only falls while the tasks stay as they are, so the
-//     bound on when the last job ends does too, and time eats the slack at most a
-//     second a second; so no deadline miss, no EDF;
-//   - every running job's time slice goes on past it: elapsed time grows at most a
-//     second a second.
-//
-// Then every pass until then lists the running jobs as unfinished time slices first
-// (no EDF, no coprocessor job) and runs exactly them, whatever the priorities.
-func (w *Workspace) setHold(doc *state.Document, now float64) {
-	w.hold = false
-	n := float64(doc.Host.CPU().Instances)
-	period := doc.Preferences.CPUSchedulingPeriod
-	until := now + w.slack
-	used, least := 0.0, math.Inf(1)
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
-			return
-		}
-		t := &doc.Tasks[j.task]
-		if j.running != (t.State == state.TaskRunning) {
-			// This pass started or stopped a job: a job that starts may have more
-			// left than its estimate said (bsim --emulate boinc's true remaining
-			// work, state.Task.EmulatorFlopsLeft), so the slack is not sure.
-			return
-		}
-		if t.State != state.TaskRunning {
-			continue
-		}
-		used += j.cpus
-		// The job of fewest CPUs, coming last, is the one the others may leave no
-		// CPU for.
-		least = min(least, j.cpus)
-		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
-	}
-	const slack = 1e-9 // state.CPUsFit's
-	if n-used > slack || !(n-(used-least) > slack) || !(until > now) {
-		return
-	}
-	w.hold, w.holdUntil = true, until
 }
 
 // SchedPeriod is how often BOINC's client schedules at the latest (CPU_SCHED_PERIOD).

@@ -59,19 +59,25 @@ type Workspace struct {
 	// fetch's view serves the pass that follows it.
 	viewAt   float64
 	viewDone bool
-	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack is
-	// noMissPossible's: how long from its now no job can miss its deadline.
+	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack and
+	// anyMiss are missesKnown's: how long from its now no job that does not miss its
+	// deadline can come to, and whether some job misses.
 	hold             bool
 	holdUntil, slack float64
+	anyMiss          bool
 	// fetchHold, fetchHoldUntil: no resource is short of work before fetchHoldUntil
 	// (workBound, computed at boundAt); a Reset or a pass that starts or stops a
 	// job ends it.
 	fetchHold               bool
 	fetchHoldUntil, boundAt float64
+	// askHold, askHoldUntil: no project may be asked before askHoldUntil
+	// (noneAskable); a Reset ends it.
+	askHold      bool
+	askHoldUntil float64
 
 	reportCounts        []int // OverdueReport's
 	active, order, heap []int
-	bound               []float64 // per resource: noMissPossible's
+	bound               []float64 // per resource: missesKnown's
 	found               []int
 	list                []RunEntry
 	coprocReq           []state.CoprocRequest

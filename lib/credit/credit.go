@@ -37,10 +37,29 @@ func UpdateAverage(now, start, work, avg, avgTime float64) (newAvg, newTime floa
 // the one function for credit (a week) and for its client's recent estimated credit
 // (REC, lib/boincpolicy: ten days by default).
 func DecayedAverage(now, start, work, halfLife, avg, avgTime float64) (newAvg, newTime float64) {
+	var d Decay
+	return d.Average(now, start, work, halfLife, avg, avgTime)
+}
+
+// Decay is DecayedAverage for a caller that brings averages up to date interval after
+// interval of one length (an emulator's steps): it keeps the last interval's weight,
+// the math.Exp that is most of the function's time, for the next interval of the same
+// length and half-life. The zero value is ready; the averages are DecayedAverage's, to
+// the last bit.
+type Decay struct {
+	diff, halfLife, weight float64
+	known                  bool
+}
+
+// Average is DecayedAverage with d's weight.
+func (d *Decay) Average(now, start, work, halfLife, avg, avgTime float64) (newAvg, newTime float64) {
 	switch {
 	case avgTime > 0:
 		diff := max(now-avgTime, 0)
-		weight := math.Exp(-diff * math.Ln2 / halfLife)
+		if !d.known || diff != d.diff || halfLife != d.halfLife {
+			d.diff, d.halfLife, d.weight, d.known = diff, halfLife, math.Exp(-diff*math.Ln2/halfLife), true
+		}
+		weight := d.weight
 		avg *= weight
 		if 1-weight > 1e-6 {
 			avg += (1 - weight) * work / (diff / 86400)

@@ -44,3 +44,26 @@ func TestUpdateAverage(t *testing.T) {
 		t.Errorf("nothing ever: %g", got)
 	}
 }
+
+// TestDecayKeepsTheWeight: one Decay carried over intervals of changing lengths and two
+// half-lives gives DecayedAverage's averages to the last bit (its weight is reused
+// only for the same interval and half-life).
+func TestDecayKeepsTheWeight(t *testing.T) {
+	var d Decay
+	avg, at := 0.0, 0.0
+	now := 1.7e9
+	for i, dt := range []float64{60, 60, 60.000001, 60, 17, 17, 3600, 60, 0, 60, 60} {
+		now += dt
+		half := float64(HalfLife)
+		if i%4 == 3 {
+			half = 10 * 86400
+		}
+		work := float64(i%3) * 0.7
+		want, wantAt := DecayedAverage(now, 1.7e9, work, half, avg, at)
+		got, gotAt := d.Average(now, 1.7e9, work, half, avg, at)
+		if got != want || gotAt != wantAt {
+			t.Fatalf("interval %d (%g s, half-life %g): %v at %v, want %v at %v", i, dt, half, got, gotAt, want, wantAt)
+		}
+		avg, at = got, gotAt
+	}
+}

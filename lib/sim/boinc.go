@@ -2,6 +2,7 @@ package sim
 
 import (
 	"github.com/bkit/bkit/lib/boincpolicy"
+	"github.com/bkit/bkit/lib/credit"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -32,6 +33,7 @@ type boincPolicy struct {
 	jitter replyRand
 	work   boincpolicy.Workspace
 	rel    []float64
+	decay  credit.Decay // REC's decay of a step (Account)
 }
 
 func (*boincPolicy) carried() {}
@@ -65,5 +67,5 @@ func (bp *boincPolicy) tasksChanged() { bp.work.Reset() }
 
 func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 	bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
-	boincpolicy.Account(doc, u.Used, u.DT, u.Now, bp.rel)
+	boincpolicy.AccountDecay(doc, u.Used, u.DT, u.Now, bp.rel, &bp.decay)
 }

@@ -39,8 +39,10 @@ func TestSkipsChangeNothing(t *testing.T) {
 			policy string
 			seed   uint64
 			delta  float64
-		}{{"seed", 1, 60}, {"seed", 2, 300}, {"seed", 3, 17}, {"goals", 1, 60}, {"goals", 2, 300}, {"rr", 1, 60}, {"rr", 2, 300}, {"boinc", 1, 60}, {"boinc", 2, 300}} {
-			cfg := Config{Duration: 4 * 86400, Delta: c.delta, Policy: c.policy, Seed: c.seed}
+			boinc  bool // BOINC's emulator's conventions
+		}{{"seed", 1, 60, false}, {"seed", 2, 300, false}, {"seed", 3, 17, false}, {"goals", 1, 60, false}, {"goals", 2, 300, false}, {"rr", 1, 60, false}, {"rr", 2, 300, false},
+			{"boinc", 1, 60, false}, {"boinc", 2, 300, false}, {"boinc", 3, 60, true}} {
+			cfg := Config{Duration: 4 * 86400, Delta: c.delta, Policy: c.policy, Seed: c.seed, EmulateBOINC: c.boinc}
 			if name == "live-2cpu.yaml" {
 				cfg.Duration = 10 * 86400
 			}
@@ -56,7 +58,7 @@ func TestSkipsChangeNothing(t *testing.T) {
 				return fmt.Sprintf("%+v rpcs %d jobs %d master %d", *s.Result(), s.m.rpcs, s.m.jobs, s.m.masterFetches)
 			}
 			if got, want := run(false), run(true); got != want {
-				t.Errorf("%s, policy %s, seed %d, delta %g: with the skips\n%s\nwant (every function asked at every poll)\n%s", name, c.policy, c.seed, c.delta, got, want)
+				t.Errorf("%s, policy %s, seed %d, delta %g, BOINC's conventions %v: with the skips\n%s\nwant (every function asked at every poll)\n%s", name, c.policy, c.seed, c.delta, c.boinc, got, want)
 			}
 		}
 	}

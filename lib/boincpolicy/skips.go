@@ -1,0 +1,312 @@
+package boincpolicy
+
+import (
+	"math"
+
+	"github.com/bkit/bkit/lib/scratch"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// The skips of an emulated run (Workspace.Quiet): each leaves out work that provably
+// changes no decision (lib/sim's TestSkipsChangeNothing runs every public scenario with
+// and without them), so that a run of policy boinc costs about what the seeds' does
+// (issue 30; docs/decisions.md says which bound holds why).
+
+// quietSchedule is Schedule's skips: it reports whether it made the pass (w.list)
+// without the whole simulation, which it otherwise runs (once a moment).
+func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
+	if w.hold && now < w.holdUntil {
+		// The last pass showed that passes would change nothing until holdUntil
+		// (setHold): the pass's record only.
+		doc.CPUSched.LastPass, doc.CPUSched.NextPass = now, now+SchedPeriod
+		w.list = w.list[:0]
+		return true
+	}
+	if w.simDone && w.simAt == now {
+		return false
+	}
+	// The whole simulation only when which jobs miss their deadline is not known
+	// without it: the pass reads nothing else of it.
+	w.quietView(doc, now)
+	w.prepare(doc)
+	if w.missesKnown(doc, now) {
+		w.list = w.schedule(doc, now, w.list[:0])
+		w.setHold(doc, now)
+		return true
+	}
+	w.simulate(doc, now)
+	w.simDone, w.simAt = true, now
+	return false
+}
+
+// quietNoFetch is ChooseProject's skips: it reports whether the choice is provably
+// none without the whole simulation, which it otherwise runs (once a moment).
+func (w *Workspace) quietNoFetch(doc *state.Document, now float64) bool {
+	if w.askHold && now < w.askHoldUntil {
+		return true // no project may be asked before askHoldUntil (noneAskable)
+	}
+	if w.fetchHold && now < w.fetchHoldUntil {
+		// The work bound showed no resource short of work until fetchHoldUntil
+		// (workBound), the tasks unchanged since.
+		return true
+	}
+	if w.simDone && w.simAt == now {
+		return false
+	}
+	if w.noneAskable(doc, now) {
+		return true
+	}
+	// No request when the first pick or the work queued shows every resource full
+	// past work_buf_min.
+	w.quietView(doc, now)
+	w.boundAt = now
+	if w.noFetchPossible(doc, w.prepare(doc)) {
+		return true
+	}
+	w.simulate(doc, now)
+	w.simDone, w.simAt = true, now
+	return false
+}
+
+// noneAskable reports whether ChooseProject would find no project to ask at now from
+// the reasons that need neither the view nor the simulation: every project is in RPC
+// backoff (min_rpc_time), or for every resource has no app version (bsim's convention,
+// not BOINC's emulator's: setup's ReasonNoApps) or is backed off. (A backed-off
+// resource has a reason whatever its share: a zero share's reason needs the
+// simulation only when it is not backed off. "Too many runnable tasks" needs the
+// view, and is not looked at.) These change only in an RPC's reply, which ends the
+// hold (Reset): it sets askHold until the first moment one of them ends for some
+// project.
+func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
+	until := math.Inf(1)
+	for p := range doc.Projects {
+		pr := &doc.Projects[p]
+		end := math.Inf(-1) // when p may be asked again, at the earliest
+		if pr.MinRPCTime > now {
+			end = pr.MinRPCTime
+		}
+		rscEnd := math.Inf(1) // when one of p's resources may be asked again
+		for _, res := range doc.Host.Resources {
+			if !doc.BOINCEmulator && !hasVersionFor(doc, pr.Name, res.Type) {
+				continue // never
+			}
+			if b := backoffUntil(pr, res.Type); b > now {
+				rscEnd = min(rscEnd, b)
+				continue
+			}
+			rscEnd = math.Inf(-1) // askable for res now
+			break
+		}
+		end = max(end, rscEnd)
+		if !(end > now) {
+			return false
+		}
+		until = min(until, end)
+	}
+	w.askHold, w.askHoldUntil = true, until
+	return true
+}
+
+// missesKnown reports whether the simulation's deadline misses are known without it
+// (prepare done), and if so counts them as the simulation would (w.missed, each job's
+// misses, w.Sim's): every job either certainly misses or certainly does not.
+//
+// A job whose computation deadline (its report deadline − work_buf_min −
+// DeadlineCushion) is already past at now misses whatever the simulation does: its
+// simulated finish is now plus times ≥ 0. (A host whose jobs' latency is below
+// work_buf_min has every job so; BOINC's client then runs them earliest deadline
+// first.)
+//
+// A job misses no deadline when its computation deadline is at or after a bound on
+// when its resource's last job finishes: at every moment of the simulation at least
+// one job of each resource with jobs left runs at its full rate (pick takes a
+// project's job before it checks saturation), so the sum over a resource's jobs of
+// their remaining time ÷ rate bounds it.
+//
+// A second bound holds for a resource of n instances: while some of its jobs wait,
+// those running use at least n instances (pick takes jobs until they do), of which
+// the coprocessor jobs' CPUs take at most G on the CPUs (G: the CPUs of every
+// coprocessor job), so its jobs' instance-seconds W are done at n − G a second at
+// least; once none waits, each running job ends within t, the longest time ÷ rate
+// any of them has left. Its last job therefore ends by W ÷ (n − G) + t. The
+// smaller of the two bounds is taken.
+//
+// w.slack is then how long from now no job that does not miss can come to miss (the
+// least margin to the bound), w.anyMiss whether some job misses.
+func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
+	nR := w.nRes
+	w.bound = scratch.Grow(w.bound, 3*nR) // per resource: the serial sum, W, t
+	var coprocCPUs float64
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		t := j.simLeft / j.simRate
+		b := w.bound[3*j.res : 3*j.res+3]
+		b[0] += t
+		b[1] += j.inst * t
+		b[2] = max(b[2], t)
+		if j.res != w.cpuRes {
+			coprocCPUs += j.cpus
+		}
+	}
+	for r := range nR {
+		b := w.bound[3*r : 3*r+3]
+		n := float64(doc.Host.Resources[r].Instances)
+		if r == w.cpuRes {
+			n -= coprocCPUs
+		}
+		if n > 0 {
+			b[0] = min(b[0], b[1]/n+b[2])
+		}
+	}
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	w.slack = math.Inf(1)
+	w.anyMiss = false
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if now > j.deadline-comp { // the simulation's test, at its earliest finish
+			w.anyMiss = true
+			continue
+		}
+		// A margin for rounding: the simulation sums the same times in another order.
+		late := j.deadline - comp - (now + w.bound[3*j.res]*(1+1e-9) + 1e-6)
+		if late < 0 {
+			return false
+		}
+		w.slack = min(w.slack, late)
+	}
+	if w.anyMiss {
+		for i := range w.jobs {
+			j := &w.jobs[i]
+			if now > j.deadline-comp {
+				j.misses = true
+				w.missed[j.proj*nR+j.res]++
+				w.Sim[j.res].Misses++
+			}
+		}
+	}
+	return true
+}
+
+// noFetchPossible reports whether ChooseProject would find no resource to ask for,
+// from the simulation's first pick alone (prepare done): a resource whose instances
+// are all busy at the start stays so until the first active job finishes (the pick
+// does not change before), so its saturated time is at least that job's finish. When
+// every resource is saturated at the start and no active job finishes before
+// work_buf_min, no resource's saturated time is below work_buf_min.
+//
+// Failing that, a bound from the work queued: while a resource of n instances is
+// saturated, its jobs do at most n + u instance-seconds a second (u the largest
+// usage of one of its jobs: the last job picked may overcommit it), and once it is
+// not, its unfinished jobs use less than n instances, each with at most t (the
+// longest time ÷ rate any of its jobs has left), so at most n × t instance-seconds
+// are left. Its saturated time is thus at least (W − n × t) ÷ (n + u), W being its
+// jobs' instance-seconds. (The CPUs' count of a coprocessor job's CPUs only makes
+// them saturated longer; the bound leaves them out.) When that is at least
+// work_buf_min for every resource, no resource's saturated time is below it either.
+func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
+	h := &doc.Host
+	bufMin := WorkBufMin(&doc.Preferences)
+	if w.workBound(h, bufMin) {
+		return true
+	}
+	w.fetchHold = false
+	w.pick(doc, recSum)
+	for r := range h.Resources {
+		if float64(h.Resources[r].Instances)-w.resUsed(r) > 1e-6 {
+			return false
+		}
+	}
+	for _, a := range w.active {
+		j := &w.jobs[a]
+		if j.simLeft/j.simRate < bufMin {
+			return false
+		}
+	}
+	return true
+}
+
+// workBound reports whether the work bound of noFetchPossible puts every resource's
+// saturated time at or past bufMin (prepare done).
+func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
+	w.bound = scratch.Grow(w.bound, 3*w.nRes) // per resource: W, t, u
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		t := j.simLeft / j.simRate
+		b := w.bound[3*j.res : 3*j.res+3]
+		b[0] += j.inst * t
+		b[1] = max(b[1], t)
+		b[2] = max(b[2], j.inst)
+	}
+	hold := math.Inf(1)
+	for r := range h.Resources {
+		n := float64(h.Resources[r].Instances)
+		b := w.bound[3*r : 3*r+3]
+		// A margin for rounding: the simulation sums the same times in another order.
+		over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
+		if !(over >= 0) {
+			return false
+		}
+		// How long the bound stays past bufMin: while the tasks stay as they are,
+		// W falls only by the work the running jobs do, which use at most n + u
+		// instances (CPUsFit), each at most a simulated second ÷ the availability
+		// the simulation runs it at (availFrac) a second, and t only falls.
+		hold = min(hold, over*availFrac(&h.TimeStats, r != w.cpuRes))
+	}
+	w.fetchHold, w.fetchHoldUntil = hold > 0, w.boundAt+hold
+	return true
+}
+
+// setHold finds, after a pass at now that missesKnown let through without a
+// simulation, until when the passes that follow would change nothing while the
+// tasks stay as they are (Reset ends it: an RPC, a task finishing or settled), and
+// sets w.hold and w.holdUntil. It holds only on a host whose runnable jobs are all
+// CPU jobs, none of a project whose correction factor puts its jobs in EDF, when the
+// running jobs fill the CPUs (free ≤ 0 after them, so no other job starts) and each
+// of them would start in any order (the others leave some CPU free), the pass
+// started or stopped none, and:
+//
+//   - no job can miss its deadline before now + missesKnown's slack (w.slack): a
+//     job's remaining work only falls while the tasks stay as they are, so the
+//     bound on when the last job ends does too, and time eats the slack at most a
+//     second a second; so no deadline miss, no EDF;
+//   - every running job's time slice goes on past it: elapsed time grows at most a
+//     second a second.
+//
+// Then every pass until then lists the running jobs as unfinished time slices first
+// (no EDF, no coprocessor job) and runs exactly them, whatever the priorities.
+func (w *Workspace) setHold(doc *state.Document, now float64) {
+	w.hold = false
+	if w.anyMiss {
+		return // earliest deadline first: the order is the deadlines', not the slices'
+	}
+	n := float64(doc.Host.CPU().Instances)
+	period := doc.Preferences.CPUSchedulingPeriod
+	until := now + w.slack
+	used, least := 0.0, math.Inf(1)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
+			return
+		}
+		t := &doc.Tasks[j.task]
+		if j.running != (t.State == state.TaskRunning) {
+			// This pass started or stopped a job: a job that starts may have more
+			// left than its estimate said (bsim --emulate boinc's true remaining
+			// work, state.Task.EmulatorFlopsLeft), so the slack is not sure.
+			return
+		}
+		if t.State != state.TaskRunning {
+			continue
+		}
+		used += j.cpus
+		// The job of fewest CPUs, coming last, is the one the others may leave no
+		// CPU for.
+		least = min(least, j.cpus)
+		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
+	}
+	const slack = 1e-9 // state.CPUsFit's
+	if n-used > slack || !(n-(used-least) > slack) || !(until > now) {
+		return
+	}
+	w.hold, w.holdUntil = true, until
+}

@@ -1,0 +1,111 @@
+package boincpolicy
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// TestMissesKnownWithoutSimulation: jobs whose computation deadline (report deadline
+// − work_buf_min, 8640 s) is already past miss whatever the simulation does; with the
+// others far from theirs, the misses are known without it and are the simulation's,
+// and the quiet pass runs what the full one runs. One job whose deadline is near but
+// not past leaves them unknown.
+func TestMissesKnownWithoutSimulation(t *testing.T) {
+	mk := func() *state.Document {
+		doc := host(2)
+		doc.Tasks = []state.Task{
+			task("a0", "A", 3600, t0+7200), // latency below work_buf_min: a miss
+			task("b0", "B", 3600, t0+1e6),
+			task("a1", "A", 3600, t0+8000),
+			task("b1", "B", 3600, t0+1e6),
+			task("a2", "A", 3600, t0+1e6),
+		}
+		return doc
+	}
+	var full Workspace
+	fdoc := mk()
+	full.Simulate(fdoc, t0)
+	var quiet Workspace
+	qdoc := mk()
+	quiet.view(qdoc)
+	quiet.prepare(qdoc)
+	if !quiet.missesKnown(qdoc, t0) || !quiet.anyMiss {
+		t.Fatalf("misses unknown (any %v) without the simulation", quiet.anyMiss)
+	}
+	if !slices.Equal(quiet.missed, full.missed) || quiet.Sim[0].Misses != full.Sim[0].Misses || quiet.Sim[0].Misses != 2 {
+		t.Errorf("missed %v (%d on the CPUs), the simulation's %v (%d), want 2", quiet.missed, quiet.Sim[0].Misses, full.missed, full.Sim[0].Misses)
+	}
+	if got, want := quiet.Misses(), full.Misses(); !slices.Equal(got, want) {
+		t.Errorf("misses %v, the simulation's %v", got, want)
+	}
+	// The quiet pass (no simulation) and the full one run the same jobs, EDF first.
+	quiet = Workspace{Quiet: true}
+	full = Workspace{}
+	ql := quiet.Schedule(qdoc, t0)
+	fl := full.Schedule(fdoc, t0)
+	if quiet.simDone || quiet.hold {
+		t.Errorf("quiet pass: simulated %v, held %v; want neither", quiet.simDone, quiet.hold)
+	}
+	if fmt.Sprint(ql) != fmt.Sprint(fl) || fmt.Sprint(qdoc.Tasks) != fmt.Sprint(fdoc.Tasks) {
+		t.Errorf("quiet pass %+v, full %+v", ql, fl)
+	}
+	if fl[0].Why != WhyEDF {
+		t.Errorf("first of the list %+v, want a deadline miss", fl[0])
+	}
+	// A job 2 hours from its computation deadline behind 4 hours of work: unknown.
+	doc := mk()
+	doc.Tasks[4].ReportDeadline = t0 + 8640 + 7200
+	var w Workspace
+	w.view(doc)
+	w.prepare(doc)
+	if w.missesKnown(doc, t0) {
+		t.Errorf("a job near its deadline: misses known without the simulation")
+	}
+}
+
+// TestNoneAskable: when every project is in RPC backoff or backed off for every
+// resource it has apps for, the quiet work fetch asks nobody without a view or a
+// simulation, as the full one, and holds that until the first backoff ends; then it
+// asks the project whose backoff ended, as the full one does.
+func TestNoneAskable(t *testing.T) {
+	mk := func() *state.Document {
+		doc := host(2)
+		doc.Projects[0].MinRPCTime = t0 + 600
+		doc.Projects[1].ResourceState("cpu").BackoffUntil = t0 + 300
+		return doc
+	}
+	quiet := Workspace{Quiet: true}
+	var full Workspace
+	qdoc, fdoc := mk(), mk()
+	for _, now := range []float64{t0, t0 + 299} {
+		q, f := quiet.ChooseProject(qdoc, now), full.ChooseProject(fdoc, now)
+		full.Reset()
+		if q.Project != -1 || f.Project != -1 {
+			t.Errorf("at %g: quiet asks %d, full %d; want nobody", now-t0, q.Project, f.Project)
+		}
+	}
+	if !quiet.askHold || quiet.askHoldUntil != t0+300 || quiet.viewDone {
+		t.Errorf("hold %v until %g (view built %v), want until 300 s, no view", quiet.askHold, quiet.askHoldUntil-t0, quiet.viewDone)
+	}
+	q, f := quiet.ChooseProject(qdoc, t0+300), full.ChooseProject(fdoc, t0+300)
+	if q.Project != 1 || f.Project != 1 || q.Request.CPUReqSecs != f.Request.CPUReqSecs {
+		t.Errorf("at 300 s: quiet asks %d for %g s, full %d for %g s; want B", q.Project, q.Request.CPUReqSecs, f.Project, f.Request.CPUReqSecs)
+	}
+	// A project with no app version for the CPU (bsim's convention) is never asked
+	// for it: with B backed off, nobody is, until B's backoff ends.
+	doc := mk()
+	doc.Projects[0].MinRPCTime = 0
+	doc.AppVersions[0].Coproc = &state.CoprocUsage{Type: "NVIDIA", Count: 1}
+	quiet = Workspace{Quiet: true}
+	if c := quiet.ChooseProject(doc, t0); c.Project != -1 || quiet.askHoldUntil != t0+300 {
+		t.Errorf("A without CPU apps, B backed off: asks %d, hold until %g; want nobody until 300 s", c.Project, quiet.askHoldUntil-t0)
+	}
+	quiet.Reset()
+	doc.BOINCEmulator = true // BOINC's emulator's client asks every project for every resource
+	if c := quiet.ChooseProject(doc, t0); c.Project != 0 {
+		t.Errorf("under BOINC's emulator: asks %d, want A", c.Project)
+	}
+}
