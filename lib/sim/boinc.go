@@ -34,6 +34,9 @@ type boincPolicy struct {
 	work   boincpolicy.Workspace
 	rel    []float64
 	decay  credit.Decay // REC's decay of a step (Account)
+	// busyTimes' buffers: per host resource, each instance's busy time, and the delay.
+	busy  [][]float64
+	delay []float64
 }
 
 func (*boincPolicy) carried() {}

@@ -49,7 +49,7 @@ func TestStartNeeds(t *testing.T) {
 	doc := fillDoc()
 	s := fillServer()
 	req := &state.WorkRequest{CPUReqSecs: 1000, CPUReqInstances: 0.5, Coprocs: []state.CoprocRequest{{Type: "NVIDIA", ReqSecs: 200, ReqInstances: 1}}}
-	needs := s.startNeeds(doc, req, 0)
+	needs := s.startNeeds(doc, req, 0, nil)
 	want := []need{{secs: 1000, inst: 0.5}, {secs: 200, inst: 1}}
 	if d := cmp.Diff(want, needs, cmp.AllowUnexported(need{})); d != "" {
 		t.Errorf("needs (-want +got):\n%s", d)
@@ -58,11 +58,11 @@ func TestStartNeeds(t *testing.T) {
 	if err := state.Validate(doc); err != nil {
 		t.Fatal(err)
 	}
-	needs = s.startNeeds(doc, req, 0)
+	needs = s.startNeeds(doc, req, 0, nil)
 	if needs[0].delay != 3600 || needs[1].delay != 0 {
 		t.Errorf("delays = %g, %g; want 3600, 0", needs[0].delay, needs[1].delay)
 	}
-	needs = s.startNeeds(doc, &state.WorkRequest{}, 0)
+	needs = s.startNeeds(doc, &state.WorkRequest{}, 0, nil)
 	if needs[0].delay != 0 || needs[0].open() || needs[1].open() {
 		t.Errorf("nothing asked: needs %+v, want closed and no delay (the client's simulation is not run)", needs)
 	}
@@ -203,7 +203,7 @@ func TestFillRejectsTheVersion(t *testing.T) {
 	}
 	s := &server{project: "A", apps: []genApp{testApp("long", 100, 1e13, 0, 5000, 0), testApp("short", 1, 1e12, 0, 86400, 1)}, rng: newStream(1, 2)}
 	var jobs []job
-	sent := s.fill(doc, map[string]int{"long_cpu": 0, "short_cpu": 1}, &state.WorkRequest{CPUReqSecs: 10000, CPUReqInstances: 1}, 0, &jobs)
+	sent := s.fill(doc, map[string]int{"long_cpu": 0, "short_cpu": 1}, &state.WorkRequest{CPUReqSecs: 10000, CPUReqInstances: 1}, 0, nil, &jobs)
 	if sent["cpu"] != 10 || len(doc.Tasks) != 10 {
 		t.Fatalf("sent %v, %d tasks; want 10 CPU jobs", sent, len(doc.Tasks))
 	}

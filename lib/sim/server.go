@@ -27,6 +27,9 @@ type server struct {
 	// coprocessor job's CPUs count against the CPU request (fill), and the server is
 	// up or down as sampled at each RPC (upAt).
 	boinc bool
+	// masterFetchFailures: the rounds of ten failures in a row BOINC's client has
+	// counted for the project (boincBackoff), under --emulate boinc.
+	masterFetchFailures int
 	// deferNames: a job's task is named when something asks for the name (Sim.Doc),
 	// not when it is made (see Sim.nameTasks).
 	deferNames bool
@@ -108,13 +111,13 @@ func (n *need) open() bool { return n.secs > 0 || n.inst > 0 }
 //
 // In steps: startNeeds, then per job fastestVersions, pickApp, estimate, the deadline
 // check (need.late), need.use and makeJob.
-func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.WorkRequest, now float64, jobs *[]job) map[string]int {
+func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.WorkRequest, now float64, busy []float64, jobs *[]job) map[string]int {
 	host := &doc.Host
 	availability := host.TimeStats.OnFrac * host.TimeStats.ActiveFrac
 	if availability <= 0 {
 		availability = 1
 	}
-	needs := s.startNeeds(doc, req, now)
+	needs := s.startNeeds(doc, req, now, busy)
 	s.rejected = s.rejected[:0]
 	s.rejected = append(s.rejected, make([]bool, len(doc.AppVersions))...)
 	if s.sent == nil {
@@ -152,9 +155,10 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 }
 
 // startNeeds is what request req asks of each host resource (in s.needs, good until the
-// next reply), each with the delay the client reports for it (prsc.BusyTimes) when
-// anything is asked at all.
-func (s *server) startNeeds(doc *state.Document, req *state.WorkRequest, now float64) []need {
+// next reply), each with the delay the client reports for it when anything is asked at
+// all: busy, per host resource, when the caller has the client's own (busyEstimator),
+// else prsc.BusyTimes.
+func (s *server) startNeeds(doc *state.Document, req *state.WorkRequest, now float64, busy []float64) []need {
 	host := &doc.Host
 	needs := s.needs[:0]
 	needs = append(needs, make([]need, len(host.Resources))...)
@@ -174,7 +178,10 @@ func (s *server) startNeeds(doc *state.Document, req *state.WorkRequest, now flo
 		asked = asked || needs[r].open()
 	}
 	if asked {
-		for r, d := range s.busy.BusyTimes(doc, now) {
+		if busy == nil {
+			busy = s.busy.BusyTimes(doc, now)
+		}
+		for r, d := range busy {
 			needs[r].delay = d
 		}
 	}

@@ -485,10 +485,12 @@ func (s *Sim) rpcs(now float64) {
 
 // Serve is the emulated servers' side of one scheduler RPC r at now ('bsim serve'): a
 // down server fails it (seed 000's backoff, jitter from the decisions' stream; the
-// master-fetch flag at a tenth failure in a row unless r is a report session's; counted
-// apart from the RPCs of the figures);
-// otherwise the project's done tasks are reported, the server fills the request and the
-// project's RPC bookkeeping is reset. A successful reply carries a seed from the
+// master-fetch flag at a tenth failure in a row unless r is a report session's; under
+// --emulate boinc BOINC's client's backoff instead and no master file, boincBackoff;
+// counted apart from the RPCs of the figures);
+// otherwise the project's done tasks are reported, the server fills the request (under
+// --emulate boinc with the delay from the policy's own estimator, busyEstimator, when
+// it has one) and the project's RPC bookkeeping is reset. A successful reply carries a seed from the
 // decisions' stream for whatever the client draws in answer to it (seed 002's backoff
 // jitter: bdevices reply --seed).
 func (s *Sim) Serve(r RPC, now float64) Reply {
@@ -496,6 +498,11 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	p := &doc.Projects[r.Project]
 	srv := s.servers[r.Project]
 	up := srv.upAt(now)
+	if p.MasterFetchPending && s.cfg.EmulateBOINC {
+		// BOINC's emulator reads no master file: its projects have their scheduler
+		// from the start, and a failure's flag is cleared at once (boincBackoff).
+		rpc.MasterFetched(p, []string{schedulerURL(p)}, nil, now, nil)
+	}
 	if p.MasterFetchPending {
 		// Seed 000: the master file is read again after every tenth failure in a row, and
 		// first by a project that has no scheduler URL yet (as the emulated projects
@@ -512,6 +519,10 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		// Not a scheduler RPC in the figures: BOINC's emulator counts an RPC only
 		// when the server answers it (simulate_rpc), so r compares.
 		s.m.failedRPCs++
+		if s.cfg.EmulateBOINC {
+			srv.boincBackoff(p, now, s.rng.Rand)
+			return Reply{Failed: true}
+		}
 		if r.Report {
 			rpc.ReportFailed(p, now, s.rng.Rand)
 		} else {
@@ -521,6 +532,13 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	}
 	s.m.rpcs++
 	defer s.tasksChanged() // reported and received
+	// The delay the request reports, from the client's own estimator where the policy
+	// has one (BOINC's emulator's server reads its client's; busyEstimator), taken
+	// before the reports change the tasks the policy's simulation saw.
+	var busy []float64
+	if be, ok := s.policy.(busyEstimator); ok && s.cfg.EmulateBOINC && asksWork(&r.Request) {
+		busy = be.busyTimes(doc, now)
+	}
 
 	reported := false
 	s.reports = rpc.AppendReportTasks(s.reports[:0], doc, p.Name)
@@ -536,7 +554,7 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	var jobs map[string]int
 	if !s.cfg.ExistingJobsOnly {
 		from := len(s.jobs)
-		jobs = srv.fill(doc, s.avIndex, &r.Request, now, &s.jobs)
+		jobs = srv.fill(doc, s.avIndex, &r.Request, now, busy, &s.jobs)
 		s.noteJobs(from)
 	}
 	for _, n := range jobs {

@@ -81,6 +81,9 @@ type WorldServer struct {
 	Up      Process `json:"up"`
 	Seq     int     `json:"seq"` // the number of jobs it has made
 	RNG     []byte  `json:"rng"`
+	// MasterFetchFailures: BOINC's client's rounds of ten RPC failures in a row for
+	// the project (--emulate boinc; server.boincBackoff).
+	MasterFetchFailures int `json:"master_fetch_failures,omitempty"`
 }
 
 // WorldAppList is the apps one server makes jobs of.
@@ -133,7 +136,7 @@ func (s *Sim) World(scenario string) (*World, error) {
 	for _, srv := range s.servers {
 		b, e := srv.rng.pcg.MarshalBinary()
 		err = errors.Join(err, e)
-		w.Servers = append(w.Servers, WorldServer{Project: srv.project, Up: proc(srv.up), Seq: srv.seq, RNG: b})
+		w.Servers = append(w.Servers, WorldServer{Project: srv.project, Up: proc(srv.up), Seq: srv.seq, RNG: b, MasterFetchFailures: srv.masterFetchFailures})
 		al := WorldAppList{Project: srv.project}
 		for _, a := range srv.apps {
 			al.Apps = append(al.Apps, a.App)
@@ -280,7 +283,7 @@ func (s *Sim) restoreServers(w *World) error {
 		if err := src.UnmarshalBinary(ws.RNG); err != nil {
 			return fmt.Errorf("servers[%s]: %v", ws.Project, err)
 		}
-		srv := &server{project: ws.Project, index: p, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}, boinc: w.EmulateBOINC}
+		srv := &server{project: ws.Project, index: p, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}, boinc: w.EmulateBOINC, masterFetchFailures: ws.MasterFetchFailures}
 		for _, a := range w.Apps[p].Apps {
 			if a.Project != ws.Project {
 				return fmt.Errorf("servers[%s]: an app of project %q", ws.Project, a.Project)

@@ -1,0 +1,90 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/bkit/bkit/lib/prsc"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// TestOccupy: BUSY_TIME_ESTIMATOR::update puts a job on the least busy instance (the
+// first among equals) and the ones after it, wrapping, whole instances only.
+func TestOccupy(t *testing.T) {
+	b := []float64{5, 1, 3}
+	occupy(b, 10, 2.7) // two instances from the second
+	if want := []float64{5, 11, 13}; !slices.Equal(b, want) {
+		t.Errorf("after a 2.7-instance job: %v, want %v", b, want)
+	}
+	occupy(b, 10, 0.5)
+	if want := []float64{5, 11, 13}; !slices.Equal(b, want) {
+		t.Errorf("a job of half an instance changed the estimate: %v, want %v", b, want)
+	}
+	occupy(b, 1, 3) // from the first (5), wrapping round
+	if want := []float64{6, 12, 14}; !slices.Equal(b, want) {
+		t.Errorf("after a 3-instance job: %v, want %v", b, want)
+	}
+}
+
+// TestBOINCBusyTimes: policy boinc's delay is BOINC's client's: every job its
+// simulation sees late occupies the CPUs for its avg_ncpus, a GPU job too (one CPU
+// here), for its remaining time ÷ on × active; a GPU job's time on the GPU is ÷ on ×
+// GPU active. prsc.BusyTimes, the server's delay for the other policies, leaves the
+// GPU job off the CPUs and divides by on × active × GPU active.
+func TestBOINCBusyTimes(t *testing.T) {
+	doc := &state.Document{
+		Version: 1,
+		Host: state.Host{
+			Resources: []state.Resource{{Type: "cpu", Instances: 2, Flops: 1e9}, {Type: "NVIDIA", Instances: 1, Flops: 1e10}},
+			TimeStats: state.TimeStats{OnFrac: 0.5, ActiveFrac: 0.8, GPUActiveFrac: 0.5, ConnectedFrac: 1},
+		},
+		Preferences: state.Preferences{CPUSchedulingPeriod: 3600, WorkBufMinDays: 0.1},
+		Projects:    []state.Project{{Name: "A", ResourceShare: 100}},
+		Apps:        []state.App{{Project: "A", Name: "x"}},
+		AppVersions: []state.AppVersion{
+			{Name: "x_cpu", Project: "A", App: "x", AvgNCPUs: 1, Flops: 1e9},
+			{Name: "x_gpu", Project: "A", App: "x", AvgNCPUs: 1, Flops: 1e10, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+		},
+	}
+	for i, av := range []string{"x_cpu", "x_cpu", "x_cpu", "x_gpu"} {
+		flops := 3.6e12
+		if av == "x_gpu" {
+			flops = 3.6e13
+		}
+		// Due in 100 s: every one is late.
+		doc.Tasks = append(doc.Tasks, state.Task{Name: string(rune('a' + i)), Project: "A", AppVersion: av, State: state.TaskReady, EstimatedFlops: flops, ReportDeadline: 100})
+	}
+	if err := state.Validate(doc); err != nil {
+		t.Fatal(err)
+	}
+	bp := &boincPolicy{}
+	got := bp.busyTimes(doc, 0)
+	// CPU jobs: 3600 s ÷ 0.4 = 9000 s each, on [0 0] → [9000 0] → [9000 9000] →
+	// [18000 9000]. The GPU job: 3600 s ÷ (0.5 × 0.5) = 14400 s, on the GPU and (the
+	// same time: BOINC takes one duration a job) on the second CPU: [18000 23400].
+	if want := []float64{18000, 14400}; !slices.Equal(got, want) {
+		t.Errorf("policy boinc's delays %v, want %v", got, want)
+	}
+	if other := prsc.BusyTimes(doc, 0); slices.Equal(other, got) {
+		t.Errorf("prsc.BusyTimes gives the same %v: the test shows no difference", other)
+	}
+}
+
+// TestAsksWork: the server asks the policy for its delay only when a request asks for
+// work.
+func TestAsksWork(t *testing.T) {
+	for _, c := range []struct {
+		req  state.WorkRequest
+		want bool
+	}{
+		{state.WorkRequest{}, false},
+		{state.WorkRequest{CPUReqSecs: 1}, true},
+		{state.WorkRequest{CPUReqInstances: 1}, true},
+		{state.WorkRequest{Coprocs: []state.CoprocRequest{{Type: "NVIDIA"}}}, false},
+		{state.WorkRequest{Coprocs: []state.CoprocRequest{{Type: "NVIDIA", ReqSecs: 5}}}, true},
+	} {
+		if got := asksWork(&c.req); got != c.want {
+			t.Errorf("asksWork(%+v) = %v, want %v", c.req, got, c.want)
+		}
+	}
+}
