@@ -3,6 +3,7 @@ package boincpolicy
 import (
 	"slices"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -43,7 +44,7 @@ func (w *Workspace) Simulate(doc *state.Document, now float64) {
 
 // Reset makes the next Simulate run afresh at the same moment.
 func (w *Workspace) Reset() {
-	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold = false, false, false, false, false
+	w.simDone, w.viewDone, w.viewKept, w.hold, w.fetchHold, w.askHold = false, false, false, false, false, false
 }
 
 // prepare is the simulation's start (init_pending_lists, project_priority_init): the
@@ -84,7 +85,18 @@ func (w *Workspace) prepare(doc *state.Document) float64 {
 			w.nusedTotal[k] += j.inst
 		}
 	}
-	return Priorities(doc, w.rec, w.eligible, w.prio, w.shareFrac)
+	recSum := Priorities(doc, w.rec, w.eligible, w.prio, w.shareFrac)
+	// What pick starts every project from and adds for every job, the same at every
+	// pick of the simulation.
+	w.prioBase = scratch.Grow(w.prioBase, len(doc.Projects))
+	for p := range doc.Projects {
+		w.prioBase[p] = Priority(w.rec[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
+	}
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		j.bump = SchedBump(j.peak, w.totalPeak, recSum)
+	}
+	return recSum
 }
 
 func (w *Workspace) simulate(doc *state.Document, now float64) {
@@ -95,12 +107,17 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 	bufEnd := now + WorkBufTotal(&doc.Preferences)
 	compDeadline := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	simNow := now
-	first := true
+	first, picked := true, false
 	for {
-		w.pick(doc, recSum)
+		// A step in which no job finished leaves the pending lists, and so the pick,
+		// as they were.
+		if !picked {
+			w.pick(doc, recSum)
+			picked = true
+		}
 		if first {
 			for r := range w.Sim {
-				w.Sim[r].IdleNow = max(0, float64(h.Resources[r].Instances)-w.resUsed(r))
+				w.Sim[r].IdleNow = max(0, float64(h.Resources[r].Instances)-w.simUsed[r])
 			}
 			first = false
 		}
@@ -124,6 +141,7 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 				dt = 3600
 			}
 		} else {
+			picked = false
 			j := &w.jobs[best]
 			j.simDone = true
 			// Out of its pending list at once (pick reads only the jobs left), the
@@ -143,7 +161,7 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 			j.simLeft = max(0, j.simLeft-j.simRate*dt)
 		}
 		for r := range w.Sim {
-			w.updateStats(r, float64(h.Resources[r].Instances)-w.resUsed(r), simNow, dt, now, bufEnd)
+			w.updateStats(r, float64(h.Resources[r].Instances)-w.simUsed[r], simNow, dt, now, bufEnd)
 		}
 		simNow += dt
 	}
@@ -174,14 +192,15 @@ func (w *Workspace) updateStats(r int, idle, simNow, dt, now, bufEnd float64) {
 	}
 }
 
-// pick is pick_jobs_to_run: the jobs that run in the simulation now (w.active).
+// pick is pick_jobs_to_run: the jobs that run in the simulation now (w.active), and
+// the instances of each resource they use (w.simUsed).
 func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	nR := w.nRes
 	w.active = w.active[:0]
 	clear(w.simNused)
 	copy(w.recTemp, w.rec)
 	cpus := float64(doc.Host.CPU().Instances)
-	for _, r := range w.resourceOrder() {
+	for _, r := range w.resOrder {
 		limit := float64(doc.Host.Resources[r].Instances)
 		// The projects with jobs left for r (the simulation takes a job out of its
 		// list when it finishes).
@@ -192,7 +211,7 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			w.pendingAt[k] = 0
 			if len(q) > 0 {
 				w.recTemp[p] = w.rec[p]
-				w.prio[p] = Priority(w.recTemp[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
+				w.prio[p] = w.prioBase[p]
 				w.heap = append(w.heap, p)
 			}
 		}
@@ -212,7 +231,7 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			if r != w.cpuRes {
 				w.simNused[k] += j.inst
 			}
-			w.recTemp[p] += SchedBump(j.peak, w.totalPeak, recSum)
+			w.recTemp[p] += j.bump
 			w.prio[p] = Priority(w.recTemp[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
 			used := w.resUsed(r)
 			if r == w.cpuRes && used >= cpus || r != w.cpuRes && used >= limit {
@@ -224,16 +243,20 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			}
 		}
 	}
+	w.simUsed = scratch.Grow(w.simUsed, nR)
+	for r := range nR {
+		w.simUsed[r] = w.resUsed(r)
+	}
 }
 
-// resourceOrder is the host resources coprocessors first (in reverse document order,
-// as BOINC loops from the last type down), then the CPU.
-func (w *Workspace) resourceOrder() []int {
-	w.order = w.order[:0]
+// resourceOrder sets w.resOrder: the host resources coprocessors first (in reverse
+// document order, as BOINC loops from the last type down), then the CPU.
+func (w *Workspace) resourceOrder() {
+	w.resOrder = w.resOrder[:0]
 	for r := w.nRes - 1; r >= 0; r-- {
 		if r != w.cpuRes {
-			w.order = append(w.order, r)
+			w.resOrder = append(w.resOrder, r)
 		}
 	}
-	return append(w.order, w.cpuRes)
+	w.resOrder = append(w.resOrder, w.cpuRes)
 }

@@ -145,34 +145,10 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			list = append(list, RunEntry{Task: i, Why: WhyTimeSlice, Priority: w.prio[j.proj]})
 		}
 	}
-	inSlice := func(e *RunEntry) bool {
-		j := &w.jobs[e.Task]
-		t := &doc.Tasks[j.task]
-		return j.running && t.ElapsedTime-t.ElapsedTimeAtLastSched < period
-	}
 	for k := range list {
 		list[k].Runs = false
 	}
-	// A stable sort keeps the list's order (seqno) among equals.
-	slices.SortStableFunc(list, func(a, b RunEntry) int {
-		ja, jb := &w.jobs[a.Task], &w.jobs[b.Task]
-		if c := -cmpBool(a.Why == WhyEDF, b.Why == WhyEDF); c != 0 {
-			return c
-		}
-		ca, cb := ja.res != w.cpuRes, jb.res != w.cpuRes
-		if c := -cmpBool(ca, cb); c != 0 {
-			return c
-		}
-		if c := -cmpBool(inSlice(&a), inSlice(&b)); c != 0 {
-			return c
-		}
-		if !ca {
-			if c := -cmp.Compare(ja.cpus, jb.cpus); c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
+	w.sortRunList(doc, list, period)
 	free := float64(h.CPU().Instances)
 	clear(w.coprocUsed)
 	for k := range list {
@@ -240,6 +216,16 @@ func cmpBool(a, b bool) int {
 // earliestMiss is earliest_deadline_result for resource r: the unchosen job with the
 // earliest deadline among the projects with misses left on r.
 func (w *Workspace) earliestMiss(doc *state.Document, r int) int {
+	none := true // no project with misses left on r: no job to look at
+	for p := range doc.Projects {
+		if doc.Projects[p].DCF() > EDFDCF || w.missedCopy[p*w.nRes+r] > 0 {
+			none = false
+			break
+		}
+	}
+	if none {
+		return -1
+	}
 	best := -1
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -339,4 +325,47 @@ func (w *Workspace) SchedPriorities(doc *state.Document) []float64 {
 	}
 	Priorities(doc, recs, elig, prio, frac)
 	return prio
+}
+
+// runKey is what more_important compares of a run list entry, worked out once.
+type runKey struct {
+	edf, co, inSlice bool
+	cpus             float64
+}
+
+// sortRunList orders the run list by importance (cpu_sched.cpp more_important):
+// deadline misses, then coprocessor jobs, then running jobs within their time slice,
+// then CPU jobs that take more CPUs; equals keep the list's order (seqno). A stable
+// insertion sort on keys worked out once per entry: the lists are short, and the
+// order is the one a stable sort by the same comparison gives.
+func (w *Workspace) sortRunList(doc *state.Document, list []RunEntry, period float64) {
+	w.keys = w.keys[:0]
+	for k := range list {
+		j := &w.jobs[list[k].Task]
+		t := &doc.Tasks[j.task]
+		w.keys = append(w.keys, runKey{edf: list[k].Why == WhyEDF, co: j.res != w.cpuRes,
+			inSlice: j.running && t.ElapsedTime-t.ElapsedTimeAtLastSched < period, cpus: j.cpus})
+	}
+	more := func(a, b *runKey) bool { // a strictly before b
+		if c := -cmpBool(a.edf, b.edf); c != 0 {
+			return c < 0
+		}
+		if c := -cmpBool(a.co, b.co); c != 0 {
+			return c < 0
+		}
+		if c := -cmpBool(a.inSlice, b.inSlice); c != 0 {
+			return c < 0
+		}
+		return !a.co && -cmp.Compare(a.cpus, b.cpus) < 0
+	}
+	keys := w.keys
+	for i := 1; i < len(list); i++ {
+		e, k := list[i], keys[i]
+		x := i
+		for x > 0 && more(&k, &keys[x-1]) {
+			list[x], keys[x] = list[x-1], keys[x-1]
+			x--
+		}
+		list[x], keys[x] = e, k
+	}
 }

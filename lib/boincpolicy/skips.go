@@ -212,7 +212,7 @@ func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
 	w.fetchHold = false
 	w.pick(doc, recSum)
 	for r := range h.Resources {
-		if float64(h.Resources[r].Instances)-w.resUsed(r) > 1e-6 {
+		if float64(h.Resources[r].Instances)-w.simUsed[r] > 1e-6 {
 			return false
 		}
 	}

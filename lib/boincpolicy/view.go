@@ -18,6 +18,7 @@ type job struct {
 	started  bool // it has an active task: running or preempted
 	running  bool
 	peak     float64 // the peak FLOPS it takes (cpu_sched.cpp peak_flops)
+	bump     float64 // SchedBump of it at the simulation's REC sum (prepare)
 
 	// the round-robin simulation's
 	simLeft, simRate, finishAt float64
@@ -40,6 +41,7 @@ type Workspace struct {
 
 	// per project
 	rec, recTemp, prio, shareFrac []float64
+	prioBase                      []float64 // the simulation's priority from REC (prepare)
 	eligible                      []bool
 	// per project × resource (p*nRes + r)
 	nusedTotal, simNused, fetchShare []float64
@@ -50,7 +52,9 @@ type Workspace struct {
 	pendingAt                        []int
 
 	// per resource: the simulation's results
-	Sim []ResourceSim
+	Sim      []ResourceSim
+	simUsed  []float64 // the instances the simulation's active jobs use (pick)
+	resOrder []int     // the order pick takes the resources in (resourceOrder)
 
 	simAt   float64 // when the simulation last ran (BOINC's rr_simulation runs once a moment)
 	simDone bool
@@ -59,6 +63,11 @@ type Workspace struct {
 	// fetch's view serves the pass that follows it.
 	viewAt   float64
 	viewDone bool
+	// viewKept: the jobs were built since the last Reset, from viewTasks tasks
+	// (refresh).
+	viewKept  bool
+	viewTasks int
+	dcf       []float64 // per project: refresh's
 	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack and
 	// anyMiss are missesKnown's: how long from its now no job that does not miss its
 	// deadline can come to, and whether some job misses.
@@ -80,6 +89,7 @@ type Workspace struct {
 	bound               []float64 // per resource: missesKnown's
 	found               []int
 	list                []RunEntry
+	keys                []runKey // sortRunList's
 	coprocReq           []state.CoprocRequest
 	chosen              []bool
 	coprocUsed          []float64
@@ -112,6 +122,7 @@ func (w *Workspace) view(doc *state.Document) {
 			w.cpuRes = r
 		}
 	}
+	w.resourceOrder()
 	w.relSpeed = RelativeSpeeds(h, w.relSpeed)
 	cpuFlops := h.CPU().Flops
 	w.totalPeak = 0
@@ -187,13 +198,46 @@ func (w *Workspace) view(doc *state.Document) {
 	}
 }
 
-// quietView is view, built at most once a moment until Reset.
+// quietView is view, built at most once a moment until Reset; from one moment to the
+// next, while the caller has not changed the tasks (no Reset since the last view),
+// only what a step changes is read again (refresh).
 func (w *Workspace) quietView(doc *state.Document, now float64) {
 	if w.viewDone && w.viewAt == now {
 		return
 	}
-	w.view(doc)
+	if !w.viewKept || !w.refresh(doc) {
+		w.view(doc)
+		w.viewKept, w.viewTasks = true, len(doc.Tasks)
+	}
 	w.viewDone, w.viewAt = true, now
+}
+
+// refresh brings the view up to date with what changes from step to step while the
+// runnable tasks stay the same: the projects' REC, each job's state (the passes') and
+// its estimated remaining work (the step's progress). The rest of a job (its project,
+// app version, speed, deadline) is its task's for good. It reports false, and changes
+// nothing that view does not set again, when the tasks are not the view's.
+func (w *Workspace) refresh(doc *state.Document) bool {
+	if len(doc.Tasks) != w.viewTasks {
+		return false
+	}
+	for i := range w.jobs {
+		if !doc.Tasks[w.jobs[i].task].State.Runnable() {
+			return false
+		}
+	}
+	w.dcf = scratch.Grow(w.dcf, len(doc.Projects))
+	for i := range doc.Projects {
+		w.rec[i] = doc.Projects[i].REC
+		w.dcf[i] = doc.Projects[i].DCF()
+	}
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		t := &doc.Tasks[j.task]
+		j.started, j.running = t.State != state.TaskReady, t.State == state.TaskRunning
+		j.left = t.RemainingWork(w.dcf[j.proj])
+	}
+	return true
 }
 
 // WorkBufMin is BOINC's work_buf_min in seconds (client_state.h): the low-water mark,
