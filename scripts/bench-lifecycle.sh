@@ -6,8 +6,9 @@
 # bserver endpoint on the same database: each pass's wall time, its CPU seconds (the
 # process's, the endpoint's included: on a shared machine much of the wall time is
 # waiting for a processor), workunits per second, and the RPCs' p50/p99 latency during
-# it. Runs lib/lifecycle's BenchmarkLifecycle (SQLite) and, when BKIT_TEST_MYSQL_DSN is
-# set, BenchmarkLifecycleMySQL. Building the million rows and the 100,000 files takes
+# it and with no pass running (idle: 10 s before the passes). Runs lib/lifecycle's
+# BenchmarkLifecycle (SQLite) and, when BKIT_TEST_MYSQL_DSN is set,
+# BenchmarkLifecycleMySQL. Building the million rows and the 100,000 files takes
 # longer than the passes.
 #
 #   bash scripts/bench-lifecycle.sh
@@ -23,6 +24,7 @@ BEGIN { printf "%-44s %10s %10s %12s %10s %10s\n", "figure (1M workunits, 100k r
 	engine = ($1 ~ /MySQL/) ? "MariaDB" : "SQLite"
 	delete v
 	for (i = 3; i < NF; i++) v[$(i+1)] = $i
+	printf "%-44s %10s %10s %12s %10.2f %10.2f\n", "no pass (idle), " engine, "", "", "", v["idle-rpc-p50-ms"], v["idle-rpc-p99-ms"]
 	split("assimilate delete purge", passes, " ")
 	for (k = 1; k <= 3; k++) {
 		p = passes[k]

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -87,15 +88,32 @@ func (a *Assimilator) Run(ctx context.Context) (AssimilateSummary, error) {
 			sum.Stopped = true
 			return sum, nil
 		}
-		now := a.Clock.Now()
-		jobs, err := a.Store.ClaimAssimilation(context.WithoutCancel(ctx), a.Owner, after, batch, now, now+a.Lease)
-		if err != nil {
-			return sum, err
+		// With --to, claims of batch workunits each (short transactions) until
+		// filesPerSync workunits are claimed, and their directories written with one
+		// pair of syncs (a pair per 500 workunits was 400 syncfs a pass of 100,000,
+		// each waiting for the disk).
+		var claims [][]store.AssimilateJob
+		var jobs []store.AssimilateJob
+		seen := false // the whole backlog
+		for len(claims) == 0 || (a.To != "" && len(jobs)+batch <= filesPerSync) {
+			now := a.Clock.Now()
+			claimed, err := a.Store.ClaimAssimilation(context.WithoutCancel(ctx), a.Owner, after, batch, now, now+a.Lease)
+			if err != nil {
+				return sum, err
+			}
+			if len(claimed) > 0 {
+				after = claimed[len(claimed)-1].WorkunitID
+				claims = append(claims, claimed)
+				jobs = append(jobs, claimed...)
+			}
+			if len(claimed) < batch {
+				seen = true
+				break
+			}
 		}
 		if len(jobs) == 0 {
 			return sum, nil
 		}
-		after = jobs[len(jobs)-1].WorkunitID
 		var outs []store.AssimilateOutcome
 		if a.To != "" {
 			outs = a.toTree(jobs)
@@ -108,13 +126,19 @@ func (a *Assimilator) Run(ctx context.Context) (AssimilateSummary, error) {
 				a.Log.Warn("assimilation failed", "workunit", jobs[i].Workunit, "error", outs[i].Message, "failures", jobs[i].Errors+1)
 			}
 		}
-		done, failed, err := a.Store.FinishAssimilation(context.WithoutCancel(ctx), a.Owner, outs, a.Clock.Now())
-		sum.Assimilated += done
-		sum.Failed += failed
-		if err != nil {
-			return sum, err
+		// Recorded claim by claim: one short transaction each.
+		lo := 0
+		for _, c := range claims {
+			hi := lo + len(c)
+			done, failed, err := a.Store.FinishAssimilation(context.WithoutCancel(ctx), a.Owner, outs[lo:hi], a.Clock.Now())
+			sum.Assimilated += done
+			sum.Failed += failed
+			if err != nil {
+				return sum, err
+			}
+			lo = hi
 		}
-		if len(jobs) < batch {
+		if seen {
 			return sum, nil
 		}
 	}
@@ -126,10 +150,11 @@ func (a *Assimilator) Run(ctx context.Context) (AssimilateSummary, error) {
 func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutcome {
 	outs := make([]store.AssimilateOutcome, len(jobs))
 	tmps := make([]string, len(jobs))
-	root, rootErr := os.OpenRoot(a.UploadDir)
-	if rootErr == nil {
-		defer root.Close()
+	tree, treeErr := filetree.OpenTree(a.UploadDir)
+	if treeErr == nil {
+		defer tree.Close()
 	}
+	var parents sync.Map // the directories of app and batch made (or found) so far
 	// Each job's directory apart (fileWorkers at once): one job writes only its
 	// own temporary directory and its own outs[i] and tmps[i].
 	for i, j := range jobs {
@@ -137,17 +162,20 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 	}
 	parallel(len(jobs), func(i int) {
 		j := jobs[i]
+		// Written even when an earlier pass that died before the database heard put
+		// it in place: the rename below then fails and finds it there (a stat first,
+		// in a batch directory of 100,000 entries, cost every workunit a look-up for
+		// the rare rerun's sake).
 		final := a.jobDir(j)
-		if _, err := os.Stat(final); err == nil {
-			// An earlier pass wrote it whole and died before the database heard.
-			return
-		}
-		tmp, err := a.writeTmp(root, rootErr, j, final)
+		tmp, err := a.writeTmp(tree, treeErr, &parents, j, final)
 		if err != nil {
-			outs[i].Failed, outs[i].Message = true, err.Error()
 			if tmp != "" {
 				os.RemoveAll(tmp)
 			}
+			if _, serr := os.Stat(final); serr == nil {
+				return // in place already: done
+			}
+			outs[i].Failed, outs[i].Message = true, err.Error()
 			return
 		}
 		tmps[i] = tmp
@@ -166,7 +194,9 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 		if err := os.Rename(tmps[i], final); err != nil {
 			os.RemoveAll(tmps[i])
 			if _, serr := os.Stat(final); serr == nil {
-				return // another assimilator's lapsed claim wrote the same
+				// An earlier pass (killed, or another assimilator's lapsed claim)
+				// wrote the same.
+				return
 			}
 			outs[i].Failed, outs[i].Message = true, err.Error()
 		}
@@ -188,30 +218,40 @@ func (a *Assimilator) jobDir(j store.AssimilateJob) string {
 }
 
 // writeTmp writes a job's directory under a temporary name beside its final place.
-func (a *Assimilator) writeTmp(root *os.Root, rootErr error, j store.AssimilateJob, final string) (string, error) {
+// parents holds the parent directories already made in this pass (one stat each
+// saved per workunit).
+func (a *Assimilator) writeTmp(tree *filetree.Tree, treeErr error, parents *sync.Map, j store.AssimilateJob, final string) (string, error) {
 	if !filetree.Valid(j.App) || !filetree.Valid(j.Workunit) || (j.Batch != "" && !filetree.Valid(j.Batch)) {
 		return "", fmt.Errorf("workunit %q of app %q, batch %q: not a name for a directory", j.Workunit, j.App, j.Batch)
 	}
 	parent := filepath.Dir(final)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", err
+	if _, ok := parents.Load(parent); !ok {
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return "", err
+		}
+		parents.Store(parent, true)
 	}
 	// One temporary name per workunit: only its claim's holder writes it, so what is
 	// there is a killed pass's leftover, found by name. (A name of its own per pass
 	// needed a look through the whole directory for leftovers, per workunit: with
-	// 100,000 workunits in a batch's directory most of a pass.)
+	// 100,000 workunits in a batch's directory most of a pass.) Made at once, and
+	// removed first only when a leftover is there.
 	tmp := filepath.Join(parent, ".tmp-"+j.Workunit)
-	if err := os.RemoveAll(tmp); err != nil {
+	if err := os.Mkdir(tmp, 0o755); errors.Is(err, fs.ErrExist) {
+		if err := os.RemoveAll(tmp); err != nil {
+			return "", err
+		}
+		if err := os.Mkdir(tmp, 0o755); err != nil {
+			return "", err
+		}
+	} else if err != nil {
 		return "", err
 	}
-	if err := os.Mkdir(tmp, 0o755); err != nil {
-		return "", err
-	}
-	if len(j.Files) > 0 && rootErr != nil {
-		return tmp, fmt.Errorf("upload directory: %v", rootErr)
+	if len(j.Files) > 0 && treeErr != nil {
+		return tmp, fmt.Errorf("upload directory: %v", treeErr)
 	}
 	for _, f := range j.Files {
-		if err := copyOut(root, f, filepath.Join(tmp, f.Name)); err != nil {
+		if err := copyOut(tree, f, filepath.Join(tmp, f.Name)); err != nil {
 			return tmp, err
 		}
 	}
@@ -219,10 +259,16 @@ func (a *Assimilator) writeTmp(root *os.Root, rootErr error, j store.AssimilateJ
 	if err != nil {
 		return tmp, err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, MetaFile), append(meta, '\n'), 0o644); err != nil {
+	// A new file in a new directory: nothing to truncate.
+	out, err := os.OpenFile(filepath.Join(tmp, MetaFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
 		return tmp, err
 	}
-	return tmp, nil
+	_, err = out.Write(append(meta, '\n'))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return tmp, err
 }
 
 // copyOut copies output file f from the upload tree to dst, refusing a name that
@@ -231,27 +277,26 @@ func (a *Assimilator) writeTmp(root *os.Root, rootErr error, j store.AssimilateJ
 // bytes copied and no new inode, which on the shared test machine's ext4 cost some
 // 200 µs of kernel time each, most of an assimilation's (issue 27's benchmark). The
 // upload is never changed once complete, and file deletion unlinks only its own
-// name, so the tree's file stays whole.
-func copyOut(root *os.Root, f store.AssimilateFile, dst string) error {
-	rel, ok, err := filetree.Find(root, f.Name)
+// name, so the tree's file stays whole. The file is named relative to its directory
+// (tree.Find: a regular file, one name component), so neither the link nor the copy
+// leaves the tree.
+func copyOut(tree *filetree.Tree, f store.AssimilateFile, dst string) error {
+	found, ok, err := tree.Find(f.Name)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("output file %q: not in the upload directory", f.Name)
 	}
-	in, err := root.Open(rel)
+	if float64(found.Size) == f.NBytes && unix.Linkat(found.DirFD, found.Name, unix.AT_FDCWD, dst, 0) == nil {
+		return nil
+	}
+	fd, err := unix.Openat(found.DirFD, found.Name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "openat", Path: found.Rel, Err: err}
 	}
+	in := os.NewFile(uintptr(fd), found.Rel)
 	defer in.Close()
-	if fi, err := in.Stat(); err == nil && fi.Mode().IsRegular() && float64(fi.Size()) == f.NBytes {
-		// The file opened through the root (no way out of the tree), linked by its
-		// descriptor: linkat(2) of /proc/self/fd/N with AT_SYMLINK_FOLLOW.
-		if unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(in.Fd())), unix.AT_FDCWD, dst, unix.AT_SYMLINK_FOLLOW) == nil {
-			return nil
-		}
-	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"testing"
@@ -100,7 +101,13 @@ func benchLifecycle(b *testing.B, dsn string) {
 	load := servertest.StartLoad(b, dsn, benchHosts())
 	defer load.Stop()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b.ResetTimer()
+	// The RPCs' latency with no pass running, what each pass's is held to (issue 33:
+	// within twice the idle p99).
+	load.Latencies()
+	time.Sleep(benchIdle())
+	idle := load.Latencies()
+	b.ResetTimer() // which forgets the metrics reported so far: idle's is reported after the passes'
+	defer servertest.Report(b, "idle-rpc-", idle)
 	// Assimilation 20 days before t0, file deletion 10 days before, purge of what went
 	// more than 5 days ago an hour after t0: the ready 100,000 and none of the rest.
 	for _, pass := range []struct {
@@ -126,11 +133,13 @@ func benchLifecycle(b *testing.B, dsn string) {
 		}},
 	} {
 		load.Latencies()
+		stopProfile := profilePass(b, pass.name)
 		cpu0 := cpuTime()
 		start := time.Now()
 		done, err := pass.run()
 		wall := time.Since(start)
 		cpu := cpuTime() - cpu0
+		stopProfile()
 		if err != nil {
 			b.Fatalf("%s: %v", pass.name, err)
 		}
@@ -142,6 +151,15 @@ func benchLifecycle(b *testing.B, dsn string) {
 		b.ReportMetric(float64(done)/wall.Seconds(), pass.name+"-wu/s")
 		servertest.Report(b, pass.name+"-rpc-", load.Latencies())
 	}
+}
+
+// benchIdle is how long the RPCs' idle latency is measured before the passes:
+// LIFECYCLE_BENCH_IDLE (a duration), default 10 s.
+func benchIdle() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("LIFECYCLE_BENCH_IDLE")); err == nil && d >= 0 {
+		return d
+	}
+	return 10 * time.Second
 }
 
 // benchHosts is how many hosts keep the endpoint busy: LIFECYCLE_BENCH_HOSTS, default 4
@@ -162,4 +180,25 @@ func cpuTime() float64 {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// profilePass writes a CPU profile of one pass to LIFECYCLE_BENCH_PROFILE/PASS.prof
+// when that directory is set (the benchmark's -cpuprofile would be mostly the
+// fixture's), and returns what stops it.
+func profilePass(b *testing.B, pass string) func() {
+	dir := os.Getenv("LIFECYCLE_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, pass+".prof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bkit/bkit/lib/filetree"
 	"github.com/bkit/bkit/lib/store"
+	"golang.org/x/sys/unix"
 )
 
 // FileDeleter deletes the files of assimilated workunits (BOINC's file_deleter):
@@ -63,6 +64,10 @@ func (d *FileDeleter) Run(ctx context.Context) (DeleteSummary, error) {
 		}
 		return sum.Stopped
 	}
+	// Unlinked files are recorded gone filesPerSync at a time, after one sync (a
+	// sync per decision batch was 200 a pass of 100,000 workunits); until then their
+	// rows stay pending, and a killed pass's next one finds them gone.
+	var gone unlinked
 	var after int64
 	for !stop() {
 		files, err := d.Store.PendingFiles(ctx, after, batch)
@@ -73,7 +78,7 @@ func (d *FileDeleter) Run(ctx context.Context) (DeleteSummary, error) {
 			break
 		}
 		after = files[len(files)-1].ID
-		if err := d.delete(ctx, files, &sum); err != nil {
+		if err := d.delete(ctx, files, &sum, &gone); err != nil {
 			return sum, err
 		}
 	}
@@ -85,7 +90,7 @@ func (d *FileDeleter) Run(ctx context.Context) (DeleteSummary, error) {
 			return sum, err
 		}
 		sum.Workunits += dec.Workunits
-		if err := d.delete(ctx, dec.Files, &sum); err != nil {
+		if err := d.delete(ctx, dec.Files, &sum, &gone); err != nil {
 			return sum, err
 		}
 		if dec.Scanned < batch {
@@ -93,18 +98,28 @@ func (d *FileDeleter) Run(ctx context.Context) (DeleteSummary, error) {
 		}
 		after = dec.Last
 	}
-	if stop() {
-		return sum, nil
+	if !stop() {
+		files, err := d.Store.DecideBatchFileDeletion(ctx, d.Clock.Now())
+		if err != nil {
+			return sum, err
+		}
+		if err := d.delete(ctx, files, &sum, &gone); err != nil {
+			return sum, err
+		}
 	}
-	files, err := d.Store.DecideBatchFileDeletion(ctx, d.Clock.Now())
-	if err != nil {
-		return sum, err
-	}
-	return sum, d.delete(ctx, files, &sum)
+	return sum, d.record(ctx, &gone)
 }
 
-// delete removes files, syncs, and records them gone.
-func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum *DeleteSummary) error {
+// unlinked is what a pass unlinked and has not yet recorded: the deleted_file ids
+// and the messages of some.
+type unlinked struct {
+	ids  []int64
+	msgs map[int64]string
+}
+
+// delete removes files and adds them to gone, which it records (record) once it
+// holds filesPerSync.
+func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum *DeleteSummary, gone *unlinked) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -120,6 +135,15 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 		defer r.Close()
 		roots[dir] = r
 	}
+	var tree *filetree.Tree
+	if roots[store.UploadDirectory] != nil {
+		t, err := filetree.OpenTree(d.UploadDir)
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		tree = t
+	}
 	type removal struct {
 		gone, refused bool
 		msg           string
@@ -128,12 +152,13 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 	done := make([]removal, len(files))
 	parallel(len(files), func(i int) {
 		r := &done[i]
-		r.gone, r.msg, r.refused, r.err = remove(roots[files[i].Directory], files[i])
+		r.gone, r.msg, r.refused, r.err = remove(roots[files[i].Directory], tree, files[i])
 	})
-	ids := make([]int64, 0, len(files))
-	msgs := map[int64]string{}
+	if gone.msgs == nil {
+		gone.msgs = map[int64]string{}
+	}
 	for i, f := range files {
-		gone, msg, refused, err := done[i].gone, done[i].msg, done[i].refused, done[i].err
+		ok, msg, refused, err := done[i].gone, done[i].msg, done[i].refused, done[i].err
 		if err != nil {
 			return err
 		}
@@ -141,15 +166,26 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 		case refused:
 			sum.Refused++
 			d.Log.Warn("file deletion refused", "directory", f.Directory, "name", f.Name, "reason", msg)
-		case gone:
+		case ok:
 			// Counted by whoever unlinked it: two passes at once count each file once.
 			sum.Files++
 			sum.Bytes += f.NBytes
 		}
 		if msg != "" {
-			msgs[f.ID] = msg
+			gone.msgs[f.ID] = msg
 		}
-		ids = append(ids, f.ID)
+		gone.ids = append(gone.ids, f.ID)
+	}
+	if len(gone.ids) >= filesPerSync {
+		return d.record(ctx, gone)
+	}
+	return nil
+}
+
+// record makes the unlinks in gone durable and then records them, and empties it.
+func (d *FileDeleter) record(ctx context.Context, gone *unlinked) error {
+	if len(gone.ids) == 0 {
+		return nil
 	}
 	// One syncfs per file system the directories are on (usually one).
 	synced := map[uint64]bool{}
@@ -170,32 +206,46 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 			return err
 		}
 	}
-	return d.Store.FilesDeleted(ctx, ids, msgs)
+	if err := d.Store.FilesDeleted(ctx, gone.ids, gone.msgs); err != nil {
+		return err
+	}
+	*gone = unlinked{}
+	return nil
 }
 
 // remove deletes one file from its directory, never outside it: a name that is not
 // a file name (a path, "..") or not a regular file is refused, and an upload is
 // looked for in the tree and then flat. A file already gone (a killed pass deleted
 // it and died before recording it) is no error and no message, so a rerun records
-// what an undisturbed pass does.
-func remove(root *os.Root, f store.PendingFile) (gone bool, msg string, refused bool, err error) {
+// what an undisturbed pass does. An upload is found in tree (the upload directory's,
+// open for the pass) and unlinked in its directory: two system calls a file.
+func remove(root *os.Root, tree *filetree.Tree, f store.PendingFile) (gone bool, msg string, refused bool, err error) {
 	if !filetree.Valid(f.Name) {
 		return false, "refused: not a file name of the " + f.Directory + " directory", true, nil
 	}
 	if root == nil {
 		return false, "", false, nil // no such directory: nothing to delete
 	}
-	rel := f.Name
 	if f.Directory == store.UploadDirectory {
-		p, ok, err := filetree.Find(root, f.Name)
+		// Found only as a regular file, in its directory: the name is one
+		// component, so the unlink stays there.
+		found, ok, err := tree.Find(f.Name)
 		if err != nil {
 			return false, "", false, err
 		}
 		if !ok {
 			return false, "", false, nil // already gone (a killed pass's unlink)
 		}
-		rel = p
+		err = unix.Unlinkat(found.DirFD, found.Name, 0)
+		if errors.Is(err, unix.ENOENT) {
+			return false, "", false, nil
+		}
+		if err != nil {
+			return false, "", false, &os.PathError{Op: "unlinkat", Path: found.Rel, Err: err}
+		}
+		return true, "", false, nil
 	}
+	rel := f.Name
 	fi, err := root.Lstat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -119,6 +119,12 @@ func syncFS(dir string) error {
 	return nil
 }
 
+// filesPerSync is about how many workunits' files a pass writes or unlinks between
+// two syncs (syncFS), claimed or decided in batches of their own (short transactions):
+// a sync per batch of 500 was hundreds of syncfs calls a pass over 100,000 workunits,
+// each waiting for the shared disk (issue 27's benchmark).
+const filesPerSync = 4000
+
 // fileWorkers is how many file operations (writes, renames, unlinks) a pass has in
 // flight at once. An unlink waits on the file system far more than it uses a
 // processor (about a millisecond each on the shared test machine's ext4, mounted

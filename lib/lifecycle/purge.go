@@ -342,15 +342,24 @@ func (a *archive) append(day string, batch int64, tables []store.ArchiveTable, n
 	}
 	var total int64
 	newFile := false
+	// Written one after another, synced all at once: the file system commits its
+	// journal once for fsyncs that wait together, where one after another each
+	// waited for a commit of its own (8 a batch, 800 a pass of 100,000 workunits).
+	var written []*os.File
+	defer func() {
+		for _, f := range written {
+			f.Close()
+		}
+	}()
 	for _, t := range tables {
 		name := path.Join(day, t.Table+".jsonl.gz")
 		f, err := a.root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			return total, err
 		}
+		written = append(written, f)
 		fi, err := f.Stat()
 		if err != nil {
-			f.Close()
 			return total, err
 		}
 		newFile = newFile || fi.Size() == 0
@@ -361,15 +370,16 @@ func (a *archive) append(day string, batch int64, tables []store.ArchiveTable, n
 		if err == nil {
 			err = zw.Close()
 		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
 		total += cw.n
 		if err != nil {
 			return total, fmt.Errorf("%s: %w", filepath.Join(a.dir, name), err)
+		}
+	}
+	errs := make([]error, len(written))
+	parallel(len(written), func(i int) { errs[i] = written[i].Sync() })
+	for i, err := range errs {
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", written[i].Name(), err)
 		}
 	}
 	// A new file's name, and a new day's, are durable only once their directory is.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,17 +107,21 @@ func (s *Store) ClaimPurge(ctx context.Context, owner string, after PurgeKey, n 
 		if p.Batch, err = r.LastInsertId(); err != nil {
 			return err
 		}
-		return tx.claimIDs(`purge_batch=?`, []any{p.Batch}, `file_delete_state=? AND purge_batch=0`, []any{FileDeleteDone}, ready)
+		// By the ids alone (see purgeReady).
+		return tx.claimIDs(`purge_batch=?`, []any{p.Batch}, `+file_delete_state=? AND +purge_batch=0`, []any{FileDeleteDone}, ready)
 	})
 	return p, err
 }
 
 // purgeReady returns those of the workunits ids that are ready to purge (ClaimPurge),
-// in id order; suffix follows the query (a lock).
+// in id order; suffix follows the query (a lock). The workunits are read by their ids
+// alone: the unary + keeps SQLite off workunit_purge_age, whose range (every
+// unclaimed workunit old enough to purge: the whole backlog) it preferred to the id
+// list and walked twice per batch (issue 27's benchmark: most of a purge pass).
 func purgeReady(query func(string, ...any) (*sql.Rows, error), ids []int64, before float64, suffix ...string) ([]int64, error) {
 	list, args := inList(ids)
-	return idsOf(query, `SELECT w.id FROM workunit w WHERE w.id IN `+list+` AND w.file_delete_state=? AND w.purge_batch=0 AND w.file_delete_time<? AND w.assimilate_state=? AND w.need_validate=0
-		AND (w.cursor_id=0 OR (w.transition_time=0 AND w.job_num<COALESCE((SELECT c.first_unfinished_job_num FROM locality_cursor c WHERE c.id=w.cursor_id), 0)))
+	return idsOf(query, `SELECT w.id FROM workunit w WHERE w.id IN `+list+` AND +w.file_delete_state=? AND +w.purge_batch=0 AND +w.file_delete_time<? AND +w.assimilate_state=? AND +w.need_validate=0
+		AND (+w.cursor_id=0 OR (w.transition_time=0 AND w.job_num<COALESCE((SELECT c.first_unfinished_job_num FROM locality_cursor c WHERE c.id=w.cursor_id), 0)))
 		AND NOT EXISTS (SELECT 1 FROM deleted_file d WHERE d.workunitid=w.id AND d.done=0) ORDER BY w.id`+strings.Join(suffix, ""),
 		append(args, FileDeleteDone, before, AssimilateDone)...)
 }
@@ -200,13 +205,19 @@ type PurgeRows struct {
 
 // ReadPurgeBatch reads the rows of the batch.
 func (s *Store) ReadPurgeBatch(ctx context.Context, batch int64) (*PurgeRows, error) {
-	return readPurgeRows(func(q string, args ...any) (*sql.Rows, error) { return s.DB.QueryContext(ctx, q, args...) }, batch)
+	return readPurgeRows(func(q string, args ...any) (*sql.Rows, error) { return s.DB.QueryContext(ctx, q, args...) }, batch, false)
 }
 
 // purgeChunk bounds the ids of one IN list.
 const purgeChunk = 500
 
-func readPurgeRows(query func(string, ...any) (*sql.Rows, error), batch int64) (*PurgeRows, error) {
+// immutableTables are the purged tables no writer changes once the workunit is made
+// (CreateWork writes them): FinishPurge's second read leaves them out.
+var immutableTables = map[string]bool{"wu_file": true, "wu_output": true}
+
+// readPurgeRows reads a batch's rows; recheck leaves out immutableTables' (empty
+// in their place).
+func readPurgeRows(query func(string, ...any) (*sql.Rows, error), batch int64, recheck bool) (*PurgeRows, error) {
 	p := &PurgeRows{Batch: batch}
 	wu, err := archiveRows(query, &p.Workunits, `SELECT * FROM workunit WHERE file_delete_state=? AND purge_batch=? ORDER BY id`, FileDeleteDone, batch)
 	if err != nil {
@@ -229,6 +240,10 @@ func readPurgeRows(query func(string, ...any) (*sql.Rows, error), batch int64) (
 		{"deleted_file", `SELECT * FROM deleted_file WHERE workunitid IN %s ORDER BY id`, &p.Workunits, nil},
 	} {
 		at := ArchiveTable{Table: t.table}
+		if recheck && immutableTables[t.table] {
+			p.Tables = append(p.Tables, at)
+			continue
+		}
 		parents := *t.parents
 		for lo := 0; lo < len(parents); lo += purgeChunk {
 			list, args := inList(parents[lo:min(len(parents), lo+purgeChunk)])
@@ -338,12 +353,7 @@ func appendValue(buf *bytes.Buffer, kind byte, v any) error {
 		default:
 			return fmt.Errorf("unexpected %T", v)
 		}
-		b, err := json.Marshal(f)
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
-		return nil
+		return appendJSONFloat(buf, f)
 	}
 	var s string
 	switch x := v.(type) {
@@ -354,9 +364,48 @@ func appendValue(buf *bytes.Buffer, kind byte, v any) error {
 	default:
 		s = fmt.Sprint(x)
 	}
-	b, _ := json.Marshal(s)
+	appendJSONString(buf, s)
+	return nil
+}
+
+// appendJSONFloat writes f as encoding/json does, without its reflection and
+// allocations (formatting the values was a quarter of reading a purge batch, which
+// a pass does twice per batch, once in its deleting transaction).
+func appendJSONFloat(buf *bytes.Buffer, f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("unsupported value: %v", f)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	var a [32]byte
+	b := strconv.AppendFloat(a[:0], f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
 	buf.Write(b)
 	return nil
+}
+
+// appendJSONString writes s as encoding/json does: directly when it holds only
+// printable ASCII that needs no escape (names, digests: nearly every value), else
+// through json.Marshal.
+func appendJSONString(buf *bytes.Buffer, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			buf.Write(b)
+			return
+		}
+	}
+	buf.WriteByte('"')
+	buf.WriteString(s)
+	buf.WriteByte('"')
 }
 
 func asInt(v any) (int64, error) {
@@ -422,8 +471,8 @@ func (s *Store) ResetPurgeBatch(ctx context.Context, batch int64) error {
 }
 
 // FinishPurge deletes the rows of batch p, which owner has written to the archive
-// and synced, and the batch, in one transaction: the rows are read again and must be
-// as archived (ErrPurgeChanged otherwise), and the batch still owner's
+// and synced, and the batch, in one transaction: the rows are read again (but for
+// immutableTables') and must be as archived (ErrPurgeChanged otherwise), and the batch still owner's
 // (ErrPurgeLost).
 func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) error {
 	return s.InTx(ctx, func(tx *Tx) error {
@@ -436,12 +485,14 @@ func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) err
 		if err != nil {
 			return err
 		}
-		again, err := readPurgeRows(tx.query, p.Batch)
+		// Read again, but for the tables nothing changes (the transaction holds
+		// SQLite's one write lock meanwhile).
+		again, err := readPurgeRows(tx.query, p.Batch, true)
 		if err != nil {
 			return err
 		}
 		for i, t := range again.Tables {
-			if !bytes.Equal(t.Lines, p.Tables[i].Lines) {
+			if !immutableTables[t.Table] && !bytes.Equal(t.Lines, p.Tables[i].Lines) {
 				return fmt.Errorf("purge batch %d, table %s: %w", p.Batch, t.Table, ErrPurgeChanged)
 			}
 		}
