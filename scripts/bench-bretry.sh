@@ -7,7 +7,9 @@
 # SQLite). Runs lib/programs/bretry's BenchmarkPass (SQLite) and, when
 # BKIT_TEST_MYSQL_DSN is set, BenchmarkPassMySQL, and prints the MariaDB pass's time
 # over SQLite's (issue 33: within 2). Building the million rows takes longer than the
-# pass. The machine's load average is printed: read the ratios.
+# pass. The machine's load average is printed: read the ratios. Before the summary,
+# each run's table of where the RPCs' and the pass's transactions spend their time
+# (BEGIN with its wait for the lock, statements, COMMIT, lock held, checkpoints).
 #
 #   bash scripts/bench-bretry.sh                        # 1 run each
 #   RUNS=3 BRETRY_BENCH_WUS=200000 bash scripts/bench-bretry.sh
@@ -18,6 +20,10 @@ pattern='^BenchmarkPass$'
 if [ -n "${BKIT_TEST_MYSQL_DSN:-}" ]; then pattern='^BenchmarkPass(MySQL)?$'; fi
 out=$(go test -run '^$' -bench "$pattern" -benchtime 1x -count "$RUNS" -timeout 60m ./lib/programs/bretry/)
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Where the time goes, per engine run: each step of bserver's RPCs' transactions and
+# of the pass's batches (store.TimeTransactions), before, during and after the pass.
+echo "$out" | grep -E '^(phase, store, step|before |during |after |Benchmark)' | sed -E 's/^(Benchmark[^ 	]*).*/\1:/'
+echo
 echo "$out" | awk '
 BEGIN { printf "%-32s %8s %10s %10s %17s %17s %9s\n", "figure (1M workunits, 100k due)", "pass s", "due wu/s", "all wu/s", "idle p50/p99 ms", "pass p50/p99 ms", "p99 ratio" }
 /^BenchmarkPass/ {

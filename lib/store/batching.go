@@ -115,7 +115,11 @@ func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {
 	// automatic checkpoint (1,000 pages) and pays for a batch's copy and sync. PASSIVE:
 	// no writer or reader waits for it; its error (a busy database) leaves the work to
 	// the next checkpoint.
+	began := time.Now()
 	s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	if t := s.timing.Load(); t != nil {
+		(*t)("checkpoint", time.Since(began))
+	}
 	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {

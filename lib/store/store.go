@@ -43,8 +43,9 @@ type Store struct {
 	stmts  map[string]*sql.Stmt
 	wanted map[string]bool // queries run unprepared, to prepare after their transaction
 
-	trace atomic.Pointer[func(query string, args []any)] // TraceStatements
-	trips atomic.Int64                                   // RoundTrips
+	trace  atomic.Pointer[func(query string, args []any)]     // TraceStatements
+	timing atomic.Pointer[func(step string, d time.Duration)] // TimeTransactions
+	trips  atomic.Int64                                       // RoundTrips
 
 	txRetries, txErrors atomic.Int64 // TxStats
 }
@@ -483,6 +484,7 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 
 func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 	s.trips.Add(2) // BEGIN and COMMIT (or ROLLBACK)
+	began := time.Now()
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -492,21 +494,51 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 			tx.Rollback()
 		}
 	}()
+	locked := time.Now()
 	if err = fn(&Tx{s: s, tx: tx, ctx: ctx}); err != nil {
 		return err
 	}
-	return tx.Commit()
+	done := time.Now()
+	err = tx.Commit()
+	if t := s.timing.Load(); t != nil && err == nil {
+		end := time.Now()
+		(*t)("begin", locked.Sub(began))
+		(*t)("body", done.Sub(locked))
+		(*t)("commit", end.Sub(done))
+		(*t)("hold", end.Sub(locked))
+	}
+	return err
+}
+
+// TimeTransactions makes each transaction of s that commits tell fn how long its
+// steps took, until TimeTransactions(nil): "begin" (BEGIN, with the wait for a
+// connection of s's pool and, on SQLite, for another writer's lock), "lock-wait" (the
+// same, only for a BEGIN that found SQLite's write lock held), "body" (its
+// statements), "commit", "hold" (from BEGIN's return to COMMIT's: on SQLite the write
+// lock held), and "checkpoint" (a cron job's WAL checkpoint between batches,
+// LetWritersIn). Benchmarks use it to tell where a scheduler RPC waits during a pass
+// (issue 33; BenchmarkPass); fn must be safe for concurrent use.
+func (s *Store) TimeTransactions(fn func(step string, d time.Duration)) {
+	if fn == nil {
+		s.timing.Store(nil)
+		return
+	}
+	s.timing.Store(&fn)
 }
 
 // begin begins a write transaction. On SQLite a BEGIN that found the write lock held
 // for sqliteBusyPoll is tried again at once, until sqliteBusyTimeout has passed.
 func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
-	deadline := time.Now().Add(sqliteBusyTimeout)
-	for {
+	began := time.Now()
+	deadline := began.Add(sqliteBusyTimeout)
+	for busy := false; ; busy = true {
 		tx, err := s.DB.BeginTx(ctx, nil)
 		var se sqlite3.Error
 		if err == nil || s.dialect.name != SQLite || !errors.As(err, &se) || se.Code != sqlite3.ErrBusy ||
 			time.Now().After(deadline) || ctx.Err() != nil {
+			if t := s.timing.Load(); t != nil && err == nil && busy {
+				(*t)("lock-wait", time.Since(began))
+			}
 			return tx, err
 		}
 		s.trips.Add(1)

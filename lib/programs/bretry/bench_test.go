@@ -2,11 +2,14 @@ package bretry_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,8 +75,10 @@ func benchPass(b *testing.B, dsn string) {
 	// The endpoint, and hosts that ask it for nothing but still write (their RPC
 	// time) in one transaction each, as every scheduler request does.
 	load := servertest.StartLoad(b, dsn, 4)
+	steps := timeSteps(b, map[string]*store.Store{"rpc": load.Store(), "pass": st})
 	time.Sleep(benchIdle())
 	idle := load.Latencies()
+	steps.phase("during")
 	if err := st.BatchJob(ctx); err != nil { // as bretry's process does
 		b.Fatal(err)
 	}
@@ -90,6 +95,7 @@ func benchPass(b *testing.B, dsn string) {
 		}
 	}
 	wall := time.Since(start)
+	steps.phase("after")
 	b.StopTimer()
 	lat := load.Latencies()
 	// Idle again after the pass: the machine's load changes over a minute, so the
@@ -108,5 +114,56 @@ func benchPass(b *testing.B, dsn string) {
 	servertest.Report(b, "rpc-idle-", idle)
 	if len(lat) > 0 && len(idle) > 0 {
 		b.ReportMetric(float64(lat[len(lat)*99/100])/float64(idle[len(idle)*99/100]), "p99-ratio")
+	}
+}
+
+// stepTimes collects the transactions' steps (store.TimeTransactions) of named stores
+// by phase of the benchmark (before, during and after the pass), and prints each
+// step's percentiles when the benchmark ends: where a scheduler RPC waits during a
+// pass (issue 33). They go to stderr: a benchmark's log is cut at 10 lines.
+type stepTimes struct {
+	mu    sync.Mutex
+	now   string
+	times map[string][]time.Duration
+}
+
+func timeSteps(b *testing.B, stores map[string]*store.Store) *stepTimes {
+	t := &stepTimes{now: "before", times: map[string][]time.Duration{}}
+	for name, s := range stores {
+		s.TimeTransactions(func(step string, d time.Duration) {
+			t.mu.Lock()
+			k := t.now + " " + name + " " + step
+			t.times[k] = append(t.times[k], d)
+			t.mu.Unlock()
+		})
+	}
+	b.Cleanup(func() {
+		for _, s := range stores {
+			s.TimeTransactions(nil)
+		}
+		t.print(os.Stderr)
+	})
+	return t
+}
+
+func (t *stepTimes) phase(p string) {
+	t.mu.Lock()
+	t.now = p
+	t.mu.Unlock()
+}
+
+func (t *stepTimes) print(w io.Writer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
+	fmt.Fprintf(w, "%-28s %7s %8s %8s %8s %8s %9s\n", "phase, store, step", "n", "p50 ms", "p90 ms", "p99 ms", "max ms", "total s")
+	for _, k := range slices.Sorted(maps.Keys(t.times)) {
+		v := t.times[k]
+		slices.Sort(v)
+		var sum time.Duration
+		for _, d := range v {
+			sum += d
+		}
+		fmt.Fprintf(w, "%-28s %7d %8s %8s %8s %8s %9.2f\n", k, len(v), ms(v[len(v)/2]), ms(v[len(v)*9/10]), ms(v[len(v)*99/100]), ms(v[len(v)-1]), sum.Seconds())
 	}
 }

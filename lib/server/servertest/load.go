@@ -106,6 +106,9 @@ func (l *Load) Latencies() []time.Duration {
 	return lat
 }
 
+// Store is the endpoint's own store (its connections), e.g. to time its transactions.
+func (l *Load) Store() *store.Store { return l.st }
+
 // Stop ends the hosts and the endpoint.
 func (l *Load) Stop() {
 	close(l.stop)
