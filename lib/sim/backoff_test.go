@@ -53,21 +53,26 @@ func TestBOINCBackoff(t *testing.T) {
 	}
 }
 
-// TestEmulateBOINCNoMasterFetch: under --emulate boinc no master file is read (BOINC's
-// emulator has none), under bsim's conventions the emulated projects read theirs first.
+// TestEmulateBOINCNoMasterFetch: BOINC's client in BOINC's emulator reads no master
+// file (the emulator has none); under bsim's conventions, and for bkit's own clients
+// (seed 000's backoff and master file) under either, the emulated projects' master
+// files are read.
 func TestEmulateBOINCNoMasterFetch(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Duration: 86400, Delta: 60, Policy: "boinc", Seed: 1}
-	own, err := Run(load(t, "../../scenarios/down-2cpu"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.EmulateBOINC = true
-	boinc, err := Run(load(t, "../../scenarios/down-2cpu"), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if own.MasterFetches == 0 || boinc.MasterFetches != 0 {
-		t.Errorf("master fetches %d under bsim's conventions, %d under BOINC's: want some and none", own.MasterFetches, boinc.MasterFetches)
+	for _, policy := range []string{"boinc", "goals", "seed"} {
+		cfg := Config{Duration: 86400, Delta: 60, Policy: policy, Seed: 1}
+		own, err := Run(load(t, "../../scenarios/down-2cpu"), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.EmulateBOINC = true
+		boinc, err := Run(load(t, "../../scenarios/down-2cpu"), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantNone := policy == "boinc"
+		if own.MasterFetches == 0 || (boinc.MasterFetches == 0) != wantNone {
+			t.Errorf("policy %s: master fetches %d under bsim's conventions, %d under BOINC's: want some and (none: %v)", policy, own.MasterFetches, boinc.MasterFetches, wantNone)
+		}
 	}
 }

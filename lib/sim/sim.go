@@ -483,10 +483,21 @@ func (s *Sim) rpcs(now float64) {
 	}
 }
 
+// boincClient reports whether the run is BOINC's client in BOINC's emulator (policy
+// boinc under --emulate boinc): its failed RPCs back off as BOINC's client does and it
+// reads no master file (boincBackoff). The other policies are bkit's clients, which
+// follow seed 000 whatever the emulator's conventions: the backoff is the client's
+// rule, not the world's, and a verdict "at least as good as BOINC" compares policies.
+func (s *Sim) boincClient() bool {
+	_, ok := s.policy.(*boincPolicy)
+	return ok && s.cfg.EmulateBOINC
+}
+
 // Serve is the emulated servers' side of one scheduler RPC r at now ('bsim serve'): a
 // down server fails it (seed 000's backoff, jitter from the decisions' stream; the
-// master-fetch flag at a tenth failure in a row unless r is a report session's; under
-// --emulate boinc BOINC's client's backoff instead and no master file, boincBackoff;
+// master-fetch flag at a tenth failure in a row unless r is a report session's; for
+// BOINC's client in BOINC's emulator its own backoff instead and no master file,
+// boincClient;
 // counted apart from the RPCs of the figures);
 // otherwise the project's done tasks are reported, the server fills the request (under
 // --emulate boinc with the delay from the policy's own estimator, busyEstimator, when
@@ -498,7 +509,8 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	p := &doc.Projects[r.Project]
 	srv := s.servers[r.Project]
 	up := srv.upAt(now)
-	if p.MasterFetchPending && s.cfg.EmulateBOINC {
+	boincClient := s.boincClient()
+	if p.MasterFetchPending && boincClient {
 		// BOINC's emulator reads no master file: its projects have their scheduler
 		// from the start, and a failure's flag is cleared at once (boincBackoff).
 		rpc.MasterFetched(p, []string{schedulerURL(p)}, nil, now, nil)
@@ -519,7 +531,7 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		// Not a scheduler RPC in the figures: BOINC's emulator counts an RPC only
 		// when the server answers it (simulate_rpc), so r compares.
 		s.m.failedRPCs++
-		if s.cfg.EmulateBOINC {
+		if boincClient {
 			srv.boincBackoff(p, now, s.rng.Rand)
 			return Reply{Failed: true}
 		}
