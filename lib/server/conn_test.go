@@ -24,7 +24,9 @@ import (
 func TestUploadTimeouts(t *testing.T) {
 	t.Parallel()
 	fe := startFiles(t, storetest.SQLiteDSN(t), func(c *server.Config) {
-		c.ReadHeaderTimeout, c.ReadTimeout, c.WriteTimeout = 200*time.Millisecond, 400*time.Millisecond, 400*time.Millisecond
+		// Time-outs long enough that a handler a loaded machine starts late still extends
+		// them (a 400 ms ReadTimeout failed once at load average 17).
+		c.ReadHeaderTimeout, c.ReadTimeout, c.WriteTimeout = 500*time.Millisecond, time.Second, time.Second
 	})
 	// A header trickled a byte at a time: dropped after the read time-out.
 	conn := dialServer(t, fe.url)
@@ -40,13 +42,13 @@ trickle:
 	for i := 0; ; i++ {
 		select {
 		case at := <-closed:
-			if d := at.Sub(began); d > 3*time.Second {
-				t.Errorf("a trickled upload header held its connection %v, want about the read time-out (400ms)", d)
+			if d := at.Sub(began); d > 5*time.Second {
+				t.Errorf("a trickled upload header held its connection %v, want about the read time-out (1s)", d)
 			}
 			break trickle
 		case <-time.After(50 * time.Millisecond):
-			if time.Since(began) > 5*time.Second {
-				t.Fatal("a trickled upload header still holds its connection after 5 s; the read time-out is 400ms")
+			if time.Since(began) > 8*time.Second {
+				t.Fatal("a trickled upload header still holds its connection after 8 s; the read time-out is 1s")
 			}
 			conn.Write([]byte{header[i%len(header)]})
 		}
@@ -57,7 +59,7 @@ trickle:
 	body := uploadBody(j.out, j.sig, []byte("HELLO"), 0)
 	conn = dialServer(t, fe.url)
 	fmt.Fprintf(conn, "POST /file_upload_handler HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:len(body)-3])
-	time.Sleep(900 * time.Millisecond)
+	time.Sleep(2200 * time.Millisecond)
 	io.WriteString(conn, body[len(body)-3:])
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
