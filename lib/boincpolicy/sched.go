@@ -243,7 +243,7 @@ func (w *Workspace) earliestMiss(doc *state.Document, r int) int {
 		if j.deadline > b.deadline || b.started && !j.started {
 			continue
 		}
-		if j.left/j.speed < b.left/b.speed || !b.started && j.started {
+		if j.est/j.speed < b.est/b.speed || !b.started && j.started {
 			best = i
 		}
 	}

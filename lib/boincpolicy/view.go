@@ -13,7 +13,8 @@ type job struct {
 	cpus     float64 // CPUs it takes (avg_ncpus)
 	inst     float64 // instances of res it takes (its coprocessor count, or cpus)
 	speed    float64 // FLOPS
-	left     float64 // estimated FLOPs still to do (state.Task.RemainingWork)
+	left     float64 // FLOPs still to do as the simulation and work fetch take them (remaining)
+	est      float64 // FLOPs still to do as the scheduler estimates them (remaining)
 	deadline float64
 	started  bool // it has an active task: running or preempted
 	running  bool
@@ -190,7 +191,7 @@ func (w *Workspace) view(doc *state.Document) {
 		if av.Coproc == nil {
 			j.inst = av.AvgNCPUs
 		}
-		j.left = t.RemainingWork(doc.Projects[p].DCF())
+		j.left, j.est = remaining(doc, t, doc.Projects[p].DCF())
 		j.peak = cpuFlops * av.AvgNCPUs
 		if j.res != w.cpuRes {
 			j.peak += cpuFlops * j.inst * w.relSpeed[j.res]
@@ -235,9 +236,27 @@ func (w *Workspace) refresh(doc *state.Document) bool {
 		j := &w.jobs[i]
 		t := &doc.Tasks[j.task]
 		j.started, j.running = t.State != state.TaskReady, t.State == state.TaskRunning
-		j.left = t.RemainingWork(w.dcf[j.proj])
+		j.left, j.est = remaining(doc, t, w.dcf[j.proj])
 	}
 	return true
+}
+
+// remaining is a job's remaining FLOPs as BOINC's client takes them: est, its
+// estimate (RESULT::estimated_runtime_remaining × FLOPS: a started task's from its
+// progress, an unstarted one's its estimate × the project's duration correction
+// factor; state.Task.RemainingWork), which earliest-deadline-first's ties read; and
+// left, which the round-robin simulation and the work-fetch priority read
+// (RESULT::estimated_flops_remaining), the same in a real client. In BOINC's emulator
+// (client/result.h, #ifdef SIM) left is every task's true remaining work, started or
+// not (sim_flops_left), which bsim --emulate boinc gives as
+// state.Task.EmulatorFlopsLeft: the simulation there never sees the correction
+// factor, whose emulated value is about twice the truth (Sim.Settle).
+func remaining(doc *state.Document, t *state.Task, dcf float64) (left, est float64) {
+	est = t.RemainingWork(dcf)
+	if doc.BOINCEmulator && t.EmulatorFlopsLeft > 0 {
+		return t.EmulatorFlopsLeft, est
+	}
+	return est, est
 }
 
 // WorkBufMin is BOINC's work_buf_min in seconds (client_state.h): the low-water mark,

@@ -290,6 +290,11 @@ func (s *server) makeJob(doc *state.Document, a int, est, now float64, jobs *[]j
 		ReportDeadline: now + app.LatencyBound,
 		ReceivedTime:   now,
 	})
+	if s.boinc {
+		// BOINC's emulator's client knows every task's true work, started or not
+		// (client/result.h estimated_flops_remaining, #ifdef SIM: sim_flops_left).
+		doc.Tasks[len(doc.Tasks)-1].EmulatorFlopsLeft = app.FpopsEst
+	}
 	*jobs = append(*jobs, job{real: app.FpopsEst, project: s.index, av: v, seq: seq})
 }
 

@@ -204,10 +204,15 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	if s.estimate, err = checkJobSizes(doc, s.servers, s.avSpeed, cfg); err != nil {
 		return nil, err
 	}
-	for _, t := range doc.Tasks {
+	for i, t := range doc.Tasks {
 		// Explicit jobs: the estimate is all the emulator knows of their work; one the
 		// scenario has done already finished it.
 		s.jobs = append(s.jobs, s.newJob(&t, job{real: t.EstimatedFlops, finished: t.State == state.TaskDone}))
+		if cfg.EmulateBOINC && t.State.Runnable() && t.EmulatorFlopsLeft == 0 {
+			// BOINC's emulator's client knows their true work too: their estimate
+			// (client/sim.cpp: sim_flops_left = rsc_fpops_est; server.makeJob).
+			doc.Tasks[i].EmulatorFlopsLeft = max(0, t.EstimatedFlops-t.FlopsDone)
+		}
 	}
 	s.noteJobs(0)
 	s.m.init(doc)

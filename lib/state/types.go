@@ -161,8 +161,12 @@ type Task struct {
 	// EmulatorFlopsLeft is an emulator's oracle, not a client's knowledge: BOINC's
 	// emulator gives its client a started task's true remaining run time
 	// (client/result.cpp RESULT::estimated_runtime_remaining, #ifdef SIM), and bsim
-	// --emulate boinc does the same through this field (RemainingWork).
-	EmulatorFlopsLeft      float64 `json:"emulator_flops_left,omitempty" yaml:"emulator_flops_left,omitempty" doc:"set only by bsim --emulate boinc (BOINC's emulator's convention): the work a started task really has left, FLOPs at its app version's speed, which its remaining-time estimates then use instead of its progress; 0 or absent: estimated from its progress" min:"0"`
+	// --emulate boinc does the same through this field (RemainingWork); its client's
+	// round-robin simulation reads every task's true work, started or not
+	// (client/result.h estimated_flops_remaining, #ifdef SIM), so the emulator sets it
+	// on every task it makes (policy boinc reads it there; RemainingWork does not
+	// for a task not started).
+	EmulatorFlopsLeft      float64 `json:"emulator_flops_left,omitempty" yaml:"emulator_flops_left,omitempty" doc:"set only by bsim --emulate boinc (BOINC's emulator's convention): the work a task really has left, FLOPs at its app version's speed; a started task's remaining-time estimates then use it instead of its progress, and policy boinc's round-robin simulation uses it for every task; 0 or absent: estimated" min:"0"`
 	ReportDeadline         float64 `json:"report_deadline" yaml:"report_deadline" doc:"report deadline, Unix seconds" min:"0"`
 	ReceivedTime           float64 `json:"received_time,omitempty" yaml:"received_time,omitempty" doc:"when the client received the task, Unix seconds" min:"0"`
 	CompletedTime          float64 `json:"completed_time,omitempty" yaml:"completed_time,omitempty" doc:"when the task finished computing, Unix seconds" min:"0"`
