@@ -24,8 +24,8 @@
 //     that one of them of later deadline would push past its own; then by overall
 //     debt as seed 001 does, its anticipated debt falling by the scheduling period per
 //     instance given. A task, started or not, that can no longer meet its deadline even if run
-//     from now on without a break (by its estimate, corrected only downwards) is
-//     abandoned (done, as a BOINC client aborts a late unstarted job): running it
+//     from now on without a break (by its estimate, corrected only downwards; a started
+//     one by its progress when the app reports it) is abandoned (done, as a BOINC client aborts a late unstarted job): running it
 //     would only waste the host.
 //   - Work fetch (Request): each project keeps a buffer of its own, in wall-clock time:
 //     enough of its work to last the work buffer at the rate its share gives it, with
@@ -125,6 +125,7 @@ type taskInfo struct {
 	inst    float64 // instances of its resource
 	cpus    float64 // CPUs a coprocessor task takes beside
 	runtime float64 // remaining estimated run time, seconds (at the version's speed)
+	speed   float64 // its app version's speed on the host, FLOPS
 	rank    int     // 0 running, 1 preempted, 2 ready
 	dl      float64 // report deadline
 }
@@ -161,6 +162,7 @@ func (w *Workspace) runnable(doc *state.Document) []taskInfo {
 		v := w.appVersions.Index(t.AppVersion)
 		ti := taskInfo{i: i, p: w.projects.Index(t.Project), r: w.avRes[v], inst: w.avInst[v], cpus: w.avCPUs[v], rank: rankOf(t.State), dl: t.ReportDeadline}
 		if sp := w.avSpeed[v]; sp > 0 {
+			ti.speed = sp
 			ti.runtime = t.RemainingWork(doc.Projects[ti.p].DCF()) / sp
 		}
 		ts = append(ts, ti)

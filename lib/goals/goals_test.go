@@ -344,6 +344,34 @@ func TestAbandonStarted(t *testing.T) {
 	}
 }
 
+// TestAbandonStartedByProgress: a started task whose progress says how long it really
+// takes is judged by it, whatever its estimate says: 2,000e9 FLOPs done of an estimate of
+// 3,000e9 leaves 1,000 s by the estimate, but at a fraction done of 0.25 the task needs
+// 6,000 s more, past its deadline in 5,000 s; at 0.5, 2,000 s more, so it is kept though
+// its estimate (of 6,000e9, 4,000 s left) would have been as close. Without a reported
+// progress the estimate decides.
+func TestAbandonStartedByProgress(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		est, fd float64
+		abandon bool
+	}{
+		{"1,000 s left by the estimate, 6,000 s by the progress", 3000e9, 0.25, true},
+		{"4,000 s left by the estimate, 2,000 s by the progress", 6000e9, 0.5, false},
+		{"7,000 s left by the estimate, 2,000 s by the progress", 9000e9, 0.5, false},
+		{"1,000 s left by the estimate, no progress reported", 3000e9, 0, false},
+	} {
+		d := doc()
+		tk := task("a1", "A", "a", c.est, 0, 5000)
+		tk.State, tk.FlopsDone, tk.FractionDone = state.TaskPreempted, 2000e9, c.fd
+		d.Tasks = []state.Task{tk}
+		abandoned := Schedule(d, 0)
+		if got := len(abandoned) == 1; got != c.abandon {
+			t.Errorf("%s: abandoned %v, want %v", c.name, got, c.abandon)
+		}
+	}
+}
+
 // TestNeedsCountOnFraction: a project's buffer is sized by the time the host is on, not
 // by its active fraction: on half the time and active half of that, A (3/4 of 2 CPUs)
 // holds 2 × 0.75 × 0.5 of the low-water mark's seconds, not a quarter.
