@@ -103,6 +103,7 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 	h := &doc.Host
 	nR := w.nRes
 	recSum := w.prepare(doc)
+	w.missOrder = w.missOrder[:0]
 
 	bufEnd := now + WorkBufTotal(&doc.Preferences)
 	compDeadline := WorkBufMin(&doc.Preferences) + DeadlineCushion
@@ -152,6 +153,7 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 			}
 			if simNow+dt > j.deadline-compDeadline {
 				j.misses = true
+				w.missOrder = append(w.missOrder, j.task)
 				w.missed[j.proj*nR+j.res]++
 				w.Sim[j.res].Misses++
 			}
@@ -216,11 +218,15 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			}
 		}
 		for len(w.heap) > 0 {
-			// The highest-priority project (the first among equals).
-			bi := 0
-			for x := 1; x < len(w.heap); x++ {
-				if w.prio[w.heap[x]] > w.prio[w.heap[bi]] {
-					bi = x
+			// The highest-priority project (the first among equals); in BOINC's
+			// emulator the last in the document (byAddress).
+			bi := len(w.heap) - 1
+			if !doc.BOINCEmulator {
+				bi = 0
+				for x := 1; x < len(w.heap); x++ {
+					if w.prio[w.heap[x]] > w.prio[w.heap[bi]] {
+						bi = x
+					}
 				}
 			}
 			p := w.heap[bi]

@@ -295,6 +295,12 @@ func (w *Workspace) bestByPriority(r int) int {
 	return best
 }
 
+// MissOrder returns the tasks (indices in doc.Tasks) the last whole simulation
+// (Simulate) projected to miss their deadline, in the order it finished them, as
+// RR_SIM::simulate adds them to the busy-time estimator (client/rr_sim.cpp). The slice
+// is the workspace's, good until its next simulation.
+func (w *Workspace) MissOrder() []int { return w.missOrder }
+
 // Misses returns the tasks (indices in doc.Tasks) the last simulation projected to miss
 // their deadline.
 func (w *Workspace) Misses() []int {

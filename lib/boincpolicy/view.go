@@ -57,8 +57,10 @@ type Workspace struct {
 	simUsed  []float64 // the instances the simulation's active jobs use (pick)
 	resOrder []int     // the order pick takes the resources in (resourceOrder)
 
-	simAt   float64 // when the simulation last ran (BOINC's rr_simulation runs once a moment)
-	simDone bool
+	simAt float64 // when the simulation last ran (BOINC's rr_simulation runs once a moment)
+	// missOrder: the jobs' tasks the last whole simulation saw miss, as it finished them
+	missOrder []int
+	simDone   bool
 	// viewAt, viewDone: when the quiet paths last built the view; within one moment
 	// the document changes only where the caller says so (Reset), so the work
 	// fetch's view serves the pass that follows it.

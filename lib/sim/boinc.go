@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+
 	"github.com/bkit/bkit/lib/boincpolicy"
 	"github.com/bkit/bkit/lib/credit"
 	"github.com/bkit/bkit/lib/state"
@@ -37,6 +39,7 @@ type boincPolicy struct {
 	// busyTimes' buffers: per host resource, each instance's busy time, and the delay.
 	busy  [][]float64
 	delay []float64
+	used  [][]float64 // Account's usage, the CPUs' column BOINC's
 }
 
 func (*boincPolicy) carried() {}
@@ -68,7 +71,26 @@ func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 // again.
 func (bp *boincPolicy) tasksChanged() { bp.work.Reset() }
 
+// Account adds the step to every project's REC. BOINC's client counts every task's
+// CPUs on the CPU, a coprocessor task's too, beside its coprocessor instances
+// (client/work_fetch.cpp WORK_FETCH::accumulate_inst_sec: avg_ncpus to resource 0,
+// coproc_usage to the task's coprocessor), where the loop's usage counts a
+// coprocessor task on its coprocessor only: the CPUs' column is the step's CPU time
+// instead (StepUsage.CPUTime, all of the project's tasks' CPUs).
 func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 	bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
-	boincpolicy.AccountDecay(doc, u.Used, u.DT, u.Now, bp.rel, &bp.decay)
+	used := u.Used
+	if cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU }); cpu >= 0 && len(doc.Host.Resources) > 1 && u.DT > 0 {
+		if len(bp.used) != len(u.Used) {
+			bp.used = make([][]float64, len(u.Used))
+		}
+		for p := range u.Used {
+			bp.used[p] = append(bp.used[p][:0], u.Used[p]...)
+			if p < len(u.CPUTime) {
+				bp.used[p][cpu] = u.CPUTime[p] / u.DT
+			}
+		}
+		used = bp.used
+	}
+	boincpolicy.AccountDecay(doc, used, u.DT, u.Now, bp.rel, &bp.decay)
 }

@@ -29,7 +29,7 @@ func asksWork(req *state.WorkRequest) bool {
 // busyTimes is BOINC's client's BUSY_TIME_ESTIMATOR as its round-robin simulation
 // fills it (client/rr_sim.cpp RR_SIM::simulate; client/work_fetch.h
 // BUSY_TIME_ESTIMATOR), from policy boinc's own simulation at now (the one its work
-// fetch ran; boincpolicy.Workspace.Misses): each job the simulation sees miss its
+// fetch ran; boincpolicy.Workspace.MissOrder): each job the simulation sees miss its
 // computation deadline occupies the least busy instances of the CPUs for its
 // estimated remaining run time ÷ the fraction of time the host computes on its
 // resource (overall_cpu_frac, or overall_gpu_frac: on × GPU active, within [0.01, 1]),
@@ -38,10 +38,8 @@ func asksWork(req *state.WorkRequest) bool {
 // likewise, as many as its coprocessor count. The delay is the least busy instance's
 // time.
 //
-// BOINC adds the jobs in the order the simulation finishes them; Misses gives them in
-// the document's order (the workspace keeps no finish order), which gives the same
-// delay whenever the missing jobs of a resource have equal run times or fewer than its
-// instances.
+// The jobs are added in the order the simulation finished them, as BOINC adds them
+// (boincpolicy.Workspace.MissOrder).
 func (bp *boincPolicy) busyTimes(doc *state.Document, now float64) []float64 {
 	bp.work.Simulate(doc, now)
 	h := &doc.Host
@@ -54,7 +52,7 @@ func (bp *boincPolicy) busyTimes(doc *state.Document, now float64) []float64 {
 	}
 	cpu := slices.IndexFunc(h.Resources, func(res state.Resource) bool { return res.Type == state.ResourceCPU })
 	ts := &h.TimeStats
-	for _, i := range bp.work.Misses() {
+	for _, i := range bp.work.MissOrder() {
 		t := &doc.Tasks[i]
 		v := slices.IndexFunc(doc.AppVersions, func(av state.AppVersion) bool { return av.Name == t.AppVersion })
 		p := slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == t.Project })
