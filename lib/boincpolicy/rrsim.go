@@ -218,8 +218,10 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			}
 		}
 		for len(w.heap) > 0 {
-			// The highest-priority project (the first among equals); in BOINC's
-			// emulator the last in the document (byAddress).
+			// The highest-priority project (the first among equals). In BOINC's
+			// emulator the last in the document: pick_jobs_to_run's make_heap over
+			// PROJECT* has no comparator, so it orders by address, the project
+			// allocated last first (docs/decisions.md, issue 30).
 			bi := len(w.heap) - 1
 			if !doc.BOINCEmulator {
 				bi = 0
