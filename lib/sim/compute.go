@@ -102,7 +102,16 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		if s.cfg.EmulateBOINC {
 			charged = dt
 		}
-		cpuPeak := charged * cpus * cpuFlops
+		peakCPUs := cpus
+		if s.cfg.EmulateBOINC && av.Coproc != nil {
+			// BOINC's emulator scales every running task's CPUs by its CPU scale
+			// when the CPUs are overcommitted, a coprocessor task's too, though it
+			// scaled only the CPU tasks to make room for them (client/sim.cpp
+			// app_peak_flops, ACTIVE_TASK_SET::poll): the CPUs then count as partly
+			// idle in its figures.
+			peakCPUs = av.AvgNCPUs * cpuScale
+		}
+		cpuPeak := charged * peakCPUs * cpuFlops
 		var coPeak float64
 		if av.Coproc != nil {
 			coPeak = charged * av.Coproc.Count * doc.Host.Resources[r].Flops
