@@ -12,17 +12,19 @@ import (
 // The scheduler RPCs between the client and the emulated servers, and the client's
 // bookkeeping of the tasks they send and it reports.
 
-// rpcs makes the scheduler RPCs the policy asks for at now, each project at most once.
-func (s *Sim) rpcs(now float64) {
+// rpcs makes the scheduler RPCs the policy asks for at now, each project at most once,
+// and reports whether a reply brought jobs.
+func (s *Sim) rpcs(now float64) (got bool) {
 	s.asked = s.asked[:0]
 	for {
 		r, ok := s.policy.NextRPC(s.doc, now, s.asked)
 		if !ok || slices.Contains(s.asked, r.Project) {
-			return
+			return got
 		}
 		r.Report = rpc.IsReportSession(s.doc, now, s.asked, r.Project)
 		s.asked = append(s.asked, r.Project)
 		rep := s.Serve(r, now)
+		got = got || len(rep.Jobs) > 0
 		s.policy.Replied(s.doc, r, rep, now)
 	}
 }

@@ -421,13 +421,31 @@ func (s *Sim) sample() {
 // scripts/client-loop.sh makes the same step of programs: bfetch, bdevices request and
 // 'brpc poll' for each RPC (NextRPC), 'bsim serve' (Serve) and bdevices reply (Replied);
 // bsched --if-due (Schedule), 'bsim settle' (Settle), bsched --if-due again; 'bsim
-// advance' (Advance).
+// advance' (Advance). BOINC's client in BOINC's emulator (policy boinc under --emulate
+// boinc, which the shell loop does not run) takes BOINC's emulator's order instead.
 func (s *Sim) Step() bool {
 	if s.now >= s.end {
 		return false
 	}
 	now := s.now
-	if s.avail.On {
+	if s.avail.On && s.boincClient() {
+		// BOINC's emulator's order (client/sim.cpp simulate): the tasks that
+		// finished are handled first (ACTIVE_TASK_SET::poll, handle_finished_apps:
+		// ready to report, the correction factor taught), then a scheduling pass,
+		// whose round-robin simulation the RPC's work request and its busy time
+		// read (rr_simulation runs once a moment), then the RPC (scheduler_rpc_poll,
+		// which reports what finished in this step), then another pass when it
+		// brought jobs.
+		if s.finishing > 0 {
+			s.Settle()
+		}
+		if s.policy.Schedule(s.doc, now) {
+			s.runningHold = false
+		}
+		if s.avail.Connected && s.rpcs(now) && s.policy.Schedule(s.doc, now) {
+			s.runningHold = false
+		}
+	} else if s.avail.On {
 		if s.avail.Connected {
 			s.rpcs(now)
 		}
