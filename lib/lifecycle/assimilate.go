@@ -82,66 +82,49 @@ func (a *Assimilator) Run(ctx context.Context) (AssimilateSummary, error) {
 	if batch <= 0 {
 		batch = DefaultBatch
 	}
+	// With --to, the directories of about filesPerSync workunits are written with
+	// one pair of syncs (a pair per 500 workunits was 400 syncfs a pass of 100,000,
+	// each waiting for the disk); with --exec, the commands of each claim in turn.
+	group := 1
+	if a.To != "" {
+		group = filesPerSync
+	}
 	var after int64
-	for {
-		if a.Stop != nil && a.Stop() {
-			sum.Stopped = true
-			return sum, nil
-		}
-		// With --to, claims of batch workunits each (short transactions) until
-		// filesPerSync workunits are claimed, and their directories written with one
-		// pair of syncs (a pair per 500 workunits was 400 syncfs a pass of 100,000,
-		// each waiting for the disk).
-		var claims [][]store.AssimilateJob
-		var jobs []store.AssimilateJob
-		seen := false // the whole backlog
-		for len(claims) == 0 || (a.To != "" && len(jobs)+batch <= filesPerSync) {
+	p := pipeline[store.AssimilateJob, store.AssimilateOutcome]{
+		store: a.Store, most: batch, group: group, stop: a.Stop,
+		claim: func(ctx context.Context, n int) ([]store.AssimilateJob, bool, error) {
 			now := a.Clock.Now()
-			claimed, err := a.Store.ClaimAssimilation(context.WithoutCancel(ctx), a.Owner, after, batch, now, now+a.Lease)
-			if err != nil {
-				return sum, err
+			jobs, err := a.Store.ClaimAssimilation(ctx, a.Owner, after, n, now, now+a.Lease)
+			if len(jobs) > 0 {
+				after = jobs[len(jobs)-1].WorkunitID
 			}
-			if len(claimed) > 0 {
-				after = claimed[len(claimed)-1].WorkunitID
-				claims = append(claims, claimed)
-				jobs = append(jobs, claimed...)
+			return jobs, len(jobs) < n, err
+		},
+		work: func(jobs []store.AssimilateJob) ([]store.AssimilateOutcome, error) {
+			var outs []store.AssimilateOutcome
+			if a.To != "" {
+				outs = a.toTree(jobs)
+			} else {
+				outs = a.execAll(ctx, jobs)
 			}
-			if len(claimed) < batch {
-				seen = true
-				break
+			for i := range outs {
+				if outs[i].Failed {
+					outs[i].RetryAt = a.Clock.Now() + Backoff(jobs[i].Errors+1)
+					a.Log.Warn("assimilation failed", "workunit", jobs[i].Workunit, "error", outs[i].Message, "failures", jobs[i].Errors+1)
+				}
 			}
-		}
-		if len(jobs) == 0 {
-			return sum, nil
-		}
-		var outs []store.AssimilateOutcome
-		if a.To != "" {
-			outs = a.toTree(jobs)
-		} else {
-			outs = a.execAll(ctx, jobs)
-		}
-		for i := range outs {
-			if outs[i].Failed {
-				outs[i].RetryAt = a.Clock.Now() + Backoff(jobs[i].Errors+1)
-				a.Log.Warn("assimilation failed", "workunit", jobs[i].Workunit, "error", outs[i].Message, "failures", jobs[i].Errors+1)
-			}
-		}
-		// Recorded claim by claim: one short transaction each.
-		lo := 0
-		for _, c := range claims {
-			hi := lo + len(c)
-			done, failed, err := a.Store.FinishAssimilation(context.WithoutCancel(ctx), a.Owner, outs[lo:hi], a.Clock.Now())
+			return outs, nil
+		},
+		record: func(ctx context.Context, outs []store.AssimilateOutcome) error {
+			done, failed, err := a.Store.FinishAssimilation(ctx, a.Owner, outs, a.Clock.Now())
 			sum.Assimilated += done
 			sum.Failed += failed
-			if err != nil {
-				return sum, err
-			}
-			lo = hi
-		}
-		if seen {
-			return sum, nil
-		}
+			return err
+		},
 	}
+	stopped, err := p.run(context.WithoutCancel(ctx))
+	sum.Stopped = stopped
+	return sum, err
 }
 
 // toTree writes the jobs' directories: every one into a temporary directory, then
@@ -155,12 +138,12 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 		defer tree.Close()
 	}
 	var parents sync.Map // the directories of app and batch made (or found) so far
-	// Each job's directory apart (fileWorkers at once): one job writes only its
+	// Each job's directory apart (treeWorkers at once): one job writes only its
 	// own temporary directory and its own outs[i] and tmps[i].
 	for i, j := range jobs {
 		outs[i].WorkunitID = j.WorkunitID
 	}
-	parallel(len(jobs), func(i int) {
+	parallelN(len(jobs), treeWorkers, func(i int) {
 		j := jobs[i]
 		// Written even when an earlier pass that died before the database heard put
 		// it in place: the rename below then fails and finds it there (a stat first,
@@ -186,7 +169,7 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 		}
 		return outs
 	}
-	parallel(len(jobs), func(i int) {
+	parallelN(len(jobs), treeWorkers, func(i int) {
 		if tmps[i] == "" {
 			return
 		}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +63,17 @@ func benchLifecycle(b *testing.B, dsn string) {
 	if err := st.Populate(ctx, store.PopulateSpec{App: "bench", Hosts: 100, Done: n, ResultsPerWorkunit: 1}, created); err != nil {
 		b.Fatal(err)
 	}
+	// The project's files beside the database, as one directory holds both in
+	// bserver's layout; LIFECYCLE_BENCH_FILES puts them in a directory of their own
+	// (another file system: what the passes' file work costs the RPCs' commits).
 	dir := b.TempDir()
+	if d := os.Getenv("LIFECYCLE_BENCH_FILES"); d != "" {
+		var err error
+		if dir, err = os.MkdirTemp(d, "lifecycle-bench"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+	}
 	upload := filepath.Join(dir, "upload")
 	// The history, and an uploaded output for each ready workunit's result.
 	concat := `r.name || '_0'`
@@ -103,11 +115,13 @@ func benchLifecycle(b *testing.B, dsn string) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The RPCs' latency with no pass running, what each pass's is held to (issue 33:
 	// within twice the idle p99).
+	steps := timeSteps(load.Store())
 	load.Latencies()
 	time.Sleep(benchIdle())
-	idle := load.Latencies()
+	idle, idleSteps := load.Latencies(), steps()
 	b.ResetTimer() // which forgets the metrics reported so far: idle's is reported after the passes'
 	defer servertest.Report(b, "idle-rpc-", idle)
+	defer reportSteps(b, "idle-rpc-", idleSteps)
 	// Assimilation 20 days before t0, file deletion 10 days before, purge of what went
 	// more than 5 days ago an hour after t0: the ready 100,000 and none of the rest.
 	for _, pass := range []struct {
@@ -115,17 +129,20 @@ func benchLifecycle(b *testing.B, dsn string) {
 		run  func() (int, error)
 	}{
 		{"assimilate", func() (int, error) {
+			st := passStore(b, dsn, true)
 			a := &lifecycle.Assimilator{Store: st, UploadDir: upload, To: filepath.Join(dir, "results"), Clock: lifecycle.NewClock(t0 - 20*86400),
 				Owner: lifecycle.Owner(), Lease: 600, Log: log}
 			sum, err := a.Run(ctx)
 			return sum.Assimilated, err
 		}},
 		{"delete", func() (int, error) {
+			st := passStore(b, dsn, true)
 			d := &lifecycle.FileDeleter{Store: st, UploadDir: upload, DownloadDir: filepath.Join(dir, "download"), Clock: lifecycle.NewClock(t0 - 10*86400), Log: log}
 			sum, err := d.Run(ctx)
 			return sum.Workunits, err
 		}},
 		{"purge", func() (int, error) {
+			st := passStore(b, dsn, false)
 			p := &lifecycle.Purger{Store: st, Archive: filepath.Join(dir, "archive"), OlderThan: 5 * 86400, Clock: lifecycle.NewClock(t0 + 3600),
 				Owner: lifecycle.Owner(), Lease: 600, Log: log}
 			sum, err := p.Run(ctx)
@@ -133,6 +150,7 @@ func benchLifecycle(b *testing.B, dsn string) {
 		}},
 	} {
 		load.Latencies()
+		steps()
 		stopProfile := profilePass(b, pass.name)
 		cpu0 := cpuTime()
 		start := time.Now()
@@ -150,7 +168,57 @@ func benchLifecycle(b *testing.B, dsn string) {
 		b.ReportMetric(cpu, pass.name+"-cpu-s")
 		b.ReportMetric(float64(done)/wall.Seconds(), pass.name+"-wu/s")
 		servertest.Report(b, pass.name+"-rpc-", load.Latencies())
+		reportSteps(b, pass.name+"-rpc-", steps())
 	}
+}
+
+// timeSteps times the transactions of s (the scheduler endpoint's) and returns what
+// takes the times so far of their waits for the write lock (begin) and their
+// commits, and starts anew: an RPC slow during a pass waited for the pass's lock
+// (begin), or for its commit's sync behind the pass's file work in the file
+// system's journal (commit).
+func timeSteps(s *store.Store) func() map[string][]time.Duration {
+	var mu sync.Mutex
+	steps := map[string][]time.Duration{}
+	s.TimeTransactions(func(step string, d time.Duration) {
+		if step == "begin" || step == "commit" {
+			mu.Lock()
+			steps[step] = append(steps[step], d)
+			mu.Unlock()
+		}
+	})
+	return func() map[string][]time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		out := steps
+		steps = map[string][]time.Duration{}
+		return out
+	}
+}
+
+// reportSteps reports the p99 of each step's times.
+func reportSteps(b *testing.B, prefix string, steps map[string][]time.Duration) {
+	for step, d := range steps {
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, prefix+step+"-p99-ms")
+	}
+}
+
+// passStore opens the database for one pass as bserver's subcommand does: a store
+// of its own, whose commits skip the WAL's sync (store.BatchJob) for assimilate and
+// delete-files and not for purge.
+func passStore(b *testing.B, dsn string, batchJob bool) *store.Store {
+	st, err := store.Open(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	if batchJob {
+		if err := st.BatchJob(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st
 }
 
 // benchIdle is how long the RPCs' idle latency is measured before the passes:

@@ -64,64 +64,79 @@ func (d *FileDeleter) Run(ctx context.Context) (DeleteSummary, error) {
 		}
 		return sum.Stopped
 	}
-	// Unlinked files are recorded gone filesPerSync at a time, after one sync (a
-	// sync per decision batch was 200 a pass of 100,000 workunits); until then their
-	// rows stay pending, and a killed pass's next one finds them gone.
-	var gone unlinked
+	// Each phase a pipeline: decisions (short transactions) beside the unlinks, which
+	// are recorded gone filesPerSync at a time after one sync (a sync per decision
+	// batch was 200 a pass of 100,000 workunits); until then their rows stay pending,
+	// and a killed pass's next one finds them gone.
+	phase := func(claim func(ctx context.Context, n int) ([]store.PendingFile, bool, error)) error {
+		p := pipeline[store.PendingFile, goneFile]{
+			store: d.Store, most: batch, group: filesPerSync, stop: stop, claim: claim,
+			work:   func(files []store.PendingFile) ([]goneFile, error) { return d.delete(files, &sum) },
+			record: d.record,
+		}
+		_, err := p.run(ctx)
+		return err
+	}
 	var after int64
-	for !stop() {
-		files, err := d.Store.PendingFiles(ctx, after, batch)
-		if err != nil {
-			return sum, err
+	if err := phase(func(ctx context.Context, n int) ([]store.PendingFile, bool, error) {
+		files, err := d.Store.PendingFiles(ctx, after, n)
+		if len(files) > 0 {
+			after = files[len(files)-1].ID
 		}
-		if len(files) == 0 {
-			break
-		}
-		after = files[len(files)-1].ID
-		if err := d.delete(ctx, files, &sum, &gone); err != nil {
-			return sum, err
-		}
+		return files, len(files) < n, err
+	}); err != nil || sum.Stopped {
+		return sum, err
 	}
 	after = 0
-	for !stop() {
+	if err := phase(func(ctx context.Context, n int) ([]store.PendingFile, bool, error) {
 		now := d.Clock.Now()
-		dec, err := d.Store.DecideFileDeletion(ctx, after, batch, now-d.Delay, now)
+		dec, err := d.Store.DecideFileDeletion(ctx, after, n, now-d.Delay, now)
 		if err != nil {
-			return sum, err
+			return nil, false, err
 		}
 		sum.Workunits += dec.Workunits
-		if err := d.delete(ctx, dec.Files, &sum, &gone); err != nil {
-			return sum, err
-		}
-		if dec.Scanned < batch {
-			break
-		}
 		after = dec.Last
+		return dec.Files, dec.Scanned < n, nil
+	}); err != nil || sum.Stopped {
+		return sum, err
 	}
-	if !stop() {
-		files, err := d.Store.DecideBatchFileDeletion(ctx, d.Clock.Now())
-		if err != nil {
-			return sum, err
-		}
-		if err := d.delete(ctx, files, &sum, &gone); err != nil {
-			return sum, err
-		}
+	files, err := d.Store.DecideBatchFileDeletion(ctx, d.Clock.Now())
+	if err != nil || len(files) == 0 {
+		return sum, err
 	}
-	return sum, d.record(ctx, &gone)
+	gone, err := d.delete(files, &sum)
+	if err != nil {
+		return sum, err
+	}
+	return sum, d.record(ctx, gone)
 }
 
-// unlinked is what a pass unlinked and has not yet recorded: the deleted_file ids
-// and the messages of some.
-type unlinked struct {
-	ids  []int64
-	msgs map[int64]string
+// record records files gone (unlinked, found gone or refused) in one transaction.
+func (d *FileDeleter) record(ctx context.Context, gone []goneFile) error {
+	ids := make([]int64, len(gone))
+	msgs := map[int64]string{}
+	for i, g := range gone {
+		ids[i] = g.id
+		if g.msg != "" {
+			msgs[g.id] = g.msg
+		}
+	}
+	return d.Store.FilesDeleted(ctx, ids, msgs)
 }
 
-// delete removes files and adds them to gone, which it records (record) once it
-// holds filesPerSync.
-func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum *DeleteSummary, gone *unlinked) error {
+// goneFile is a file a pass unlinked (or found gone, or refused), not yet recorded:
+// its deleted_file id, and what was odd about it ("" when nothing).
+type goneFile struct {
+	id  int64
+	msg string
+}
+
+// delete removes files, counts them in sum, and makes the unlinks durable (one sync
+// per file system the directories are on): what it returns may then be recorded
+// gone.
+func (d *FileDeleter) delete(files []store.PendingFile, sum *DeleteSummary) ([]goneFile, error) {
 	if len(files) == 0 {
-		return nil
+		return nil, nil
 	}
 	roots := map[string]*os.Root{}
 	for dir, path := range map[string]string{store.UploadDirectory: d.UploadDir, store.DownloadDirectory: d.DownloadDir} {
@@ -130,7 +145,7 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 			continue // nothing of it to delete
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer r.Close()
 		roots[dir] = r
@@ -139,7 +154,7 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 	if roots[store.UploadDirectory] != nil {
 		t, err := filetree.OpenTree(d.UploadDir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer t.Close()
 		tree = t
@@ -154,13 +169,11 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 		r := &done[i]
 		r.gone, r.msg, r.refused, r.err = remove(roots[files[i].Directory], tree, files[i])
 	})
-	if gone.msgs == nil {
-		gone.msgs = map[int64]string{}
-	}
+	gone := make([]goneFile, 0, len(files))
 	for i, f := range files {
 		ok, msg, refused, err := done[i].gone, done[i].msg, done[i].refused, done[i].err
 		if err != nil {
-			return err
+			return nil, err
 		}
 		switch {
 		case refused:
@@ -171,23 +184,14 @@ func (d *FileDeleter) delete(ctx context.Context, files []store.PendingFile, sum
 			sum.Files++
 			sum.Bytes += f.NBytes
 		}
-		if msg != "" {
-			gone.msgs[f.ID] = msg
-		}
-		gone.ids = append(gone.ids, f.ID)
+		gone = append(gone, goneFile{f.ID, msg})
 	}
-	if len(gone.ids) >= filesPerSync {
-		return d.record(ctx, gone)
-	}
-	return nil
+	return gone, d.sync()
 }
 
-// record makes the unlinks in gone durable and then records them, and empties it.
-func (d *FileDeleter) record(ctx context.Context, gone *unlinked) error {
-	if len(gone.ids) == 0 {
-		return nil
-	}
-	// One syncfs per file system the directories are on (usually one).
+// sync makes the unlinks so far durable: one syncfs per file system the
+// directories are on (usually one).
+func (d *FileDeleter) sync() error {
 	synced := map[uint64]bool{}
 	for _, dir := range []string{d.UploadDir, d.DownloadDir} {
 		fi, err := os.Stat(dir)
@@ -206,10 +210,6 @@ func (d *FileDeleter) record(ctx context.Context, gone *unlinked) error {
 			return err
 		}
 	}
-	if err := d.Store.FilesDeleted(ctx, gone.ids, gone.msgs); err != nil {
-		return err
-	}
-	*gone = unlinked{}
 	return nil
 }
 

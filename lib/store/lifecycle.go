@@ -57,9 +57,9 @@ type AssimilateFile struct {
 // n means it has seen the whole backlog. Two assimilators at once claim different
 // workunits; a killed one's claims lapse at their lease (or ReleaseClaims).
 func (s *Store) ClaimAssimilation(ctx context.Context, owner string, after int64, n int, now, leaseUntil float64) ([]AssimilateJob, error) {
-	var jobs []AssimilateJob
+	var claimed []int64
 	err := s.InTx(ctx, func(tx *Tx) error {
-		jobs = nil
+		claimed = nil
 		// MariaDB walked the primary key from id>? past every assimilated workunit
 		// (issue 33's plan test) once workunit_assimilate_app was there: the hint.
 		ids, err := tx.ids(`SELECT id FROM workunit`+tx.s.dialect.assimilateIndex+` WHERE assimilate_ready=1 AND id>? AND assimilate_retry_time<=? AND lifecycle_lease<?
@@ -67,20 +67,23 @@ func (s *Store) ClaimAssimilation(ctx context.Context, owner string, after int64
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		if err := tx.claimIDs(`lifecycle_owner=?, lifecycle_lease=?`, []any{owner, leaseUntil},
-			`assimilate_ready=1 AND lifecycle_lease<?`, []any{now}, ids); err != nil {
-			return err
-		}
-		jobs, err = tx.assimilateJobs(ids)
-		return err
+		claimed = ids
+		return tx.claimIDs(`lifecycle_owner=?, lifecycle_lease=?`, []any{owner, leaseUntil},
+			`assimilate_ready=1 AND lifecycle_lease<?`, []any{now}, ids)
 	})
-	return jobs, err
+	if err != nil || len(claimed) == 0 {
+		return nil, err
+	}
+	// Read after the claim's commit, outside the write lock: what is handed over of a
+	// claimed workunit (its canonical result's files, its give-up) no longer changes,
+	// and the joins were most of the claim's time under the lock (issue 33).
+	return assimilateJobs(func(q string, args ...any) (*sql.Rows, error) { return s.DB.QueryContext(ctx, q, args...) }, claimed)
 }
 
 // assimilateJobs reads what the assimilator hands over of workunits ids, in id order.
-func (t *Tx) assimilateJobs(ids []int64) ([]AssimilateJob, error) {
+func assimilateJobs(query func(string, ...any) (*sql.Rows, error), ids []int64) ([]AssimilateJob, error) {
 	list, args := inList(ids)
-	rows, err := t.query(`SELECT w.id, w.name, a.name, COALESCE(b.name, ''), w.canonical_resultid, COALESCE(r.name, ''), w.error_mask, w.assimilate_errors
+	rows, err := query(`SELECT w.id, w.name, a.name, COALESCE(b.name, ''), w.canonical_resultid, COALESCE(r.name, ''), w.error_mask, w.assimilate_errors
 		FROM workunit w JOIN app a ON a.id=w.appid LEFT JOIN batch b ON b.id=w.batch_id AND w.batch_id<>0
 		LEFT JOIN result r ON r.id=w.canonical_resultid WHERE w.id IN `+list+` ORDER BY w.id`, args...)
 	if err != nil {
@@ -119,7 +122,7 @@ func (t *Tx) assimilateJobs(ids []int64) ([]AssimilateJob, error) {
 			rids = append(rids, r)
 		}
 		list, args := inList(rids)
-		rows, err := t.query(`SELECT f.resultid, f.file_num, f.name, COALESCE(o.open_name, ''), f.nbytes, f.md5_cksum
+		rows, err := query(`SELECT f.resultid, f.file_num, f.name, COALESCE(o.open_name, ''), f.nbytes, f.md5_cksum
 			FROM result_file f JOIN result r ON r.id=f.resultid LEFT JOIN wu_output o ON o.workunitid=r.workunitid AND o.file_num=f.file_num
 			WHERE f.resultid IN `+list+` ORDER BY f.resultid, f.file_num`, args...)
 		if err != nil {
@@ -146,7 +149,7 @@ func (t *Tx) assimilateJobs(ids []int64) ([]AssimilateJob, error) {
 			wids = append(wids, w)
 		}
 		list, args := inList(wids)
-		rows, err := t.query(`SELECT workunitid, reason, message FROM wu_giveup WHERE workunitid IN `+list+` ORDER BY id`, args...)
+		rows, err := query(`SELECT workunitid, reason, message FROM wu_giveup WHERE workunitid IN `+list+` ORDER BY id`, args...)
 		if err != nil {
 			return nil, err
 		}

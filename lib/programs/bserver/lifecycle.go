@@ -179,6 +179,16 @@ the same machine takes over at once and one elsewhere when the lease ends.
 				return err
 			}
 			defer s.Close()
+			// Assimilate and delete-files commit without syncing SQLite's WAL
+			// (store.BatchJob), as bretry does: a commit a power cut takes back is done again by
+			// the next pass and changes nothing (a workunit's directory written again finds
+			// itself in place; an unlinked file is found gone), and a sync per commit was most of
+			// a short transaction's time (issue 33's short transactions, issue 27's 10 s). purge
+			// does not: its record that a batch is being written must be durable before the
+			// batch is appended to the archive, or a power cut would have it archived twice.
+			if err := s.BatchJob(ctx); err != nil {
+				return err
+			}
 			pdir, err := projectDir(cmd)
 			if err != nil {
 				return err
@@ -237,6 +247,9 @@ symbolic link) is refused and recorded as refused, never followed.
 				return err
 			}
 			defer s.Close()
+			if err := s.BatchJob(ctx); err != nil { // as assimilate's
+				return err
+			}
 			pdir, err := projectDir(cmd)
 			if err != nil {
 				return err

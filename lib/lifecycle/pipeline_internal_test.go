@@ -1,0 +1,82 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bkit/bkit/lib/store/storetest"
+)
+
+// TestPipeline: every claimed item is worked once and recorded once, in groups of at
+// least the group size but the last, never more than two groups in flight; a stop
+// ends the claims and records what was claimed; a file error ends the pass.
+func TestPipeline(t *testing.T) {
+	st := storetest.Open(t, storetest.SQLiteDSN(t))
+	const total = 1000
+	run := func(stopAfter int, workErr error) (claimed, recorded []int, groups []int, stopped bool, err error) {
+		next := 0
+		var inFlight, most atomic.Int32
+		p := pipeline[int, int]{
+			store: st, most: 30, group: 100,
+			stop: func() bool { return stopAfter > 0 && next >= stopAfter },
+			claim: func(ctx context.Context, n int) ([]int, bool, error) {
+				var items []int
+				for ; next < total && len(items) < n; next++ {
+					items = append(items, next)
+				}
+				claimed = append(claimed, items...)
+				return items, next == total, nil
+			},
+			work: func(items []int) ([]int, error) {
+				if n := inFlight.Add(1); n > most.Load() {
+					most.Store(n)
+				}
+				defer inFlight.Add(-1)
+				groups = append(groups, len(items))
+				return slices.Clone(items), workErr
+			},
+			record: func(ctx context.Context, outs []int) error {
+				if len(outs) > 30 {
+					t.Errorf("a record of %d outcomes, want at most 30", len(outs))
+				}
+				recorded = append(recorded, outs...)
+				return nil
+			},
+		}
+		stopped, err = p.run(context.Background())
+		if most.Load() > 1 {
+			t.Errorf("%d groups worked at once, want one", most.Load())
+		}
+		return claimed, recorded, groups, stopped, err
+	}
+
+	claimed, recorded, groups, stopped, err := run(0, nil)
+	if err != nil || stopped {
+		t.Fatalf("whole pass: stopped %v, err %v", stopped, err)
+	}
+	if len(claimed) != total || !slices.Equal(claimed, recorded) {
+		t.Errorf("whole pass: claimed %d, recorded %d (in claim order: %v)", len(claimed), len(recorded), slices.Equal(claimed, recorded))
+	}
+	for i, g := range groups {
+		if g < 100 && i != len(groups)-1 {
+			t.Errorf("group %d of %d items, want at least 100 but the last: %v", i, g, groups)
+		}
+	}
+
+	claimed, recorded, _, stopped, err = run(450, nil)
+	if err != nil || !stopped {
+		t.Fatalf("stopped pass: stopped %v, err %v", stopped, err)
+	}
+	if len(claimed) < 450 || len(claimed) >= total || !slices.Equal(claimed, recorded) {
+		t.Errorf("stopped pass: claimed %d, recorded %d: want every claim recorded, and the claims to end", len(claimed), len(recorded))
+	}
+
+	boom := errors.New("disk full")
+	_, recorded, _, _, err = run(0, boom)
+	if !errors.Is(err, boom) || len(recorded) != 0 {
+		t.Errorf("failing file work: err %v, recorded %d; want the error and nothing recorded", err, len(recorded))
+	}
+}
