@@ -57,26 +57,30 @@ func TestScheduleDeadlineMode(t *testing.T) {
 	}
 }
 
-// TestRequestLatencyCap: A's jobs have a 2-hour latency, so A holds at most 0.3 × 7200
-// s at its rate (1.5 CPUs): 3240 CPU-seconds; with one 1,000-second task running it asks
-// for 2240 s and the one idle CPU.
+// TestRequestLatencyCap: A's jobs have a 2-hour latency. A 3,000-second job leaves less
+// than 0.3 × 7200 s once twice its run time is set aside, so A holds 0.3 × 7200 s at its
+// rate (1.5 CPUs): 3240 CPU-seconds; with that task running it asks for 240 s and the
+// one idle CPU. A 1,000-second job leaves 5,200 s, of which A may hold half the latency:
+// 3600 s at its rate, 5400 CPU-seconds.
 func TestRequestLatencyCap(t *testing.T) {
-	d := doc()
-	d.Tasks = []state.Task{task("a1", "A", "a", 1000e9, 1, 7201)}
-	d.Tasks[0].State = state.TaskRunning
-	req, ok := Request(d, 1, nil)
-	if !ok || req.Project != "B" && req.Project != "A" {
-		t.Fatalf("no request: %+v", req)
-	}
-	for _, n := range Needs(d) {
-		if n.Project == 0 && math.Abs(n.Want-0.3*7200*1.5) > 1e-6 {
-			t.Errorf("A wants %g, want %g", n.Want, 0.3*7200*1.5)
+	for _, c := range []struct{ secs, want float64 }{{3000, 0.3 * 7200 * 1.5}, {1000, 0.5 * 7200 * 1.5}} {
+		d := doc()
+		d.Tasks = []state.Task{task("a1", "A", "a", c.secs*1e9, 1, 7201)}
+		d.Tasks[0].State = state.TaskRunning
+		req, ok := Request(d, 1, nil)
+		if !ok || req.Project != "B" && req.Project != "A" {
+			t.Fatalf("no request: %+v", req)
 		}
-	}
-	// A asked alone: its shortfall against the cap, and the idle CPU.
-	req, ok = Request(d, 1, []int{1})
-	if !ok || req.Project != "A" || math.Abs(req.CPUReqSecs-(3240-1000)) > 1e-6 || req.CPUReqInstances != 1 {
-		t.Errorf("request to A %+v", req)
+		for _, n := range Needs(d) {
+			if n.Project == 0 && math.Abs(n.Want-c.want) > 1e-6 {
+				t.Errorf("%g-s job: A wants %g, want %g", c.secs, n.Want, c.want)
+			}
+		}
+		// A asked alone: its shortfall against the cap, and the idle CPU.
+		req, ok = Request(d, 1, []int{1})
+		if !ok || req.Project != "A" || math.Abs(req.CPUReqSecs-(c.want-c.secs)) > 1e-6 || req.CPUReqInstances != 1 {
+			t.Errorf("%g-s job: request to A %+v", c.secs, req)
+		}
 	}
 }
 
@@ -92,7 +96,8 @@ func TestAccountClamp(t *testing.T) {
 
 // TestDecide: A holds 1,000 s of a 2-hour-latency job on one of two CPUs; B nothing.
 // A CPU is idle, so the urgency is need_work_immediately; A would be asked for its cap
-// less what it holds, B (no job seen: the whole buffer) for 0.6 d × 0.5 CPU.
+// (half the latency: the job is short beside it) less what it holds, B (no job seen:
+// the whole buffer) for 0.6 d × 0.5 CPU.
 func TestDecide(t *testing.T) {
 	d := doc()
 	d.Tasks = []state.Task{task("a1", "A", "a", 1000e9, 1, 7201)}
@@ -100,7 +105,7 @@ func TestDecide(t *testing.T) {
 	if f.Urgency.String() != "need_work_immediately" {
 		t.Errorf("urgency %s (%s)", f.Urgency, f.Reason)
 	}
-	want := []float64{3240 - 1000, 0.6 * 86400 * 0.5}
+	want := []float64{5400 - 1000, 0.6 * 86400 * 0.5}
 	for p := range want {
 		if math.Abs(f.CPURequest[p]-want[p]) > 1e-6 {
 			t.Errorf("%s: work request %g, want %g", d.Projects[p].Name, f.CPURequest[p], want[p])
@@ -140,26 +145,29 @@ func TestNextReportsFirst(t *testing.T) {
 	}
 }
 
-// TestNextReportsOverdue: jobs of a 10-hour latency (36,000 s), so each project holds at
-// most 0.3 × 36,000 = 10,800 s at its rate and asks below half that: A (1.5 CPUs) below
-// 8,100 CPU-seconds, B (0.5 CPU) below 2,700. A holds 9,000, B 3,000 and both CPUs run:
-// no project needs work. The host holds 12,000 CPU-seconds, 0.069 days of its 2 CPUs,
-// below seed 000's low-water mark of 0.1 days, so seed 000's Poll starts a get-work
-// session instead of reporting B's done result (due in 6,000 s); the goals policy
-// reports it, asking for nothing.
+// TestNextReportsOverdue: jobs of a 10-hour latency (36,000 s). A's 14,000-second job
+// leaves less than 0.3 × 36,000 = 10,800 s once twice its run time is set aside, so A
+// holds at most 10,800 s at its rate and asks below half that: 8,100 CPU-seconds at 1.5
+// CPUs. B's 5,000-second job leaves more, so B may hold half the latency, 18,000 s, and
+// asks below 4,500 CPU-seconds at 0.5 CPU. A holds 14,000, B 5,000 and both CPUs run: no
+// project needs work. The host holds 19,000 CPU-seconds, 0.11 days of its 2 CPUs, below
+// seed 000's low-water mark of 0.15 days, so seed 000's Poll starts a get-work session
+// instead of reporting B's done result (due in 6,000 s); the goals policy reports it,
+// asking for nothing.
 func TestNextReportsOverdue(t *testing.T) {
 	const now = 100000
 	mk := func(aSecs float64) *state.Document {
 		d := doc()
+		d.Preferences.WorkBufMinDays = 0.15
 		d.Tasks = []state.Task{
 			task("a1", "A", "a", aSecs*1e9, now-3600, now+32400),
-			task("b1", "B", "b", 3000e9, now-3600, now+32400),
+			task("b1", "B", "b", 5000e9, now-3600, now+32400),
 			task("b0", "B", "b", 1000e9, now-30000, now+6000),
 		}
 		d.Tasks[0].State, d.Tasks[1].State, d.Tasks[2].State = state.TaskRunning, state.TaskRunning, state.TaskDone
 		return d
 	}
-	d := mk(9000)
+	d := mk(14000)
 	if dec := rpc.Poll(d, now); dec.Action != rpc.GetWork {
 		t.Fatalf("seed 000's Poll: %v, want a get-work session (the case this rule is for)", dec.Action)
 	}
@@ -172,14 +180,14 @@ func TestNextReportsOverdue(t *testing.T) {
 		t.Errorf("after B: %+v, want none", plan)
 	}
 	// B's last RPC failed: no report-only RPC (its server is likely down).
-	d = mk(9000)
+	d = mk(14000)
 	d.Projects[1].NRPCFailures = 1
 	if plan, ok := Next(d, now, nil); ok {
 		t.Errorf("B failing: %+v, want none", plan)
 	}
 	// ... unless the result is due within a scheduling period (an hour): not reported,
 	// it is lost whatever the backoff.
-	d = mk(9000)
+	d = mk(14000)
 	d.Projects[1].NRPCFailures = 1
 	d.Tasks[2].ReportDeadline = now + 3000
 	if plan, ok := Next(d, now, nil); !ok || plan.Project != 1 || plan.Request.CPUReqSecs != 0 {
@@ -188,12 +196,13 @@ func TestNextReportsOverdue(t *testing.T) {
 	if plan, ok := Next(d, now, []int{1}); ok {
 		t.Errorf("B failing, its result due in 3000 s, B asked: %+v, want none", plan)
 	}
-	// A holds 7,200 s, below its 8,100: Request's choice first, A asked for 16,200 − 7,200;
-	// then B's report.
+	// A holds 7,200 s, below its 13,500 (a job short beside its 10-hour latency: A may
+	// hold half of it, 27,000 CPU-seconds): Request's choice first, A asked for
+	// 27,000 − 7,200; then B's report.
 	d = mk(7200)
 	plan, ok = Next(d, now, nil)
-	if !ok || plan.Project != 0 || math.Abs(plan.Request.CPUReqSecs-9000) > 1e-6 {
-		t.Errorf("first RPC %+v %v, want A asked for 9000 s", plan, ok)
+	if !ok || plan.Project != 0 || math.Abs(plan.Request.CPUReqSecs-19800) > 1e-6 {
+		t.Errorf("first RPC %+v %v, want A asked for 19800 s", plan, ok)
 	}
 	plan, ok = Next(d, now, []int{0})
 	if !ok || plan.Project != 1 || plan.Request.CPUReqSecs != 0 {

@@ -139,7 +139,7 @@ Policies:
   goals seed 001's goals where the seeds' algorithms fall short (lib/goals): debts that
         keep accruing while a project's server is down, a deadline mode for the tasks
         the round-robin simulation sees late, per-project buffers in wall-clock time
-        (on and active fractions counted) within 0.3 of the jobs' latency, results
+        (on and active fractions counted) within 0.3-0.5 of the jobs' latency, results
         reported as soon as they are overdue, and late tasks abandoned
   boinc today's BOINC client (lib/boincpolicy, from BOINC's client source): priority from
         recent estimated credit (REC, half-life 10 days) and resource share, the
