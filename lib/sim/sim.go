@@ -97,6 +97,11 @@ type Sim struct {
 	estimate                         float64 // EstimatedRunTime
 	rng                              stream  // the decisions' stream (backoff jitter)
 	avail                            Avail   // the current step's, sampled at its start
+	// BOINC's client in BOINC's emulator (boincClient) learns that the GPUs are
+	// suspended one step late (Step): gpuPrev is the last step's GPUActive,
+	// gpuSuspended the suspension its scheduler sees, gpuRun whether this step's
+	// pass let its coprocessor tasks run.
+	gpuPrev, gpuSuspended, gpuRun bool
 
 	jobs      []job // parallel to Doc.Tasks
 	finishing int   // tasks whose work is done but that are still running (see settle)
@@ -436,6 +441,14 @@ func (s *Sim) Step() bool {
 		// read (rr_simulation runs once a moment), then the RPC (scheduler_rpc_poll,
 		// which reports what finished in this step), then another pass when it
 		// brought jobs.
+		//
+		// Its scheduler reads the GPUs' suspension as the last step's loop left it
+		// (simulate sets gpu_suspend_reason after schedule_cpus, from the state sampled
+		// at that step's start, which governs the interval before it): a coprocessor
+		// task runs in this step only if the GPUs were active two samples ago, so each
+		// spell of GPU (or host) inactivity leaves the GPUs idle two steps more, counted
+		// as available in the figures.
+		s.gpuRun = !s.gpuSuspended
 		if s.finishing > 0 {
 			s.Settle()
 		}
@@ -445,6 +458,7 @@ func (s *Sim) Step() bool {
 		if s.avail.Connected && s.rpcs(now) && s.policy.Schedule(s.doc, now) {
 			s.runningHold = false
 		}
+		s.gpuSuspended = !s.gpuPrev
 	} else if s.avail.On {
 		if s.avail.Connected {
 			s.rpcs(now)
@@ -467,7 +481,12 @@ func (s *Sim) Advance() bool {
 	a := s.avail
 	dt := min(s.cfg.Delta, s.end-now)
 	if s.cfg.EmulateBOINC {
-		s.compute(now, dt, true, a.GPUActive, false)
+		gpuRun := a.GPUActive
+		if s.boincClient() {
+			gpuRun = gpuRun && s.gpuRun // (Step)
+			s.gpuPrev = a.GPUActive
+		}
+		s.compute(now, dt, true, gpuRun, false)
 		s.m.step(s.doc, dt, true, true, a.GPUActive)
 	} else {
 		// A live run's clock is the loop's (scripts/full-loop.sh steps every client by
