@@ -3,3 +3,9 @@ package lifecycle
 // SetAfterWrite sets the purger's hook between a batch's archive write and its rows'
 // deletion, for tests of a purger killed there.
 func SetAfterWrite(p *Purger, f func(batch int64) error) { p.afterWrite = f }
+
+// SetBatchMost caps a purge batch's workunits, so a group holds several batches.
+func SetBatchMost(p *Purger, n int) { p.batchMost = n }
+
+// SetBatchSized tells f the batch size each of the purger's claims asks for.
+func SetBatchSized(p *Purger, f func(per int)) { p.batchSized = f }

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Purge (issue 27; BOINC's db_purge) moves workunits that are assimilated and whose
@@ -40,9 +39,10 @@ var PurgeTables = []string{"workunit", "result", "result_file", "result_stderr",
 
 // PurgeScan is what one ClaimPurge transaction did.
 type PurgeScan struct {
-	Batch   int64    // the batch claimed, 0 when none of the workunits looked at was ready
-	Last    PurgeKey // the last workunit looked at: the next call goes on from there
-	Scanned int      // workunits looked at (fewer than n: the backlog is seen)
+	Batches []int64       // the batches claimed, in order; none when no workunit looked at was ready
+	Last    PurgeKey      // the last workunit looked at: the next call goes on from there
+	Scanned int           // workunits looked at (fewer than n: the backlog is seen)
+	Held    time.Duration // the claiming transaction's time from BEGIN to the end of COMMIT
 }
 
 // PurgeKey is a place in a purge pass's walk: the workunits whose files were deleted
@@ -53,13 +53,18 @@ type PurgeKey struct {
 }
 
 // ClaimPurge looks at up to n unclaimed file-deleted workunits past after in the
-// walk, files deleted before before, and claims, as one new batch of owner's until leaseUntil, those that are ready to
-// purge: files deleted before before (now − --older-than), none waiting for
-// validation or for a deletion to be carried out, and, in a locality batch, behind
-// its cursor's first unfinished job with nothing new for the transitioner (which
-// reads the jobs from the front on). Two purgers at once claim different workunits.
-func (s *Store) ClaimPurge(ctx context.Context, owner string, after PurgeKey, n int, before, now, leaseUntil float64) (PurgeScan, error) {
+// walk, files deleted before before, and claims for owner until leaseUntil those that
+// are ready to purge, as new batches of at most per workunits each (in id order):
+// files deleted before before (now − --older-than), none waiting for validation or for
+// a deletion to be carried out, and, in a locality batch, behind its cursor's first
+// unfinished job with nothing new for the transitioner (which reads the jobs from the
+// front on). Two purgers at once claim different workunits. One transaction claims
+// several batches: a claim costs a few microseconds a workunit, a batch's deletion
+// (FinishPurge) ten times as much, and on SQLite each is sized to a few milliseconds
+// of the write lock (lifecycle's purger).
+func (s *Store) ClaimPurge(ctx context.Context, owner string, after PurgeKey, n, per int, before, now, leaseUntil float64) (PurgeScan, error) {
 	p := PurgeScan{Last: after}
+	per = max(per, 1)
 	// The window and what of it is ready are read outside any write transaction:
 	// most windows of a pass hold only workunits too young to purge, and a write
 	// transaction per window queued behind the scheduler's (SQLite's one writer) for
@@ -93,23 +98,35 @@ func (s *Store) ClaimPurge(ctx context.Context, owner string, after PurgeKey, n 
 	if err != nil || len(ready) == 0 {
 		return p, err
 	}
+	var locked time.Time
 	err = s.InTx(ctx, func(tx *Tx) error {
-		p.Batch = 0
+		locked = time.Now()
+		p.Batches = nil
 		ready, err := purgeReady(tx.query, ready, before, tx.ForUpdate())
 		if err != nil || len(ready) == 0 {
 			return err
 		}
-		r, err := tx.exec(`INSERT INTO purge_batch (create_time, owner, lease, state, archive, files) VALUES (?, ?, ?, ?, '', '')`,
-			now, owner, leaseUntil, PurgeClaimed)
-		if err != nil {
-			return err
+		for lo := 0; lo < len(ready); lo += per {
+			r, err := tx.exec(`INSERT INTO purge_batch (create_time, owner, lease, state, archive, files) VALUES (?, ?, ?, ?, '', '')`,
+				now, owner, leaseUntil, PurgeClaimed)
+			if err != nil {
+				return err
+			}
+			id, err := r.LastInsertId()
+			if err != nil {
+				return err
+			}
+			p.Batches = append(p.Batches, id)
+			// By the ids alone (see purgeReady).
+			if err := tx.claimIDs(`purge_batch=?`, []any{id}, `+file_delete_state=? AND +purge_batch=0`, []any{FileDeleteDone}, ready[lo:min(len(ready), lo+per)]); err != nil {
+				return err
+			}
 		}
-		if p.Batch, err = r.LastInsertId(); err != nil {
-			return err
-		}
-		// By the ids alone (see purgeReady).
-		return tx.claimIDs(`purge_batch=?`, []any{p.Batch}, `+file_delete_state=? AND +purge_batch=0`, []any{FileDeleteDone}, ready)
+		return nil
 	})
+	if err == nil && len(p.Batches) > 0 {
+		p.Held = time.Since(locked)
+	}
 	return p, err
 }
 
@@ -261,181 +278,61 @@ func readPurgeRows(query func(string, ...any) (*sql.Rows, error), batch int64, r
 	return p, nil
 }
 
-// archiveRows reads the rows of a query as JSON lines; ids, when not nil, gets the
-// first column of each (the id).
-func archiveRows(query func(string, ...any) (*sql.Rows, error), ids *[]int64, q string, args ...any) (ArchiveTable, error) {
-	var at ArchiveTable
-	rows, err := query(q, args...)
+// WritingPurges records, in one transaction, that owner now appends batches' rows to
+// the archive files of archive (host:directory), each batch's files' sizes before it
+// as given, so that a purger finding them in this state after owner died cuts the
+// files back. When one of them is no longer owner's nothing is recorded, and it
+// returns ErrPurgeLost and that batch. The commit is synced even on a connection
+// whose commits are not (BatchJob, SQLite): the archive's bytes, synced next, must
+// never be on disk without the record that cuts them back.
+func (s *Store) WritingPurges(ctx context.Context, owner, archive string, ws []PurgeWrite) (int64, error) {
+	var lost int64
+	restore, err := s.syncedCommits(ctx)
 	if err != nil {
-		return at, err
+		return 0, err
 	}
-	defer rows.Close()
-	types, err := rows.ColumnTypes()
-	if err != nil {
-		return at, err
-	}
-	kinds := make([]byte, len(types))
-	names := make([][]byte, len(types))
-	for i, ct := range types {
-		names[i], _ = json.Marshal(ct.Name())
-		switch t := strings.ToUpper(ct.DatabaseTypeName()); {
-		case strings.Contains(t, "INT"):
-			kinds[i] = 'i'
-		case strings.Contains(t, "DOUBLE") || strings.Contains(t, "REAL") || strings.Contains(t, "FLOAT") || strings.Contains(t, "DECIMAL"):
-			kinds[i] = 'f'
-		default:
-			kinds[i] = 's'
-		}
-	}
-	vals := make([]any, len(types))
-	ptrs := make([]any, len(types))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	var buf bytes.Buffer
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return at, err
-		}
-		buf.WriteByte('{')
-		for i, v := range vals {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			buf.Write(names[i])
-			buf.WriteByte(':')
-			if err := appendValue(&buf, kinds[i], v); err != nil {
-				return at, fmt.Errorf("%s: %w", types[i].Name(), err)
-			}
-			if i == 0 && ids != nil {
-				id, err := asInt(v)
-				if err != nil {
-					return at, err
-				}
-				*ids = append(*ids, id)
-			}
-		}
-		buf.WriteString("}\n")
-		at.Rows++
-	}
-	at.Lines = buf.Bytes()
-	return at, rows.Err()
-}
-
-// appendValue writes a column's value as JSON. The engines hand values over
-// differently (SQLite: int64, float64, string; MySQL's text protocol: bytes), so the
-// column's declared type says what it is.
-func appendValue(buf *bytes.Buffer, kind byte, v any) error {
-	if v == nil {
-		buf.WriteString("null")
-		return nil
-	}
-	switch kind {
-	case 'i':
-		n, err := asInt(v)
-		if err != nil {
-			return err
-		}
-		buf.WriteString(strconv.FormatInt(n, 10))
-		return nil
-	case 'f':
-		var f float64
-		switch x := v.(type) {
-		case float64:
-			f = x
-		case int64:
-			f = float64(x)
-		case []byte:
-			var err error
-			if f, err = strconv.ParseFloat(string(x), 64); err != nil {
+	err = s.InTx(ctx, func(tx *Tx) error {
+		lost = 0
+		for _, w := range ws {
+			r, err := tx.exec(`UPDATE purge_batch SET state=?, archive=?, files=? WHERE id=? AND owner=? AND state=?`,
+				PurgeWriting, archive, w.Files, w.Batch, owner, PurgeClaimed)
+			if err != nil {
 				return err
 			}
-		default:
-			return fmt.Errorf("unexpected %T", v)
-		}
-		return appendJSONFloat(buf, f)
-	}
-	var s string
-	switch x := v.(type) {
-	case string:
-		s = x
-	case []byte:
-		s = string(x)
-	default:
-		s = fmt.Sprint(x)
-	}
-	appendJSONString(buf, s)
-	return nil
-}
-
-// appendJSONFloat writes f as encoding/json does, without its reflection and
-// allocations (formatting the values was a quarter of reading a purge batch, which
-// a pass does twice per batch, once in its deleting transaction).
-func appendJSONFloat(buf *bytes.Buffer, f float64) error {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("unsupported value: %v", f)
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	var a [32]byte
-	b := strconv.AppendFloat(a[:0], f, format, -1, 64)
-	if format == 'e' {
-		// e-09 to e-9, as encoding/json writes it.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	buf.Write(b)
-	return nil
-}
-
-// appendJSONString writes s as encoding/json does: directly when it holds only
-// printable ASCII that needs no escape (names, digests: nearly every value), else
-// through json.Marshal.
-func appendJSONString(buf *bytes.Buffer, s string) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
-			buf.Write(b)
-			return
-		}
-	}
-	buf.WriteByte('"')
-	buf.WriteString(s)
-	buf.WriteByte('"')
-}
-
-func asInt(v any) (int64, error) {
-	switch x := v.(type) {
-	case int64:
-		return x, nil
-	case float64:
-		return int64(x), nil
-	case []byte:
-		return strconv.ParseInt(string(x), 10, 64)
-	}
-	return 0, fmt.Errorf("unexpected %T for an integer", v)
-}
-
-// WritingPurge records that owner now appends batch's rows to the archive files of
-// archive (host:directory), whose sizes before are files (JSON: name → bytes), so
-// that a purger finding the batch in this state after owner died cuts them back. It
-// fails with ErrPurgeLost when the batch is no longer owner's.
-func (s *Store) WritingPurge(ctx context.Context, batch int64, owner, archive, files string) error {
-	return s.InTx(ctx, func(tx *Tx) error {
-		r, err := tx.exec(`UPDATE purge_batch SET state=?, archive=?, files=? WHERE id=? AND owner=? AND state=?`,
-			PurgeWriting, archive, files, batch, owner, PurgeClaimed)
-		if err != nil {
-			return err
-		}
-		if k, err := r.RowsAffected(); err != nil || k != 1 {
-			return fmt.Errorf("purge batch %d: %w (%v)", batch, ErrPurgeLost, err)
+			if k, err := r.RowsAffected(); err != nil || k != 1 {
+				lost = w.Batch
+				return fmt.Errorf("purge batch %d: %w (%v)", w.Batch, ErrPurgeLost, err)
+			}
 		}
 		return nil
 	})
+	if rerr := restore(); err == nil {
+		err = rerr
+	}
+	return lost, err
+}
+
+// syncedCommits makes the commits of s's SQLite connection synced (synchronous=FULL)
+// until the function it returns puts the setting back; on MySQL it does nothing.
+func (s *Store) syncedCommits(ctx context.Context) (func() error, error) {
+	none := func() error { return nil }
+	if s.dialect.name != SQLite {
+		return none, nil
+	}
+	var level int
+	if err := s.DB.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&level); err != nil {
+		return none, err
+	}
+	if level >= 2 {
+		return none, nil
+	}
+	if _, err := s.DB.ExecContext(ctx, `PRAGMA synchronous=FULL`); err != nil {
+		return none, err
+	}
+	return func() error {
+		_, err := s.DB.ExecContext(ctx, `PRAGMA synchronous=`+strconv.Itoa(level))
+		return err
+	}, nil
 }
 
 // WrittenPurge is a batch whose archive files were being written.
@@ -444,9 +341,10 @@ type WrittenPurge struct {
 	Files string // as WritingPurge recorded them
 }
 
-// PurgesWriting lists the batches being written into archive. A purger that holds
-// the archive's lock (which a writer holds from WritingPurge to FinishPurge) knows
-// their writers died: it cuts their files back and calls ResetPurgeBatch.
+// PurgesWriting lists the batches being written into archive, in id order. A purger
+// that holds the archive's lock (which a writer holds from WritingPurges to the last
+// FinishPurge) knows their writers died: it cuts their files back and calls
+// ResetPurgeBatches.
 func (s *Store) PurgesWriting(ctx context.Context, archive string) ([]WrittenPurge, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT id, files FROM purge_batch WHERE state=? AND archive=? ORDER BY id`, PurgeWriting, archive)
 	if err != nil {
@@ -464,18 +362,39 @@ func (s *Store) PurgesWriting(ctx context.Context, archive string) ([]WrittenPur
 	return out, rows.Err()
 }
 
-// ResetPurgeBatch makes a batch whose archive files were cut back claimable again.
-func (s *Store) ResetPurgeBatch(ctx context.Context, batch int64) error {
-	_, err := s.execCount(ctx, `UPDATE purge_batch SET state=?, lease=0, files='' WHERE id=? AND state=?`, PurgeClaimed, batch, PurgeWriting)
+// ResetPurgeBatches makes batches whose archive files were cut back claimable again,
+// all in one transaction: a purger killed meanwhile leaves all of them writing (and
+// the files as cut back) or none.
+func (s *Store) ResetPurgeBatches(ctx context.Context, batches []int64) error {
+	if len(batches) == 0 {
+		return nil
+	}
+	list, args := inList(batches)
+	_, err := s.execCount(ctx, `UPDATE purge_batch SET state=?, lease=0, files='' WHERE state=? AND id IN `+list,
+		append([]any{PurgeClaimed, PurgeWriting}, args...)...)
 	return err
+}
+
+// CheckpointWAL copies the pages a cron job's batches wrote from SQLite's WAL into
+// the database (PASSIVE: no reader or writer waits for it), as Batcher.LetWritersIn
+// does between batches, so that a scheduler RPC's commit does not find the WAL past
+// the automatic checkpoint and copy a pass's pages itself. Nothing on MySQL; an error
+// (a busy database) leaves the work to the next checkpoint.
+func (s *Store) CheckpointWAL(ctx context.Context) {
+	if s.dialect.name == SQLite {
+		s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	}
 }
 
 // FinishPurge deletes the rows of batch p, which owner has written to the archive
 // and synced, and the batch, in one transaction: the rows are read again (but for
-// immutableTables') and must be as archived (ErrPurgeChanged otherwise), and the batch still owner's
-// (ErrPurgeLost).
-func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) error {
-	return s.InTx(ctx, func(tx *Tx) error {
+// immutableTables') and must be as archived (ErrPurgeChanged otherwise), and the
+// batch still owner's (ErrPurgeLost). It returns the transaction's time from BEGIN to
+// the end of COMMIT (on SQLite, the write lock held).
+func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) (time.Duration, error) {
+	var locked time.Time
+	err := s.InTx(ctx, func(tx *Tx) error {
+		locked = time.Now()
 		var state int
 		var got string
 		err := tx.queryRow(`SELECT state, owner FROM purge_batch WHERE id=?`+tx.ForUpdate(), p.Batch).Scan(&state, &got)
@@ -519,4 +438,5 @@ func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) err
 		_, err = tx.exec(`DELETE FROM purge_batch WHERE id=?`, p.Batch)
 		return err
 	})
+	return time.Since(locked), err
 }
