@@ -206,7 +206,7 @@ func reportSteps(b *testing.B, prefix string, steps map[string][]time.Duration) 
 
 // passStore opens the database for one pass as bserver's subcommand does: a store
 // of its own, whose commits skip the WAL's sync (store.BatchJob) for assimilate and
-// delete-files and not for purge.
+// delete-files (the purger sets that itself, Purger.Run).
 func passStore(b *testing.B, dsn string, batchJob bool) *store.Store {
 	st, err := store.Open(dsn)
 	if err != nil {

@@ -25,7 +25,7 @@ func passFlags(batch int, extra ...cli.Flag) []cli.Flag {
 	return append([]cli.Flag{
 		&cli.BoolFlag{Name: "once", Usage: "run one pass and exit (for cron)"},
 		&cli.StringFlag{Name: "interval", Usage: "run a pass every `DURATION` until SIGINT or SIGTERM"},
-		&cli.IntFlag{Name: "batch", Usage: "workunits per transaction, `N` from 1 to 10000", Value: batch},
+		&cli.IntFlag{Name: "batch", Usage: "the most workunits per transaction (purge: per sync of the archive; on SQLite its transactions are cut to a few milliseconds each), `N` from 1 to 10000", Value: batch},
 	}, extra...)
 }
 
@@ -184,8 +184,9 @@ the same machine takes over at once and one elsewhere when the lease ends.
 			// the next pass and changes nothing (a workunit's directory written again finds
 			// itself in place; an unlinked file is found gone), and a sync per commit was most of
 			// a short transaction's time (issue 33's short transactions, issue 27's 10 s). purge
-			// does not: its record that a batch is being written must be durable before the
-			// batch is appended to the archive, or a power cut would have it archived twice.
+			// does too (lifecycle.Purger), but for its record that a batch is being written,
+			// which must be durable before the batch is appended to the archive, or a power
+			// cut would have it archived twice.
 			if err := s.BatchJob(ctx); err != nil {
 				return err
 			}
