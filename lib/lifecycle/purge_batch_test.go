@@ -75,13 +75,7 @@ func TestPurgeKilledInGroup(t *testing.T) {
 			pu := purger(p, arch)
 			pu.Batch = 6
 			lifecycle.SetBatchMost(pu, 2) // groups of three batches
-			k := 0
-			lifecycle.SetAfterWrite(pu, func(int64) error {
-				if k++; k == crashAt {
-					return errCrash
-				}
-				return nil
-			})
+			crashAtWrite(pu, crashAt)
 			if _, err := pu.Run(context.Background()); !errors.Is(err, errCrash) {
 				t.Fatalf("crash at %d: %v", crashAt, err)
 			}

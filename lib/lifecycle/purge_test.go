@@ -219,6 +219,18 @@ func purger(p *project, arch string) *lifecycle.Purger {
 
 var errCrash = errors.New("crash")
 
+// crashAtWrite makes pu's nth archive write of a pass (from 1) end the pass there, as
+// a crash between a batch's archive sync and its rows' deletion would.
+func crashAtWrite(pu *lifecycle.Purger, n int) {
+	k := 0
+	lifecycle.SetAfterWrite(pu, func(int64) error {
+		if k++; k == n {
+			return errCrash
+		}
+		return nil
+	})
+}
+
 // TestPurgeKilledAfterWrite: a purger that dies between writing a batch and deleting
 // its rows leaves the batch in the archive; the next pass cuts it back and writes it
 // again, so the archive holds every row once, as an undisturbed pass's does.
@@ -235,13 +247,7 @@ func TestPurgeKilledAfterWrite(t *testing.T) {
 		arch := filepath.Join(p.dir, "archive")
 		for _, crashAt := range []int{1, 2} {
 			pu := purger(p, arch)
-			n := 0
-			lifecycle.SetAfterWrite(pu, func(int64) error {
-				if n++; n == crashAt {
-					return errCrash
-				}
-				return nil
-			})
+			crashAtWrite(pu, crashAt)
 			if _, err := pu.Run(context.Background()); !errors.Is(err, errCrash) {
 				t.Fatalf("pass %d: %v", crashAt, err)
 			}
