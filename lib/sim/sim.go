@@ -97,8 +97,8 @@ type Sim struct {
 	estimate                         float64 // EstimatedRunTime
 	rng                              stream  // the decisions' stream (backoff jitter)
 	avail                            Avail   // the current step's, sampled at its start
-	// BOINC's client in BOINC's emulator (boincClient) learns that the GPUs are
-	// suspended one step late (Step): gpuPrev is the last step's GPUActive,
+	// Under --emulate boinc the client learns that the GPUs are suspended one step
+	// late, as in BOINC's emulator (Step): gpuPrev is the last step's GPUActive,
 	// gpuSuspended the suspension its scheduler sees, gpuRun whether this step's
 	// pass let its coprocessor tasks run.
 	gpuPrev, gpuSuspended, gpuRun bool
@@ -426,14 +426,16 @@ func (s *Sim) sample() {
 // scripts/client-loop.sh makes the same step of programs: bfetch, bdevices request and
 // 'brpc poll' for each RPC (NextRPC), 'bsim serve' (Serve) and bdevices reply (Replied);
 // bsched --if-due (Schedule), 'bsim settle' (Settle), bsched --if-due again; 'bsim
-// advance' (Advance). BOINC's client in BOINC's emulator (policy boinc under --emulate
-// boinc, which the shell loop does not run) takes BOINC's emulator's order instead.
+// advance' (Advance). Under --emulate boinc (bsim run and compare; the shell loop has
+// no such switch) every policy's client takes BOINC's emulator's order instead: it is
+// the emulator's loop, not a client's policy, and the figures it is compared with are
+// that loop's.
 func (s *Sim) Step() bool {
 	if s.now >= s.end {
 		return false
 	}
 	now := s.now
-	if s.avail.On && s.boincClient() {
+	if s.avail.On && s.cfg.EmulateBOINC {
 		// BOINC's emulator's order (client/sim.cpp simulate): the tasks that
 		// finished are handled first (ACTIVE_TASK_SET::poll, handle_finished_apps:
 		// ready to report, the correction factor taught), then a scheduling pass,
@@ -481,11 +483,8 @@ func (s *Sim) Advance() bool {
 	a := s.avail
 	dt := min(s.cfg.Delta, s.end-now)
 	if s.cfg.EmulateBOINC {
-		gpuRun := a.GPUActive
-		if s.boincClient() {
-			gpuRun = gpuRun && s.gpuRun // (Step)
-			s.gpuPrev = a.GPUActive
-		}
+		gpuRun := a.GPUActive && s.gpuRun // the GPUs' suspension seen a step late (Step)
+		s.gpuPrev = a.GPUActive
 		s.compute(now, dt, true, gpuRun, false)
 		s.m.step(s.doc, dt, true, true, a.GPUActive)
 	} else {
