@@ -40,6 +40,15 @@ func purgeReady(t *testing.T, p *project) {
 
 // archived is what an archive directory holds, by table: each row's line, sorted (the
 // batches differ between runs; the rows must not).
+// undisturbedArchive is what one undisturbed purge pass (batches of 3) archives of a
+// project of n ready workunits on dsn: what a disturbed pass's archive must equal.
+func undisturbedArchive(t *testing.T, dsn string, n int) map[string][]string {
+	ref := newProject(t, dsn, n)
+	purgeReady(t, ref)
+	ref.must(t, "--now", purgeAt, "purge", "--older-than", purgeAge, "--archive", filepath.Join(ref.dir, "archive"), "--once", "--batch", "3")
+	return archived(t, filepath.Join(ref.dir, "archive"))
+}
+
 func archived(t *testing.T, dir string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -237,10 +246,7 @@ func crashAtWrite(pu *lifecycle.Purger, n int) {
 func TestPurgeKilledAfterWrite(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, engine, dsn string) {
-		ref := newProject(t, dsn, 12)
-		purgeReady(t, ref)
-		ref.must(t, "--now", purgeAt, "purge", "--older-than", purgeAge, "--archive", filepath.Join(ref.dir, "archive"), "--once", "--batch", "3")
-		want := archived(t, filepath.Join(ref.dir, "archive"))
+		want := undisturbedArchive(t, dsn, 12)
 
 		p := newProject(t, freshDSN(t, engine), 12)
 		purgeReady(t, p)

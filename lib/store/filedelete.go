@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 )
 
@@ -72,44 +73,30 @@ func (s *Store) DecideFileDeletion(ctx context.Context, after int64, n int, befo
 			name   string
 			nbytes float64
 		}
-		var files []file
+		scanFile := func(dir string) func(*sql.Rows, *file) error {
+			return func(rows *sql.Rows, f *file) error {
+				f.dir = dir
+				return rows.Scan(&f.wu, &f.name, &f.nbytes)
+			}
+		}
 		rows, err := tx.query(`SELECT r.workunitid, f.name, f.nbytes FROM result_file f JOIN result r ON r.id=f.resultid
 			WHERE r.workunitid IN `+list+` ORDER BY r.workunitid, f.resultid, f.file_num`, args...)
+		files, err := collect(rows, err, scanFile(UploadDirectory))
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			f := file{dir: UploadDirectory}
-			if err := rows.Scan(&f.wu, &f.name, &f.nbytes); err != nil {
-				rows.Close()
-				return err
-			}
-			files = append(files, f)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
 		rows, err = tx.query(`SELECT workunitid, name, nbytes FROM wu_file WHERE workunitid IN `+list+` ORDER BY workunitid, file_num`, args...)
+		read, err := collect(rows, err, scanFile(DownloadDirectory))
 		if err != nil {
 			return err
 		}
 		var inputs []file
 		seen := map[string]bool{}
-		for rows.Next() {
-			f := file{dir: DownloadDirectory}
-			if err := rows.Scan(&f.wu, &f.name, &f.nbytes); err != nil {
-				rows.Close()
-				return err
-			}
+		for _, f := range read {
 			if !seen[f.name] {
 				seen[f.name] = true
 				inputs = append(inputs, f)
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
 		}
 		for _, f := range inputs {
 			// Another workunit whose files stay still reads it. Newest first: the
@@ -141,18 +128,8 @@ func (s *Store) DecideFileDeletion(ctx context.Context, after int64, n int, befo
 			return err
 		}
 		rows, err = tx.query(`SELECT id, directory, name, nbytes FROM deleted_file WHERE workunitid IN `+list+` AND +done=0 ORDER BY id`, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var f PendingFile
-			if err := rows.Scan(&f.ID, &f.Directory, &f.Name, &f.NBytes); err != nil {
-				return err
-			}
-			d.Files = append(d.Files, f)
-		}
-		return rows.Err()
+		d.Files, err = collect(rows, err, scanPendingFile)
+		return err
 	})
 	return d, err
 }
@@ -196,20 +173,11 @@ func (s *Store) DecideBatchFileDeletion(ctx context.Context, now float64) ([]Pen
 				return fmt.Errorf("%w: batch %d (%v)", errClaimRace, b, err)
 			}
 			rows, err := tx.query(`SELECT name, nbytes FROM batch_file WHERE batch_id=? ORDER BY file_num`, b)
+			files, err := collect(rows, err, func(rows *sql.Rows, f *PendingFile) error {
+				f.Directory = DownloadDirectory
+				return rows.Scan(&f.Name, &f.NBytes)
+			})
 			if err != nil {
-				return err
-			}
-			var files []PendingFile
-			for rows.Next() {
-				f := PendingFile{Directory: DownloadDirectory}
-				if err := rows.Scan(&f.Name, &f.NBytes); err != nil {
-					rows.Close()
-					return err
-				}
-				files = append(files, f)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
 				return err
 			}
 			for _, f := range files {
@@ -233,19 +201,12 @@ func (s *Store) DecideBatchFileDeletion(ctx context.Context, now float64) ([]Pen
 // after: a killed deleter's, or another's at work now (deleting twice is harmless).
 func (s *Store) PendingFiles(ctx context.Context, after int64, n int) ([]PendingFile, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT id, directory, name, nbytes FROM deleted_file WHERE done=0 AND id>? ORDER BY id LIMIT ?`, after, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []PendingFile
-	for rows.Next() {
-		var f PendingFile
-		if err := rows.Scan(&f.ID, &f.Directory, &f.Name, &f.NBytes); err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanPendingFile)
+}
+
+// scanPendingFile scans a deleted_file row's id, directory, name and nbytes.
+func scanPendingFile(rows *sql.Rows, f *PendingFile) error {
+	return rows.Scan(&f.ID, &f.Directory, &f.Name, &f.NBytes)
 }
 
 // FilesDeleted marks files gone; messages says what was odd about some (already

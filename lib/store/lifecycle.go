@@ -273,20 +273,9 @@ func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int, error) {
 // sortedStrings runs a query of one string column and returns its values sorted.
 func (s *Store) sortedStrings(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := s.DB.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var o string
-		if err := rows.Scan(&o); err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
+	out, err := collect(rows, err, func(rows *sql.Rows, o *string) error { return rows.Scan(o) })
 	sort.Strings(out)
-	return out, rows.Err()
+	return out, err
 }
 
 // execCount runs one statement in its own transaction and returns the rows it changed.

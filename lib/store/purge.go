@@ -146,19 +146,7 @@ func purgeReady(query func(string, ...any) (*sql.Rows, error), ids []int64, befo
 // idsOf runs a query of one id column.
 func idsOf(query func(string, ...any) (*sql.Rows, error), q string, args ...any) ([]int64, error) {
 	rows, err := query(q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return collect(rows, err, func(rows *sql.Rows, id *int64) error { return rows.Scan(id) })
 }
 
 // TakeOverPurge claims for owner until leaseUntil one batch that another purger
