@@ -54,6 +54,7 @@ type RunEntry struct {
 // and the CPUs committed stay within one more than the host has, a CPU job while the
 // CPUs are not all committed (state.CPUsFit).
 func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
+	w.changed = false
 	if w.Quiet && w.quietSchedule(doc, now) {
 		return w.list
 	}
@@ -185,9 +186,11 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			t.State = state.TaskRunning
 			t.CPUTimeAtLastSched, t.ElapsedTimeAtLastSched = t.CPUTime, t.ElapsedTime
 			w.fetchHold = false // its remaining work may change as it starts (workBound)
+			w.changed = true
 		case !runs[i] && t.State == state.TaskRunning:
 			t.State = state.TaskPreempted
 			w.fetchHold = false
+			w.changed = true
 		}
 	}
 	for k := range list {
@@ -199,6 +202,10 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	*doc.CPUSched = state.CPUSched{LastPass: now, NextPass: now + SchedPeriod, NextPassReason: "BOINC reschedules every minute"}
 	return list
 }
+
+// Changed reports whether the last Schedule started or stopped a task (a pass that
+// changed no task's state leaves the loop's list of running tasks good).
+func (w *Workspace) Changed() bool { return w.changed }
 
 // SchedPeriod is how often BOINC's client schedules at the latest (CPU_SCHED_PERIOD).
 const SchedPeriod = 60

@@ -87,6 +87,8 @@ type Workspace struct {
 	askHold      bool
 	askHoldUntil float64
 
+	changed bool // the last Schedule started or stopped a task (Changed)
+
 	reportCounts        []int // OverdueReport's
 	active, order, heap []int
 	bound               []float64 // per resource: missesKnown's

@@ -44,13 +44,16 @@ type boincPolicy struct {
 
 func (*boincPolicy) carried() {}
 
+// Schedule runs a pass at every step and reports whether it started or stopped a
+// task: a pass that changed none (most are: a held pass, boincpolicy's skips) leaves
+// the loop's list of running tasks as it was (Sim.runningHold).
 func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
 	bp.work.Quiet = !noSkips // the workspace's skips are its quiet mode's
 	if len(doc.Tasks) == 0 {
 		return false
 	}
 	bp.work.Schedule(doc, now)
-	return true
+	return bp.work.Changed()
 }
 
 func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {

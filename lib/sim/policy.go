@@ -20,8 +20,9 @@ import (
 // round-robin pointer) between calls; a fresh policy is made for every run.
 type Policy interface {
 	// Schedule runs the processor scheduler at now if the policy finds a pass due.
-	// It reports whether it ran one. A policy changes task states in a pass only
-	// (the loop keeps the running tasks from one pass to the next).
+	// It reports whether it ran one (policy boinc, which runs one at every step:
+	// whether its pass started or stopped a task). A policy changes task states in
+	// a pass only (the loop keeps the running tasks from one pass to the next).
 	Schedule(doc *state.Document, now float64) bool
 	// NextRPC returns the next scheduler RPC to make at now, or false when there is
 	// none. asked lists the projects already contacted at this step (indices in
