@@ -362,3 +362,39 @@ func TestHoldNeedsEveryJobToFit(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUsSuspended: while GPU computing is suspended (BOINC's gpu_suspend_reason)
+// no coprocessor job is scheduled, a running one is preempted though within its time
+// slice, and its CPUs go to a CPU job (cpu_sched.cpp can_schedule,
+// append_unfinished_time_slice); the round-robin simulation counts no coprocessor
+// job's CPUs, so the CPU reads idle and short of work (rr_sim.cpp RR_SIM::activate).
+func TestGPUsSuspended(t *testing.T) {
+	doc := host(2)
+	doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "A/gpu", Project: "A", AvgNCPUs: 1, Flops: 1e10,
+		Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	g := task("g", "A", 3600, t0+1e6)
+	g.AppVersion, g.State, g.ElapsedTime = "A/gpu", state.TaskRunning, 60
+	doc.Tasks = []state.Task{g, task("a", "A", 3600, t0+1e6), task("b", "B", 3600, t0+1e6)}
+	var w Workspace
+	w.Schedule(doc, t0)
+	if doc.Tasks[0].State != state.TaskRunning || doc.Tasks[1].State == state.TaskRunning && doc.Tasks[2].State == state.TaskRunning {
+		t.Fatalf("GPUs active: states %s %s %s, want the GPU job and one CPU job running", doc.Tasks[0].State, doc.Tasks[1].State, doc.Tasks[2].State)
+	}
+	if idle := w.Sim[0].IdleNow; !near(idle, 0) {
+		t.Errorf("GPUs active: CPUs idle now %g, want 0 (the GPU job's CPU and a CPU job)", idle)
+	}
+	doc.GPUsSuspended = true
+	w.Reset()
+	w.Schedule(doc, t0+60)
+	for i, want := range []state.TaskState{state.TaskPreempted, state.TaskRunning, state.TaskRunning} {
+		if doc.Tasks[i].State != want {
+			t.Errorf("GPUs suspended: task %s %s, want %s", doc.Tasks[i].Name, doc.Tasks[i].State, want)
+		}
+	}
+	// Two CPU jobs of an hour on two CPUs, the GPU job's CPU not counted: idle once
+	// they end, short of the buffer's 12,960 s by 2 × (12,960 − 3,600).
+	if idle, short := w.Sim[0].IdleNow, w.Sim[0].Shortfall; !near(idle, 0) || !near(short, 2*(12960-3600)) {
+		t.Errorf("GPUs suspended: CPUs idle now %g, shortfall %g; want 0 and %g", idle, short, 2*(12960-3600.0))
+	}
+}

@@ -235,7 +235,12 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			k := p*nR + r
 			j := &w.jobs[w.pending[k][w.pendingAt[k]]]
 			w.active = append(w.active, w.pending[k][w.pendingAt[k]])
-			w.simNused[p*nR+w.cpuRes] += j.cpus
+			if r == w.cpuRes || !doc.GPUsSuspended {
+				// While GPU computing is suspended a coprocessor job's CPUs are not
+				// counted, so that CPU work is fetched for them (rr_sim.cpp
+				// RR_SIM::activate).
+				w.simNused[p*nR+w.cpuRes] += j.cpus
+			}
 			if r != w.cpuRes {
 				w.simNused[k] += j.inst
 			}

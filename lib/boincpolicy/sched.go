@@ -101,6 +101,18 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	fits := func(j *job) bool { // sufficient_coprocs
 		return j.res == w.cpuRes || w.coprocUsed[j.res]+j.inst <= float64(h.Resources[j.res].Instances)+1e-9
 	}
+	if doc.GPUsSuspended {
+		// GPU computing is suspended: no coprocessor job may be scheduled
+		// (cpu_sched.cpp can_schedule: "it's GPU, and GPUs are suspended"), nor is a
+		// running one kept for its time slice (append_unfinished_time_slice), so the
+		// running ones are preempted and their CPUs go to CPU jobs. Marked as chosen,
+		// they are neither offered nor added below.
+		for i := range w.jobs {
+			if w.jobs[i].res != w.cpuRes {
+				w.chosen[i] = true
+			}
+		}
+	}
 	for r := 0; r <= nR; r++ {
 		// Coprocessors first in document order, then the CPUs.
 		rr := r

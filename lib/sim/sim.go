@@ -451,6 +451,13 @@ func (s *Sim) Step() bool {
 		// spell of GPU (or host) inactivity leaves the GPUs idle two steps more, counted
 		// as available in the figures.
 		s.gpuRun = !s.gpuSuspended
+		if s.boincClient() && s.doc.GPUsSuspended != s.gpuSuspended {
+			// BOINC's client knows the suspension (gpu_suspend_reason): its
+			// scheduler runs no coprocessor job while it holds, and its simulation
+			// counts no coprocessor job's CPUs (state.Document.GPUsSuspended).
+			s.doc.GPUsSuspended = s.gpuSuspended
+			s.tasksChanged()
+		}
 		if s.finishing > 0 {
 			s.Settle()
 		}
