@@ -356,7 +356,7 @@ func TestHoldNeedsEveryJobToFit(t *testing.T) {
 		if !w.missesKnown(doc, t0) || w.anyMiss {
 			t.Fatalf("%v: a miss is possible", c.cpus)
 		}
-		w.setHold(doc, t0)
+		w.setHold(doc, t0, false)
 		if w.hold != c.hold {
 			t.Errorf("%v: hold %v, want %v", c.cpus, w.hold, c.hold)
 		}

@@ -208,11 +208,16 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	for k := range list {
 		list[k].Task = w.jobs[list[k].Task].task
 	}
+	w.recordPass(doc, now)
+	return list
+}
+
+// recordPass records a pass at now in doc.CPUSched.
+func (w *Workspace) recordPass(doc *state.Document, now float64) {
 	if doc.CPUSched == nil {
 		doc.CPUSched = new(state.CPUSched)
 	}
 	*doc.CPUSched = state.CPUSched{LastPass: now, NextPass: now + SchedPeriod, NextPassReason: "BOINC reschedules every minute"}
-	return list
 }
 
 // Changed reports whether the last Schedule started or stopped a task (a pass that

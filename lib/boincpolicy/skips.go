@@ -30,8 +30,15 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 	w.quietView(doc, now)
 	w.prepare(doc)
 	if w.missesKnown(doc, now) {
+		if w.setHold(doc, now, true); w.hold {
+			// The pass would run exactly the jobs running: it changes nothing
+			// but its record.
+			w.recordPass(doc, now)
+			w.list = w.list[:0]
+			return true
+		}
 		w.list = w.schedule(doc, now, w.list[:0])
-		w.setHold(doc, now)
+		w.setHold(doc, now, false)
 		return true
 	}
 	w.simulate(doc, now)
@@ -257,13 +264,13 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 }
 
 // setHold finds, after a pass at now that missesKnown let through without a
-// simulation, until when the passes that follow would change nothing while the
-// tasks stay as they are (Reset ends it: an RPC, a task finishing or settled), and
-// sets w.hold and w.holdUntil. It holds only on a host whose runnable jobs are all
-// CPU jobs, none of a project whose correction factor puts its jobs in EDF, when the
-// running jobs fill the CPUs (free ≤ 0 after them, so no other job starts) and each
-// of them would start in any order (the others leave some CPU free), the pass
-// started or stopped none, and:
+// simulation (before: instead of that pass, which is then not made), until when the
+// passes that follow would change nothing while the tasks stay as they are (Reset
+// ends it: an RPC, a task finishing or settled), and sets w.hold and w.holdUntil. It
+// holds only on a host whose runnable jobs are all CPU jobs, none of a project whose
+// correction factor puts its jobs in EDF, when the running jobs fill the CPUs (free ≤
+// 0 after them, so no other job starts) and each of them would start in any order
+// (the others leave some CPU free), and:
 //
 //   - no job can miss its deadline before now + missesKnown's slack (w.slack): a
 //     job's remaining work only falls while the tasks stay as they are, so the
@@ -272,9 +279,18 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 //   - every running job's time slice goes on past it: elapsed time grows at most a
 //     second a second.
 //
-// Then every pass until then lists the running jobs as unfinished time slices first
-// (no EDF, no coprocessor job) and runs exactly them, whatever the priorities.
-func (w *Workspace) setHold(doc *state.Document, now float64) {
+// Then every pass until then (the one at now too, when before) lists the running
+// jobs as unfinished time slices first (no EDF, no coprocessor job) and runs exactly
+// them, whatever the priorities.
+//
+// A job's state does not enter its remaining work, so a pass that started or stopped
+// jobs leaves the slack good, but for one thing: under BOINC's emulator a job's
+// remaining work is its true one once it has run (state.Task.EmulatorFlopsLeft),
+// which may be more than its estimate said before. When the pass is not made
+// (before) or started or stopped a job, every running job must therefore have run
+// already there. (A pass that changed nothing holds as it did before these skips'
+// third round, docs/decisions.md.)
+func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 	w.hold = false
 	if w.anyMiss {
 		return // earliest deadline first: the order is the deadlines', not the slices'
@@ -283,20 +299,22 @@ func (w *Workspace) setHold(doc *state.Document, now float64) {
 	period := doc.Preferences.CPUSchedulingPeriod
 	until := now + w.slack
 	used, least := 0.0, math.Inf(1)
+	changed, unsure := before, false
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
 			return
 		}
 		t := &doc.Tasks[j.task]
-		if j.running != (t.State == state.TaskRunning) {
-			// This pass started or stopped a job: a job that starts may have more
-			// left than its estimate said (bsim --emulate boinc's true remaining
-			// work, state.Task.EmulatorFlopsLeft), so the slack is not sure.
-			return
+		running := t.State == state.TaskRunning
+		if j.running != running {
+			changed = true // this pass started or stopped it
 		}
-		if t.State != state.TaskRunning {
+		if !running {
 			continue
+		}
+		if doc.BOINCEmulator && !(t.EmulatorFlopsLeft > 0) {
+			unsure = true
 		}
 		used += j.cpus
 		// The job of fewest CPUs, coming last, is the one the others may leave no
@@ -305,7 +323,7 @@ func (w *Workspace) setHold(doc *state.Document, now float64) {
 		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
 	}
 	const slack = 1e-9 // state.CPUsFit's
-	if n-used > slack || !(n-(used-least) > slack) || !(until > now) {
+	if changed && unsure || n-used > slack || !(n-(used-least) > slack) || !(until > now) {
 		return
 	}
 	w.hold, w.holdUntil = true, until

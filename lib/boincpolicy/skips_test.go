@@ -109,3 +109,47 @@ func TestNoneAskable(t *testing.T) {
 		t.Errorf("under BOINC's emulator: asks %d, want A", c.Project)
 	}
 }
+
+// TestHoldBeforePass: two jobs running on two CPUs within their time slices, none near
+// its deadline: the pass would run exactly them, so the quiet pass is not made and
+// holds, and the tasks are as a full pass leaves them. A job that has not run yet
+// under BOINC's emulator (its true remaining work unknown, EmulatorFlopsLeft 0) leaves
+// the slack unsure: the pass is made, and then holds no more than before.
+func TestHoldBeforePass(t *testing.T) {
+	mk := func() *state.Document {
+		doc := host(2)
+		doc.Tasks = []state.Task{
+			task("a0", "A", 3600, t0+1e6), task("b0", "B", 3600, t0+1e6),
+			task("a1", "A", 3600, t0+1e6), task("b1", "B", 3600, t0+1e6),
+		}
+		// B's REC is low: a pass by priority alone would run B's jobs.
+		doc.Projects[0].REC = 100
+		for i := range 2 {
+			tk := &doc.Tasks[2*i]
+			tk.State, tk.ElapsedTime, tk.ElapsedTimeAtLastSched = state.TaskRunning, 600, 0
+			tk.FlopsDone, tk.FractionDone = 6e11, 1.0/6
+		}
+		return doc
+	}
+	qdoc, fdoc := mk(), mk()
+	quiet, full := Workspace{Quiet: true}, Workspace{}
+	ql := quiet.Schedule(qdoc, t0)
+	full.Schedule(fdoc, t0)
+	if len(ql) != 0 || !quiet.hold || quiet.Changed() || full.Changed() {
+		t.Errorf("quiet pass listed %v, held %v, changed %v (full pass changed %v); want no pass, held, nothing changed", ql, quiet.hold, quiet.Changed(), full.Changed())
+	}
+	if fmt.Sprint(qdoc.Tasks) != fmt.Sprint(fdoc.Tasks) || *qdoc.CPUSched != *fdoc.CPUSched {
+		t.Errorf("quiet pass left\n%+v %+v\nfull pass\n%+v %+v", qdoc.Tasks, *qdoc.CPUSched, fdoc.Tasks, *fdoc.CPUSched)
+	}
+	// The slice of the first job ends at 3600 s of elapsed time: held until then.
+	if want := t0 + 3000; quiet.holdUntil != want {
+		t.Errorf("held until %g, want %g", quiet.holdUntil-t0, want-t0)
+	}
+	edoc := mk()
+	edoc.BOINCEmulator = true
+	edoc.Tasks[0].EmulatorFlopsLeft = 3e12
+	quiet = Workspace{Quiet: true}
+	if ql := quiet.Schedule(edoc, t0); len(ql) == 0 || quiet.Changed() {
+		t.Errorf("under BOINC's emulator, a running job not yet run: listed %v, changed %v; want a pass that changes nothing", ql, quiet.Changed())
+	}
+}
