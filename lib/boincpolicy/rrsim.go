@@ -37,14 +37,27 @@ func (w *Workspace) Simulate(doc *state.Document, now float64) {
 	if w.simDone && w.simAt == now {
 		return
 	}
-	w.view(doc)
+	if w.Quiet {
+		w.quietView(doc, now)
+	} else {
+		w.view(doc)
+	}
 	w.simulate(doc, now)
 	w.simDone, w.simAt = true, now
 }
 
-// Reset makes the next Simulate run afresh at the same moment.
+// Reset makes the next Simulate run afresh at the same moment: the caller changed the
+// tasks (received or removed some, or anything else). The skips' holds end.
 func (w *Workspace) Reset() {
-	w.simDone, w.viewDone, w.viewKept, w.hold, w.fetchHold, w.askHold = false, false, false, false, false, false
+	w.TasksSettled()
+	w.viewKept = false
+}
+
+// TasksSettled is Reset for a caller that only let tasks finish their work or marked
+// them done: the quiet paths' view is brought up to date (refresh) instead of built
+// again.
+func (w *Workspace) TasksSettled() {
+	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold = false, false, false, false, false
 }
 
 // prepare is the simulation's start (init_pending_lists, project_priority_init): the

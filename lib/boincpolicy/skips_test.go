@@ -153,3 +153,31 @@ func TestHoldBeforePass(t *testing.T) {
 		t.Errorf("under BOINC's emulator, a running job not yet run: listed %v, changed %v; want a pass that changes nothing", ql, quiet.Changed())
 	}
 }
+
+// TestRefreshDropsSettled: after TasksSettled the quiet view drops the jobs of the
+// tasks marked done and brings the others up to date, as view builds them; after
+// Reset, or with a task more, it builds them again.
+func TestRefreshDropsSettled(t *testing.T) {
+	doc := host(2)
+	doc.Tasks = []state.Task{
+		task("a0", "A", 3600, t0+1e6), task("b0", "B", 3600, t0+1e6),
+		task("a1", "A", 3600, t0+1e6), task("b1", "B", 3600, t0+1e6),
+	}
+	w := Workspace{Quiet: true}
+	w.quietView(doc, t0)
+	doc.Tasks[1].State = state.TaskDone
+	doc.Tasks[2].State, doc.Tasks[2].FlopsDone, doc.Tasks[2].FractionDone = state.TaskRunning, 1.8e12, 0.5
+	w.TasksSettled()
+	w.quietView(doc, t0)
+	var fresh Workspace
+	fresh.view(doc)
+	if fmt.Sprint(w.jobs) != fmt.Sprint(fresh.jobs) || len(w.jobs) != 3 {
+		t.Errorf("refreshed jobs\n%+v\nview's\n%+v", w.jobs, fresh.jobs)
+	}
+	doc.Tasks = append(doc.Tasks, task("a2", "A", 3600, t0+1e6))
+	w.TasksSettled()
+	w.quietView(doc, t0+60)
+	if len(w.jobs) != 4 {
+		t.Errorf("a task more: %d jobs, want 4", len(w.jobs))
+	}
+}

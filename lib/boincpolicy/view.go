@@ -67,7 +67,7 @@ type Workspace struct {
 	viewAt   float64
 	viewDone bool
 	// viewKept: the jobs were built since the last Reset, from viewTasks tasks
-	// (refresh).
+	// (refresh; TasksSettled keeps them).
 	viewKept  bool
 	viewTasks int
 	dcf       []float64 // per project: refresh's
@@ -204,8 +204,8 @@ func (w *Workspace) view(doc *state.Document) {
 }
 
 // quietView is view, built at most once a moment until Reset; from one moment to the
-// next, while the caller has not changed the tasks (no Reset since the last view),
-// only what a step changes is read again (refresh).
+// next, and after TasksSettled, while the caller has not changed the tasks otherwise
+// (no Reset since the last view), the jobs are brought up to date (refresh).
 func (w *Workspace) quietView(doc *state.Document, now float64) {
 	if w.viewDone && w.viewAt == now {
 		return
@@ -217,31 +217,37 @@ func (w *Workspace) quietView(doc *state.Document, now float64) {
 	w.viewDone, w.viewAt = true, now
 }
 
-// refresh brings the view up to date with what changes from step to step while the
-// runnable tasks stay the same: the projects' REC, each job's state (the passes') and
-// its estimated remaining work (the step's progress). The rest of a job (its project,
-// app version, speed, deadline) is its task's for good. It reports false, and changes
-// nothing that view does not set again, when the tasks are not the view's.
+// refresh brings the view up to date with what changes from step to step while no
+// task is received or removed: the projects' REC, each job's state (the passes') and
+// its estimated remaining work (the step's progress), and the jobs whose tasks are no
+// longer runnable (settled) leave it, the others keeping their order. The rest of a
+// job (its project, app version, speed, deadline) is its task's for good. No task
+// becomes runnable but by being received. It reports false, and leaves view to build
+// the jobs again, when the tasks are not as many as the view's.
 func (w *Workspace) refresh(doc *state.Document) bool {
 	if len(doc.Tasks) != w.viewTasks {
 		return false
-	}
-	for i := range w.jobs {
-		if !doc.Tasks[w.jobs[i].task].State.Runnable() {
-			return false
-		}
 	}
 	w.dcf = scratch.Grow(w.dcf, len(doc.Projects))
 	for i := range doc.Projects {
 		w.rec[i] = doc.Projects[i].REC
 		w.dcf[i] = doc.Projects[i].DCF()
 	}
+	out := 0
 	for i := range w.jobs {
-		j := &w.jobs[i]
-		t := &doc.Tasks[j.task]
+		t := &doc.Tasks[w.jobs[i].task]
+		if !t.State.Runnable() {
+			continue
+		}
+		if out != i {
+			w.jobs[out] = w.jobs[i]
+		}
+		j := &w.jobs[out]
+		out++
 		j.started, j.running = t.State != state.TaskReady, t.State == state.TaskRunning
 		j.left, j.est = remaining(doc, t, w.dcf[j.proj])
 	}
+	w.jobs = w.jobs[:out]
 	return true
 }
 

@@ -70,9 +70,11 @@ func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 	boincpolicy.HandleReply(doc, r.Project, &r.Request, rep.Jobs, now, bp.jitter.seeded(rep.Seed))
 }
 
-// tasksChanged: the loop settled, reported or received tasks; the simulation runs
-// again.
-func (bp *boincPolicy) tasksChanged() { bp.work.Reset() }
+// tasksChanged: the loop settled tasks, or one finished its work, or it reported or
+// received tasks (Serve); the simulation runs again. The workspace keeps its view for
+// the first two (TasksSettled); after Serve the loop always calls Replied, whose Reset
+// drops it.
+func (bp *boincPolicy) tasksChanged() { bp.work.TasksSettled() }
 
 // Account adds the step to every project's REC. BOINC's client counts every task's
 // CPUs on the CPU, a coprocessor task's too, beside its coprocessor instances
