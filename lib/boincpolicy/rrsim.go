@@ -53,6 +53,15 @@ func (w *Workspace) Reset() {
 	w.viewKept = false
 }
 
+// TaskFinished is TasksSettled for a caller whose task finished its work and still
+// runs (the loop settles it later, with TasksSettled): the work fetch's hold ends, but
+// not the pass's (setHold): the task's remaining work has fallen to nothing, and it
+// keeps its processors until it is settled, so a pass would still run exactly the
+// jobs running.
+func (w *Workspace) TaskFinished() {
+	w.simDone, w.viewDone, w.fetchHold = false, false, false
+}
+
 // TasksSettled is Reset for a caller that only let tasks finish their work or marked
 // them done: the quiet paths' view is brought up to date (refresh) instead of built
 // again.

@@ -35,10 +35,12 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			// but its record.
 			w.recordPass(doc, now)
 			w.list = w.list[:0]
+			w.holdFetch(doc, now)
 			return true
 		}
 		w.list = w.schedule(doc, now, w.list[:0])
 		w.setHold(doc, now, false)
+		w.holdFetch(doc, now)
 		return true
 	}
 	w.simulate(doc, now)
@@ -73,6 +75,29 @@ func (w *Workspace) quietNoFetch(doc *state.Document, now float64) bool {
 	w.simulate(doc, now)
 	w.simDone, w.simAt = true, now
 	return false
+}
+
+// holdFetch sets the work fetch's hold (workBound) after a quiet pass at now, from the
+// jobs prepare readied for missesKnown, when it is not on: the work fetch that follows
+// (at the next moment, or at this one under BOINC's emulator) then need not look
+// again. A job's state does not enter its remaining work, so the jobs the pass started
+// or stopped leave the bound good, but for a job that has not run yet under BOINC's
+// emulator (setHold): then it is not set.
+func (w *Workspace) holdFetch(doc *state.Document, now float64) {
+	if w.fetchHold && now < w.fetchHoldUntil {
+		return
+	}
+	if doc.BOINCEmulator {
+		for i := range w.jobs {
+			if t := &doc.Tasks[w.jobs[i].task]; t.State == state.TaskRunning && !(t.EmulatorFlopsLeft > 0) {
+				return
+			}
+		}
+	}
+	w.boundAt = now
+	if !w.workBound(&doc.Host, WorkBufMin(&doc.Preferences)) {
+		w.fetchHold = false
+	}
 }
 
 // noneAskable reports whether ChooseProject would find no project to ask at now from

@@ -181,3 +181,42 @@ func TestRefreshDropsSettled(t *testing.T) {
 		t.Errorf("a task more: %d jobs, want 4", len(w.jobs))
 	}
 }
+
+// TestPassHoldsFetch: a quiet pass on a host with 12 hours of work queued on 2 CPUs
+// (work_buf_min 2.4 hours) sets the work fetch's hold from the jobs it readied, so the
+// work fetch that follows asks nobody without a view or a simulation; under BOINC's
+// emulator a running job that has not run yet leaves it unset.
+func TestPassHoldsFetch(t *testing.T) {
+	mk := func() *state.Document {
+		doc := host(2)
+		for i := range 12 {
+			doc.Tasks = append(doc.Tasks, task(fmt.Sprint("t", i), []string{"A", "B"}[i%2], 3600, t0+1e6))
+		}
+		for i := range 2 {
+			tk := &doc.Tasks[i]
+			tk.State, tk.ElapsedTime, tk.FlopsDone, tk.FractionDone = state.TaskRunning, 60, 6e10, 1.0/60
+		}
+		return doc
+	}
+	doc := mk()
+	w := Workspace{Quiet: true}
+	w.Schedule(doc, t0)
+	if !w.fetchHold || w.fetchHoldUntil <= t0 {
+		t.Fatalf("after the pass: fetch hold %v until %g, want held", w.fetchHold, w.fetchHoldUntil-t0)
+	}
+	if c := w.ChooseProject(doc, t0+60); c.Project >= 0 || w.simDone || w.viewAt != t0 {
+		t.Errorf("work fetch: project %d, simulated %v, view at %g; want none, from the hold", c.Project, w.simDone, w.viewAt-t0)
+	}
+	var full Workspace
+	if c := full.ChooseProject(mk(), t0+60); c.Project >= 0 {
+		t.Errorf("the full work fetch asks project %d", c.Project)
+	}
+	edoc := mk()
+	edoc.BOINCEmulator = true
+	edoc.Tasks[1].EmulatorFlopsLeft = 3e12
+	w = Workspace{Quiet: true}
+	w.Schedule(edoc, t0)
+	if w.fetchHold {
+		t.Errorf("under BOINC's emulator, a running job not yet run: fetch held")
+	}
+}

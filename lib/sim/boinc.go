@@ -76,6 +76,10 @@ func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 // drops it.
 func (bp *boincPolicy) tasksChanged() { bp.work.TasksSettled() }
 
+// taskFinished: a task finished its work in the step; it stays running until the loop
+// settles it (TaskFinished).
+func (bp *boincPolicy) taskFinished() { bp.work.TaskFinished() }
+
 // Account adds the step to every project's REC. BOINC's client counts every task's
 // CPUs on the CPU, a coprocessor task's too, beside its coprocessor instances
 // (client/work_fetch.cpp WORK_FETCH::accumulate_inst_sec: avg_ncpus to resource 0,

@@ -135,7 +135,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 			j.finished = true
 			t.CompletedTime = now + run
 			s.finishing++
-			s.tasksChanged()
+			s.taskFinished()
 		}
 	}
 	return dt

@@ -92,6 +92,14 @@ type watcher interface {
 	tasksChanged()
 }
 
+// finishWatcher is a watcher told apart when a task finishes its work in a step
+// (compute; the task stays running until the loop settles it), instead of
+// tasksChanged (policy boinc: its held pass stays good until the task is settled).
+type finishWatcher interface {
+	watcher
+	taskFinished()
+}
+
 // dueSkip asks cpusched's Due only when its answer may have changed, for a policy that
 // runs a pass whenever one is due (the emulator asks at every step, about 1,500 times
 // a simulated day). Due reads the tasks' states, receipt and completion times and the

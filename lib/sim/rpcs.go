@@ -195,6 +195,17 @@ func (s *Sim) noteJobs(from int) {
 	}
 }
 
+// taskFinished is tasksChanged for a task that finished its work in compute (it stays
+// running until Settle): a finishWatcher policy hears of it apart.
+func (s *Sim) taskFinished() {
+	if f, ok := s.policy.(finishWatcher); ok {
+		s.runningHold = false
+		f.taskFinished()
+		return
+	}
+	s.tasksChanged()
+}
+
 // tasksChanged tells a watcher policy that the loop changed the tasks, and lets go of
 // the running tasks' list.
 func (s *Sim) tasksChanged() {
