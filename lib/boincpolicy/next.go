@@ -17,8 +17,16 @@ func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Pla
 		return rpc.Plan{}, false
 	}
 	var c Choice
-	var p int
-	if p, w.reportCounts = OverdueReport(doc, now, w.reportCounts); p >= 0 {
+	p := -1
+	if !w.Quiet || !w.reportHold || now >= w.reportHoldUntil {
+		p, w.reportCounts = OverdueReport(doc, now, w.reportCounts)
+		if w.Quiet && p < 0 {
+			// No report before overdueFrom while the tasks and the RPC backoffs
+			// stay as they are (Reset and TasksSettled end the hold).
+			w.reportHold, w.reportHoldUntil = true, overdueFrom(doc, now)
+		}
+	}
+	if p >= 0 {
 		c = w.Piggyback(doc, p, now)
 	} else if c = w.ChooseProject(doc, now); c.Project < 0 {
 		return rpc.Plan{}, false

@@ -1,6 +1,8 @@
 package boincpolicy
 
 import (
+	"math"
+
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
 )
@@ -48,6 +50,33 @@ func OverdueReport(doc *state.Document, now float64, counts []int) (int, []int) 
 		}
 	}
 	return -1, counts
+}
+
+// overdueFrom is, when OverdueReport finds no project at now, the earliest time from
+// which it may find one while the tasks and the projects' RPC backoffs stay as they
+// are: a done result's project may be contacted from its min_rpc_time on (and its
+// results then counted), and a result of a project that may be contacted is overdue
+// once past its deadline − the cushion or an hour after it finished (the time itself
+// still not overdue: the answer holds before it).
+func overdueFrom(doc *state.Document, now float64) float64 {
+	cushion := max(ReportDeadlineCushion, WorkBufMin(&doc.Preferences))
+	from := math.Inf(1)
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
+		if t.State != state.TaskDone {
+			continue
+		}
+		p := projectOf(doc, t.Project)
+		if p < 0 {
+			continue
+		}
+		if pr := &doc.Projects[p]; !rpc.CanContact(pr, now) {
+			from = min(from, pr.MinRPCTime)
+			continue
+		}
+		from = min(from, t.ReportDeadline-cushion, t.CompletedTime+MaxReportDelay)
+	}
+	return from
 }
 
 // projectOf is the index of the project named name, -1 if none (projects are few).

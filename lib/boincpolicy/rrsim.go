@@ -66,7 +66,7 @@ func (w *Workspace) TaskFinished() {
 // them done: the quiet paths' view is brought up to date (refresh) instead of built
 // again.
 func (w *Workspace) TasksSettled() {
-	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold = false, false, false, false, false
+	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold, w.reportHold = false, false, false, false, false, false
 }
 
 // prepare is the simulation's start (init_pending_lists, project_priority_init): the

@@ -89,6 +89,11 @@ type Workspace struct {
 
 	changed bool // the last Schedule started or stopped a task (Changed)
 
+	// reportHold, reportHoldUntil: OverdueReport finds no project before
+	// reportHoldUntil (overdueFrom); Reset and TasksSettled end it.
+	reportHold      bool
+	reportHoldUntil float64
+
 	reportCounts        []int // OverdueReport's
 	active, order, heap []int
 	bound               []float64 // per resource: missesKnown's
