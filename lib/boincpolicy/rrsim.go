@@ -54,10 +54,10 @@ func (w *Workspace) Reset() {
 }
 
 // TaskFinished is TasksSettled for a caller whose task finished its work and still
-// runs (the loop settles it later, with TasksSettled): the work fetch's hold ends, but
-// not the pass's (setHold): the task's remaining work has fallen to nothing, and it
-// keeps its processors until it is settled, so a pass would still run exactly the
-// jobs running.
+// runs (the loop settles it later, with TasksSettled): the holds go on. The task's
+// remaining work has fallen to nothing, as fast as the work bound allows (workBound:
+// Overestimate), and it keeps its processors until it is settled, so a pass would
+// still run exactly the jobs running (setHold).
 func (w *Workspace) TaskFinished() {
 	w.simDone, w.viewDone, w.fetchHold = false, false, false
 }
@@ -83,6 +83,10 @@ func (w *Workspace) prepare(doc *state.Document) float64 {
 	clear(w.nRunnable)
 	for k := range w.pending {
 		w.pending[k] = w.pending[k][:0]
+	}
+	w.dcfOf = scratch.Grow(w.dcfOf, len(doc.Projects))
+	for p := range doc.Projects {
+		w.dcfOf[p] = doc.Projects[p].DCF()
 	}
 	// project_priority_init(false): the projects with a runnable job.
 	clear(w.eligible)

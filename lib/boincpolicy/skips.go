@@ -269,6 +269,14 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 		b[1] = max(b[1], t)
 		b[2] = max(b[2], j.inst)
 	}
+	// How much faster than the work done a running job's remaining work may fall:
+	// estimate × correction factor ÷ real work (state.Task.RemainingWork's (1 −
+	// fraction done) × estimate), at most Overestimate × the largest correction
+	// factor, and at least 1 (a true remaining work falls as fast as the work done).
+	fall := 1.0
+	for i := range w.jobs {
+		fall = max(fall, w.Overestimate*w.dcfOf[w.jobs[i].proj])
+	}
 	hold := math.Inf(1)
 	for r := range h.Resources {
 		n := float64(h.Resources[r].Instances)
@@ -280,9 +288,10 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 		}
 		// How long the bound stays past bufMin: while the tasks stay as they are,
 		// W falls only by the work the running jobs do, which use at most n + u
-		// instances (CPUsFit), each at most a simulated second ÷ the availability
-		// the simulation runs it at (availFrac) a second, and t only falls.
-		hold = min(hold, over*availFrac(&h.TimeStats, r != w.cpuRes))
+		// instances (CPUsFit), each at most fall simulated seconds ÷ the
+		// availability the simulation runs it at (availFrac) a second, and t only
+		// falls.
+		hold = min(hold, over*availFrac(&h.TimeStats, r != w.cpuRes)/fall)
 	}
 	w.fetchHold, w.fetchHoldUntil = hold > 0, w.boundAt+hold
 	return true

@@ -32,6 +32,11 @@ type Workspace struct {
 	// Quiet leaves the requests' reasons unsaid (an emulated run reads none; putting
 	// them into words at every step is most of what it would allocate).
 	Quiet bool
+	// Overestimate bounds a task's estimated work ÷ its real work, as the caller
+	// knows it (the emulator: the largest of the jobs it made; below 1 counts as 1):
+	// how much faster than the work done a started task's estimated remaining work
+	// may fall, which the work fetch's hold (workBound) must allow for.
+	Overestimate float64
 
 	avIx, pIx state.Names
 	jobs      []job
@@ -71,6 +76,7 @@ type Workspace struct {
 	viewKept  bool
 	viewTasks int
 	dcf       []float64 // per project: refresh's
+	dcfOf     []float64 // per project: prepare's
 	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack and
 	// anyMiss are missesKnown's: how long from its now no job that does not miss its
 	// deadline can come to, and whether some job misses.

@@ -76,6 +76,10 @@ func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 // drops it.
 func (bp *boincPolicy) tasksChanged() { bp.work.TasksSettled() }
 
+// overestimate: the loop's bound on a job's estimate ÷ real work (noteJobs), which the
+// work fetch's hold allows for.
+func (bp *boincPolicy) overestimate(x float64) { bp.work.Overestimate = x }
+
 // taskFinished: a task finished its work in the step; it stays running until the loop
 // settles it (TaskFinished).
 func (bp *boincPolicy) taskFinished() { bp.work.TaskFinished() }
