@@ -59,7 +59,7 @@ func (w *Workspace) Reset() {
 // Overestimate), and it keeps its processors until it is settled, so a pass would
 // still run exactly the jobs running (setHold).
 func (w *Workspace) TaskFinished() {
-	w.simDone, w.viewDone, w.fetchHold = false, false, false
+	w.simDone, w.viewDone = false, false
 }
 
 // TasksSettled is Reset for a caller that only let tasks finish their work or marked
