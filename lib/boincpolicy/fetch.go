@@ -145,6 +145,11 @@ func (w *Workspace) ChooseProject(doc *state.Document, now float64) Choice {
 	if w.Quiet && w.quietNoFetch(doc, now) {
 		return Choice{Project: -1}
 	}
+	return w.chooseProject(doc, now)
+}
+
+// chooseProject is ChooseProject past its skips.
+func (w *Workspace) chooseProject(doc *state.Document, now float64) Choice {
 	w.Simulate(doc, now)
 	w.setup(doc, now)
 	nR := w.nRes

@@ -26,10 +26,15 @@ func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Pla
 			w.reportHold, w.reportHoldUntil = true, overdueFrom(doc, now)
 		}
 	}
-	if p >= 0 {
+	switch {
+	case p >= 0:
 		c = w.Piggyback(doc, p, now)
-	} else if c = w.ChooseProject(doc, now); c.Project < 0 {
-		return rpc.Plan{}, false
+	case w.Quiet && w.quietNoFetch(doc, now):
+		return rpc.Plan{}, false // (without a Choice made and copied at every step)
+	default:
+		if c = w.chooseProject(doc, now); c.Project < 0 {
+			return rpc.Plan{}, false
+		}
 	}
 	plan := rpc.Plan{Project: c.Project, Request: c.Request, Why: c.Request.Reason}
 	rpc.Record(doc, &plan, now)

@@ -73,36 +73,18 @@ func (w *Workspace) TasksSettled() {
 // pending lists, the projects with runnable jobs and their priorities, the counts; no
 // job misses yet. It returns the REC sum.
 func (w *Workspace) prepare(doc *state.Document) float64 {
-	h := &doc.Host
+	w.prepareJobs(doc)
 	nR := w.nRes
-	for r := range w.Sim {
-		w.Sim[r] = ResourceSim{Type: h.Resources[r].Type}
-	}
 	clear(w.nusedTotal)
-	clear(w.missed)
 	clear(w.nRunnable)
 	for k := range w.pending {
 		w.pending[k] = w.pending[k][:0]
 	}
-	w.dcfOf = scratch.Grow(w.dcfOf, len(doc.Projects))
-	for p := range doc.Projects {
-		w.dcfOf[p] = doc.Projects[p].DCF()
-	}
 	// project_priority_init(false): the projects with a runnable job.
 	clear(w.eligible)
-	cpuF, gpuF := availFrac(&h.TimeStats, false), availFrac(&h.TimeStats, true)
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		w.eligible[j.proj] = true
-		j.simLeft, j.simDone, j.misses = j.left, false, false
-		f := cpuF
-		if j.res != w.cpuRes {
-			f = gpuF
-		}
-		j.simRate = j.speed * f
-		if j.simRate == 0 {
-			j.simRate = 1e6 // BOINC's "just in case"
-		}
 		k := j.proj*nR + j.res
 		w.pending[k] = append(w.pending[k], i)
 		w.nRunnable[k]++
@@ -123,6 +105,35 @@ func (w *Workspace) prepare(doc *state.Document) float64 {
 		j.bump = SchedBump(j.peak, w.totalPeak, recSum)
 	}
 	return recSum
+}
+
+// prepareJobs is the part of prepare the bounds of the skips read (missesKnown,
+// workBound): each job's simulated remaining work and rate, no miss yet, and the
+// projects' correction factors; the pending lists, counts and priorities are pick's
+// and setup's, which come after a whole prepare.
+func (w *Workspace) prepareJobs(doc *state.Document) {
+	h := &doc.Host
+	for r := range w.Sim {
+		w.Sim[r] = ResourceSim{Type: h.Resources[r].Type}
+	}
+	clear(w.missed)
+	w.dcfOf = scratch.Grow(w.dcfOf, len(doc.Projects))
+	for p := range doc.Projects {
+		w.dcfOf[p] = doc.Projects[p].DCF()
+	}
+	cpuF, gpuF := availFrac(&h.TimeStats, false), availFrac(&h.TimeStats, true)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		j.simLeft, j.simDone, j.misses = j.left, false, false
+		f := cpuF
+		if j.res != w.cpuRes {
+			f = gpuF
+		}
+		j.simRate = j.speed * f
+		if j.simRate == 0 {
+			j.simRate = 1e6 // BOINC's "just in case"
+		}
+	}
 }
 
 func (w *Workspace) simulate(doc *state.Document, now float64) {

@@ -28,7 +28,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 	// The whole simulation only when which jobs miss their deadline is not known
 	// without it: the pass reads nothing else of it.
 	w.quietView(doc, now)
-	w.prepare(doc)
+	w.prepareJobs(doc)
 	if w.missesKnown(doc, now) {
 		if w.setHold(doc, now, true); w.hold {
 			// The pass would run exactly the jobs running: it changes nothing

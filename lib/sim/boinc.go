@@ -59,7 +59,10 @@ func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
 func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	bp.work.Quiet = !noSkips
 	r, ok := bp.work.Next(doc, now, asked)
-	return RPC{Project: r.Project, Request: r.Request, Why: r.Why}, ok
+	if !ok {
+		return RPC{}, false
+	}
+	return RPC{Project: r.Project, Request: r.Request, Why: r.Why}, true
 }
 
 func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
