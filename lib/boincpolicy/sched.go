@@ -134,8 +134,16 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			add(i, WhyEDF)
 			w.missedCopy[j.proj*nR+rr]--
 		}
+		if rr == w.cpuRes {
+			w.rankCPUJobs(len(doc.Projects))
+		}
 		for !full(rr) {
-			i := w.bestByPriority(rr)
+			var i int
+			if rr == w.cpuRes {
+				i = w.bestCPUByPriority()
+			} else {
+				i = w.bestByPriority(rr)
+			}
 			if i < 0 {
 				break
 			}
@@ -314,6 +322,66 @@ func (w *Workspace) bestByPriority(r int) int {
 			best = i
 		case r != w.cpuRes && j.started && !b.started:
 			best = i
+		}
+	}
+	return best
+}
+
+// rankCPUJobs readies bestCPUByPriority: the CPU jobs not chosen yet, per project and
+// rank (running, preempted, the others), each list in the jobs' order.
+func (w *Workspace) rankCPUJobs(nP int) {
+	n := 3 * nP
+	w.rankAt = scratch.Grow(w.rankAt, n+1)
+	for i := range w.jobs {
+		if j := &w.jobs[i]; j.res == w.cpuRes && !w.chosen[i] {
+			w.rankAt[3*j.proj+cpuRank(j)+1]++
+		}
+	}
+	for k := range n {
+		w.rankAt[k+1] += w.rankAt[k]
+	}
+	w.rankNext = append(w.rankNext[:0], w.rankAt[:n]...)
+	w.ranked = scratch.Grow(w.ranked, w.rankAt[n])
+	for i := range w.jobs {
+		if j := &w.jobs[i]; j.res == w.cpuRes && !w.chosen[i] {
+			k := 3*j.proj + cpuRank(j)
+			w.ranked[w.rankNext[k]] = i
+			w.rankNext[k]++
+		}
+	}
+	copy(w.rankNext, w.rankAt[:n]) // now each list's next job
+}
+
+// cpuRank is a CPU job's rank among its project's (highest_prio_project_best_result):
+// running, then preempted, then the others.
+func cpuRank(j *job) int {
+	switch {
+	case j.running:
+		return 0
+	case j.started:
+		return 1
+	}
+	return 2
+}
+
+// bestCPUByPriority is bestByPriority for the CPUs (rankCPUJobs done): of the jobs not
+// chosen, the highest-priority project's (the first in the document among equals),
+// its best rank, the first in the jobs' order: bestByPriority's order, whose
+// comparisons are these in turn, without going through every job at every call.
+func (w *Workspace) bestCPUByPriority() int {
+	best, bestP := -1, -1
+	for p := 0; 3*p < len(w.rankNext); p++ {
+		i := -1
+		for k := 3 * p; k < 3*p+3 && i < 0; k++ {
+			for w.rankNext[k] < w.rankAt[k+1] && w.chosen[w.ranked[w.rankNext[k]]] {
+				w.rankNext[k]++
+			}
+			if w.rankNext[k] < w.rankAt[k+1] {
+				i = w.ranked[w.rankNext[k]]
+			}
+		}
+		if i >= 0 && (bestP < 0 || w.prio[p] > w.prio[bestP]) {
+			best, bestP = i, p
 		}
 	}
 	return best

@@ -2,6 +2,7 @@ package boincpolicy
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -218,5 +219,41 @@ func TestPassHoldsFetch(t *testing.T) {
 	w.Schedule(edoc, t0)
 	if w.fetchHold {
 		t.Errorf("under BOINC's emulator, a running job not yet run: fetch held")
+	}
+}
+
+// TestBestCPUByPriority: the ranked lists give the jobs bestByPriority gives, one
+// after another as they are chosen, on random sets of jobs (projects of equal and
+// unequal priorities, running, preempted and waiting jobs, some chosen already, a
+// coprocessor's jobs among them).
+func TestBestCPUByPriority(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for c := range 500 {
+		nP := 1 + rng.IntN(4)
+		w := Workspace{cpuRes: 0}
+		w.prio = make([]float64, nP)
+		for p := range w.prio {
+			w.prio[p] = -float64(rng.IntN(3)) // ties are common
+		}
+		for range rng.IntN(12) {
+			st := rng.IntN(3)
+			w.jobs = append(w.jobs, job{proj: rng.IntN(nP), res: rng.IntN(4) / 3, running: st == 0, started: st < 2})
+		}
+		w.chosen = make([]bool, len(w.jobs))
+		for i := range w.chosen {
+			w.chosen[i] = rng.IntN(5) == 0
+		}
+		w.rankCPUJobs(nP)
+		for {
+			got, want := w.bestCPUByPriority(), w.bestByPriority(0)
+			if got != want {
+				t.Fatalf("case %d: %d, bestByPriority %d (jobs %+v, prio %v, chosen %v)", c, got, want, w.jobs, w.prio, w.chosen)
+			}
+			if want < 0 {
+				break
+			}
+			w.chosen[want] = true
+			w.prio[w.jobs[want].proj] -= float64(rng.IntN(2)) // as a bump may
+		}
 	}
 }

@@ -106,9 +106,12 @@ type Workspace struct {
 	found               []int
 	list                []RunEntry
 	keys                []runKey // sortRunList's
-	coprocReq           []state.CoprocRequest
-	chosen              []bool
-	coprocUsed          []float64
+	// rankCPUJobs': the CPU jobs by project and rank (ranked), each list's start
+	// (rankAt) and next job (rankNext)
+	ranked, rankAt, rankNext []int
+	coprocReq                []state.CoprocRequest
+	chosen                   []bool
+	coprocUsed               []float64
 }
 
 // ResourceSim is what the round-robin simulation says about one host resource.
