@@ -59,7 +59,9 @@ func TestPurgeSQLiteBatchesSized(t *testing.T) {
 // leaves its later batches writing, their members after it in the files; the next
 // pass cuts each file back to the smallest size they recorded (the later batches'
 // tables the killed batch lacked too) and writes them again: the archive is an
-// undisturbed pass's.
+// undisturbed pass's. The next group, claimed and read while the first was written,
+// is released by a pass that fails (a killed purger's claims end with its process:
+// releaseDead), so the rerun takes it at once.
 func TestPurgeKilledInGroup(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, engine, dsn string) {
@@ -78,6 +80,9 @@ func TestPurgeKilledInGroup(t *testing.T) {
 			}
 			if out := p.must(t, "status"); !strings.Contains(out, "("+string(rune('0'+4-crashAt))+" being written)") {
 				t.Fatalf("crash at %d: status: %s", crashAt, out)
+			}
+			if claimed, held := p.count(t, `SELECT COUNT(*) FROM purge_batch WHERE state=0`), p.count(t, `SELECT COUNT(*) FROM purge_batch WHERE state=0 AND lease>0`); claimed != 3 || held != 0 {
+				t.Errorf("crash at %d: the next group: %d batches claimed, %d of them still leased; want 3 released", crashAt, claimed, held)
 			}
 			out := p.must(t, "--now", purgeAt, "purge", "--older-than", purgeAge, "--archive", arch, "--once", "--batch", "3")
 			if purgedCount(out) != 12-2*(crashAt-1) {
