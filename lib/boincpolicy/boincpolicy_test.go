@@ -398,3 +398,40 @@ func TestGPUsSuspended(t *testing.T) {
 		t.Errorf("GPUs suspended: CPUs idle now %g, shortfall %g; want 0 and %g", idle, short, 2*(12960-3600.0))
 	}
 }
+
+// TestArrivedKeepsTheMomentsMisses: after an RPC brings jobs, BOINC's emulator's
+// second pass of the moment uses the moment's round-robin simulation (rr_simulation
+// runs once a moment): a new job that will miss its deadline is not run earliest
+// deadline first until the next moment's simulation sees it.
+func TestArrivedKeepsTheMomentsMisses(t *testing.T) {
+	doc := host(1)
+	doc.Tasks = []state.Task{task("a", "A", 3600, t0+1e6)}
+	var w Workspace
+	w.Schedule(doc, t0)
+	if doc.Tasks[0].State != state.TaskRunning {
+		t.Fatalf("a %s, want running", doc.Tasks[0].State)
+	}
+	doc.Tasks = append(doc.Tasks, task("b", "B", 3600, t0+100)) // misses whatever runs
+	w.Arrived()
+	w.Schedule(doc, t0)
+	if doc.Tasks[0].State != state.TaskRunning || doc.Tasks[1].State != state.TaskReady {
+		t.Errorf("the moment's second pass: a %s, b %s; want a running (b's miss unseen)", doc.Tasks[0].State, doc.Tasks[1].State)
+	}
+	w.Schedule(doc, t0+60)
+	if doc.Tasks[1].State != state.TaskRunning {
+		t.Errorf("the next moment: b %s, want running (earliest deadline first)", doc.Tasks[1].State)
+	}
+	// A Reset after it (the caller changed the tasks otherwise) drops the kept
+	// counts: the same second pass then simulates afresh and runs b first.
+	doc.Tasks = doc.Tasks[:1]
+	doc.Tasks[0].State = state.TaskReady
+	w = Workspace{}
+	w.Schedule(doc, t0)
+	doc.Tasks = append(doc.Tasks, task("b", "B", 3600, t0+100))
+	w.Arrived()
+	w.Reset()
+	w.Schedule(doc, t0)
+	if doc.Tasks[1].State != state.TaskRunning {
+		t.Errorf("after a Reset: b %s, want running (earliest deadline first)", doc.Tasks[1].State)
+	}
+}

@@ -67,6 +67,18 @@ func (w *Workspace) TaskFinished() {
 // again.
 func (w *Workspace) TasksSettled() {
 	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold, w.reportHold = false, false, false, false, false, false
+	w.keep = false
+}
+
+// Arrived is Reset after an RPC's reply brought jobs at the moment of the last pass,
+// for a caller that follows BOINC's client there (its emulator's second pass of a
+// moment): the next pass at that moment sees the new jobs but keeps the deadline
+// misses the moment's simulation counted, which the new jobs are not in
+// (client/rr_sim.cpp rr_simulation: one simulation per moment; the new results'
+// rr_sim_misses_deadline is false and the projects' counts are the simulation's).
+func (w *Workspace) Arrived() {
+	w.Reset()
+	w.keep = true
 }
 
 // prepare is the simulation's start (init_pending_lists, project_priority_init): the

@@ -55,6 +55,17 @@ type RunEntry struct {
 // CPUs are not all committed (state.CPUsFit).
 func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 	w.changed = false
+	if w.keep && w.passAt == now {
+		// The moment's second pass after jobs arrived (Arrived): the jobs afresh,
+		// the moment's deadline-miss counts kept.
+		w.keep = false
+		w.view(doc)
+		w.prepareJobs(doc)
+		copy(w.missed, w.passMissed)
+		w.list = w.schedule(doc, now, w.list[:0])
+		return w.list
+	}
+	w.keep = false
 	if w.Quiet && w.quietSchedule(doc, now) {
 		return w.list
 	}
@@ -78,6 +89,8 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	copy(w.recTemp, w.rec)
 	recSum := Priorities(doc, w.recTemp, w.eligible, w.prio, w.shareFrac)
 	copy(w.missedCopy, w.missed)
+	w.passMissed = append(w.passMissed[:0], w.missed...) // Arrived's
+	w.passAt = now
 	w.coprocUsed = scratch.Grow(w.coprocUsed, nR)
 	var cpusListed float64
 	add := func(i int, why string) {

@@ -20,6 +20,10 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		// (setHold): the pass's record only.
 		doc.CPUSched.LastPass, doc.CPUSched.NextPass = now, now+SchedPeriod
 		w.list = w.list[:0]
+		// No job misses its deadline while a hold lasts (setHold): the moment's
+		// counts, for Arrived, are none.
+		clear(w.passMissed)
+		w.passAt = now
 		return true
 	}
 	if w.simDone && w.simAt == now {
@@ -35,6 +39,8 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			// but its record.
 			w.recordPass(doc, now)
 			w.list = w.list[:0]
+			clear(w.passMissed) // none: a hold needs no miss (for Arrived)
+			w.passAt = now
 			w.holdFetch(doc, now)
 			return true
 		}

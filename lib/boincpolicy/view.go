@@ -92,6 +92,11 @@ type Workspace struct {
 	// (noneAskable); a Reset ends it.
 	askHold      bool
 	askHoldUntil float64
+	// passMissed, passAt: the deadline-miss counts (as w.missed) of the last pass and
+	// its moment; keep: the next pass at that moment keeps them (Arrived).
+	passMissed []int
+	passAt     float64
+	keep       bool
 
 	changed bool // the last Schedule started or stopped a task (Changed)
 

@@ -40,6 +40,12 @@ type boincPolicy struct {
 	busy  [][]float64
 	delay []float64
 	used  [][]float64 // Account's usage, the CPUs' column BOINC's
+	// BOINC's REC accounting interval in BOINC's emulator (adjustREC): when it
+	// started (rec_interval_start; 0: none yet), its length limit (2 ×
+	// rec_adjust_period, the emulator's step) and each project's instance-seconds
+	// per host resource since it started (secs_this_rec_interval).
+	recStart, recLimit float64
+	recSecs            [][]float64
 }
 
 func (*boincPolicy) carried() {}
@@ -51,6 +57,9 @@ func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
 	bp.work.Quiet = !noSkips // the workspace's skips are its quiet mode's
 	if len(doc.Tasks) == 0 {
 		return false
+	}
+	if doc.BOINCEmulator {
+		bp.adjustREC(doc, now) // schedule_cpus calls adjust_rec first
 	}
 	bp.work.Schedule(doc, now)
 	return bp.work.Changed()
@@ -69,6 +78,11 @@ func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 	bp.work.Reset()
 	if rep.Failed {
 		return
+	}
+	if doc.BOINCEmulator && len(rep.Jobs) > 0 {
+		// BOINC's emulator's second pass of the step sees the new jobs with the
+		// step's simulation (boincpolicy.Workspace.Arrived).
+		bp.work.Arrived()
 	}
 	boincpolicy.HandleReply(doc, r.Project, &r.Request, rep.Jobs, now, bp.jitter.seeded(rep.Seed))
 }
@@ -108,5 +122,54 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 		}
 		used = bp.used
 	}
-	boincpolicy.AccountDecay(doc, used, u.DT, u.Now, bp.rel, &bp.decay)
+	if !doc.BOINCEmulator {
+		boincpolicy.AccountDecay(doc, used, u.DT, u.Now, bp.rel, &bp.decay)
+		return
+	}
+	// In BOINC's emulator the step's instance-seconds wait for adjust_rec, which
+	// handle_finished_apps calls when a task has ended, on or off.
+	if len(bp.recSecs) != len(used) {
+		bp.recSecs = make([][]float64, len(used))
+	}
+	for p := range used {
+		bp.recSecs[p] = slices.Grow(bp.recSecs[p], len(used[p]))[:len(used[p])]
+		for r, x := range used[p] {
+			bp.recSecs[p][r] += x * u.DT
+		}
+	}
+	bp.recLimit = 2 * u.DT
+	if u.Ended > 0 {
+		bp.adjustREC(doc, u.Now)
+	}
+}
+
+// adjustREC is BOINC's adjust_rec at now in BOINC's emulator (client/cpu_sched.cpp
+// CLIENT_STATE::adjust_rec), which its client calls at each scheduling pass
+// (schedule_cpus) and when a task has ended (cs_apps.cpp handle_finished_apps), the
+// host on or off: the instance-seconds since the interval started go into REC, unless
+// the interval is longer than two rec_adjust_periods (the emulator's step, client/sim.cpp)
+// or negative, when they are dropped ("the host was suspended for a long time"); an
+// interval under a second waits. The host's running tasks go on computing while it is
+// off in BOINC's emulator, and what they do in a spell off of more than a step is not
+// in REC. (Under bsim's convention nothing computes while the host is off, and REC is
+// brought up to date after every step.)
+func (bp *boincPolicy) adjustREC(doc *state.Document, now float64) {
+	elapsed := now - bp.recStart
+	switch {
+	case bp.recStart == 0 || elapsed > bp.recLimit || elapsed < 0:
+	case elapsed < 1:
+		return
+	default:
+		bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
+		for p := range bp.recSecs {
+			for r := range bp.recSecs[p] {
+				bp.recSecs[p][r] /= elapsed // the mean instances used over the interval
+			}
+		}
+		boincpolicy.AccountDecay(doc, bp.recSecs, elapsed, now, bp.rel, &bp.decay)
+	}
+	for p := range bp.recSecs {
+		clear(bp.recSecs[p])
+	}
+	bp.recStart = now
 }

@@ -26,6 +26,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		}
 		su.CPUTime[p] = 0
 	}
+	su.Ended = 0
 	s.m.stepClear()
 	if !active {
 		return dt
@@ -135,6 +136,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 			j.finished = true
 			t.CompletedTime = now + run
 			s.finishing++
+			su.Ended++
 			s.taskFinished()
 		}
 	}

@@ -82,6 +82,9 @@ type StepUsage struct {
 	// left the runnable set), so that a policy can tell that nothing finished since it
 	// last looked.
 	Finished int
+	// Ended counts the tasks whose work ended during the step (compute), before
+	// they are settled.
+	Ended int
 }
 
 // watcher is a policy that keeps answers from step to step which depend on the tasks

@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/bkit/bkit/lib/boincpolicy"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// TestBOINCAdjustREC: in BOINC's emulator policy boinc brings REC up to date as
+// BOINC's client's adjust_rec does (client/cpu_sched.cpp), at each pass and at the end
+// of a step in which a task ended: the instance-seconds since the last time, unless
+// that is more than two steps ago, when they are dropped (the host was off).
+func TestBOINCAdjustREC(t *testing.T) {
+	doc := &state.Document{
+		Version:       1,
+		BOINCEmulator: true,
+		Host: state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 1, Flops: 1e9}},
+			TimeStats: state.TimeStats{OnFrac: 0.5, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1}},
+		Projects:    []state.Project{{Name: "A", ResourceShare: 100}},
+		AppVersions: []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1, Flops: 1e9}},
+		Tasks:       []state.Task{{Name: "t", Project: "A", AppVersion: "a", State: state.TaskReady, EstimatedFlops: 1e15, ReportDeadline: 1e7}},
+	}
+	bp := &boincPolicy{}
+	step := func(now float64, pass, ended bool) {
+		if pass {
+			bp.Schedule(doc, now)
+		}
+		u := &StepUsage{Now: now + 60, DT: 60, Used: [][]float64{{1}}, CPUTime: []float64{60}}
+		if ended {
+			u.Ended = 1
+		}
+		bp.Account(doc, u)
+	}
+	const t0 = 1e6
+	// credit is the cobblestones of x CPU-seconds (update_rec).
+	credit := func(x float64) float64 { return x * 1e9 * boincpolicy.CobblestoneScale }
+	step(t0, true, false) // the first pass only starts the interval
+	step(t0+60, true, false)
+	step(t0+120, true, false) // counts [t0, t0+120]: 120 CPU-seconds
+	// update_average from REC 0 at the interval's start: (1 − weight) × work ÷ days.
+	if want := -math.Expm1(-120*math.Ln2/boincpolicy.RECHalfLife) * credit(120) / (120.0 / 86400); math.Abs(doc.Projects[0].REC-want) > 1e-6*want {
+		t.Fatalf("REC after two steps on %g, want %g", doc.Projects[0].REC, want)
+	}
+	// Off for three steps (no pass): what ran then is dropped at the next pass.
+	rec, recTime := doc.Projects[0].REC, doc.Projects[0].RECTime
+	step(t0+180, false, false)
+	step(t0+240, false, false)
+	step(t0+300, false, false)
+	step(t0+360, true, false)
+	if doc.Projects[0].REC != rec || doc.Projects[0].RECTime != recTime {
+		t.Errorf("after 4 steps without a pass REC %g at %g, want it unchanged (%g at %g)", doc.Projects[0].REC, doc.Projects[0].RECTime, rec, recTime)
+	}
+	// Off, but a task ends within two steps of the last pass: counted at its end.
+	step(t0+420, false, true)
+	if doc.Projects[0].RECTime != t0+480 {
+		t.Errorf("a task's end at t0+480 left REC's time at %g", doc.Projects[0].RECTime)
+	}
+	// Off for one step only: the pass after it counts both steps.
+	step(t0+480, false, false)
+	before := doc.Projects[0].REC
+	step(t0+540, true, false)
+	if doc.Projects[0].RECTime != t0+540 || !(doc.Projects[0].REC > before*math.Exp(-60*math.Ln2/boincpolicy.RECHalfLife)) {
+		t.Errorf("after a step off, a pass: REC %g at %g, want more than its decay at t0+540", doc.Projects[0].REC, doc.Projects[0].RECTime)
+	}
+}
