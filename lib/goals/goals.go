@@ -37,7 +37,8 @@
 //     day, and an unreliable server's project keeps enough to ride out its outages. A
 //     project ahead of its share by more than a scheduling period waits for a resource
 //     while it holds enough or a project owed more may be asked for it, and is asked
-//     for it then only when an instance is idle.
+//     for it then only when an instance is idle; the instances its tasks hold count
+//     as idle for a project owed more than a period, when the tasks could wait.
 //   - Reporting (Next): a result overdue for reporting (seed 000's rule) is reported at
 //     the first RPC the host can make, whether or not any project needs work; seed
 //     000's Poll lets it wait while the host is low on work, and a host that is off
@@ -73,6 +74,11 @@ const LatencyFractionMax = 0.5
 const DebtLimit = 1.0
 
 const fitSlack = 1e-9
+
+// minAvailability is the least availability a task's run time is stretched by when
+// Request asks whether it could wait (a host with on_frac 0 still computes under
+// BOINC's emulator's conventions).
+const minAvailability = 0.01
 
 // Workspace keeps what the policy's passes and requests need from one call to the
 // next: the document's name index, what each app version's tasks take, and the
@@ -115,6 +121,7 @@ type Workspace struct {
 	coprocs           []state.CoprocRequest
 	resLow, resQueued []float64 // per host resource
 	resTop            []float64 // per host resource
+	held              []float64 // per host resource: instances an owed project may ask for
 
 	// Each project's share of a resource and whether it has an app version for it
 	// (shares).
@@ -314,10 +321,12 @@ func latencyCap(latency, longest float64) float64 {
 // (indices in doc.Projects): among the projects that may be contacted (seed 000's RPC
 // backoff) and are not backed off for the resource, first one with an app version for
 // a resource that has an idle instance (the largest overall debt), else the one below
-// its low-water mark on some resource with the largest overall debt. The request asks
-// that project, on every resource where it holds less than it wants, for the
-// difference (req_secs) and the idle instances (req_instances). ok is false when no
-// project needs asking.
+// its low-water mark on some resource with the largest overall debt. For a project
+// owed more than a scheduling period of a resource, the instances held by tasks of
+// projects ahead of their share by as much, which could wait a period, count as idle.
+// The request asks that project, on every resource where it holds less than it wants,
+// for the difference (req_secs) and the idle instances (req_instances). ok is false
+// when no project needs asking.
 func Request(doc *state.Document, now float64, asked []int) (req state.WorkRequest, ok bool) {
 	var w Workspace
 	return w.Request(doc, now, asked)
@@ -361,6 +370,34 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 			resTop[nd.Resource] = max(resTop[nd.Resource], debt(nd.Project))
 		}
 	}
+	// Each resource's instances held by tasks of projects ahead of their share by
+	// more than a scheduling period, when such a task could wait a scheduling period
+	// and still meet its computation deadline at the host's availability: a project
+	// owed more than a period would have them (the pass runs by debt, and deadline
+	// mode brings the task back if it becomes late), so for that project's request
+	// they are as good as idle (free). Only idle instances counted, a project far
+	// ahead of its share that filled the instances while the one owed was down or
+	// backed off kept them for as long as its jobs ran, the owed project being asked
+	// only below its low-water mark, and then for its buffer's seconds and no
+	// instances (c010: A, share 4.6 %, used half of the CPUs with 22-hour jobs
+	// fetched while B's server was down; c015: E, 0.13 %, 10 %; c093: B, 3.6 %, 14 %).
+	held := scratch.Grow(w.held, nr)
+	w.held = held
+	margin := doc.Preferences.WorkBufMinDays*86400 + doc.Preferences.CPUSchedulingPeriod
+	for _, t := range ts {
+		if debt(t.p) < -overserved(t.r) && now+t.runtime/max(availability(h, t.r), minAvailability)+margin < t.dl {
+			held[t.r] += t.inst
+		}
+	}
+	// free is the instances of its resource that position nd's project may ask for:
+	// the idle ones, and those held by projects far ahead of their share when it is
+	// owed more than a scheduling period of the resource.
+	free := func(nd Need) float64 {
+		if debt(nd.Project) > overserved(nd.Resource) {
+			return idle[nd.Resource] + held[nd.Resource]
+		}
+		return idle[nd.Resource]
+	}
 	// waits reports whether position nd's project waits for its resource: ahead of its
 	// share (overserved), while the resource holds enough or a project owed more may
 	// be asked for it.
@@ -372,7 +409,7 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 			if !eligible(nd) {
 				continue
 			}
-			if idleStep && idle[nd.Resource] <= fitSlack {
+			if idleStep && free(nd) <= fitSlack {
 				continue
 			}
 			if !idleStep && nd.Queued >= nd.Low {
@@ -406,15 +443,18 @@ func (w *Workspace) request(doc *state.Document, now float64, asked []int) (req 
 	req = state.WorkRequest{Time: now, Project: doc.Projects[best].Name, Coprocs: w.coprocs[:0]}
 	if !w.Quiet {
 		req.Reason = "goals: " + h.Resources[bestRes].Type
-		if bestIdle {
+		switch {
+		case bestIdle && idle[bestRes] > fitSlack:
 			req.Reason += " instance idle"
-		} else {
+		case bestIdle:
+			req.Reason += " instance held by a project far ahead of its share"
+		default:
 			req.Reason += " below the project's low-water mark"
 		}
 	}
 	for _, nd := range needs {
 		secs := math.Max(0, nd.Want-nd.Queued)
-		inst := math.Max(0, idle[nd.Resource])
+		inst := math.Max(0, free(nd))
 		if nd.Project != best || !eligible(nd) || (secs <= 0 && inst <= fitSlack) {
 			continue
 		}

@@ -430,3 +430,35 @@ func TestScheduleSqueezedStartedTask(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestOwedTakesHeldInstances: B (share 1) is far ahead of its share and runs on
+// both CPUs; A is owed more than a scheduling period and holds one task, more than its
+// low-water mark, so no CPU is idle and A is below no mark. B's tasks could wait and
+// still meet their deadlines, so the CPUs they hold are A's to ask for: A is asked for
+// the one its own task would not take. Not
+// when B's tasks have no time to wait, nor when A is owed less than a period (7,200
+// instance-seconds here), nor when B is within a period of its share.
+func TestRequestOwedTakesHeldInstances(t *testing.T) {
+	mk := func(aDebt, bDebt, bDeadline float64) *state.Document {
+		d := doc()
+		d.Projects[0].Resources[0].LongTermDebt = aDebt
+		d.Projects[1].Resources[0].LongTermDebt = bDebt
+		d.Tasks = []state.Task{task("a1", "A", "a", 20000e9, 1, 1e7), task("b1", "B", "b", 3600e9, 1, bDeadline), task("b2", "B", "b", 3600e9, 1, bDeadline)}
+		d.Tasks[1].State, d.Tasks[2].State = state.TaskRunning, state.TaskRunning
+		return d
+	}
+	for _, c := range []struct {
+		aDebt, bDebt, bDeadline float64
+		asked                   bool
+	}{
+		{1e5, -1e5, 1e6, true},
+		{1e5, -1e5, 3600 + 8640 + 3600, false}, // B's tasks cannot wait a period
+		{7000, -1e5, 1e6, false},               // A owed less than a period
+		{1e5, -7000, 1e6, false},               // B within a period of its share
+	} {
+		req, ok := Request(mk(c.aDebt, c.bDebt, c.bDeadline), 1, nil)
+		if got := ok && req.Project == "A" && req.CPUReqInstances == 1; got != c.asked {
+			t.Errorf("A's debt %g, B's %g, B's deadline %g: request %+v %v, want A asked for a CPU %v", c.aDebt, c.bDebt, c.bDeadline, req, ok, c.asked)
+		}
+	}
+}
