@@ -22,7 +22,7 @@ func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Pla
 		p, w.reportCounts = OverdueReport(doc, now, w.reportCounts)
 		if w.Quiet && p < 0 {
 			// No report before overdueFrom while the tasks and the RPC backoffs
-			// stay as they are (Reset and TasksSettled end the hold).
+			// stay as they are (Reset and TasksChanged end the hold).
 			w.reportHold, w.reportHoldUntil = true, overdueFrom(doc, now)
 		}
 	}

@@ -46,15 +46,15 @@ func (w *Workspace) Simulate(doc *state.Document, now float64) {
 	w.simDone, w.simAt = true, now
 }
 
-// Reset makes the next Simulate run afresh at the same moment: the caller changed the
-// tasks (received or removed some, or anything else). The skips' holds end.
+// Reset makes the next Simulate run afresh at the same moment, the view built again:
+// the caller changed the document. The skips' holds end.
 func (w *Workspace) Reset() {
-	w.TasksSettled()
+	w.TasksChanged()
 	w.viewKept = false
 }
 
-// TaskFinished is TasksSettled for a caller whose task finished its work and still
-// runs (the loop settles it later, with TasksSettled): the holds go on. The task's
+// TaskFinished is TasksChanged for a caller whose task finished its work and still
+// runs (the loop settles it later, with TasksChanged): the holds go on. The task's
 // remaining work has fallen to nothing, as fast as the work bound allows (workBound:
 // Overestimate), and it keeps its processors until it is settled, so a pass would
 // still run exactly the jobs running (setHold).
@@ -62,10 +62,11 @@ func (w *Workspace) TaskFinished() {
 	w.simDone, w.viewDone = false, false
 }
 
-// TasksSettled is Reset for a caller that only let tasks finish their work or marked
-// them done: the quiet paths' view is brought up to date (refresh) instead of built
+// TasksChanged is Reset for a caller that changed only the tasks, as the emulator's
+// loop does (task states, tasks done or reported dropped, tasks received added at
+// the end): the quiet paths' view is brought up to date (refresh) instead of built
 // again.
-func (w *Workspace) TasksSettled() {
+func (w *Workspace) TasksChanged() {
 	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold, w.reportHold = false, false, false, false, false, false
 	w.keep = false
 }

@@ -155,9 +155,10 @@ func TestHoldBeforePass(t *testing.T) {
 	}
 }
 
-// TestRefreshDropsSettled: after TasksSettled the quiet view drops the jobs of the
-// tasks marked done and brings the others up to date, as view builds them; after
-// Reset, or with a task more, it builds them again.
+// TestRefreshDropsSettled: after TasksChanged the quiet view drops the jobs of the
+// tasks marked done and brings the others up to date, as view builds them; after the
+// done task is dropped and two received at the end, it keeps the others and builds
+// the new ones, as view does.
 func TestRefreshDropsSettled(t *testing.T) {
 	doc := host(2)
 	doc.Tasks = []state.Task{
@@ -166,20 +167,29 @@ func TestRefreshDropsSettled(t *testing.T) {
 	}
 	w := Workspace{Quiet: true}
 	w.quietView(doc, t0)
+	same := func(when string) {
+		t.Helper()
+		var fresh Workspace
+		fresh.view(doc)
+		if fmt.Sprint(w.jobs) != fmt.Sprint(fresh.jobs) {
+			t.Errorf("%s: refreshed jobs\n%+v\nview's\n%+v", when, w.jobs, fresh.jobs)
+		}
+	}
 	doc.Tasks[1].State = state.TaskDone
 	doc.Tasks[2].State, doc.Tasks[2].FlopsDone, doc.Tasks[2].FractionDone = state.TaskRunning, 1.8e12, 0.5
-	w.TasksSettled()
+	w.TasksChanged()
 	w.quietView(doc, t0)
-	var fresh Workspace
-	fresh.view(doc)
-	if fmt.Sprint(w.jobs) != fmt.Sprint(fresh.jobs) || len(w.jobs) != 3 {
-		t.Errorf("refreshed jobs\n%+v\nview's\n%+v", w.jobs, fresh.jobs)
+	same("b0 done")
+	if len(w.jobs) != 3 {
+		t.Errorf("b0 done: %d jobs, want 3", len(w.jobs))
 	}
-	doc.Tasks = append(doc.Tasks, task("a2", "A", 3600, t0+1e6))
-	w.TasksSettled()
+	doc.Tasks = append(doc.Tasks[:1], doc.Tasks[2:]...)
+	doc.Tasks = append(doc.Tasks, task("b2", "B", 7200, t0+2e6), task("a2", "A", 3600, t0+2e6))
+	w.TasksChanged()
 	w.quietView(doc, t0+60)
-	if len(w.jobs) != 4 {
-		t.Errorf("a task more: %d jobs, want 4", len(w.jobs))
+	same("b0 reported, b2 and a2 received")
+	if len(w.jobs) != 5 {
+		t.Errorf("b0 reported, b2 and a2 received: %d jobs, want 5", len(w.jobs))
 	}
 }
 

@@ -7,19 +7,20 @@ import (
 
 // job is a runnable task as the policy sees it.
 type job struct {
-	task     int     // index in doc.Tasks
-	proj     int     // index in doc.Projects
-	res      int     // host resource it is scheduled on (index in doc.Host.Resources)
-	cpus     float64 // CPUs it takes (avg_ncpus)
-	inst     float64 // instances of res it takes (its coprocessor count, or cpus)
-	speed    float64 // FLOPS
-	left     float64 // FLOPs still to do as the simulation and work fetch take them (remaining)
-	est      float64 // FLOPs still to do as the scheduler estimates them (remaining)
-	deadline float64
-	started  bool // it has an active task: running or preempted
-	running  bool
-	peak     float64 // the peak FLOPS it takes (cpu_sched.cpp peak_flops)
-	bump     float64 // SchedBump of it at the simulation's REC sum (prepare)
+	task                int     // index in doc.Tasks
+	project, appVersion string  // its task's: with deadline, the key of refresh
+	proj                int     // index in doc.Projects
+	res                 int     // host resource it is scheduled on (index in doc.Host.Resources)
+	cpus                float64 // CPUs it takes (avg_ncpus)
+	inst                float64 // instances of res it takes (its coprocessor count, or cpus)
+	speed               float64 // FLOPS
+	left                float64 // FLOPs still to do as the simulation and work fetch take them (remaining)
+	est                 float64 // FLOPs still to do as the scheduler estimates them (remaining)
+	deadline            float64
+	started             bool // it has an active task: running or preempted
+	running             bool
+	peak                float64 // the peak FLOPS it takes (cpu_sched.cpp peak_flops)
+	bump                float64 // SchedBump of it at the simulation's REC sum (prepare)
 
 	// the round-robin simulation's
 	simLeft, simRate, finishAt float64
@@ -71,12 +72,11 @@ type Workspace struct {
 	// fetch's view serves the pass that follows it.
 	viewAt   float64
 	viewDone bool
-	// viewKept: the jobs were built since the last Reset, from viewTasks tasks
-	// (refresh; TasksSettled keeps them).
-	viewKept  bool
-	viewTasks int
-	dcf       []float64 // per project: refresh's
-	dcfOf     []float64 // per project: prepare's
+	// viewKept: the jobs were built since the last Reset (refresh brings them up to
+	// date; TasksChanged keeps them).
+	viewKept bool
+	dcf      []float64 // per project: refresh's
+	dcfOf    []float64 // per project: prepare's
 	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack and
 	// anyMiss are missesKnown's: how long from its now no job that does not miss its
 	// deadline can come to, and whether some job misses.
@@ -101,7 +101,7 @@ type Workspace struct {
 	changed bool // the last Schedule started or stopped a task (Changed)
 
 	// reportHold, reportHoldUntil: OverdueReport finds no project before
-	// reportHoldUntil (overdueFrom); Reset and TasksSettled end it.
+	// reportHoldUntil (overdueFrom); Reset and TasksChanged end it.
 	reportHold      bool
 	reportHoldUntil float64
 
@@ -191,17 +191,26 @@ func (w *Workspace) view(doc *state.Document) {
 
 	w.jobs = w.jobs[:0]
 	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
-		if !t.State.Runnable() {
+		if !doc.Tasks[i].State.Runnable() {
 			continue
 		}
-		v := w.avIx.Index(t.AppVersion)
-		av := &doc.AppVersions[v]
-		p := w.pIx.Index(t.Project)
 		// Built in place: a job is large, and copying it in was most of view's time.
 		w.jobs = append(w.jobs, job{})
-		j := &w.jobs[len(w.jobs)-1]
-		*j = job{task: i, proj: p, cpus: av.AvgNCPUs, inst: av.Instances(), speed: av.Speed(h),
+		w.build(doc, i, &w.jobs[len(w.jobs)-1])
+	}
+}
+
+// build builds in j the job of task i (view done for doc's host; w.avIx and w.pIx
+// doc's).
+func (w *Workspace) build(doc *state.Document, i int, j *job) {
+	h := &doc.Host
+	cpuFlops := h.CPU().Flops
+	t := &doc.Tasks[i]
+	v := w.avIx.Index(t.AppVersion)
+	av := &doc.AppVersions[v]
+	p := w.pIx.Index(t.Project)
+	{
+		*j = job{task: i, project: t.Project, appVersion: t.AppVersion, proj: p, cpus: av.AvgNCPUs, inst: av.Instances(), speed: av.Speed(h),
 			deadline: t.ReportDeadline, started: t.State != state.TaskReady, running: t.State == state.TaskRunning}
 		j.res = w.cpuRes
 		if av.Coproc != nil {
@@ -223,51 +232,79 @@ func (w *Workspace) view(doc *state.Document) {
 }
 
 // quietView is view, built at most once a moment until Reset; from one moment to the
-// next, and after TasksSettled, while the caller has not changed the tasks otherwise
-// (no Reset since the last view), the jobs are brought up to date (refresh).
+// next, and after TasksChanged, the jobs already built are brought up to date
+// (refresh).
 func (w *Workspace) quietView(doc *state.Document, now float64) {
 	if w.viewDone && w.viewAt == now {
 		return
 	}
-	if !w.viewKept || !w.refresh(doc) {
+	if w.viewKept {
+		w.refresh(doc)
+	} else {
 		w.view(doc)
-		w.viewKept, w.viewTasks = true, len(doc.Tasks)
+		w.viewKept = true
 	}
 	w.viewDone, w.viewAt = true, now
 }
 
-// refresh brings the view up to date with what changes from step to step while no
-// task is received or removed: the projects' REC, each job's state (the passes') and
-// its estimated remaining work (the step's progress), and the jobs whose tasks are no
-// longer runnable (settled) leave it, the others keeping their order. The rest of a
-// job (its project, app version, speed, deadline) is its task's for good. No task
-// becomes runnable but by being received. It reports false, and leaves view to build
-// the jobs again, when the tasks are not as many as the view's.
-func (w *Workspace) refresh(doc *state.Document) bool {
-	if len(doc.Tasks) != w.viewTasks {
-		return false
-	}
+// refresh brings the jobs of the last view up to date with the tasks: the projects'
+// REC, each job's state (the passes') and estimated remaining work (the step's
+// progress); the jobs whose tasks are no longer runnable or gone (settled, reported)
+// leave, and the tasks received are built (build). What the rest of a job is worked
+// out from, its task's project, app version and deadline (the key), does not change
+// (nor do the host, the projects and their app versions, which a view reads once), so
+// a job is kept for a runnable task of the same key, whichever task of that key it
+// was built for: the tasks and the jobs are walked in order side by side, and a job
+// whose key is not the task's is dropped. (A task received in the middle would drop
+// the jobs after it, to be built again; the loop only drops tasks and adds new ones
+// at the end, keeping the others' order.)
+func (w *Workspace) refresh(doc *state.Document) {
 	w.dcf = scratch.Grow(w.dcf, len(doc.Projects))
 	for i := range doc.Projects {
 		w.rec[i] = doc.Projects[i].REC
 		w.dcf[i] = doc.Projects[i].DCF()
 	}
-	out := 0
-	for i := range w.jobs {
-		t := &doc.Tasks[w.jobs[i].task]
+	n := len(w.jobs)
+	k, out := 0, 0 // the next job to walk, the next to keep
+	indexed := false
+	for i := range doc.Tasks {
+		t := &doc.Tasks[i]
 		if !t.State.Runnable() {
 			continue
 		}
-		if out != i {
-			w.jobs[out] = w.jobs[i]
+		for k < n && !w.jobs[k].is(t) {
+			k++
 		}
-		j := &w.jobs[out]
+		if k < n {
+			if out != k {
+				w.jobs[out] = w.jobs[k]
+			}
+			k++
+			j := &w.jobs[out]
+			out++
+			j.task = i
+			j.started, j.running = t.State != state.TaskReady, t.State == state.TaskRunning
+			j.left, j.est = remaining(doc, t, w.dcf[j.proj])
+			continue
+		}
+		// A task received (every job walked: the slots from out on are free).
+		if !indexed {
+			w.avIx.SetAppVersions(doc.AppVersions)
+			w.pIx.SetProjects(doc.Projects)
+			indexed = true
+		}
+		if out == len(w.jobs) {
+			w.jobs = append(w.jobs, job{})
+		}
+		w.build(doc, i, &w.jobs[out])
 		out++
-		j.started, j.running = t.State != state.TaskReady, t.State == state.TaskRunning
-		j.left, j.est = remaining(doc, t, w.dcf[j.proj])
 	}
 	w.jobs = w.jobs[:out]
-	return true
+}
+
+// is reports whether j is a job for task t: the same key (refresh).
+func (j *job) is(t *state.Task) bool {
+	return j.deadline == t.ReportDeadline && state.SameName(j.project, t.Project) && state.SameName(j.appVersion, t.AppVersion)
 }
 
 // remaining is a job's remaining FLOPs as BOINC's client takes them: est, its

@@ -75,7 +75,7 @@ func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (R
 }
 
 func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
-	bp.work.Reset()
+	bp.work.TasksChanged() // the RPC's backoffs and the tasks reported and received
 	if rep.Failed {
 		return
 	}
@@ -87,11 +87,9 @@ func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 	boincpolicy.HandleReply(doc, r.Project, &r.Request, rep.Jobs, now, bp.jitter.seeded(rep.Seed))
 }
 
-// tasksChanged: the loop settled tasks, or one finished its work, or it reported or
-// received tasks (Serve); the simulation runs again. The workspace keeps its view for
-// the first two (TasksSettled); after Serve the loop always calls Replied, whose Reset
-// drops it.
-func (bp *boincPolicy) tasksChanged() { bp.work.TasksSettled() }
+// tasksChanged: the loop settled tasks, or reported or received tasks (Serve); the
+// simulation runs again, the workspace's view brought up to date (TasksChanged).
+func (bp *boincPolicy) tasksChanged() { bp.work.TasksChanged() }
 
 // overestimate: the loop's bound on a job's estimate ÷ real work (noteJobs), which the
 // work fetch's hold allows for.
