@@ -71,6 +71,14 @@ func (w *Workspace) TasksChanged() {
 	w.keep = false
 }
 
+// TasksReceived is TasksChanged for a caller that also dropped tasks (reported) or
+// received some (added at the end): refresh then finds each job's task again by its
+// key.
+func (w *Workspace) TasksReceived() {
+	w.TasksChanged()
+	w.received = true
+}
+
 // Arrived is Reset after an RPC's reply brought jobs at the moment of the last pass,
 // for a caller that follows BOINC's client there (its emulator's second pass of a
 // moment): the next pass at that moment sees the new jobs but keeps the deadline
@@ -135,6 +143,8 @@ func (w *Workspace) prepareJobs(doc *state.Document) {
 		w.dcfOf[p] = doc.Projects[p].DCF()
 	}
 	cpuF, gpuF := availFrac(&h.TimeStats, false), availFrac(&h.TimeStats, true)
+	w.sums = scratch.Grow(w.sums, sumsPer*w.nRes)
+	w.coprocCPUs, w.fall = 0, 1
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		j.simLeft, j.simDone, j.misses = j.left, false, false
@@ -146,8 +156,30 @@ func (w *Workspace) prepareJobs(doc *state.Document) {
 		if j.simRate == 0 {
 			j.simRate = 1e6 // BOINC's "just in case"
 		}
+		// The bounds' sums (missesKnown, workBound), in the jobs' order.
+		t := j.simLeft / j.simRate
+		s := w.sums[sumsPer*j.res : sumsPer*j.res+sumsPer]
+		s[sumSerial] += t
+		s[sumW] += j.inst * t
+		s[sumMaxT] = max(s[sumMaxT], t)
+		s[sumMaxU] = max(s[sumMaxU], j.inst)
+		if j.res != w.cpuRes {
+			w.coprocCPUs += j.cpus
+		}
+		w.fall = max(w.fall, w.Overestimate*w.dcfOf[j.proj])
 	}
 }
+
+// The bounds' sums per resource (prepareJobs): of its jobs' simulated times (remaining
+// work ÷ rate), the sum, the sum × instances (W), the longest; the most instances a
+// job takes.
+const (
+	sumSerial = iota
+	sumW
+	sumMaxT
+	sumMaxU
+	sumsPer
+)
 
 func (w *Workspace) simulate(doc *state.Document, now float64) {
 	h := &doc.Host

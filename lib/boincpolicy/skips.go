@@ -173,27 +173,17 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 // least margin to the bound), w.anyMiss whether some job misses.
 func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	nR := w.nRes
-	w.bound = scratch.Grow(w.bound, 3*nR) // per resource: the serial sum, W, t
-	var coprocCPUs float64
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		t := j.simLeft / j.simRate
-		b := w.bound[3*j.res : 3*j.res+3]
-		b[0] += t
-		b[1] += j.inst * t
-		b[2] = max(b[2], t)
-		if j.res != w.cpuRes {
-			coprocCPUs += j.cpus
-		}
-	}
+	w.bound = scratch.Grow(w.bound, 3*nR) // per resource: the bound on its last finish
 	for r := range nR {
+		s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
 		b := w.bound[3*r : 3*r+3]
+		b[0] = s[sumSerial]
 		n := float64(doc.Host.Resources[r].Instances)
 		if r == w.cpuRes {
-			n -= coprocCPUs
+			n -= w.coprocCPUs
 		}
 		if n > 0 {
-			b[0] = min(b[0], b[1]/n+b[2])
+			b[0] = min(b[0], s[sumW]/n+s[sumMaxT])
 		}
 	}
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
@@ -266,27 +256,16 @@ func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
 // workBound reports whether the work bound of noFetchPossible puts every resource's
 // saturated time at or past bufMin (prepare done).
 func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
-	w.bound = scratch.Grow(w.bound, 3*w.nRes) // per resource: W, t, u
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		t := j.simLeft / j.simRate
-		b := w.bound[3*j.res : 3*j.res+3]
-		b[0] += j.inst * t
-		b[1] = max(b[1], t)
-		b[2] = max(b[2], j.inst)
-	}
 	// How much faster than the work done a running job's remaining work may fall:
 	// estimate × correction factor ÷ real work (state.Task.RemainingWork's (1 −
 	// fraction done) × estimate), at most Overestimate × the largest correction
 	// factor, and at least 1 (a true remaining work falls as fast as the work done).
-	fall := 1.0
-	for i := range w.jobs {
-		fall = max(fall, w.Overestimate*w.dcfOf[w.jobs[i].proj])
-	}
+	fall := w.fall
 	hold := math.Inf(1)
 	for r := range h.Resources {
 		n := float64(h.Resources[r].Instances)
-		b := w.bound[3*r : 3*r+3]
+		s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
+		b := [3]float64{s[sumW], s[sumMaxT], s[sumMaxU]} // W, t, u
 		// A margin for rounding: the simulation sums the same times in another order.
 		over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
 		if !(over >= 0) {

@@ -185,7 +185,7 @@ func TestRefreshDropsSettled(t *testing.T) {
 	}
 	doc.Tasks = append(doc.Tasks[:1], doc.Tasks[2:]...)
 	doc.Tasks = append(doc.Tasks, task("b2", "B", 7200, t0+2e6), task("a2", "A", 3600, t0+2e6))
-	w.TasksChanged()
+	w.TasksReceived()
 	w.quietView(doc, t0+60)
 	same("b0 reported, b2 and a2 received")
 	if len(w.jobs) != 5 {

@@ -73,10 +73,12 @@ type Workspace struct {
 	viewAt   float64
 	viewDone bool
 	// viewKept: the jobs were built since the last Reset (refresh brings them up to
-	// date; TasksChanged keeps them).
-	viewKept bool
-	dcf      []float64 // per project: refresh's
-	dcfOf    []float64 // per project: prepare's
+	// date; TasksChanged keeps them); from viewTasks tasks, none received or dropped
+	// since unless received (TasksReceived).
+	viewKept, received bool
+	viewTasks          int
+	dcf                []float64 // per project: refresh's
+	dcfOf              []float64 // per project: prepare's
 	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack and
 	// anyMiss are missesKnown's: how long from its now no job that does not miss its
 	// deadline can come to, and whether some job misses.
@@ -108,9 +110,13 @@ type Workspace struct {
 	reportCounts        []int // OverdueReport's
 	active, order, heap []int
 	bound               []float64 // per resource: missesKnown's
-	found               []int
-	list                []RunEntry
-	keys                []runKey // sortRunList's
+	// prepareJobs': per resource the bounds' sums (sumsPer each), the coprocessor
+	// jobs' CPUs and how fast a remaining work may fall (workBound)
+	sums             []float64
+	coprocCPUs, fall float64
+	found            []int
+	list             []RunEntry
+	keys             []runKey // sortRunList's
 	// rankCPUJobs': the CPU jobs by project and rank (ranked), each list's start
 	// (rankAt) and next job (rankNext)
 	ranked, rankAt, rankNext []int
@@ -242,7 +248,7 @@ func (w *Workspace) quietView(doc *state.Document, now float64) {
 		w.refresh(doc)
 	} else {
 		w.view(doc)
-		w.viewKept = true
+		w.viewKept, w.received, w.viewTasks = true, false, len(doc.Tasks)
 	}
 	w.viewDone, w.viewAt = true, now
 }
@@ -264,6 +270,27 @@ func (w *Workspace) refresh(doc *state.Document) {
 		w.rec[i] = doc.Projects[i].REC
 		w.dcf[i] = doc.Projects[i].DCF()
 	}
+	if !w.received && len(doc.Tasks) == w.viewTasks {
+		// No task received or dropped since the jobs were built (TasksReceived):
+		// each job's task is where it was, and only its state changed.
+		out := 0
+		for i := range w.jobs {
+			t := &doc.Tasks[w.jobs[i].task]
+			if !t.State.Runnable() {
+				continue
+			}
+			if out != i {
+				w.jobs[out] = w.jobs[i]
+			}
+			j := &w.jobs[out]
+			out++
+			j.started, j.running = t.State != state.TaskReady, t.State == state.TaskRunning
+			j.left, j.est = remaining(doc, t, w.dcf[j.proj])
+		}
+		w.jobs = w.jobs[:out]
+		return
+	}
+	w.received, w.viewTasks = false, len(doc.Tasks)
 	n := len(w.jobs)
 	k, out := 0, 0 // the next job to walk, the next to keep
 	indexed := false

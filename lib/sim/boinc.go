@@ -75,7 +75,7 @@ func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (R
 }
 
 func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
-	bp.work.TasksChanged() // the RPC's backoffs and the tasks reported and received
+	bp.work.TasksReceived() // the RPC's backoffs and the tasks reported and received
 	if rep.Failed {
 		return
 	}
