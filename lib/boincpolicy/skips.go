@@ -146,8 +146,9 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 }
 
 // missesKnown reports whether the simulation's deadline misses are known without it
-// (prepare done), and if so counts them as the simulation would (w.missed, each job's
-// misses, w.Sim's): every job either certainly misses or certainly does not.
+// (prepareJobs done: its sums), and if so counts them as the simulation would
+// (w.missed, each job's misses, w.Sim's): every job either certainly misses or
+// certainly does not.
 //
 // A job whose computation deadline (its report deadline − work_buf_min −
 // DeadlineCushion) is already past at now misses whatever the simulation does: its
@@ -254,7 +255,7 @@ func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
 }
 
 // workBound reports whether the work bound of noFetchPossible puts every resource's
-// saturated time at or past bufMin (prepare done).
+// saturated time at or past bufMin (prepareJobs done: its sums).
 func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 	// How much faster than the work done a running job's remaining work may fall:
 	// estimate × correction factor ÷ real work (state.Task.RemainingWork's (1 −
