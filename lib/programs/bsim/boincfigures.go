@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,7 +92,8 @@ func boincFiguresPath(path string) string {
 	return path + "." + BOINCFigures
 }
 
-// readBOINCFigures reads the scenario's BOINC figures, or nil when it has none.
+// readBOINCFigures reads the scenario's BOINC figures, or nil when it has none. With
+// several seeds' lines, Figures is their mean and Runs each seed's.
 func readBOINCFigures(path string) (*BOINCRun, error) {
 	file := boincFiguresPath(path)
 	data, err := os.ReadFile(file)
@@ -101,13 +103,152 @@ func readBOINCFigures(path string) (*BOINCRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := ParseOneLine(bytes.NewReader(data))
+	runs, err := ParseFigures(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	b := &BOINCRun{Figures: res}
+	b := &BOINCRun{Figures: runs[0].Figures}
+	if len(runs) > 1 || runs[0].Seed != 0 {
+		b.Runs = runs
+	}
+	if b.Runs != nil {
+		b.Figures, b.CI, b.Min, b.Max = spread(runs)
+	}
 	b.Duration, b.Delta = figuresRun(string(data))
 	return b, nil
+}
+
+// spread is the mean of several runs' figures, the half-widths of the means' 95 %
+// confidence intervals, and each figure's least and greatest value.
+func spread(runs []SeedFigures) (mean *sim.Result, ci, lo, hi *FiguresCI) {
+	res := make([]*sim.Result, len(runs))
+	for i, r := range runs {
+		res[i] = r.Figures
+	}
+	mean, ci, lo, hi = &sim.Result{}, &FiguresCI{}, &FiguresCI{}, &FiguresCI{}
+	for _, f := range []struct {
+		get     func(*sim.Result) float64
+		m       *float64
+		c, l, h *float64
+	}{
+		{func(x *sim.Result) float64 { return x.WastedFraction }, &mean.WastedFraction, &ci.WastedFraction, &lo.WastedFraction, &hi.WastedFraction},
+		{func(x *sim.Result) float64 { return x.IdleFraction }, &mean.IdleFraction, &ci.IdleFraction, &lo.IdleFraction, &hi.IdleFraction},
+		{func(x *sim.Result) float64 { return x.ShareViolation }, &mean.ShareViolation, &ci.ShareViolation, &lo.ShareViolation, &hi.ShareViolation},
+		{func(x *sim.Result) float64 { return x.Monotony }, &mean.Monotony, &ci.Monotony, &lo.Monotony, &hi.Monotony},
+		{func(x *sim.Result) float64 { return x.RPCsPerJob }, &mean.RPCsPerJob, &ci.RPCsPerJob, &lo.RPCsPerJob, &hi.RPCsPerJob},
+	} {
+		*f.m, *f.c = meanCI(res, f.get)
+		*f.l, *f.h = math.Inf(1), math.Inf(-1)
+		for _, x := range res {
+			*f.l, *f.h = min(*f.l, f.get(x)), max(*f.h, f.get(x))
+		}
+	}
+	return mean, ci, lo, hi
+}
+
+// seedList is seeds as people write them: 1-5, or 1-3,7.
+func seedList(seeds []uint64) string {
+	var parts []string
+	for i := 0; i < len(seeds); {
+		j := i
+		for j+1 < len(seeds) && seeds[j+1] == seeds[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", seeds[i], seeds[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(seeds[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// SeedFigures is one line of a BOINC figures file: the figures of one run of BOINC's
+// emulator, and the seed it ran with (0: the line does not say, the one-line form).
+type SeedFigures struct {
+	Seed    uint64
+	Figures *sim.Result
+}
+
+// maxFigureSeeds bounds the seed lines of one figures file (a file is a handful of runs,
+// not a data set).
+const maxFigureSeeds = 1000
+
+// ParseFigures reads a BOINC figures file: lines that are blank or # comments, and
+// either one line of BOINC's emulator's figures 'wf W if I sv S m M r R' (one run, seed
+// unsaid: the form BOINC's emulator writes) or one or more lines 'seed N wf W if I sv S
+// m M r R', one per run of the emulator with its srand seed N (N >= 1, each seed once).
+// Errors name the line.
+func ParseFigures(r io.Reader) ([]SeedFigures, error) {
+	sc := bufio.NewScanner(io.LimitReader(r, 1<<16))
+	var runs []SeedFigures
+	seen := map[uint64]bool{}
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		f := strings.Fields(text)
+		var seed uint64
+		skip := 0
+		if f[0] == "seed" {
+			if len(f) < 2 {
+				return nil, fmt.Errorf("line %d: want 'seed N wf W if I sv S m M r R', got %q", line, text)
+			}
+			x, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil || x == 0 {
+				return nil, fmt.Errorf("line %d: seed: want a whole number >= 1, got %q", line, f[1])
+			}
+			if seen[x] {
+				return nil, fmt.Errorf("line %d: seed %d a second time", line, x)
+			}
+			seen[x], seed, skip = true, x, 2
+		}
+		switch {
+		case len(runs) > 0 && (seed == 0 || runs[0].Seed == 0):
+			return nil, fmt.Errorf("line %d: one line of figures without 'seed N', or lines that each start 'seed N'; got another: %q", line, text)
+		case len(runs) >= maxFigureSeeds:
+			return nil, fmt.Errorf("line %d: at most %d seeds", line, maxFigureSeeds)
+		}
+		res, err := figureWords(text, skip)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		runs = append(runs, SeedFigures{Seed: seed, Figures: res})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("no line of figures ('wf W if I sv S m M r R' or 'seed N wf W ...')")
+	}
+	return runs, nil
+}
+
+// figureWords reads the words 'wf W if I sv S m M r R' of one line of figures, text,
+// the words from skip on (after 'seed N').
+func figureWords(text string, skip int) (*sim.Result, error) {
+	f := strings.Fields(text)[skip:]
+	want := []string{"wf", "if", "sv", "m", "r"}
+	if len(f) != 2*len(want) {
+		if skip > 0 {
+			return nil, fmt.Errorf("want 'seed N wf W if I sv S m M r R', got %q", text)
+		}
+		return nil, fmt.Errorf("want 'wf W if I sv S m M r R', got %q", text)
+	}
+	vals := make([]float64, len(want))
+	for k, name := range want {
+		if f[2*k] != name {
+			return nil, fmt.Errorf("want %q as word %d, got %q", name, skip+2*k+1, f[2*k])
+		}
+		x, err := strconv.ParseFloat(f[2*k+1], 64)
+		if err != nil || x < 0 || x != x || x > 1e300 {
+			return nil, fmt.Errorf("%s: want a number >= 0, got %q", name, f[2*k+1])
+		}
+		vals[k] = x
+	}
+	return &sim.Result{WastedFraction: vals[0], IdleFraction: vals[1], ShareViolation: vals[2], Monotony: vals[3], RPCsPerJob: vals[4]}, nil
 }
 
 var (
@@ -148,23 +289,10 @@ func ParseOneLine(r io.Reader) (*sim.Result, error) {
 		if res != nil {
 			return nil, fmt.Errorf("line %d: one line of figures only, got another: %q", line, text)
 		}
-		f := strings.Fields(text)
-		want := []string{"wf", "if", "sv", "m", "r"}
-		if len(f) != 2*len(want) {
-			return nil, fmt.Errorf("line %d: want 'wf W if I sv S m M r R', got %q", line, text)
+		var err error
+		if res, err = figureWords(text, 0); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		vals := make([]float64, len(want))
-		for k, name := range want {
-			if f[2*k] != name {
-				return nil, fmt.Errorf("line %d: want %q as word %d, got %q", line, name, 2*k+1, f[2*k])
-			}
-			x, err := strconv.ParseFloat(f[2*k+1], 64)
-			if err != nil || x < 0 || x != x || x > 1e300 {
-				return nil, fmt.Errorf("line %d: %s: want a number >= 0, got %q", line, name, f[2*k+1])
-			}
-			vals[k] = x
-		}
-		res = &sim.Result{WastedFraction: vals[0], IdleFraction: vals[1], ShareViolation: vals[2], Monotony: vals[3], RPCsPerJob: vals[4]}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err

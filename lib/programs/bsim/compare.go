@@ -22,8 +22,9 @@ import (
 
 // BOINCFigures is the file, in a scenario directory (or beside a scenario file X as
 // X.boinc_figures.txt), that holds BOINC's emulator's figures for the scenario: one line
-// in the emulator's own form, 'wf W if I sv S m M r R'; lines starting with # are
-// comments.
+// in the emulator's own form, 'wf W if I sv S m M r R', or one line per run of the
+// emulator with its srand seed N, 'seed N wf W if I sv S m M r R' (ParseFigures); lines
+// starting with # are comments.
 const BOINCFigures = "boinc_figures.txt"
 
 func compareCommand() *cli.Command {
@@ -42,7 +43,15 @@ finish in, and each row of one seed is what 'bsim run' prints for that pair.
 A scenario that carries BOINC's emulator's figures has a row 'BOINC' beside its
 policies: a directory's `+BOINCFigures+`, or X.boinc_figures.txt beside a scenario file
 X, holding the emulator's one-line output 'wf W if I sv S m M r R' and, in a # comment,
-the run they are for ('# ... 10 simulated days, delta 60'). Without --duration and
+the run they are for ('# ... 10 simulated days, delta 60'). BOINC's emulator is noisy
+(other srand seeds of it differ from its seed 1 by more than 0.01 on most corpus
+scenarios), so the file may instead hold one line per run of the emulator, 'seed N wf W
+if I sv S m M r R' (the corpus's hold seeds 1-5): then BOINC's row is their mean ± its
+confidence interval, the verdict and the summary weigh each policy against that mean,
+and the output says so ("BOINC: mean of seeds 1-5"); -o csv then adds, after its usual
+columns, boinc_seeds and each figure's least and greatest over BOINC's seeds
+(min_wasted_fraction ... max_rpcs_per_job; empty in the policies' rows), -o json the
+fields boinc_seeds, min and max. Without --duration and
 --delta such a scenario runs for its figures' time and step. 'vs BOINC' says whether
 the policy's wf, if and sv are each within +0.01 of BOINC's (ok) or which are not. It is
 given only where the comparison means something: under --emulate boinc (BOINC's
@@ -59,7 +68,8 @@ scenarios/corpus/* to compare its scenarios).
 --seeds A-B (or a list, 1,4,9) runs every pair once per seed and prints each figure's
 mean ± the half-width of its 95 % confidence interval (Student's t); the verdict uses
 the interval: ok when its top is within +0.01 of BOINC's figure, worse when its bottom
-is not, unsure between. BOINC's figure is one run of its emulator (one seed).
+is not, unsure between. BOINC's figure is one run of its emulator, or the mean of the
+seeds its file holds.
 
 Below the table, when some rows have a verdict: a summary per policy, on how many
 scenarios it is at least as good as BOINC (within +0.01) on each of wf, if and sv and
@@ -119,10 +129,19 @@ type CompareRow struct {
 	RPCsPerJob     float64    `json:"rpcs_per_job"`
 	CI             *FiguresCI `json:"ci95,omitempty"`
 	VsBOINC        string     `json:"vs_boinc,omitempty"`
+	// BOINC's row when its figures file holds several seeds' runs: those seeds, and
+	// each figure's least and greatest over them (the row's figures are their means).
+	BOINCSeeds []uint64 `json:"boinc_seeds,omitempty"`
+	Min        *Figures `json:"min,omitempty"`
+	Max        *Figures `json:"max,omitempty"`
 }
 
 // FiguresCI are the half-widths of the 95 % confidence intervals of a row's means.
-type FiguresCI struct {
+type FiguresCI = Figures
+
+// Figures are the five figures of merit, as one row's CI, or BOINC's least or greatest
+// over its seeds.
+type Figures struct {
 	WastedFraction float64 `json:"wasted_fraction"`
 	IdleFraction   float64 `json:"idle_fraction"`
 	ShareViolation float64 `json:"share_violation"`
@@ -131,10 +150,28 @@ type FiguresCI struct {
 }
 
 // BOINCRun is BOINC's emulator's figures for a scenario and the run they are for (0:
-// not said).
+// not said). With several seeds' runs (Runs), Figures is their mean, CI the half-widths
+// of its 95 % confidence intervals, Min and Max each figure's extremes.
 type BOINCRun struct {
 	Figures         *sim.Result
 	Duration, Delta float64
+	Runs            []SeedFigures // nil: one line without a seed
+	CI, Min, Max    *FiguresCI
+}
+
+// row is BOINC's row of the comparison for scenario path.
+func (b *BOINCRun) row(path string) CompareRow {
+	f := b.Figures
+	r := CompareRow{Scenario: path, Policy: "BOINC", Duration: b.Duration, Delta: b.Delta, Conventions: "boinc",
+		WastedFraction: f.WastedFraction, IdleFraction: f.IdleFraction, ShareViolation: f.ShareViolation, Monotony: f.Monotony, RPCsPerJob: f.RPCsPerJob}
+	if b.Runs != nil {
+		r.Seeds = len(b.Runs)
+		for _, x := range b.Runs {
+			r.BOINCSeeds = append(r.BOINCSeeds, x.Seed)
+		}
+		r.CI, r.Min, r.Max = b.CI, b.Min, b.Max
+	}
+	return r
 }
 
 func runCompare(_ context.Context, cmd *cli.Command) error {
@@ -216,9 +253,7 @@ func runCompare(_ context.Context, cmd *cli.Command) error {
 			out = append(out, r)
 		}
 		if b := boinc[i]; b != nil {
-			f := b.Figures
-			out = append(out, CompareRow{Scenario: path, Policy: "BOINC", Duration: b.Duration, Delta: b.Delta, Conventions: "boinc",
-				WastedFraction: f.WastedFraction, IdleFraction: f.IdleFraction, ShareViolation: f.ShareViolation, Monotony: f.Monotony, RPCsPerJob: f.RPCsPerJob})
+			out = append(out, b.row(path))
 		}
 	}
 	w := cmd.Root().Writer

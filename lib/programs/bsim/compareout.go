@@ -50,7 +50,11 @@ func compareTable(w io.Writer, seeds []uint64, rows []CompareRow) error {
 	} else {
 		fmt.Fprintf(w, "Seeds %d to %d (%d runs a row): means ± the half-widths of their 95 %% confidence intervals", seeds[0], seeds[len(seeds)-1], len(seeds))
 	}
-	fmt.Fprintf(w, "; 'run' is each row's simulated time / step; 'conventions' those it ran under (bsim's, or BOINC's emulator's: --emulate boinc)\n\n")
+	fmt.Fprintf(w, "; 'run' is each row's simulated time / step; 'conventions' those it ran under (bsim's, or BOINC's emulator's: --emulate boinc)\n")
+	if ref := boincReference(rows); ref != "" {
+		fmt.Fprintf(w, "%s (± the half-width of its 95 %% confidence interval over them); 'vs BOINC' weighs each policy against that mean\n", ref)
+	}
+	fmt.Fprintln(w)
 	t := cliutil.NewTable(w, "scenario", "policy", "run", "conventions", "wf", "if", "sv", "m", "r", "vs BOINC")
 	for _, r := range rows {
 		if err := t.Append([]string{r.Scenario, r.Policy, runLength(r.Duration, r.Delta), r.Conventions,
@@ -102,7 +106,11 @@ func compareSummary(w io.Writer, policies []string, rows []CompareRow, emulate b
 		_, err := fmt.Fprintf(w, "No summary against BOINC's figures (%d scenarios carry them): %s.\n", withFigures, why)
 		return err
 	}
-	fmt.Fprintf(w, "Against BOINC's emulator: on how many scenarios each policy is at least as good as BOINC (its mean within +%g of BOINC's figure); worst cases: scenario, figure, policy's minus BOINC's\n\n", margin)
+	against := "Against BOINC's emulator"
+	if ref := boincReference(rows); ref != "" {
+		against += " (" + ref + ")"
+	}
+	fmt.Fprintf(w, "%s: on how many scenarios each policy is at least as good as BOINC (its mean within +%g of BOINC's figure); worst cases: scenario, figure, policy's minus BOINC's\n\n", against, margin)
 	t := cliutil.NewTable(w, "policy", "scenarios", "wf", "if", "sv", "all three", "in band", "worst cases")
 	for _, pol := range policies {
 		var n, all, band int
@@ -167,17 +175,79 @@ func inBand(r, b *CompareRow) bool {
 	return math.Abs(r.RPCsPerJob-b.RPCsPerJob) <= bandR*b.RPCsPerJob
 }
 
+// boincReference says what BOINC's rows are where some are the means of several runs
+// of its emulator ("BOINC: mean of seeds 1-5"), or "" where each is one run (the line
+// BOINC's emulator writes), so that output without seeds' files reads as it always did.
+func boincReference(rows []CompareRow) string {
+	count := map[string]int{}
+	var lists []string
+	single := 0
+	for _, r := range rows {
+		if r.Policy != "BOINC" {
+			continue
+		}
+		if len(r.BOINCSeeds) == 0 {
+			single++
+			continue
+		}
+		l := seedList(r.BOINCSeeds)
+		if count[l] == 0 {
+			lists = append(lists, l)
+		}
+		count[l]++
+	}
+	if len(lists) == 0 {
+		return ""
+	}
+	if len(lists) == 1 && single == 0 {
+		return "BOINC: mean of seeds " + lists[0]
+	}
+	var parts []string
+	for _, l := range lists {
+		parts = append(parts, fmt.Sprintf("mean of seeds %s on %d scenarios", l, count[l]))
+	}
+	if single > 0 {
+		parts = append(parts, fmt.Sprintf("one run on %d", single))
+	}
+	return "BOINC: " + strings.Join(parts, ", ")
+}
+
+// compareCSV writes the rows with a header. Where some BOINC row is the mean of several
+// seeds, columns follow the usual ones (which keep their order): BOINC's seeds and each
+// figure's least and greatest over them, empty in the policies' rows.
 func compareCSV(w io.Writer, rows []CompareRow) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"scenario", "policy", "duration", "delta", "conventions", "seeds", "wasted_fraction", "idle_fraction", "share_violation", "monotony", "rpcs_per_job",
-		"ci95_wasted_fraction", "ci95_idle_fraction", "ci95_share_violation", "ci95_monotony", "ci95_rpcs_per_job", "vs_boinc"}); err != nil {
+	header := []string{"scenario", "policy", "duration", "delta", "conventions", "seeds", "wasted_fraction", "idle_fraction", "share_violation", "monotony", "rpcs_per_job",
+		"ci95_wasted_fraction", "ci95_idle_fraction", "ci95_share_violation", "ci95_monotony", "ci95_rpcs_per_job", "vs_boinc"}
+	spread := boincReference(rows) != ""
+	names := []string{"wasted_fraction", "idle_fraction", "share_violation", "monotony", "rpcs_per_job"}
+	if spread {
+		header = append(header, "boinc_seeds")
+		for _, p := range []string{"min_", "max_"} {
+			for _, n := range names {
+				header = append(header, p+n)
+			}
+		}
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	for _, r := range rows {
 		ci := r.ci()
-		if err := cw.Write([]string{r.Scenario, r.Policy, cliutil.Num(r.Duration), cliutil.Num(r.Delta), r.Conventions, fmt.Sprint(r.Seeds),
+		rec := []string{r.Scenario, r.Policy, cliutil.Num(r.Duration), cliutil.Num(r.Delta), r.Conventions, fmt.Sprint(r.Seeds),
 			f6(r.WastedFraction), f6(r.IdleFraction), f6(r.ShareViolation), f6(r.Monotony), f6(r.RPCsPerJob),
-			f6(ci.WastedFraction), f6(ci.IdleFraction), f6(ci.ShareViolation), f6(ci.Monotony), f6(ci.RPCsPerJob), r.VsBOINC}); err != nil {
+			f6(ci.WastedFraction), f6(ci.IdleFraction), f6(ci.ShareViolation), f6(ci.Monotony), f6(ci.RPCsPerJob), r.VsBOINC}
+		if spread {
+			if r.Min == nil || r.Max == nil {
+				rec = append(rec, make([]string, 1+2*len(names))...)
+			} else {
+				rec = append(rec, seedList(r.BOINCSeeds))
+				for _, x := range []*Figures{r.Min, r.Max} {
+					rec = append(rec, f6(x.WastedFraction), f6(x.IdleFraction), f6(x.ShareViolation), f6(x.Monotony), f6(x.RPCsPerJob))
+				}
+			}
+		}
+		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
