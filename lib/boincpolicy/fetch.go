@@ -222,7 +222,7 @@ func (w *Workspace) Piggyback(doc *state.Document, p int, now float64) Choice {
 	w.setup(doc, now)
 	c := w.choice(doc)
 	c.Project = p
-	c.Request = state.WorkRequest{Time: now, Project: doc.Projects[p].Name, Reason: "reporting results; work piggybacked", Coprocs: w.coprocReq[:0]}
+	c.Request = state.WorkRequest{Time: now, Project: doc.Projects[p].Name, Reason: piggybackReason, Coprocs: w.coprocReq[:0]}
 	defer func() { w.coprocReq = c.Request.Coprocs }()
 	if x := w.projReason[p]; x != "" && x != ProjectMinRPCTime {
 		return c
@@ -236,26 +236,33 @@ func (w *Workspace) Piggyback(doc *state.Document, p int, now float64) Choice {
 		if !(w.Sim[r].Saturated < bufTotal) {
 			continue
 		}
-		better := false
-		for _, p2 := range w.order {
-			if p2 == p {
-				break
-			}
-			if w.prio[p2] == w.prio[p] || w.projReason[p2] != "" {
-				continue
-			}
-			if w.reason[p2*nR+r] == "" {
-				better = true
-				break
-			}
-		}
-		if better {
+		if w.betterAskable(p, r) {
 			continue
 		}
 		secs, inst := w.setRequest(doc, p, r)
 		setReq(&c.Request, doc.Host.Resources[r].Type, secs, inst)
 	}
 	return c
+}
+
+// piggybackReason is a piggybacked request's Reason.
+const piggybackReason = "reporting results; work piggybacked"
+
+// betterAskable reports whether a project of higher work-fetch priority than p may be
+// asked for resource r (setup done): Piggyback then leaves r out.
+func (w *Workspace) betterAskable(p, r int) bool {
+	for _, p2 := range w.order {
+		if p2 == p {
+			return false
+		}
+		if w.prio[p2] == w.prio[p] || w.projReason[p2] != "" {
+			continue
+		}
+		if w.reason[p2*w.nRes+r] == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // choice is an empty choice with the workspace's priorities and reasons (good until

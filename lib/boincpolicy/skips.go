@@ -348,3 +348,53 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 	}
 	w.hold, w.holdUntil = true, until
 }
+
+// quietPiggybackNone reports whether Piggyback would ask project p for nothing at now,
+// from what the view and prepare give, without the simulation: then its request is
+// known (no resource asked for) and the simulation is not run. (At a moment whose
+// simulation is done it is not looked at: Piggyback then costs little.)
+//
+// Piggyback reads of the simulation only each resource's saturated time (whether it
+// is below work_buf_total) and, for a resource it asks for, its shortfall and idle
+// instances; setup reads the saturated time only for a project of zero share (its
+// ReasonZeroShare), so when no project has a zero share setup gives without the
+// simulation exactly what it gives after it. A resource is then left out as
+// Piggyback leaves it out: p's reason for it, a project of higher priority that may
+// be asked for it, or its saturated time at or past work_buf_total by workBound's
+// bound ((W − n × t) ÷ (n + u), noFetchPossible). When every resource is left out,
+// or p has too many runnable tasks, nothing is asked for.
+func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) bool {
+	if w.simDone && w.simAt == now {
+		return false
+	}
+	for q := range doc.Projects {
+		if doc.Projects[q].ResourceShare == 0 {
+			return false
+		}
+	}
+	w.quietView(doc, now)
+	w.prepare(doc)
+	w.setup(doc, now)
+	if x := w.projReason[p]; x != "" && x != ProjectMinRPCTime {
+		return true
+	}
+	nR := w.nRes
+	bufTotal := WorkBufTotal(&doc.Preferences)
+	h := &doc.Host
+	for r := 0; r < nR; r++ {
+		if x := w.reason[p*nR+r]; x != "" && x != ReasonBackedOff {
+			continue
+		}
+		if w.betterAskable(p, r) {
+			continue
+		}
+		n := float64(h.Resources[r].Instances)
+		s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
+		// A margin for rounding, as workBound's.
+		if (s[sumW]-n*s[sumMaxT])/(n+s[sumMaxU])-(bufTotal*(1+1e-9)+1e-6) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}

@@ -267,3 +267,55 @@ func TestBestCPUByPriority(t *testing.T) {
 		}
 	}
 }
+
+// TestPiggybackNoneKnown: on random hosts and queues (projects backed off or not, in
+// RPC backoff or not, of equal and unequal REC, a zero share now and then), whenever
+// quietPiggybackNone says nothing would be piggybacked, the full Piggyback asks for
+// nothing; and it says so on some of the cases where that is true (a queue past
+// work_buf_total, a project of higher priority askable), without a simulation.
+func TestPiggybackNoneKnown(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 4))
+	var known, empty, asked int
+	for trial := range 2000 {
+		doc := host(1 + rng.IntN(4))
+		doc.BOINCEmulator = rng.IntN(4) == 0
+		for p := range doc.Projects {
+			pr := &doc.Projects[p]
+			pr.REC = rng.Float64() * 1e5
+			if rng.IntN(20) == 0 {
+				pr.ResourceShare = 0
+			}
+			if rng.IntN(3) == 0 {
+				pr.MinRPCTime = t0 + 600
+			}
+			if rng.IntN(3) == 0 {
+				pr.ResourceState("cpu").BackoffUntil = t0 + 300
+			}
+		}
+		for i := range rng.IntN(16) {
+			doc.Tasks = append(doc.Tasks, task(fmt.Sprint("t", i), []string{"A", "B"}[rng.IntN(2)], 600+rng.Float64()*20000, t0+1e6))
+		}
+		p := rng.IntN(2)
+		q := Workspace{Quiet: true}
+		none := q.quietPiggybackNone(doc, p, t0)
+		var full Workspace
+		c := full.Piggyback(doc, p, t0)
+		nothing := c.Request.CPUReqSecs == 0 && len(c.Request.Coprocs) == 0
+		switch {
+		case none && !nothing:
+			t.Fatalf("trial %d: known to piggyback nothing, but Piggyback asks %+v", trial, c.Request)
+		case none && q.simDone:
+			t.Fatalf("trial %d: simulated", trial)
+		case none:
+			known++
+		case nothing:
+			empty++
+		default:
+			asked++
+		}
+	}
+	if known == 0 || asked == 0 {
+		t.Errorf("known %d, empty but not known %d, asked %d: want some known and some asked", known, empty, asked)
+	}
+	t.Logf("known %d, empty but not known %d, asked %d", known, empty, asked)
+}
