@@ -350,19 +350,21 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 }
 
 // quietPiggybackNone reports whether Piggyback would ask project p for nothing at now,
-// from what the view and prepare give, without the simulation: then its request is
-// known (no resource asked for) and the simulation is not run. (At a moment whose
-// simulation is done it is not looked at: Piggyback then costs little.)
+// from what the view and the jobs' counts give, without the simulation: then its
+// request is known (no resource asked for) and the simulation is not run. (At a
+// moment whose simulation is done it is not looked at: Piggyback then costs little.)
 //
 // Piggyback reads of the simulation only each resource's saturated time (whether it
 // is below work_buf_total) and, for a resource it asks for, its shortfall and idle
 // instances; setup reads the saturated time only for a project of zero share (its
-// ReasonZeroShare), so when no project has a zero share setup gives without the
-// simulation exactly what it gives after it. A resource is then left out as
-// Piggyback leaves it out: p's reason for it, a project of higher priority that may
-// be asked for it, or its saturated time at or past work_buf_total by workBound's
-// bound ((W − n × t) ÷ (n + u), noFetchPossible). When every resource is left out,
-// or p has too many runnable tasks, nothing is asked for.
+// ReasonZeroShare), and of prepare only the runnable jobs' counts, so when no project
+// has a zero share setup gives without the simulation exactly what it gives after it.
+// A resource is then left out as Piggyback leaves it out: p has no app version for
+// it (bsim's convention), its saturated time is at or past work_buf_total by
+// workBound's bound ((W − n × t) ÷ (n + u), noFetchPossible), or (setup done) p's
+// reason for it or a project of higher priority that may be asked for it. When every
+// resource is left out, or p has too many runnable tasks, nothing is asked for. The
+// first two need no setup, which is made only when some resource is left after them.
 func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) bool {
 	if w.simDone && w.simAt == now {
 		return false
@@ -373,28 +375,47 @@ func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) 
 		}
 	}
 	w.quietView(doc, now)
-	w.prepare(doc)
+	w.prepareJobs(doc)
+	nR := w.nRes
+	open := false // some resource not left out without setup
+	for r := 0; r < nR && !open; r++ {
+		open = !w.fullPast(doc, p, r)
+	}
+	if !open {
+		return true
+	}
+	// setup's counts (prepare's).
+	clear(w.nRunnable)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		w.nRunnable[j.proj*nR+j.res]++
+	}
 	w.setup(doc, now)
 	if x := w.projReason[p]; x != "" && x != ProjectMinRPCTime {
 		return true
 	}
-	nR := w.nRes
-	bufTotal := WorkBufTotal(&doc.Preferences)
-	h := &doc.Host
 	for r := 0; r < nR; r++ {
 		if x := w.reason[p*nR+r]; x != "" && x != ReasonBackedOff {
 			continue
 		}
-		if w.betterAskable(p, r) {
-			continue
-		}
-		n := float64(h.Resources[r].Instances)
-		s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
-		// A margin for rounding, as workBound's.
-		if (s[sumW]-n*s[sumMaxT])/(n+s[sumMaxU])-(bufTotal*(1+1e-9)+1e-6) >= 0 {
+		if w.betterAskable(p, r) || w.fullPast(doc, p, r) {
 			continue
 		}
 		return false
 	}
 	return true
+}
+
+// fullPast reports whether p is never asked for resource r (no app version for it,
+// bsim's convention: setup's ReasonNoApps) or r's saturated time is at or past
+// work_buf_total by workBound's bound (prepareJobs done: its sums).
+func (w *Workspace) fullPast(doc *state.Document, p, r int) bool {
+	res := &doc.Host.Resources[r]
+	if !doc.BOINCEmulator && !hasVersionFor(doc, doc.Projects[p].Name, res.Type) {
+		return true
+	}
+	n := float64(res.Instances)
+	s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
+	// A margin for rounding, as workBound's.
+	return (s[sumW]-n*s[sumMaxT])/(n+s[sumMaxU])-(WorkBufTotal(&doc.Preferences)*(1+1e-9)+1e-6) >= 0
 }
