@@ -301,15 +301,6 @@ func (w *Workspace) earliestMiss(doc *state.Document, r int) int {
 // preempted, the earliest arrived).
 func (w *Workspace) bestByPriority(r int) int {
 	best := -1
-	rank := func(j *job) int {
-		switch {
-		case j.running:
-			return 0
-		case j.started:
-			return 1
-		}
-		return 2
-	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if j.res != r || w.chosen[i] {
@@ -331,7 +322,7 @@ func (w *Workspace) bestByPriority(r int) int {
 			if j.proj < b.proj {
 				best = i
 			}
-		case r == w.cpuRes && rank(j) < rank(b):
+		case r == w.cpuRes && cpuRank(j) < cpuRank(b):
 			best = i
 		case r != w.cpuRes && j.started && !b.started:
 			best = i
