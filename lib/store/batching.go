@@ -116,7 +116,7 @@ func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {
 	// no writer or reader waits for it; its error (a busy database) leaves the work to
 	// the next checkpoint.
 	began := time.Now()
-	s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	s.CheckpointWAL(ctx)
 	if t := s.timing.Load(); t != nil {
 		(*t)("checkpoint", time.Since(began))
 	}
@@ -125,5 +125,16 @@ func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	}
+}
+
+// CheckpointWAL copies the pages a cron job's batches wrote from SQLite's WAL into
+// the database (PASSIVE: no reader or writer waits for it), as Batcher.LetWritersIn
+// does between batches, so that a scheduler RPC's commit does not find the WAL past
+// the automatic checkpoint and copy a pass's pages itself. Nothing on MySQL; an error
+// (a busy database) leaves the work to the next checkpoint.
+func (s *Store) CheckpointWAL(ctx context.Context) {
+	if s.dialect.name == SQLite {
+		s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
 	}
 }

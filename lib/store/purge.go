@@ -363,17 +363,6 @@ func (s *Store) ResetPurgeBatches(ctx context.Context, batches []int64) error {
 	return err
 }
 
-// CheckpointWAL copies the pages a cron job's batches wrote from SQLite's WAL into
-// the database (PASSIVE: no reader or writer waits for it), as Batcher.LetWritersIn
-// does between batches, so that a scheduler RPC's commit does not find the WAL past
-// the automatic checkpoint and copy a pass's pages itself. Nothing on MySQL; an error
-// (a busy database) leaves the work to the next checkpoint.
-func (s *Store) CheckpointWAL(ctx context.Context) {
-	if s.dialect.name == SQLite {
-		s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
-	}
-}
-
 // FinishPurge deletes the rows of batch p, which owner has written to the archive
 // and synced, and the batch, in one transaction: the rows are read again (but for
 // immutableTables') and must be as archived (ErrPurgeChanged otherwise), and the
