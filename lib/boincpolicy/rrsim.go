@@ -352,7 +352,6 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 				w.simNused[k] += j.inst
 			}
 			w.recTemp[p] += j.bump
-			w.prio[p] = Priority(w.recTemp[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
 			used := w.resUsed(r)
 			if r == w.cpuRes && used >= cpus || r != w.cpuRes && used >= limit {
 				break
@@ -360,6 +359,13 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			w.pendingAt[k]++
 			if w.pendingAt[k] == len(w.pending[k]) {
 				w.heap = slices.Delete(w.heap, bi, bi+1)
+			} else if !doc.BOINCEmulator && len(w.heap) > 1 {
+				// The priority is read only to compare projects, and only here: after
+				// the pick that ends the resource's loop, for a project left alone in
+				// it (the heap only shrinks) or in the emulator's order (by address)
+				// it is never read, and every reader after the simulation works the
+				// priorities out afresh (Priorities).
+				w.prio[p] = Priority(w.recTemp[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
 			}
 		}
 	}
