@@ -203,8 +203,10 @@ func (p *Purger) Run(ctx context.Context) (PurgeSummary, error) {
 	}
 	var ready []*archived // claimed and read: the group to write next
 	for {
+		// A group's windows may hold no workunit ready yet (validation pending, a
+		// locality cursor behind them): claim on until some are, or the walk is over.
 		var ids []int64
-		if !walked && !stop() {
+		for len(ids) == 0 && !walked && !stop() {
 			var err error
 			if ids, err = claim(); err != nil {
 				return ps.sum, errors.Join(err, p.release(ctx, ids), p.release(ctx, batchIDs(ready)))

@@ -135,3 +135,24 @@ func TestPurgeChangedInGroup(t *testing.T) {
 		}
 	})
 }
+
+// TestPurgeWalksPastAGroupNotReady: a group's windows that hold no workunit ready to
+// purge (here the walk's first three wait for validation) do not end the pass: the
+// walk goes on to the ready ones behind them.
+func TestPurgeWalksPastAGroupNotReady(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, engine, dsn string) {
+		p := newProject(t, dsn, 9)
+		purgeReady(t, p)
+		p.exec(t, `UPDATE workunit SET need_validate=1 WHERE id IN (SELECT id FROM (SELECT id FROM workunit ORDER BY file_delete_time, id LIMIT 3) AS first)`)
+		pu := purger(p, filepath.Join(p.dir, "archive"))
+		pu.Batch = 3
+		sum, err := pu.Run(context.Background())
+		if err != nil || sum.Workunits != 6 {
+			t.Fatalf("pass: %v, %v; want the 6 ready workunits purged", sum, err)
+		}
+		if n := p.count(t, `SELECT COUNT(*) FROM workunit`); n != 3 {
+			t.Errorf("%d workunits left, want the 3 waiting for validation", n)
+		}
+	})
+}
