@@ -20,9 +20,12 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		// (setHold): the pass's record only.
 		doc.CPUSched.LastPass, doc.CPUSched.NextPass = now, now+SchedPeriod
 		w.list = w.list[:0]
-		// No job misses its deadline while a hold lasts (setHold): the moment's
-		// counts, for Arrived, are none.
-		clear(w.passMissed)
+		// No job misses its deadline while setHold's hold lasts: the moment's
+		// counts, for Arrived, are none; under setEDFHold's they are the pass's that
+		// set it (the same misses throughout).
+		if !w.holdMiss {
+			clear(w.passMissed)
+		}
 		w.passAt = now
 		return true
 	}
@@ -46,6 +49,9 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		}
 		w.list = w.schedule(doc, now, w.list[:0])
 		w.setHold(doc, now, false)
+		if w.anyMiss {
+			w.setEDFHold(doc, now)
+		}
 		w.holdFetch(doc, now)
 		return true
 	}
@@ -311,7 +317,7 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 // already there. (A pass that changed nothing holds as it did before these skips'
 // third round, docs/decisions.md.)
 func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
-	w.hold = false
+	w.hold, w.holdMiss = false, false
 	if w.anyMiss {
 		return // earliest deadline first: the order is the deadlines', not the slices'
 	}
@@ -347,6 +353,98 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 		return
 	}
 	w.hold, w.holdUntil = true, until
+}
+
+// setEDFHold is setHold for a pass at now, made after missesKnown (no simulation),
+// in which some job misses its deadline (w.anyMiss): earliest deadline first then
+// decides the run, not the time slices. It holds only on a host whose runnable jobs
+// are all CPU jobs, none of a project whose correction factor puts its jobs in EDF,
+// when the pass started or stopped no job (under BOINC's emulator every running job
+// has run: its remaining work is its true one), every job that runs is in the list
+// for its deadline miss (WhyEDF) and the running jobs fill the CPUs (free ≤ 0 after
+// them, so no CPU job after them in the list runs: state.CPUsFit). Then, while the
+// tasks stay as they are, until now + missesKnown's slack and the first running
+// job's time slice ends, every pass lists the same jobs for their misses in the same
+// order and runs exactly them:
+//
+//   - the misses are the same: a job that misses (its computation deadline past)
+//     goes on missing, and no other comes to miss before the slack runs out
+//     (setHold); so the same counts per project;
+//   - earliest_deadline_result lists a project's jobs earliest deadline first, as
+//     many as it has misses, and the jobs that miss are a project's earliest (their
+//     deadlines are before now + work_buf_min + the cushion, the others' after): so
+//     every job that misses is listed, whatever the ties' order (by started, then
+//     the estimated remaining time, which falls for a running job), unless the
+//     listing stops at twice the CPUs (stop_scan_cpu) first; then there is no hold
+//     when two jobs of a project with misses share a deadline, both started and
+//     one running (the order of the ties may then list another job);
+//   - the run list's order (sortRunList) puts the deadline misses first, among them
+//     the unfinished time slices first: the running jobs' (until the first ends; a
+//     job not running has none), whose order among themselves (by CPUs, then the
+//     list's) leaves them all running (they all ran in this pass, and the CPUs are
+//     summed in an order the ties do not change where they differ); the jobs listed
+//     by priority (the REC moves) come after them and find the CPUs full.
+//
+// (deadlines-4cpu made a full pass at almost every step for its misses.)
+func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
+	w.hold, w.holdMiss = false, false
+	if w.changed {
+		return
+	}
+	nR := w.nRes
+	n := float64(doc.Host.CPU().Instances)
+	period := doc.Preferences.CPUSchedulingPeriod
+	until := now + w.slack
+	used := 0.0
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
+			return
+		}
+		if !j.running {
+			continue
+		}
+		t := &doc.Tasks[j.task]
+		if doc.BOINCEmulator && !(t.EmulatorFlopsLeft > 0) {
+			return
+		}
+		used += j.cpus
+		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
+	}
+	const slack = 1e-9 // state.CPUsFit's
+	if n-used > slack || !(until > now) {
+		return
+	}
+	listed := 0 // the jobs listed for their misses
+	for k := range w.list {
+		if w.list[k].Runs && w.list[k].Why != WhyEDF {
+			return
+		}
+		if w.list[k].Why == WhyEDF {
+			listed++
+		}
+	}
+	misses := 0
+	for p := range doc.Projects {
+		misses += w.missed[p*nR+w.cpuRes]
+	}
+	for a := range w.jobs {
+		if listed == misses {
+			break // every job that misses listed: the ties' order lists no other
+		}
+		ja := &w.jobs[a]
+		if w.missed[ja.proj*nR+ja.res] == 0 || !ja.started {
+			continue
+		}
+		for b := a + 1; b < len(w.jobs); b++ {
+			jb := &w.jobs[b]
+			if jb.deadline == ja.deadline && jb.started && (ja.running || jb.running) &&
+				w.missed[jb.proj*nR+jb.res] > 0 {
+				return
+			}
+		}
+	}
+	w.hold, w.holdUntil, w.holdMiss = true, until, true
 }
 
 // quietPiggybackNone reports whether Piggyback would ask project p for nothing at now,

@@ -85,6 +85,7 @@ type Workspace struct {
 	hold             bool
 	holdUntil, slack float64
 	anyMiss          bool
+	holdMiss         bool // the hold is setEDFHold's: the passes' miss counts are passMissed
 	// fetchHold, fetchHoldUntil: no resource is short of work before fetchHoldUntil
 	// (workBound, computed at boundAt); a Reset or a pass that starts or stops a
 	// job ends it.
