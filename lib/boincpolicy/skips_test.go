@@ -319,3 +319,58 @@ func TestPiggybackNoneKnown(t *testing.T) {
 	}
 	t.Logf("known %d, empty but not known %d, asked %d", known, empty, asked)
 }
+
+// TestEDFHold: two jobs of A past their computation deadline run on two CPUs within
+// their time slices; B's REC is low, so a pass by priority alone would run B's job.
+// Earliest deadline first runs A's: the quiet pass is made (some job misses), changes
+// nothing, leaves the tasks as a full pass does, and holds until the first slice ends;
+// the held pass lists nothing and keeps the misses' counts for Arrived. On one CPU,
+// where the listing stops at two jobs, a running job and a preempted one of the same
+// deadline (their order read from the estimated remaining time) leave no hold; with
+// distinct deadlines it holds.
+func TestEDFHold(t *testing.T) {
+	mk := func(cpus int, deadlines ...float64) *state.Document {
+		doc := host(cpus)
+		for i, d := range deadlines {
+			doc.Tasks = append(doc.Tasks, task(fmt.Sprint("a", i), "A", 3600, d))
+		}
+		doc.Tasks = append(doc.Tasks, task("b0", "B", 3600, t0+1e6))
+		doc.Projects[0].REC = 100
+		for i := range doc.Tasks[:len(deadlines)] {
+			tk := &doc.Tasks[i]
+			tk.State, tk.ElapsedTime, tk.ElapsedTimeAtLastSched = state.TaskPreempted, 600, 0
+			tk.FlopsDone, tk.FractionDone = 6e11, 1.0/6
+			if i < cpus {
+				tk.State = state.TaskRunning
+			}
+		}
+		return doc
+	}
+	qdoc, fdoc := mk(2, t0+5000, t0+6000), mk(2, t0+5000, t0+6000)
+	quiet, full := Workspace{Quiet: true}, Workspace{}
+	ql := quiet.Schedule(qdoc, t0)
+	full.Schedule(fdoc, t0)
+	if len(ql) == 0 || quiet.Changed() || full.Changed() || !quiet.hold || !quiet.holdMiss {
+		t.Errorf("quiet pass listed %v, changed %v (full %v), held %v (for misses %v); want a pass, nothing changed, held for misses", ql, quiet.Changed(), full.Changed(), quiet.hold, quiet.holdMiss)
+	}
+	if fmt.Sprint(qdoc.Tasks) != fmt.Sprint(fdoc.Tasks) {
+		t.Errorf("quiet pass left\n%+v\nfull pass\n%+v", qdoc.Tasks, fdoc.Tasks)
+	}
+	if want := t0 + 3000; quiet.holdUntil != want {
+		t.Errorf("held until %g, want %g", quiet.holdUntil-t0, want-t0)
+	}
+	if ql := quiet.Schedule(qdoc, t0+60); len(ql) != 0 || fmt.Sprint(quiet.passMissed) != "[2 0]" {
+		t.Errorf("held pass listed %v, misses %v; want nothing listed, A's 2 misses", ql, quiet.passMissed)
+	}
+	for _, c := range []struct {
+		second float64
+		hold   bool
+	}{{t0 + 5000, false}, {t0 + 5500, true}} {
+		doc := mk(1, t0+5000, c.second, t0+6000)
+		quiet = Workspace{Quiet: true}
+		quiet.Schedule(doc, t0)
+		if quiet.Changed() || quiet.hold != c.hold {
+			t.Errorf("one CPU, second deadline %g: changed %v, held %v; want unchanged, held %v", c.second-t0, quiet.Changed(), quiet.hold, c.hold)
+		}
+	}
+}
