@@ -57,7 +57,53 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 	}
 	w.simulate(doc, now)
 	w.simDone, w.simAt = true, now
+	if w.passKeeps(doc) {
+		// The pass would run exactly the jobs running: its record only, and the
+		// moment's counts (none) for Arrived.
+		w.recordPass(doc, now)
+		w.list = w.list[:0]
+		clear(w.passMissed)
+		w.passAt = now
+		return true
+	}
 	return false
+}
+
+// passKeeps reports whether the pass at the moment of a simulation that found no
+// job missing its deadline (done: w.Sim's counts) would run exactly the jobs
+// running: setHold's conditions at that one moment, with no slack needed. On a host
+// whose runnable jobs are all CPU jobs, none of a project whose correction factor
+// puts its jobs in EDF, no job is listed for a miss; the running jobs, each within
+// its time slice, come first in the run list (sortRunList: unfinished time slices
+// before the jobs listed by priority), and when they fill the CPUs in any order
+// (free ≤ 0 after them, and each fits after the others), they run and nothing else
+// does (state.CPUsFit). (down-2cpu and noisy ran the simulation, then a full pass,
+// at almost every step.)
+func (w *Workspace) passKeeps(doc *state.Document) bool {
+	for r := range w.Sim {
+		if w.Sim[r].Misses > 0 {
+			return false
+		}
+	}
+	n := float64(doc.Host.CPU().Instances)
+	period := doc.Preferences.CPUSchedulingPeriod
+	used, least := 0.0, math.Inf(1)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
+			return false
+		}
+		if !j.running {
+			continue
+		}
+		if t := &doc.Tasks[j.task]; !(t.ElapsedTime-t.ElapsedTimeAtLastSched < period) {
+			return false
+		}
+		used += j.cpus
+		least = min(least, j.cpus)
+	}
+	const slack = 1e-9 // state.CPUsFit's
+	return !(n-used > slack) && n-(used-least) > slack
 }
 
 // quietNoFetch is ChooseProject's skips: it reports whether the choice is provably

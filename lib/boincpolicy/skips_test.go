@@ -374,3 +374,46 @@ func TestEDFHold(t *testing.T) {
 		}
 	}
 }
+
+// TestPassKeeps: after a simulation with no miss, two jobs running on two CPUs within
+// their time slices keep them (a pass would run exactly them: the full pass changes
+// nothing); not when one's slice is over, one CPU is free, or a job misses.
+func TestPassKeeps(t *testing.T) {
+	mk := func() *state.Document {
+		doc := host(2)
+		doc.Tasks = []state.Task{
+			task("a0", "A", 3600, t0+1e6), task("b0", "B", 3600, t0+1e6), task("b1", "B", 3600, t0+1e6),
+		}
+		doc.Projects[0].REC = 100 // a pass by priority alone would run B's jobs
+		for i := range 2 {
+			tk := &doc.Tasks[i]
+			tk.State, tk.ElapsedTime, tk.ElapsedTimeAtLastSched = state.TaskRunning, 600, 0
+		}
+		return doc
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*state.Document)
+		want bool
+	}{
+		{"running within slices", func(*state.Document) {}, true},
+		{"a slice over", func(d *state.Document) { d.Tasks[0].ElapsedTime = 3600 }, false},
+		{"a CPU free", func(d *state.Document) { d.Tasks[1].State = state.TaskPreempted }, false},
+		{"a job misses", func(d *state.Document) { d.Tasks[2].ReportDeadline = t0 + 9000 }, false},
+	} {
+		doc := mk()
+		c.edit(doc)
+		var w Workspace
+		w.Simulate(doc, t0)
+		got := w.passKeeps(doc)
+		if got != c.want {
+			t.Errorf("%s: keeps %v, want %v", c.name, got, c.want)
+		}
+		if got {
+			before := fmt.Sprint(doc.Tasks)
+			if w.Schedule(doc, t0); w.Changed() || fmt.Sprint(doc.Tasks) != before {
+				t.Errorf("%s: a full pass changed the tasks:\n%v\n%+v", c.name, before, doc.Tasks)
+			}
+		}
+	}
+}
