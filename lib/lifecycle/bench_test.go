@@ -146,6 +146,9 @@ func benchLifecycle(b *testing.B, dsn string) {
 			p := &lifecycle.Purger{Store: st, Archive: filepath.Join(dir, "archive"), OlderThan: 5 * 86400, Clock: lifecycle.NewClock(t0 + 3600),
 				Owner: lifecycle.Owner(), Lease: 600, Log: log}
 			sum, err := p.Run(ctx)
+			if sum.Workunits != ready {
+				b.Logf("purge: %v", sum) // why not all of them
+			}
 			return sum.Workunits, err
 		}},
 	} {

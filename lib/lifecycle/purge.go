@@ -80,13 +80,19 @@ type PurgeSummary struct {
 	Results   int   `json:"results"`
 	Rows      int   `json:"rows"`  // of every table
 	Bytes     int64 `json:"bytes"` // appended to the archive
-	Stopped   bool  `json:"stopped,omitempty"`
+	// Changed counts the workunits of batches whose rows changed while they were
+	// archived (a late report): cut back out of the archive, left for a later pass.
+	Changed int  `json:"changed,omitempty"`
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 func (s PurgeSummary) String() string {
 	st := ""
+	if s.Changed > 0 {
+		st += fmt.Sprintf(", %d workunits changed while archived, left for the next pass", s.Changed)
+	}
 	if s.Stopped {
-		st = " (stopped early)"
+		st += " (stopped early)"
 	}
 	return fmt.Sprintf("purged %d workunits, %d results (%d rows, %d archive bytes)%s", s.Workunits, s.Results, s.Rows, s.Bytes, st)
 }
@@ -373,6 +379,9 @@ func (ps *pass) write(ctx context.Context, bs []*archived) (err error) {
 			// the old one. Cut the batch back, and the group's later ones with it (they
 			// follow it in the files); a later pass writes them as they are then.
 			ps.Log.Warn("purge batch changed while archived; it and the rest of its group are written again later", "batch", b.rows.Batch, "group", len(bs)-i)
+			for _, c := range bs[i:] {
+				ps.sum.Changed += len(c.rows.Workunits)
+			}
 			return ps.cutBack(ctx, bs[i:], nil)
 		}
 		if err != nil {

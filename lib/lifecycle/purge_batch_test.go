@@ -119,8 +119,8 @@ func TestPurgeChangedInGroup(t *testing.T) {
 			return nil
 		})
 		sum, err := pu.Run(context.Background())
-		if err != nil || sum.Workunits != 2 {
-			t.Fatalf("first pass: %v, %v", sum, err)
+		if err != nil || sum.Workunits != 2 || sum.Changed != 4 {
+			t.Fatalf("first pass: %v, %v; want 2 purged, 4 changed while archived", sum, err)
 		}
 		if n := p.count(t, `SELECT COUNT(*) FROM purge_batch WHERE state=1`); n != 0 {
 			t.Errorf("%d batches left writing", n)
