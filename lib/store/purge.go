@@ -335,19 +335,7 @@ type WrittenPurge struct {
 // ResetPurgeBatches.
 func (s *Store) PurgesWriting(ctx context.Context, archive string) ([]WrittenPurge, error) {
 	rows, err := s.DB.QueryContext(ctx, `SELECT id, files FROM purge_batch WHERE state=? AND archive=? ORDER BY id`, PurgeWriting, archive)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []WrittenPurge
-	for rows.Next() {
-		var w WrittenPurge
-		if err := rows.Scan(&w.ID, &w.Files); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return collect(rows, err, func(rows *sql.Rows, w *WrittenPurge) error { return rows.Scan(&w.ID, &w.Files) })
 }
 
 // ResetPurgeBatches makes batches whose archive files were cut back claimable again,
