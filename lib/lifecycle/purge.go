@@ -30,13 +30,6 @@ const PurgeLock = ".purge.lock"
 // file: the batch it holds (a reader tells each batch once).
 const ArchiveComment = "bkit purge batch "
 
-// purgePause is the least time between two of a pass's write transactions on SQLite
-// (and at least as long as the last one held the lock): long enough for a scheduler
-// RPC waiting for the lock to take it (store's sqliteYield, Batcher.LetWritersIn's
-// pause). Work that holds no lock (reading the next batch, compressing, appending,
-// syncing, a WAL checkpoint) counts toward it.
-const purgePause = 5 * time.Millisecond
-
 // Purger moves old finished workunits out of the database into the archive (BOINC's
 // db_purge): each workunit assimilated, with its files deleted more than OlderThan
 // seconds ago, with its results, their files and stderr, its input and output file
@@ -261,8 +254,14 @@ func (ps *pass) wait() {
 	}
 }
 
-// held records that a write transaction has just ended, having held the lock for d.
-func (ps *pass) held(d time.Duration) { ps.free = time.Now().Add(max(purgePause, d)) }
+// held records that a write transaction has just ended, having held the lock for d:
+// the next may begin after the store's pause (Store.Pause: long enough for a
+// scheduler RPC waiting for the lock to take it, as long as d while others write).
+// Work that holds no lock (reading the next batch, compressing, appending, syncing,
+// a WAL checkpoint) counts toward it.
+func (ps *pass) held(d time.Duration) {
+	ps.free = time.Now().Add(ps.Store.Pause(context.Background(), d))
+}
 
 // release ends the leases of batches claimed and not written (a failure before), so
 // the next pass, this purger's or another's, takes them over.

@@ -69,3 +69,47 @@ func TestBatchJob(t *testing.T) {
 		t.Errorf("bserver's: durable %v (%s), %v; want durable", durable, setting, err)
 	}
 }
+
+// TestPause: a cron job's pause after a write transaction is a full one (at least
+// 5 ms, and as long as the transaction held the lock) on SQLite when another
+// connection committed since the last pause, or on the first; a short one (2 ms) when
+// none did; none on MySQL.
+func TestPause(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			job := storetest.Open(t, e.DSN)
+			if job.Engine() == store.MySQL {
+				if d := job.Pause(ctx, 50*time.Millisecond); d != 0 {
+					t.Fatalf("MySQL pause %v, want none", d)
+				}
+				return
+			}
+			other, err := store.Open(e.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			if d := job.Pause(ctx, time.Millisecond); d != 5*time.Millisecond {
+				t.Fatalf("first pause %v, want 5ms", d)
+			}
+			// The job's own commits do not count.
+			if _, err := job.AddApp(ctx, "own", false, 1); err != nil {
+				t.Fatal(err)
+			}
+			if d := job.Pause(ctx, 20*time.Millisecond); d != 2*time.Millisecond {
+				t.Fatalf("pause with nobody else writing %v, want 2ms", d)
+			}
+			if _, err := other.AddApp(ctx, "other", false, 1); err != nil {
+				t.Fatal(err)
+			}
+			if d := job.Pause(ctx, 20*time.Millisecond); d != 20*time.Millisecond {
+				t.Fatalf("pause after another's commit %v, want the hold, 20ms", d)
+			}
+			if d := job.Pause(ctx, time.Millisecond); d != 2*time.Millisecond {
+				t.Fatalf("pause once quiet again %v, want 2ms", d)
+			}
+		})
+	}
+}

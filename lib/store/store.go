@@ -48,6 +48,7 @@ type Store struct {
 	trips  atomic.Int64                                       // RoundTrips
 
 	txRetries, txErrors atomic.Int64 // TxStats
+	dataVersion         atomic.Int64 // SQLite's data_version + 1 at the last Pause (0: none yet)
 }
 
 // Engine names.
