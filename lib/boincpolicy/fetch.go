@@ -2,7 +2,6 @@ package boincpolicy
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/bkit/bkit/lib/scratch"
@@ -334,8 +333,9 @@ func backoffUntil(p *state.Project, t string) float64 {
 // request to a backed-off resource does not lengthen it); one with a job has its
 // backoff cleared. Backoff (RSC_PROJECT_WORK_FETCH::resource_backoff): the interval
 // starts at MinBackoff and doubles up to MaxBackoff; the resource is not asked again
-// before now + interval × uniform[0.5, 1.5), drawn from rng.
-func HandleReply(doc *state.Document, p int, req *state.WorkRequest, jobs map[string]int, now float64, rng *rand.Rand) {
+// before now + interval × uniform[0.5, 1.5), drawn from rng (a math/rand source, or
+// BOINC's own rand() stream: lib/glibcrand's drand, under bsim's --emulate boinc).
+func HandleReply(doc *state.Document, p int, req *state.WorkRequest, jobs map[string]int, now float64, rng interface{ Float64() float64 }) {
 	pr := &doc.Projects[p]
 	for _, res := range doc.Host.Resources {
 		asked := reqSecs(req, res.Type) > 0

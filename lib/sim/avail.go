@@ -1,6 +1,10 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/bkit/bkit/lib/glibcrand"
+)
 
 // onOff is an alternating availability process (boinc-emulator.md): on periods are
 // exponential with mean lambda, off periods exponential with mean lambda/frac − lambda.
@@ -15,6 +19,49 @@ type onOff struct {
 	// project servers' do; asked says it has been, and until then next holds the
 	// time left in the first state rather than a time.
 	atRPC, asked bool
+	// g: under --emulate boinc the process is BOINC's emulator's RANDOM_PROCESS
+	// (client/sim_util.cpp), drawn from the run's one glibc stream (Sim.g): on holds
+	// its value, next its time_left, lastAsk a server's last RPC (newBOINCProcess).
+	g       *glibcrand.Rand
+	lastAsk float64
+}
+
+// newBOINCProcess is BOINC's emulator's RANDOM_PROCESS as it is made when a scenario
+// file is read (client/sim_util.cpp RANDOM_PROCESS::init, called by
+// CLIENT_TIME_STATS::parse and PROJECT::parse_state at their end tags): two draws from
+// g, whatever the fraction, even 1: drand() > frac starts it off for
+// exponential(lambda/frac − lambda), else on for exponential(lambda).
+func newBOINCProcess(frac, lambda float64, g *glibcrand.Rand) *onOff {
+	p := &onOff{frac: frac, lambda: lambda, g: g}
+	if g.Float64() > frac {
+		p.on, p.next = false, g.Exponential(lambda/frac-lambda)
+	} else {
+		p.on, p.next = true, g.Exponential(lambda)
+	}
+	return p
+}
+
+// sampleBOINC is RANDOM_PROCESS::sample(diff) (client/sim_util.cpp): a fraction of 1
+// is on and draws nothing; otherwise diff comes off the time left, and when that goes
+// below 0 the value flips once, adding one exponential period (one draw), however far
+// below 0 it was. BOINC's emulator samples the host's processes by delta at each step
+// (client/sim.cpp simulate: on; active and connected only while on; gpu_active only
+// while active), so a process's clock stops while it is not sampled.
+func (p *onOff) sampleBOINC(diff float64) bool {
+	if p.frac == 1 {
+		return true
+	}
+	p.next -= diff
+	if p.next < 0 {
+		if p.on {
+			p.next += p.g.Exponential(p.lambda/p.frac - p.lambda)
+			p.on = false
+		} else {
+			p.next += p.g.Exponential(p.lambda)
+			p.on = true
+		}
+	}
+	return p.on
 }
 
 func newOnOff(frac, lambda, start float64, rng stream) *onOff {
@@ -36,6 +83,16 @@ func newOnOff(frac, lambda, start float64, rng stream) *onOff {
 // apart (a backoff of hours), a down server is up at the next ask more often than its
 // fraction says.
 func (p *onOff) askedAt(t float64) bool {
+	if p.g != nil {
+		// client/sim.cpp simulate_rpc: sample(now − last_rpc_time), or sample(0) when
+		// last_rpc_time is 0 (no RPC yet).
+		dt := 0.0
+		if p.lastAsk != 0 {
+			dt = t - p.lastAsk
+		}
+		p.lastAsk = t
+		return p.sampleBOINC(dt)
+	}
 	if p.frac <= 0 || p.frac >= 1 {
 		return p.on
 	}

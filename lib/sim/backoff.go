@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"math/rand/v2"
 
 	"github.com/bkit/bkit/lib/rpc"
@@ -37,6 +38,10 @@ const (
 // The rounds are the server's (s.masterFetchFailures), carried in the world file:
 // they are the emulator's bookkeeping, not a field of the client's document.
 func (s *server) boincBackoff(p *state.Project, now float64, rng *rand.Rand) {
+	var u interface{ Float64() float64 } = rng
+	if s.g != nil {
+		u = s.g // BOINC's stream (boincstream.go)
+	}
 	if s.masterFetchFailures >= boincMasterFetchRetryCap {
 		p.MinRPCTime = now + boincMasterFetchInterval
 		return
@@ -46,6 +51,17 @@ func (s *server) boincBackoff(p *state.Project, now float64, rng *rand.Rand) {
 		s.masterFetchFailures++
 	}
 	p.NRPCFailures++
-	p.MinRPCTime = now + rpc.Backoff(min(p.NRPCFailures, boincRetryCap), rng)
+	p.MinRPCTime = now + boincExponentialBackoff(min(p.NRPCFailures, boincRetryCap), u)
 	p.MasterFetchPending = false
+}
+
+// boincExponentialBackoff is BOINC's calculate_exponential_backoff(n, 60, 14400)
+// (client/client_state.cpp): 60 × 2^n capped at 4 hours, × (0.5 + 0.5 × drand()), one
+// draw. (rpc.Backoff, seed 000's, is the same but keeps the factor below 1.)
+func boincExponentialBackoff(n int, u interface{ Float64() float64 }) float64 {
+	x := math.Pow(2, float64(n)) * rpc.BackoffMin
+	if x > rpc.BackoffMax {
+		x = rpc.BackoffMax
+	}
+	return x * (0.5 + 0.5*u.Float64())
 }

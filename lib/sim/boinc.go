@@ -5,6 +5,7 @@ import (
 
 	"github.com/bkit/bkit/lib/boincpolicy"
 	"github.com/bkit/bkit/lib/credit"
+	"github.com/bkit/bkit/lib/glibcrand"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -33,6 +34,7 @@ const BOINCPolicy = "boinc"
 // makes it run again.
 type boincPolicy struct {
 	jitter replyRand
+	g      *glibcrand.Rand // BOINC's stream under --emulate boinc (boincstream.go), else nil
 	work   boincpolicy.Workspace
 	rel    []float64
 	decay  credit.Decay // REC's decay of a step (Account)
@@ -84,8 +86,15 @@ func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float6
 		// step's simulation (boincpolicy.Workspace.Arrived).
 		bp.work.Arrived()
 	}
+	if bp.g != nil {
+		boincpolicy.HandleReply(doc, r.Project, &r.Request, rep.Jobs, now, bp.g)
+		return
+	}
 	boincpolicy.HandleReply(doc, r.Project, &r.Request, rep.Jobs, now, bp.jitter.seeded(rep.Seed))
 }
+
+// useBOINCStream: the resource backoffs draw from BOINC's stream (boincStreamUser).
+func (bp *boincPolicy) useBOINCStream(g *glibcrand.Rand) { bp.g = g }
 
 // tasksChanged: the loop settled tasks, or reported or received tasks (Serve); the
 // simulation runs again, the workspace's view brought up to date (TasksChanged).

@@ -15,6 +15,7 @@
 // policy is one file that registers itself; a third policy is a third file.
 //
 // Everything is a plain function of the document, the time and seeded random streams
-// (math/rand/v2 PCG, one stream per process), so a scenario and a seed always give the
-// same figures, to the last bit.
+// (math/rand/v2 PCG, one stream per process; under --emulate boinc BOINC's emulator's
+// one glibc rand() stream, seed N being its srand(N): boincstream.go), so a scenario and
+// a seed always give the same figures, to the last bit.
 package sim

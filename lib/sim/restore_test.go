@@ -86,7 +86,7 @@ func TestRestoreRun(t *testing.T) {
 
 func TestRestoreProcess(t *testing.T) {
 	orig, w, _ := midRun(t)
-	p, err := restoreProcess("on", w.On, w)
+	p, err := restoreProcess("on", w.On, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestRestoreProcess(t *testing.T) {
 	} {
 		bad := w.On
 		c.change(&bad)
-		if _, err := restoreProcess("x", bad, w); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+		if _, err := restoreProcess("x", bad, w, nil); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
 	}

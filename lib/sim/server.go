@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/bkit/bkit/lib/glibcrand"
 	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
@@ -22,7 +23,8 @@ type server struct {
 	up      *onOff
 	apps    []genApp
 	seq     int
-	rng     stream // the project's own stream: another project's replies do not shift it
+	rng     stream          // the project's own stream: another project's replies do not shift it
+	g       *glibcrand.Rand // under --emulate boinc, the run's one stream instead (Sim.g)
 	// boinc: BOINC's emulator's server (--emulate boinc), where it differs: a
 	// coprocessor job's CPUs count against the CPU request (fill), and the server is
 	// up or down as sampled at each RPC (upAt).
@@ -231,6 +233,9 @@ func (s *server) fastestVersions(doc *state.Document, needs []need) float64 {
 // pickApp draws an app by weight among those with a version (s.best), total being
 // their weight.
 func (s *server) pickApp(total float64) int {
+	if s.g != nil {
+		return s.pickAppBOINC(total)
+	}
 	x := s.rng.Float64() * total
 	a := -1
 	for i := range s.apps {
@@ -246,9 +251,37 @@ func (s *server) pickApp(total float64) int {
 	return a
 }
 
+// pickAppBOINC is BOINC's emulator's choose_app (client/sim.cpp) on the run's one
+// stream: x = drand(), then, in the apps' order, x −= weight/total until x ≤ 0; the last
+// app if rounding leaves x above 0.
+func (s *server) pickAppBOINC(total float64) int {
+	x := s.g.Float64()
+	a := -1
+	for i := range s.apps {
+		if s.best[i] < 0 || s.apps[i].weight <= 0 {
+			continue
+		}
+		a = i
+		x -= s.apps[i].weight / total
+		if x <= 0 {
+			break
+		}
+	}
+	return a
+}
+
 // estimate is a job's estimated FLOPs: a sample of the app's <fpops>, clamped at 0.
+// Under --emulate boinc the sample is NORMAL_DIST::sample's (client/sim_util.cpp):
+// mean + std_dev × rand_normal() on the run's one stream, whose second number of each
+// pair waits for the next job of any app.
 func (s *server) estimate(app *genApp) float64 {
 	est := app.mean
+	if s.g != nil {
+		if app.stdDev != 0 {
+			est = math.Max(0, est+app.stdDev*s.g.Normal())
+		}
+		return est
+	}
 	if app.stdDev > 0 {
 		est = math.Max(0, est+app.stdDev*s.rng.NormFloat64())
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bkit/bkit/lib/glibcrand"
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
@@ -49,6 +50,8 @@ type Config struct {
 	// (server.fill); a task's elapsed time teaches its correction factor twice; a
 	// started task's remaining time is its true one (state.Task.EmulatorFlopsLeft);
 	// the client asks every project for every resource (state.Document.BOINCEmulator).
+	// Its random numbers are its: seed N is srand(N) of glibc's rand(), drawn at the
+	// moments and in the order BOINC's emulator draws them (boincstream.go).
 	// bsim's own convention (nothing computes while the host is off, the figures count
 	// the time the host could compute) is the default: it is what a volunteer's host
 	// does. docs/decisions.md lists the differences and which this reproduces.
@@ -59,7 +62,8 @@ type Config struct {
 
 // Random streams: each process draws from its own PCG stream of the seed, so that (for
 // instance) a policy that makes more RPCs does not change when the host is switched off,
-// and two policies run on one seed face the same host.
+// and two policies run on one seed face the same host. (Not under --emulate boinc, where
+// everything draws from BOINC's emulator's one stream, as it does: boincstream.go.)
 const (
 	streamOn = iota + 1
 	streamActive
@@ -96,7 +100,12 @@ type Sim struct {
 	servers                          []*server
 	estimate                         float64 // EstimatedRunTime
 	rng                              stream  // the decisions' stream (backoff jitter)
-	avail                            Avail   // the current step's, sampled at its start
+	// g is the run's one stream under --emulate boinc (nil otherwise): BOINC's
+	// emulator's srand(seed)/rand(), which its availability processes, its servers' jobs
+	// and BOINC's client's backoffs draw from, in its order (see boincStream).
+	g        *glibcrand.Rand
+	serverUp []*onOff // the servers' processes as boincProcesses made them, until New makes the servers
+	avail    Avail    // the current step's, sampled at its start
 	// Under --emulate boinc the client learns that the GPUs are suspended one step
 	// late, as in BOINC's emulator (Step): gpuPrev is the last step's GPUActive,
 	// gpuSuspended the suspension its scheduler sees, gpuRun whether this step's
@@ -172,31 +181,34 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	}
 	ts := doc.Host.TimeStats
 	on, active, gpuActive, connected := sc.Lambdas.Means()
-	if s.on, err = process("on", ts.OnFrac, on, streamOn); err != nil {
-		return nil, err
-	}
-	if s.active, err = process("active", ts.ActiveFrac, active, streamActive); err != nil {
-		return nil, err
-	}
-	if s.gpuActive, err = process("gpu_active", ts.GPUActiveFrac, gpuActive, streamGPUActive); err != nil {
-		return nil, err
-	}
-	if s.connected, err = process("connected", ts.ConnectedFrac, connected, streamConnected); err != nil {
-		return nil, err
+	if cfg.EmulateBOINC {
+		if err := s.boincProcesses(sc, on, active, gpuActive, connected); err != nil {
+			return nil, err
+		}
+	} else {
+		if s.on, err = process("on", ts.OnFrac, on, streamOn); err != nil {
+			return nil, err
+		}
+		if s.active, err = process("active", ts.ActiveFrac, active, streamActive); err != nil {
+			return nil, err
+		}
+		if s.gpuActive, err = process("gpu_active", ts.GPUActiveFrac, gpuActive, streamGPUActive); err != nil {
+			return nil, err
+		}
+		if s.connected, err = process("connected", ts.ConnectedFrac, connected, streamConnected); err != nil {
+			return nil, err
+		}
 	}
 	s.rng = newStream(cfg.Seed, streamDecisions)
 
 	s.indexAppVersions()
 	for p, proj := range doc.Projects {
-		srv := &server{project: proj.Name, index: p, rng: newStream(cfg.Seed, streamServers+2*p+1), boinc: cfg.EmulateBOINC}
+		srv := &server{project: proj.Name, index: p, rng: newStream(cfg.Seed, streamServers+2*p+1), boinc: cfg.EmulateBOINC, g: s.g}
 		frac, lambda := sc.ServerAvailability(proj.Name)
-		if srv.up, err = process("project "+proj.Name+" server", frac, lambda, streamServers+2*p); err != nil {
+		if s.g != nil {
+			srv.up = s.serverUp[p] // made in the scenario's order (boincProcesses)
+		} else if srv.up, err = process("project "+proj.Name+" server", frac, lambda, streamServers+2*p); err != nil {
 			return nil, err
-		}
-		if cfg.EmulateBOINC {
-			// BOINC's emulator's servers move only when asked (onOff.askedAt): next
-			// becomes the time left in the first state.
-			srv.up.atRPC, srv.up.next = true, srv.up.next-s.start
 		}
 		for _, a := range sc.Apps {
 			if a.Project != proj.Name {
@@ -206,6 +218,8 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 		}
 		s.servers = append(s.servers, srv)
 	}
+	s.serverUp = nil
+	s.shareBOINCStream()
 	if s.estimate, err = checkJobSizes(doc, s.servers, s.avSpeed, cfg); err != nil {
 		return nil, err
 	}
@@ -404,6 +418,16 @@ type Avail struct {
 // shift another's outages).
 func (s *Sim) sample() {
 	now := s.now
+	if s.g != nil {
+		// client/sim.cpp simulate: on, then active and (while active) gpu_active while
+		// on, then connected while on, each sampled by delta (onOff.sampleBOINC).
+		d := s.cfg.Delta
+		on := s.on.sampleBOINC(d)
+		active := on && s.active.sampleBOINC(d)
+		gpu := active && s.gpuActive.sampleBOINC(d)
+		s.avail = Avail{On: on, Active: active, GPUActive: gpu, Connected: on && s.connected.sampleBOINC(d)}
+		return
+	}
 	on := s.on.at(now)
 	active := on && s.active.at(now)
 	s.avail = Avail{On: on, Active: active, GPUActive: active && s.gpuActive.at(now), Connected: on && s.connected.at(now)}

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/bkit/bkit/lib/glibcrand"
 	"github.com/bkit/bkit/lib/scenario"
 	"github.com/bkit/bkit/lib/state"
 )
@@ -46,11 +47,14 @@ type World struct {
 	// EmulateBOINC: BOINC's emulator's conventions (Config.EmulateBOINC).
 	EmulateBOINC bool `json:"emulate_boinc,omitempty"`
 
-	On        Process        `json:"on"`
-	Active    Process        `json:"active"`
-	GPUActive Process        `json:"gpu_active"`
-	Connected Process        `json:"connected"`
-	Decisions []byte         `json:"decisions"` // the decisions' random stream
+	On        Process `json:"on"`
+	Active    Process `json:"active"`
+	GPUActive Process `json:"gpu_active"`
+	Connected Process `json:"connected"`
+	Decisions []byte  `json:"decisions"` // the decisions' random stream
+	// BOINCRand: under EmulateBOINC, the run's one glibc rand() stream (Sim.g), which
+	// the processes and servers draw from instead of their own.
+	BOINCRand []byte         `json:"boinc_rand,omitempty"`
 	Servers   []WorldServer  `json:"servers"`   // in the document's project order
 	Jobs      []WorldJob     `json:"jobs"`      // in the document's task order
 	Finishing int            `json:"finishing"` // tasks finished but not settled
@@ -73,6 +77,9 @@ type Process struct {
 	// emulator's (--emulate boinc; onOff.askedAt).
 	AtRPC bool `json:"at_rpc,omitempty"`
 	Asked bool `json:"asked,omitempty"`
+	// LastAsk: under --emulate boinc, a server's last RPC (onOff.askedAt); Next is then
+	// the process's time left (onOff.sampleBOINC).
+	LastAsk float64 `json:"last_ask,omitempty"`
 }
 
 // WorldServer is a project's emulated server.
@@ -126,13 +133,21 @@ func (s *Sim) World(scenario string) (*World, error) {
 		Finishing: s.finishing, Finished: s.su.Finished, ExistingJobsOnly: s.cfg.ExistingJobsOnly, ThreeState: s.cfg.ThreeState, EmulateBOINC: s.cfg.EmulateBOINC, Live: s.liveWorld()}
 	var err error
 	proc := func(p *onOff) Process {
-		b, e := p.rng.pcg.MarshalBinary()
-		err = errors.Join(err, e)
-		return Process{Frac: p.frac, Lambda: p.lambda, On: p.on, Next: p.next, RNG: b, AtRPC: p.atRPC, Asked: p.asked}
+		var b []byte
+		if p.g == nil {
+			var e error
+			b, e = p.rng.pcg.MarshalBinary()
+			err = errors.Join(err, e)
+		}
+		return Process{Frac: p.frac, Lambda: p.lambda, On: p.on, Next: p.next, RNG: b, AtRPC: p.atRPC, Asked: p.asked, LastAsk: p.lastAsk}
 	}
 	w.On, w.Active, w.GPUActive, w.Connected = proc(s.on), proc(s.active), proc(s.gpuActive), proc(s.connected)
 	dec, e := s.rng.pcg.MarshalBinary()
 	w.Decisions, err = dec, errors.Join(err, e)
+	if s.g != nil {
+		w.BOINCRand, e = s.g.MarshalBinary()
+		err = errors.Join(err, e)
+	}
 	for _, srv := range s.servers {
 		b, e := srv.rng.pcg.MarshalBinary()
 		err = errors.Join(err, e)
@@ -225,13 +240,16 @@ func restoreRun(doc *state.Document, w *World) (*Sim, error) {
 // restoreProcess is availability process p (name names it in errors) of world w, its
 // random stream where p left it. A process that would never move on (or never stop
 // moving) over the rest of w's run is refused rather than looped on.
-func restoreProcess(name string, p Process, w *World) (*onOff, error) {
+func restoreProcess(name string, p Process, w *World, g *glibcrand.Rand) (*onOff, error) {
 	if !(p.Frac >= 0 && p.Frac <= 1) || math.IsNaN(p.Next) || math.IsInf(p.Next, 0) ||
 		(p.Frac > 0 && p.Frac < 1 && !(p.Lambda > 0 && !math.IsInf(p.Lambda, 0))) {
 		return nil, fmt.Errorf("%s: an availability process needs frac in [0, 1], lambda > 0 and a finite next flip (frac %g, lambda %g, next %g)", name, p.Frac, p.Lambda, p.Next)
 	}
 	if err := checkProcess(name, p.Frac, p.Lambda, max(w.End, w.Now)-min(p.Next, w.Start)); err != nil {
 		return nil, err
+	}
+	if g != nil {
+		return &onOff{frac: p.Frac, lambda: p.Lambda, on: p.On, next: p.Next, atRPC: p.AtRPC, asked: p.Asked, g: g, lastAsk: p.LastAsk}, nil
 	}
 	src := &rand.PCG{}
 	if err := src.UnmarshalBinary(p.RNG); err != nil {
@@ -244,16 +262,22 @@ func restoreProcess(name string, p Process, w *World) (*onOff, error) {
 // stream.
 func (s *Sim) restoreStreams(w *World) error {
 	var err error
-	if s.on, err = restoreProcess("on", w.On, w); err != nil {
+	if w.EmulateBOINC {
+		s.g = &glibcrand.Rand{}
+		if err := s.g.UnmarshalBinary(w.BOINCRand); err != nil {
+			return fmt.Errorf("boinc_rand: %v", err)
+		}
+	}
+	if s.on, err = restoreProcess("on", w.On, w, s.g); err != nil {
 		return err
 	}
-	if s.active, err = restoreProcess("active", w.Active, w); err != nil {
+	if s.active, err = restoreProcess("active", w.Active, w, s.g); err != nil {
 		return err
 	}
-	if s.gpuActive, err = restoreProcess("gpu_active", w.GPUActive, w); err != nil {
+	if s.gpuActive, err = restoreProcess("gpu_active", w.GPUActive, w, s.g); err != nil {
 		return err
 	}
-	if s.connected, err = restoreProcess("connected", w.Connected, w); err != nil {
+	if s.connected, err = restoreProcess("connected", w.Connected, w, s.g); err != nil {
 		return err
 	}
 	dec := &rand.PCG{}
@@ -261,6 +285,7 @@ func (s *Sim) restoreStreams(w *World) error {
 		return fmt.Errorf("decisions: %v", err)
 	}
 	s.rng = stream{rand.New(dec), dec}
+	s.shareBOINCStream()
 	return nil
 }
 
@@ -275,7 +300,7 @@ func (s *Sim) restoreServers(w *World) error {
 		if ws.Project != doc.Projects[p].Name || w.Apps[p].Project != ws.Project {
 			return fmt.Errorf("projects[%d]: the world's server is for %q, the document's project is %q", p, ws.Project, doc.Projects[p].Name)
 		}
-		up, err := restoreProcess("servers["+ws.Project+"].up", ws.Up, w)
+		up, err := restoreProcess("servers["+ws.Project+"].up", ws.Up, w, s.g)
 		if err != nil {
 			return err
 		}
@@ -283,7 +308,7 @@ func (s *Sim) restoreServers(w *World) error {
 		if err := src.UnmarshalBinary(ws.RNG); err != nil {
 			return fmt.Errorf("servers[%s]: %v", ws.Project, err)
 		}
-		srv := &server{project: ws.Project, index: p, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}, boinc: w.EmulateBOINC, masterFetchFailures: ws.MasterFetchFailures}
+		srv := &server{project: ws.Project, index: p, up: up, seq: ws.Seq, rng: stream{rand.New(src), src}, boinc: w.EmulateBOINC, g: s.g, masterFetchFailures: ws.MasterFetchFailures}
 		for _, a := range w.Apps[p].Apps {
 			if a.Project != ws.Project {
 				return fmt.Errorf("servers[%s]: an app of project %q", ws.Project, a.Project)

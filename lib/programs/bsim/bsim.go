@@ -75,7 +75,8 @@ func emulateFlag() cli.Flag {
 	return &cli.StringFlag{Name: flagEmulate, Value: "bsim", Usage: "the emulator's conventions, `bsim|boinc`: bsim's (nothing computes while the host is off; " +
 		"the figures count the time it could compute) or BOINC's emulator's (client/sim.cpp: running tasks compute while the host is off or inactive, " +
 		"totals over the whole simulated time, a task finishing within a step charged the whole step, its order within a step (finished tasks, a pass, the RPCs) " +
-		"and the GPUs' suspension seen a step late; policy boinc there backs off as BOINC's client and reads no master file; docs/decisions.md)",
+		"and the GPUs' suspension seen a step late; policy boinc there backs off as BOINC's client and reads no master file; " +
+		"its random numbers are BOINC's emulator's: seed N is glibc's srand(N), drawn where and in the order client/sim.cpp draws; docs/decisions.md)",
 		Validator: func(s string) error {
 			if s != "bsim" && s != "boinc" {
 				return fmt.Errorf("want bsim or boinc, got %q", s)
