@@ -47,6 +47,18 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			w.holdFetch(doc, now)
 			return true
 		}
+		if !w.anyMiss && w.passKeeps(doc) {
+			// The pass would run exactly the jobs running (passKeeps, as after a
+			// simulation that found no miss): its record only, and the hold a
+			// pass that changed nothing leaves.
+			w.recordPass(doc, now)
+			w.list = w.list[:0]
+			clear(w.passMissed)
+			w.passAt = now
+			w.setHold(doc, now, false)
+			w.holdFetch(doc, now)
+			return true
+		}
 		w.list = w.schedule(doc, now, w.list[:0])
 		w.setHold(doc, now, false)
 		if w.anyMiss {
@@ -222,6 +234,12 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 // any of them has left. Its last job therefore ends by W ÷ (n − G) + t. The
 // smaller of the two bounds is taken.
 //
+// Where its resource's bound leaves a job open, the bounds per job of
+// projectBounds (the jobs of a project sure of some CPUs at every pick of the
+// simulation) may show it ends in time, and missBounds' that it certainly misses; the
+// first are good until recHorizon when they hold for any REC the projects may have
+// by then, else at now only, and missBounds' at now only (the slack is then none).
+//
 // w.slack is then how long from now no job that does not miss can come to miss (the
 // least margin to the bound), w.anyMiss whether some job misses.
 func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
@@ -242,6 +260,9 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	w.slack = math.Inf(1)
 	w.anyMiss = false
+	// The bounds per job (projectBounds), when the resource's do not decide: first
+	// good until recHorizon, then at now only (now2); and missBounds'.
+	perJob, exact, lower, now2 := false, false, false, false
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if now > j.deadline-comp { // the simulation's test, at its earliest finish
@@ -250,15 +271,54 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 		}
 		// A margin for rounding: the simulation sums the same times in another order.
 		late := j.deadline - comp - (now + w.bound[3*j.res]*(1+1e-9) + 1e-6)
-		if late < 0 {
-			return false
+		if late >= 0 {
+			w.slack = min(w.slack, late)
+			continue
 		}
-		w.slack = min(w.slack, late)
+		if !perJob {
+			if !w.projectStats(doc) {
+				return false
+			}
+			perJob = true
+			if !w.projectServed(doc, now, recHorizon) {
+				exact = true
+				w.projectServed(doc, now, 0)
+			}
+			w.slack = min(w.slack, recHorizon)
+		}
+		late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
+		if late < 0 && !exact {
+			// The served CPUs at now alone (as many or more: the cum falls).
+			exact = true
+			w.projectServed(doc, now, 0)
+			late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
+		}
+		if late >= 0 {
+			if exact {
+				now2 = true
+			}
+			w.slack = min(w.slack, late)
+			continue
+		}
+		now2 = true
+		if !lower {
+			w.missBounds(doc)
+			lower = true
+		}
+		if now+w.low[i]*(1-1e-9)-1e-6 > j.deadline-comp {
+			w.anyMiss = true
+			j.misses = true // certainly: counted below
+			continue
+		}
+		return false
+	}
+	if now2 {
+		w.slack = 0
 	}
 	if w.anyMiss {
 		for i := range w.jobs {
 			j := &w.jobs[i]
-			if now > j.deadline-comp {
+			if j.misses || now > j.deadline-comp {
 				j.misses = true
 				w.missed[j.proj*nR+j.res]++
 				w.Sim[j.res].Misses++
@@ -322,7 +382,15 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 		// A margin for rounding: the simulation sums the same times in another order.
 		over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
 		if !(over >= 0) {
-			return false
+			// saturatedBound's, where it holds; it falls at most n + 1 ÷ n times
+			// as fast.
+			sat, ok := w.saturatedBound(h, r)
+			if !ok {
+				return false
+			}
+			if over = (sat - (bufMin*(1+1e-9) + 1e-6)) * n / (n + 1); !(over >= 0) {
+				return false
+			}
 		}
 		// How long the bound stays past bufMin: while the tasks stay as they are,
 		// W falls only by the work the running jobs do, which use at most n + u

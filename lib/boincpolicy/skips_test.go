@@ -115,7 +115,8 @@ func TestNoneAskable(t *testing.T) {
 // its deadline: the pass would run exactly them, so the quiet pass is not made and
 // holds, and the tasks are as a full pass leaves them. A job that has not run yet
 // under BOINC's emulator (its true remaining work unknown, EmulatorFlopsLeft 0) leaves
-// the slack unsure: the pass is made, and then holds no more than before.
+// the slack unsure before the pass: the pass is only recorded (passKeeps), and then
+// holds as a pass made that changed nothing.
 func TestHoldBeforePass(t *testing.T) {
 	mk := func() *state.Document {
 		doc := host(2)
@@ -146,12 +147,21 @@ func TestHoldBeforePass(t *testing.T) {
 	if want := t0 + 3000; quiet.holdUntil != want {
 		t.Errorf("held until %g, want %g", quiet.holdUntil-t0, want-t0)
 	}
-	edoc := mk()
-	edoc.BOINCEmulator = true
-	edoc.Tasks[0].EmulatorFlopsLeft = 3e12
-	quiet = Workspace{Quiet: true}
-	if ql := quiet.Schedule(edoc, t0); len(ql) == 0 || quiet.Changed() {
-		t.Errorf("under BOINC's emulator, a running job not yet run: listed %v, changed %v; want a pass that changes nothing", ql, quiet.Changed())
+	edoc, efull := mk(), mk()
+	for _, d := range []*state.Document{edoc, efull} {
+		d.BOINCEmulator = true
+		d.Tasks[0].EmulatorFlopsLeft = 3e12
+	}
+	quiet, full = Workspace{Quiet: true}, Workspace{}
+	quiet.Schedule(edoc, t0)
+	full.Schedule(efull, t0)
+	// The pass is recorded only (passKeeps: it would run exactly the jobs running),
+	// and then holds as a pass made that changed nothing.
+	if quiet.Changed() || fmt.Sprint(edoc.Tasks) != fmt.Sprint(efull.Tasks) || *edoc.CPUSched != *efull.CPUSched {
+		t.Errorf("under BOINC's emulator, a running job not yet run: changed %v, left\n%+v\nfull pass\n%+v", quiet.Changed(), edoc.Tasks, efull.Tasks)
+	}
+	if want := t0 + 3000; !quiet.hold || quiet.holdUntil != want {
+		t.Errorf("under BOINC's emulator: held %v until %g, want until %g", quiet.hold, quiet.holdUntil-t0, want-t0)
 	}
 }
 

@@ -124,6 +124,12 @@ type Workspace struct {
 	coprocReq                []state.CoprocRequest
 	chosen                   []bool
 	coprocUsed               []float64
+	// projectBounds' and saturatedBound's (bounds.go)
+	gServed                          []float64
+	gCPUs, gBump, gPrio, gShare, cum []float64
+	gSums                            []float64
+	gRecSum, gCPUSecs                float64
+	top, low                         []float64
 }
 
 // ResourceSim is what the round-robin simulation says about one host resource.

@@ -1,0 +1,335 @@
+package boincpolicy
+
+import (
+	"math"
+	"slices"
+
+	"github.com/bkit/bkit/lib/scratch"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Tighter bounds of the skips (issue 30, sixth round): where missesKnown's and
+// workBound's bounds per resource leave the simulation's answer open, these look at
+// the pick's order (a project sure of a CPU at every pick) and at how the CPUs empty
+// (each job one instance), and often decide it without the simulation.
+
+// projectBounds readies missesKnown's bound per job (w.cum[i]: job i ends by now +
+// w.cum[i] in the simulation), on a host whose runnable jobs are all CPU jobs. It
+// reports false when the host has other jobs than CPU jobs.
+//
+// Why: pick takes a project's jobs in the jobs' order, the project of highest
+// priority first, each job taken lowering its project's priority (its temporary REC
+// raised by the job's SchedBump), from the same priorities (prepare's) at every pick,
+// until the jobs taken use the CPUs. Before p's k-th job, p's priority is at least
+// its REC raised k − 1 times by its largest bump gives, and a project q is taken only
+// while its priority is at least that, which its REC raised by its least bump at each
+// job taken bounds from above (Priority falls as the REC grows; floating-point sums
+// and quotients are monotone), and at most as many jobs as it has; so when the CPUs of
+// the jobs that may come before p's k-th job (p's k − 1 first among them) are fewer
+// than the host's, p's first k jobs left are taken at every pick while it has k (a
+// project left with fewer jobs takes fewer; the priorities start from the same at
+// every pick). Under BOINC's emulator the projects come by address, the last in the
+// document first (pick): the jobs before p's first are at most every later project's,
+// and p then takes every job until the CPUs are used. With g so taken (p "served" g
+// CPUs), a job i of p waits only while g jobs of p before it run, each at its full
+// rate (its simulated time falling a second a second), and then runs to its end: it
+// ends by the times of p's jobs before it ÷ g + its own. A job of a project served
+// none waits only while the CPUs are used (pick stops only then) by jobs of other
+// projects and p's before it: by their CPU-seconds ÷ the CPUs, and then its own time.
+//
+// The bound reads the REC, which moves from moment to moment. With horizon 0 it holds
+// at now only (missesKnown's slack is then none); with a horizon, from now to now +
+// horizon, the tasks staying as they are: the served CPUs are then found for any REC
+// the projects may have by then (recRange), and the times only fall.
+func (w *Workspace) projectBounds(doc *state.Document, now, horizon float64) bool {
+	return w.projectStats(doc) && w.projectServed(doc, now, horizon)
+}
+
+// projectStats is projectBounds' first part, whatever the horizon: per project its
+// jobs, their CPUs, the most CPUs of one, their CPU-seconds and its least and largest
+// bump; the REC sum and every job's CPU-seconds. It reports false when the host has
+// other jobs than CPU jobs.
+func (w *Workspace) projectStats(doc *state.Document) bool {
+	nP := len(doc.Projects)
+	w.gCPUs = scratch.Grow(w.gCPUs, 4*nP) // per project: jobs, their CPUs, the most CPUs of one, CPU-seconds
+	w.gBump = scratch.Grow(w.gBump, 2*nP) // per project: the least and largest bump of its jobs
+	clear(w.gCPUs)
+	clear(w.eligible)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != w.cpuRes {
+			return false
+		}
+		w.eligible[j.proj] = true
+	}
+	w.gPrio = scratch.Grow(w.gPrio, nP)
+	w.gShare = scratch.Grow(w.gShare, nP)
+	recSum := Priorities(doc, w.rec, w.eligible, w.gPrio, w.gShare)
+	for p := range nP {
+		w.gBump[2*p], w.gBump[2*p+1] = math.Inf(1), 0
+	}
+	var cpuSecs float64 // every job's CPUs × time
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		g := w.gCPUs[4*j.proj : 4*j.proj+4]
+		g[0]++
+		g[1] += j.cpus
+		g[2] = max(g[2], j.cpus)
+		x := j.cpus * (j.simLeft / j.simRate)
+		g[3] += x
+		cpuSecs += x
+		// The least and largest peak FLOPS, and below their bumps (SchedBump grows
+		// with the peak).
+		w.gBump[2*j.proj] = min(w.gBump[2*j.proj], j.peak)
+		w.gBump[2*j.proj+1] = max(w.gBump[2*j.proj+1], j.peak)
+	}
+	for p := range nP {
+		if w.eligible[p] {
+			w.gBump[2*p] = SchedBump(w.gBump[2*p], w.totalPeak, recSum)
+			w.gBump[2*p+1] = SchedBump(w.gBump[2*p+1], w.totalPeak, recSum)
+		}
+	}
+	w.gRecSum, w.gCPUSecs = recSum, cpuSecs
+	return true
+}
+
+// projectServed is projectBounds' second part (projectStats done): the CPUs each
+// project is served, and the bound per job, for the horizon. It reports false when
+// the RECs cannot be bounded over the horizon (recRange).
+func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) bool {
+	nP := len(doc.Projects)
+	recSum, cpuSecs := w.gRecSum, w.gCPUSecs
+	w.gServed = scratch.Grow(w.gServed, nP)
+	w.cum = scratch.Grow(w.cum, len(w.jobs))
+	var decay, grow float64
+	if horizon > 0 && !doc.BOINCEmulator {
+		var ok bool
+		if decay, grow, ok = w.recRange(doc, recSum, now+horizon); !ok {
+			return false
+		}
+	}
+	cpus := float64(doc.Host.CPU().Instances)
+	// What pick's sums of the CPUs in use may differ by from these, in another order.
+	limit := cpus*(1-1e-12) - 1e-9
+	for p := range nP {
+		w.gServed[p] = 0
+		if !w.eligible[p] {
+			continue
+		}
+		g := w.gCPUs[4*p : 4*p+4]
+		if doc.BOINCEmulator {
+			var ahead float64
+			for q := p + 1; q < nP; q++ {
+				ahead += w.gCPUs[4*q+1]
+			}
+			if ahead < limit {
+				w.gServed[p] = 1
+			}
+			continue
+		}
+		x := w.rec[p] // p's REC before its k-th job, at most
+		if horizon > 0 {
+			x = (x + grow) / decay
+		}
+		for k := 1.0; k <= g[0]; k++ {
+			base := Priority(x, recSum, doc.Projects[p].ResourceShare, w.gShare[p])
+			ahead := (k - 1) * g[2]
+			for q := 0; q < nP && ahead < limit; q++ {
+				if q == p || !w.eligible[q] {
+					continue
+				}
+				gq := w.gCPUs[4*q : 4*q+4]
+				y := w.rec[q]
+				if horizon > 0 {
+					y = decay * recSum * y / (recSum + grow)
+				}
+				for c := 0.0; c < gq[0] && ahead < limit; c++ {
+					if Priority(y, recSum, doc.Projects[q].ResourceShare, w.gShare[q]) < base {
+						break
+					}
+					ahead += gq[2]
+					y += w.gBump[2*q]
+				}
+			}
+			if !(ahead < limit) {
+				break
+			}
+			w.gServed[p] = k
+			x += w.gBump[2*p+1]
+		}
+	}
+	w.gSums = scratch.Grow(w.gSums, 2*nP)
+	clear(w.gSums)
+	sums, cpuSums := w.gSums[:nP], w.gSums[nP:] // per project: the times of its jobs so far, and their CPU-seconds
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		p := j.proj
+		t := j.simLeft / j.simRate
+		// The other projects' CPU-seconds (every job's but p's), and p's before i.
+		w.cum[i] = (cpuSecs-w.gCPUs[4*p+3]+cpuSums[p])/cpus + t
+		if g := w.gServed[p]; g > 0 {
+			w.cum[i] = min(w.cum[i], sums[p]/g+t)
+		}
+		sums[p] += t
+		cpuSums[p] += j.cpus * t
+	}
+	return true
+}
+
+// saturatedBound is a bound from below on how long resource r stays saturated in the
+// simulation (prepareJobs done), where workBound's is too loose, and whether there is
+// one: when every job of r takes one instance, and r is the CPUs and no coprocessor
+// job takes a CPU, pick takes jobs until n (r's instances) are taken, so r is
+// saturated exactly while n jobs or more are left, and its saturated time is when the
+// (N − n + 1)th of its N jobs ends; until then n jobs run at their full rate, their
+// simulated times falling by n a second in all, so that the jobs ended then took at
+// least the N − n + 1 shortest times: the saturated time is at least the sum of all
+// its jobs' times but the n − 1 longest, ÷ n. (While the tasks stay as they are it
+// falls at most as fast as workBound's: each of at most n + 1 running jobs' times by
+// fall ÷ availability a second, ÷ n.)
+func (w *Workspace) saturatedBound(h *state.Host, r int) (float64, bool) {
+	n := h.Resources[r].Instances
+	if n < 1 || n > maxTop || r == w.cpuRes && w.coprocCPUs != 0 {
+		return 0, false
+	}
+	top := w.top[:0] // the n − 1 longest times, shortest first
+	var sum float64
+	count := 0
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != r {
+			continue
+		}
+		if j.inst != 1 {
+			return 0, false
+		}
+		t := j.simLeft / j.simRate
+		sum += t
+		count++
+		top = keepLongest(top, t, n-1)
+	}
+	w.top = top
+	if count < n {
+		return 0, false
+	}
+	var long float64
+	for _, t := range top {
+		long += t
+	}
+	return (sum - long) / float64(n), true
+}
+
+// maxTop: saturatedBound keeps the n − 1 longest times for hosts of up to this many
+// instances.
+const maxTop = 64
+
+// missBounds readies a bound from below on when each job ends in the simulation
+// (w.low[i], from now), after projectBounds, so that a job may be known to miss its
+// deadline: at least its own simulated time, and for a job of a project other than a
+// project q served every CPU (projectBounds: q's first n jobs left run at every pick
+// while it has n, n the CPUs), on a host whose jobs each take one CPU, q's jobs hold
+// the CPUs until fewer than n are left: until the (N − n + 1)th of its N jobs ends,
+// which is at least the sum of its jobs' times but the n − 1 longest ÷ n
+// (saturatedBound's argument); no other project's job runs before then.
+func (w *Workspace) missBounds(doc *state.Document) {
+	w.low = scratch.Grow(w.low, len(w.jobs))
+	n := doc.Host.CPU().Instances
+	block, blocker := 0.0, -1
+	ones := n <= maxTop
+	for i := range w.jobs {
+		if w.jobs[i].cpus != 1 {
+			ones = false
+			break
+		}
+	}
+	for q := range doc.Projects {
+		if !ones || w.gServed[q] < float64(n) || w.gCPUs[4*q] < float64(n) {
+			continue
+		}
+		top := w.top[:0] // q's n − 1 longest times, shortest first
+		var sum float64
+		for i := range w.jobs {
+			j := &w.jobs[i]
+			if j.proj != q {
+				continue
+			}
+			t := j.simLeft / j.simRate
+			sum += t
+			top = keepLongest(top, t, n-1)
+		}
+		w.top = top
+		var long float64
+		for _, t := range top {
+			long += t
+		}
+		if b := (sum - long) / float64(n); b > block {
+			block, blocker = b, q
+		}
+	}
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		w.low[i] = j.simLeft / j.simRate
+		if blocker >= 0 && j.proj != blocker {
+			w.low[i] += block
+		}
+	}
+}
+
+// keepLongest adds t to top, the k longest times so far in increasing order.
+func keepLongest(top []float64, t float64, k int) []float64 {
+	if k == 0 {
+		return top
+	}
+	if len(top) < k {
+		x, _ := slices.BinarySearch(top, t)
+		return slices.Insert(top, x, t)
+	}
+	if t > top[0] {
+		x, _ := slices.BinarySearch(top, t)
+		copy(top[:x-1], top[1:x])
+		top[x-1] = t
+	}
+	return top
+}
+
+// recRange bounds the REC of every project with runnable jobs at any moment until
+// until, from its REC now, while the tasks stay as they are (so that the projects
+// with runnable jobs, whose RECs are summed, stay the same): at least decay × REC, at
+// most REC + grow, and their sum R at least decay × R and at most R + grow (in
+// Priority's terms, a project's fraction of the sum at least decay × R × REC ÷ (R +
+// grow) ÷ R and at most (REC + grow) ÷ decay ÷ R). Why: REC is brought up to date only
+// by credit.Decay.Average from its time (RECTime), as avg × w + (1 − w) × the credit
+// per day of the interval, w = e^(−ln 2 × interval ÷ RECHalfLife) at least decay (the
+// oldest RECTime to until), the credit per day of all projects together at most the
+// host's every instance busy (twice that, for margin). It reports false when a
+// project's REC was never brought up to date (its first credit is not so averaged) or
+// the sum is not positive.
+func (w *Workspace) recRange(doc *state.Document, recSum, until float64) (decay, grow float64, ok bool) {
+	oldest := math.Inf(1)
+	for p := range doc.Projects {
+		if !w.eligible[p] {
+			continue
+		}
+		if !(doc.Projects[p].RECTime > 0) {
+			return 0, 0, false
+		}
+		oldest = min(oldest, doc.Projects[p].RECTime)
+	}
+	if !(recSum > 0) || !(until >= oldest) {
+		return 0, 0, false
+	}
+	var perDay float64 // the host's credit per day, every instance busy
+	cpu := doc.Host.CPU().Flops
+	for r, res := range doc.Host.Resources {
+		perDay += float64(res.Instances) * cpu * w.relSpeed[r]
+	}
+	perDay *= 2 * 86400 * CobblestoneScale
+	decay = math.Exp(-(until - oldest) * math.Ln2 / RECHalfLife)
+	// A margin for rounding: the REC's own arithmetic.
+	decay *= 1 - 1e-9
+	return decay, (1 - decay) * perDay * (1 + 1e-9), true
+}
+
+// recHorizon is how far missesKnown's bounds per job (projectBounds) look: the longest
+// its slack may then be.
+const recHorizon = 3600
