@@ -31,7 +31,9 @@
 //     enough of its work to last the work buffer at the rate its share gives it, with
 //     the host's on fraction counted (seed 001 counts only the active fraction;
 //     availability says why not both), but never more than it can finish in 0.3 to 0.5
-//     of its jobs' latency, the more the shorter its jobs (latencyCap); it asks when
+//     of its jobs' latency, the more the shorter its jobs (latencyCap); a project alone
+//     on a resource asks for the whole resource's buffer, without the on fraction,
+//     within that cap (aloneWant); it asks when
 //     below the low-water mark or when an instance is idle. So a project with
 //     2-hour deadlines holds an hour of work, a reliable project with long deadlines a
 //     day, and an unreliable server's project keeps enough to ride out its outages. A
@@ -289,16 +291,42 @@ func (w *Workspace) needsOf(doc *state.Document, ts []taskInfo) []Need {
 			nd := Need{Project: p, Resource: r, Queued: queued[p*nr+r], Latency: latency[p], Longest: longest[p]}
 			rate := float64(res.Instances) * share[p] * a // instances of the resource per wall second
 			lo, hi := low*86400, high*86400
+			want := rate * hi
 			if nd.Latency > 0 {
-				hi = math.Min(hi, latencyCap(nd.Latency, nd.Longest))
+				lc := latencyCap(nd.Latency, nd.Longest)
+				hi = math.Min(hi, lc)
 				lo = math.Min(lo, hi/2)
+				want = rate * hi
+				if share[p] >= 1 {
+					want = aloneWant(float64(res.Instances), high*86400, rate, lc)
+				}
 			}
-			nd.Low, nd.Want = rate*lo, rate*hi
+			nd.Low, nd.Want = rate*lo, want
 			out = append(out, nd)
 		}
 	}
 	w.needs = out
 	return out
+}
+
+// aloneWant is what a project asks for, up to, on a resource no other project has an
+// app version for (no share is at stake there): BOINC's shortfall, the resource's
+// instances × the work buffer in wall-clock seconds without the host's availability
+// (work_fetch.cpp RSC_WORK_FETCH::set_request asks for the idle instance-seconds
+// rr_sim.cpp counts over the buffer's wall-clock window, while the jobs it simulates
+// run at on_frac's rate), but never more than the latency cap lc holds at the
+// project's rate (its jobs must still be done in part of their latency when the host
+// is off as often as its on fraction says). Counted at the on fraction's rate, a lone
+// project's buffer ran dry on part-time hosts whose tasks go on while the host is off
+// (BOINC's emulator's conventions, the must-hold's): c136, one project, 5 CPUs, on
+// 0.444, its server up a third of the time, idled 0.042 more than BOINC (seeds 1-5),
+// now 0.046 less. With projects sharing the resource the fuller request costs shares
+// (tried: a project of share 0.46 on c185's one CPU, sv +0.10 -> +0.21), so there the
+// buffer stays at the on fraction's rate. Unknown latency (no job held) keeps the on
+// fraction's rate too: the cap is not known, and a full buffer of jobs whose deadlines
+// turn out short is wasted.
+func aloneWant(instances, high, rate, lc float64) float64 {
+	return math.Min(instances*high, rate*lc)
 }
 
 // latencyCap is the most a project's buffer may hold, in wall-clock seconds at its

@@ -462,3 +462,36 @@ func TestRequestOwedTakesHeldInstances(t *testing.T) {
 		}
 	}
 }
+
+// TestNeedsAloneOnResource: on a host on half the time, a project that has a resource to
+// itself wants the whole buffer of the resource (instances × the work buffer, BOINC's
+// wall-clock shortfall) within its latency cap at its rate; a project that shares it
+// wants the buffer at the on fraction's rate, and so does one whose latency is unknown.
+func TestNeedsAloneOnResource(t *testing.T) {
+	_, high := rpc.WaterMarks(&doc().Preferences)
+	for _, c := range []struct {
+		name     string
+		alone    bool
+		deadline float64 // of A's one job, received at 1 (0: no job)
+		want     float64
+	}{
+		{"alone, long latency", true, 1 + 10*86400, 2 * high * 86400},
+		{"alone, latency caps", true, 1 + 86400, 2 * 0.5 * 0.5 * 86400},
+		{"alone, latency unknown", true, 0, 2 * 0.5 * high * 86400},
+		{"shared", false, 1 + 10*86400, 2 * 0.75 * 0.5 * high * 86400},
+	} {
+		d := doc()
+		d.Host.TimeStats.OnFrac = 0.5
+		if c.alone {
+			d.Projects, d.AppVersions = d.Projects[:1], d.AppVersions[:1]
+		}
+		if c.deadline > 0 {
+			d.Tasks = []state.Task{task("a1", "A", "a", 100e9, 1, c.deadline)}
+		}
+		for _, nd := range Needs(d) {
+			if nd.Project == 0 && math.Abs(nd.Want-c.want) > 1e-6 {
+				t.Errorf("%s: A wants %g, want %g", c.name, nd.Want, c.want)
+			}
+		}
+	}
+}
