@@ -460,38 +460,7 @@ func (s *Sim) Step() bool {
 	}
 	now := s.now
 	if s.avail.On && s.cfg.EmulateBOINC {
-		// BOINC's emulator's order (client/sim.cpp simulate): the tasks that
-		// finished are handled first (ACTIVE_TASK_SET::poll, handle_finished_apps:
-		// ready to report, the correction factor taught), then a scheduling pass,
-		// whose round-robin simulation the RPC's work request and its busy time
-		// read (rr_simulation runs once a moment), then the RPC (scheduler_rpc_poll,
-		// which reports what finished in this step), then another pass when it
-		// brought jobs.
-		//
-		// Its scheduler reads the GPUs' suspension as the last step's loop left it
-		// (simulate sets gpu_suspend_reason after schedule_cpus, from the state sampled
-		// at that step's start, which governs the interval before it): a coprocessor
-		// task runs in this step only if the GPUs were active two samples ago, so each
-		// spell of GPU (or host) inactivity leaves the GPUs idle two steps more, counted
-		// as available in the figures.
-		s.gpuRun = !s.gpuSuspended
-		if s.boincClient() && s.doc.GPUsSuspended != s.gpuSuspended {
-			// BOINC's client knows the suspension (gpu_suspend_reason): its
-			// scheduler runs no coprocessor job while it holds, and its simulation
-			// counts no coprocessor job's CPUs (state.Document.GPUsSuspended).
-			s.doc.GPUsSuspended = s.gpuSuspended
-			s.tasksChanged()
-		}
-		if s.finishing > 0 {
-			s.Settle()
-		}
-		if s.policy.Schedule(s.doc, now) {
-			s.runningHold = false
-		}
-		if s.avail.Connected && s.rpcs(now) && s.policy.Schedule(s.doc, now) {
-			s.runningHold = false
-		}
-		s.gpuSuspended = !s.gpuPrev
+		s.boincStep(now)
 	} else if s.avail.On {
 		if s.avail.Connected {
 			s.rpcs(now)
@@ -504,6 +473,43 @@ func (s *Sim) Step() bool {
 		}
 	}
 	return s.Advance()
+}
+
+// boincStep is the decisions of a step at now under --emulate boinc, the host on
+// (Step).
+func (s *Sim) boincStep(now float64) {
+	// BOINC's emulator's order (client/sim.cpp simulate): the tasks that
+	// finished are handled first (ACTIVE_TASK_SET::poll, handle_finished_apps:
+	// ready to report, the correction factor taught), then a scheduling pass,
+	// whose round-robin simulation the RPC's work request and its busy time
+	// read (rr_simulation runs once a moment), then the RPC (scheduler_rpc_poll,
+	// which reports what finished in this step), then another pass when it
+	// brought jobs.
+	//
+	// Its scheduler reads the GPUs' suspension as the last step's loop left it
+	// (simulate sets gpu_suspend_reason after schedule_cpus, from the state sampled
+	// at that step's start, which governs the interval before it): a coprocessor
+	// task runs in this step only if the GPUs were active two samples ago, so each
+	// spell of GPU (or host) inactivity leaves the GPUs idle two steps more, counted
+	// as available in the figures.
+	s.gpuRun = !s.gpuSuspended
+	if s.boincClient() && s.doc.GPUsSuspended != s.gpuSuspended {
+		// BOINC's client knows the suspension (gpu_suspend_reason): its
+		// scheduler runs no coprocessor job while it holds, and its simulation
+		// counts no coprocessor job's CPUs (state.Document.GPUsSuspended).
+		s.doc.GPUsSuspended = s.gpuSuspended
+		s.tasksChanged()
+	}
+	if s.finishing > 0 {
+		s.Settle()
+	}
+	if s.policy.Schedule(s.doc, now) {
+		s.runningHold = false
+	}
+	if s.avail.Connected && s.rpcs(now) && s.policy.Schedule(s.doc, now) {
+		s.runningHold = false
+	}
+	s.gpuSuspended = !s.gpuPrev
 }
 
 // Advance ends the current step: the running tasks compute for it, the figures are
@@ -531,6 +537,17 @@ func (s *Sim) Advance() bool {
 	s.policy.Account(s.doc, &s.su)
 	s.now = now + dt
 	if s.now >= s.end {
+		if s.cfg.EmulateBOINC && s.live == nil {
+			// BOINC's emulator's loop stops only once its clock has passed the end
+			// (client/sim.cpp simulate: now += delta; if now > start + duration,
+			// break), so it makes one step more, at the end itself: its processes
+			// are sampled and its client decides (a pass, an RPC: the RPC counts in
+			// r, its reports in wf), but no time is left to compute.
+			s.sample()
+			if s.avail.On {
+				s.boincStep(s.now)
+			}
+		}
 		return false
 	}
 	s.sample()
