@@ -47,7 +47,9 @@ type RunEntry struct {
 //
 // enforce_run_list adds the running jobs whose time slice is not over (a job runs at
 // least a scheduling period once started: elapsed_time − elapsed_time_at_last_sched,
-// the elapsed time when it last started, below the period), orders the list by
+// the elapsed time when it last started, not above the period: BOINC's slice is over
+// only once the clock has passed its end, client/cpu_sched.cpp finished_time_slice's
+// now > run_interval_start + period), orders the list by
 // importance (more_important: deadline misses, then coprocessor jobs, then unfinished
 // time slices, then CPU jobs that take more CPUs, then the list's order) and runs the
 // jobs in that order while they fit: a coprocessor job when its instances are free
@@ -175,7 +177,7 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			continue
 		}
 		t := &doc.Tasks[j.task]
-		if t.ElapsedTime-t.ElapsedTimeAtLastSched < period {
+		if t.ElapsedTime-t.ElapsedTimeAtLastSched <= period {
 			list = append(list, RunEntry{Task: i, Why: WhyTimeSlice, Priority: w.prio[j.proj]})
 		}
 	}
@@ -446,7 +448,7 @@ func (w *Workspace) sortRunList(doc *state.Document, list []RunEntry, period flo
 		j := &w.jobs[list[k].Task]
 		t := &doc.Tasks[j.task]
 		w.keys = append(w.keys, runKey{edf: list[k].Why == WhyEDF, co: j.res != w.cpuRes,
-			inSlice: j.running && t.ElapsedTime-t.ElapsedTimeAtLastSched < period, cpus: j.cpus})
+			inSlice: j.running && t.ElapsedTime-t.ElapsedTimeAtLastSched <= period, cpus: j.cpus})
 	}
 	more := func(a, b *runKey) bool { // a strictly before b
 		if c := -cmpBool(a.edf, b.edf); c != 0 {

@@ -108,7 +108,7 @@ func (w *Workspace) passKeeps(doc *state.Document) bool {
 		if !j.running {
 			continue
 		}
-		if t := &doc.Tasks[j.task]; !(t.ElapsedTime-t.ElapsedTimeAtLastSched < period) {
+		if t := &doc.Tasks[j.task]; !(t.ElapsedTime-t.ElapsedTimeAtLastSched <= period) {
 			return false
 		}
 		used += j.cpus

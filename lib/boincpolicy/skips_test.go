@@ -407,7 +407,7 @@ func TestPassKeeps(t *testing.T) {
 		want bool
 	}{
 		{"running within slices", func(*state.Document) {}, true},
-		{"a slice over", func(d *state.Document) { d.Tasks[0].ElapsedTime = 3600 }, false},
+		{"a slice over", func(d *state.Document) { d.Tasks[0].ElapsedTime = 3660 }, false}, // past the period: BOINC's finished_time_slice
 		{"a CPU free", func(d *state.Document) { d.Tasks[1].State = state.TaskPreempted }, false},
 		{"a job misses", func(d *state.Document) { d.Tasks[2].ReportDeadline = t0 + 9000 }, false},
 	} {
