@@ -220,6 +220,11 @@ func New(sc *scenario.Scenario, cfg Config) (*Sim, error) {
 	}
 	s.serverUp = nil
 	s.shareBOINCStream()
+	// BOINC's emulator's gpu_suspend_reason starts at 0 (not suspended) and changes
+	// only in steps the host is on (simulate sets it inside its if (on)): an off
+	// spell leaves the suspension its scheduler sees as the last on step left it
+	// (Advance).
+	s.gpuPrev = cfg.EmulateBOINC
 	if s.estimate, err = checkJobSizes(doc, s.servers, s.avSpeed, cfg); err != nil {
 		return nil, err
 	}
@@ -521,7 +526,10 @@ func (s *Sim) Advance() bool {
 	dt := min(s.cfg.Delta, s.end-now)
 	if s.cfg.EmulateBOINC {
 		gpuRun := a.GPUActive && s.gpuRun // the GPUs' suspension seen a step late (Step)
-		s.gpuPrev = a.GPUActive
+		// An off step leaves BOINC's gpu_suspend_reason as it was (New).
+		if a.On {
+			s.gpuPrev = a.GPUActive
+		}
 		s.compute(now, dt, true, gpuRun, false)
 		s.m.step(s.doc, dt, true, true, a.GPUActive)
 	} else {
