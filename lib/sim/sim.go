@@ -107,7 +107,7 @@ type Sim struct {
 	serverUp []*onOff // the servers' processes as boincProcesses made them, until New makes the servers
 	avail    Avail    // the current step's, sampled at its start
 	// Under --emulate boinc the client learns that the GPUs are suspended one step
-	// late, as in BOINC's emulator (Step): gpuPrev is the last step's GPUActive,
+	// late, as in BOINC's emulator (Step): gpuPrev is GPUActive at the last step the host was on,
 	// gpuSuspended the suspension its scheduler sees, gpuRun whether this step's
 	// pass let its coprocessor tasks run.
 	gpuPrev, gpuSuspended, gpuRun bool
@@ -491,12 +491,14 @@ func (s *Sim) boincStep(now float64) {
 	// which reports what finished in this step), then another pass when it
 	// brought jobs.
 	//
-	// Its scheduler reads the GPUs' suspension as the last step's loop left it
-	// (simulate sets gpu_suspend_reason after schedule_cpus, from the state sampled
-	// at that step's start, which governs the interval before it): a coprocessor
-	// task runs in this step only if the GPUs were active two samples ago, so each
-	// spell of GPU (or host) inactivity leaves the GPUs idle two steps more, counted
-	// as available in the figures.
+	// Its scheduler reads the GPUs' suspension as the last step the host was on
+	// left it (simulate sets gpu_suspend_reason after schedule_cpus, from that
+	// step's sample, and only while on; not suspended at the start): a coprocessor
+	// task runs in this step only if the GPUs were active at the last sample the
+	// host was on, and it computes only if they are at the next one (Advance), so
+	// each spell of GPU inactivity leaves the GPUs idle a step more, counted as
+	// available in the figures.
+	s.gpuSuspended = !s.gpuPrev
 	s.gpuRun = !s.gpuSuspended
 	if s.boincClient() && s.doc.GPUsSuspended != s.gpuSuspended {
 		// BOINC's client knows the suspension (gpu_suspend_reason): its
@@ -514,7 +516,9 @@ func (s *Sim) boincStep(now float64) {
 	if s.avail.Connected && s.rpcs(now) && s.policy.Schedule(s.doc, now) {
 		s.runningHold = false
 	}
-	s.gpuSuspended = !s.gpuPrev
+	// simulate sets gpu_suspend_reason from this step's sample once its
+	// scheduler has run (inside if (on): an off step leaves it as it was).
+	s.gpuPrev = s.avail.GPUActive
 }
 
 // Advance ends the current step: the running tasks compute for it, the figures are
@@ -525,13 +529,16 @@ func (s *Sim) Advance() bool {
 	a := s.avail
 	dt := min(s.cfg.Delta, s.end-now)
 	if s.cfg.EmulateBOINC {
-		gpuRun := a.GPUActive && s.gpuRun // the GPUs' suspension seen a step late (Step)
-		// An off step leaves BOINC's gpu_suspend_reason as it was (New).
-		if a.On {
-			s.gpuPrev = a.GPUActive
-		}
-		s.compute(now, dt, true, gpuRun, false)
-		s.m.step(s.doc, dt, true, true, a.GPUActive)
+		// BOINC's emulator computes this interval at its next step's start
+		// (ACTIVE_TASK_SET::poll), after sampling that step's processes: its GPU
+		// tasks compute, and its GPUs count in the figures, as the next sample
+		// says (gpu_active), and only those its scheduler ran (gpuRun, Step).
+		s.sample()
+		b := s.avail
+		s.avail = a
+		s.compute(now, dt, true, b.GPUActive && s.gpuRun, false)
+		s.m.step(s.doc, dt, true, true, b.GPUActive)
+		s.avail = b
 	} else {
 		// A live run's clock is the loop's (scripts/full-loop.sh steps every client by
 		// --delta and checks that bsim's clock agrees): its steps keep their length.
@@ -551,14 +558,15 @@ func (s *Sim) Advance() bool {
 			// break), so it makes one step more, at the end itself: its processes
 			// are sampled and its client decides (a pass, an RPC: the RPC counts in
 			// r, its reports in wf), but no time is left to compute.
-			s.sample()
 			if s.avail.On {
 				s.boincStep(s.now)
 			}
 		}
 		return false
 	}
-	s.sample()
+	if !s.cfg.EmulateBOINC {
+		s.sample()
+	}
 	return true
 }
 
