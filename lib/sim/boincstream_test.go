@@ -69,23 +69,29 @@ func TestBOINCStreamInit(t *testing.T) {
 }
 
 // TestBOINCStreamCarried: a run under --emulate boinc carried through its World (the
-// one stream's position, the processes' time left, a server's last RPC) goes on as the
-// run held in memory.
+// one stream's position, the processes' time left, a server's last RPC, the GPUs'
+// suspension) goes on as the run held in memory.
 func TestBOINCStreamCarried(t *testing.T) {
 	t.Parallel()
+	for _, dir := range []string{"testdata/noisy", seed002GPU} {
+		t.Run(dir, func(t *testing.T) { carriedBOINC(t, dir) })
+	}
+}
+
+func carriedBOINC(t *testing.T, dir string) {
 	cfg := Config{Duration: 2 * 86400, Delta: 180, Policy: "seed", Seed: 5, EmulateBOINC: true}
-	whole, err := Run(load(t, "testdata/noisy"), cfg)
+	whole, err := Run(load(t, dir), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(load(t, "testdata/noisy"), cfg)
+	s, err := New(load(t, dir), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 300 {
 		s.Step()
 	}
-	w, err := s.World("noisy")
+	w, err := s.World(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

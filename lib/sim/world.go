@@ -54,7 +54,10 @@ type World struct {
 	Decisions []byte  `json:"decisions"` // the decisions' random stream
 	// BOINCRand: under EmulateBOINC, the run's one glibc rand() stream (Sim.g), which
 	// the processes and servers draw from instead of their own.
-	BOINCRand []byte         `json:"boinc_rand,omitempty"`
+	BOINCRand []byte `json:"boinc_rand,omitempty"`
+	// GPUState: under EmulateBOINC, the GPUs' suspension as BOINC's emulator's
+	// scheduler sees it (Sim.gpuPrev, gpuSuspended, gpuRun, in that order).
+	GPUState  []bool         `json:"gpu_state,omitempty"`
 	Servers   []WorldServer  `json:"servers"`   // in the document's project order
 	Jobs      []WorldJob     `json:"jobs"`      // in the document's task order
 	Finishing int            `json:"finishing"` // tasks finished but not settled
@@ -147,6 +150,7 @@ func (s *Sim) World(scenario string) (*World, error) {
 	if s.g != nil {
 		w.BOINCRand, e = s.g.MarshalBinary()
 		err = errors.Join(err, e)
+		w.GPUState = []bool{s.gpuPrev, s.gpuSuspended, s.gpuRun}
 	}
 	for _, srv := range s.servers {
 		b, e := srv.rng.pcg.MarshalBinary()
@@ -267,6 +271,10 @@ func (s *Sim) restoreStreams(w *World) error {
 		if err := s.g.UnmarshalBinary(w.BOINCRand); err != nil {
 			return fmt.Errorf("boinc_rand: %v", err)
 		}
+		if len(w.GPUState) != 3 {
+			return fmt.Errorf("gpu_state: want 3 values under emulate_boinc, got %d", len(w.GPUState))
+		}
+		s.gpuPrev, s.gpuSuspended, s.gpuRun = w.GPUState[0], w.GPUState[1], w.GPUState[2]
 	}
 	if s.on, err = restoreProcess("on", w.On, w, s.g); err != nil {
 		return err
