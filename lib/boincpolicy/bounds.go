@@ -100,7 +100,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 	nP := len(doc.Projects)
 	recSum, cpuSecs := w.gRecSum, w.gCPUSecs
 	w.gServed = scratch.Grow(w.gServed, nP)
-	w.cum = scratch.Grow(w.cum, len(w.jobs))
+	w.cum = growJobs(w.cum, len(w.jobs))
 	var decay, grow float64
 	if horizon > 0 && !doc.BOINCEmulator {
 		var ok bool
@@ -230,9 +230,15 @@ const maxTop = 64
 // while it has n, n the CPUs), on a host whose jobs each take one CPU, q's jobs hold
 // the CPUs until fewer than n are left: until the (N − n + 1)th of its N jobs ends,
 // which is at least the sum of its jobs' times but the n − 1 longest ÷ n
-// (saturatedBound's argument); no other project's job runs before then.
+// (saturatedBound's argument); no other project's job runs before then. On such a
+// host, too, job i of project p ends no sooner than the times of p's jobs up to it but
+// the n − 1 longest of those before it, ÷ n: pick takes a project's jobs in the jobs'
+// order, so when i is first taken every job of p before it left is running, n at most
+// with i; by i's end those still unfinished (n − 1 at most, each with no more than its
+// time left) and i's own time aside, p's jobs up to i were done, at n a second at
+// most.
 func (w *Workspace) missBounds(doc *state.Document) {
-	w.low = scratch.Grow(w.low, len(w.jobs))
+	w.low = growJobs(w.low, len(w.jobs))
 	n := doc.Host.CPU().Instances
 	block, blocker := 0.0, -1
 	ones := n <= maxTop
@@ -266,9 +272,30 @@ func (w *Workspace) missBounds(doc *state.Document) {
 			block, blocker = b, q
 		}
 	}
+	if ones {
+		// Per project: its jobs' times so far, and the n − 1 longest of them.
+		nP := len(doc.Projects)
+		w.lowSums = scratch.Grow(w.lowSums, nP)
+		clear(w.lowSums)
+		w.lowTop = scratch.Grow(w.lowTop, nP*n)
+		w.lowTopN = scratch.Grow(w.lowTopN, nP)
+		clear(w.lowTopN)
+	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		w.low[i] = j.simLeft / j.simRate
+		t := j.simLeft / j.simRate
+		w.low[i] = t
+		if ones {
+			p := j.proj
+			top := w.lowTop[p*n : p*n+w.lowTopN[p] : p*n+n]
+			var long float64
+			for _, x := range top {
+				long += x
+			}
+			w.low[i] = max(t, (w.lowSums[p]+t-long)/float64(n))
+			w.lowSums[p] += t
+			w.lowTopN[p] = len(keepLongest(top, t, n-1))
+		}
 		if blocker >= 0 && j.proj != blocker {
 			w.low[i] += block
 		}
@@ -333,3 +360,13 @@ func (w *Workspace) recRange(doc *state.Document, recSum, until float64) (decay,
 // recHorizon is how far missesKnown's bounds per job (projectBounds) look: the longest
 // its slack may then be.
 const recHorizon = 3600
+
+// growJobs is scratch.Grow for a slice per job, with room for twice as many: the
+// jobs' count grows by a few at a time in a run, and a slice grown to each new
+// count would allocate at every one (TestStepLoopAllocatesNothing).
+func growJobs(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n, 2*n)
+	}
+	return scratch.Grow(b, n)
+}

@@ -129,6 +129,8 @@ type Workspace struct {
 	gCPUs, gBump, gPrio, gShare, cum []float64
 	gSums                            []float64
 	gRecSum, gCPUSecs                float64
+	lowSums, lowTop                  []float64 // missBounds'
+	lowTopN                          []int
 	top, low                         []float64
 }
 
