@@ -90,6 +90,18 @@ func (w *Workspace) projectStats(doc *state.Document) bool {
 		}
 	}
 	w.gRecSum, w.gCPUSecs = recSum, cpuSecs
+	// The served CPUs read no REC under BOINC's emulator (pick's order by address)
+	// nor with one project: then the horizon's are now's.
+	w.gRECFree = doc.BOINCEmulator
+	if !w.gRECFree {
+		n := 0
+		for p := range nP {
+			if w.eligible[p] {
+				n++
+			}
+		}
+		w.gRECFree = n <= 1
+	}
 	return true
 }
 
@@ -102,7 +114,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 	w.gServed = scratch.Grow(w.gServed, nP)
 	w.cum = growJobs(w.cum, len(w.jobs))
 	var decay, grow float64
-	if horizon > 0 && !doc.BOINCEmulator {
+	if horizon > 0 && !w.gRECFree {
 		var ok bool
 		if decay, grow, ok = w.recRange(doc, recSum, now+horizon); !ok {
 			return false
@@ -128,7 +140,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 			continue
 		}
 		x := w.rec[p] // p's REC before its k-th job, at most
-		if horizon > 0 {
+		if horizon > 0 && !w.gRECFree {
 			x = (x + grow) / decay
 		}
 		for k := 1.0; k <= g[0]; k++ {
@@ -140,7 +152,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 				}
 				gq := w.gCPUs[4*q : 4*q+4]
 				y := w.rec[q]
-				if horizon > 0 {
+				if horizon > 0 && !w.gRECFree {
 					y = decay * recSum * y / (recSum + grow)
 				}
 				for c := 0.0; c < gq[0] && ahead < limit; c++ {

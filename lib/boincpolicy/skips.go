@@ -287,7 +287,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			w.slack = min(w.slack, recHorizon)
 		}
 		late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
-		if late < 0 && !exact {
+		if late < 0 && !exact && !w.gRECFree {
 			// The served CPUs at now alone (as many or more: the cum falls).
 			exact = true
 			w.projectServed(doc, now, 0)

@@ -129,6 +129,7 @@ type Workspace struct {
 	gCPUs, gBump, gPrio, gShare, cum []float64
 	gSums                            []float64
 	gRecSum, gCPUSecs                float64
+	gRECFree                         bool
 	lowSums, lowTop                  []float64 // missBounds'
 	lowTopN                          []int
 	top, low                         []float64
