@@ -382,3 +382,24 @@ func growJobs(b []float64, n int) []float64 {
 	}
 	return scratch.Grow(b, n)
 }
+
+// boundsScratch gives the bounds' buffers per project their room when the view is
+// built, so that a run allocates them once at its start, not at the first moment a
+// bound is needed (TestStepLoopAllocatesNothing counts a run's steady state).
+func (w *Workspace) boundsScratch(nP, cpus int) {
+	n := min(cpus, maxTop)
+	w.gCPUs = scratch.Grow(w.gCPUs, 4*nP)
+	w.gBump = scratch.Grow(w.gBump, 2*nP)
+	w.gPrio = scratch.Grow(w.gPrio, nP)
+	w.gShare = scratch.Grow(w.gShare, nP)
+	w.gServed = scratch.Grow(w.gServed, nP)
+	w.gSums = scratch.Grow(w.gSums, 2*nP)
+	w.lowSums = scratch.Grow(w.lowSums, nP)
+	w.lowTop = scratch.Grow(w.lowTop, nP*n)
+	w.lowTopN = scratch.Grow(w.lowTopN, nP)
+	if cap(w.top) < n {
+		w.top = make([]float64, 0, n)
+	}
+	w.cum = growJobs(w.cum, len(w.jobs)+16)
+	w.low = growJobs(w.low, len(w.jobs)+16)
+}

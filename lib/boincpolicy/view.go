@@ -200,6 +200,7 @@ func (w *Workspace) view(doc *state.Document) {
 		w.pending = append(w.pending, nil)
 	}
 	w.pendingAt = scratch.Grow(w.pendingAt, n)
+	w.boundsScratch(nP, h.CPU().Instances)
 	if cap(w.Sim) < w.nRes {
 		w.Sim = make([]ResourceSim, w.nRes)
 	}
