@@ -8,10 +8,153 @@ import (
 	"github.com/bkit/bkit/lib/state"
 )
 
-// Tighter bounds of the skips (issue 30, sixth round): where missesKnown's and
-// workBound's bounds per resource leave the simulation's answer open, these look at
-// the pick's order (a project sure of a CPU at every pick) and at how the CPUs empty
-// (each job one instance), and often decide it without the simulation.
+// The skips' bounds on the simulation's deadline misses (missesKnown), and tighter
+// ones (issue 30, sixth round): where missesKnown's and workBound's bounds per
+// resource leave the simulation's answer open, these look at the pick's order (a
+// project sure of CPUs at every pick) and at how the CPUs empty (each job one
+// instance), and often decide it without the simulation.
+
+// missesKnown reports whether the simulation's deadline misses are known without it
+// (prepareJobs done: its sums), and if so counts them as the simulation would
+// (w.missed, each job's misses, w.Sim's): every job either certainly misses or
+// certainly does not.
+//
+// A job whose computation deadline (its report deadline − work_buf_min −
+// DeadlineCushion) is already past at now misses whatever the simulation does: its
+// simulated finish is now plus times ≥ 0. (A host whose jobs' latency is below
+// work_buf_min has every job so; BOINC's client then runs them earliest deadline
+// first.)
+//
+// A job misses no deadline when its computation deadline is at or after a bound on
+// when its resource's last job finishes: at every moment of the simulation at least
+// one job of each resource with jobs left runs at its full rate (pick takes a
+// project's job before it checks saturation), so the sum over a resource's jobs of
+// their remaining time ÷ rate bounds it.
+//
+// A second bound holds for a resource of n instances: while some of its jobs wait,
+// those running use at least n instances (pick takes jobs until they do), of which
+// the coprocessor jobs' CPUs take at most G on the CPUs (G: the CPUs of every
+// coprocessor job), so its jobs' instance-seconds W are done at n − G a second at
+// least; once none waits, each running job ends within t, the longest time ÷ rate
+// any of them has left. Its last job therefore ends by W ÷ (n − G) + t. The
+// smaller of the two bounds is taken.
+//
+// Where its resource's bound leaves a job open, the bounds per job of
+// projectBounds (the jobs of a project sure of some CPUs at every pick of the
+// simulation) may show it ends in time, and missBounds' that it certainly misses; the
+// first are good until recHorizon when they hold for any REC the projects may have
+// by then, else at now only, and missBounds' at now only (the slack is then none).
+//
+// w.slack is then how long from now no job that does not miss can come to miss (the
+// least margin to the bound), w.anyMiss whether some job misses.
+func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
+	nR := w.nRes
+	w.bound = scratch.Grow(w.bound, 3*nR) // per resource: the bound on its last finish
+	for r := range nR {
+		s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
+		b := w.bound[3*r : 3*r+3]
+		b[0] = s[sumSerial]
+		n := float64(doc.Host.Resources[r].Instances)
+		if r == w.cpuRes {
+			n -= w.coprocCPUs
+		}
+		if n > 0 {
+			b[0] = min(b[0], s[sumW]/n+s[sumMaxT])
+		}
+	}
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	w.slack = math.Inf(1)
+	w.anyMiss = false
+	// The bounds per job (projectBounds), when the resource's do not decide: first
+	// good until recHorizon, then at now only (now2); and missBounds'.
+	perJob, exact, lower, now2 := false, false, false, false
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if now > j.deadline-comp { // the simulation's test, at its earliest finish
+			w.anyMiss = true
+			continue
+		}
+		// A margin for rounding: the simulation sums the same times in another order.
+		late := j.deadline - comp - (now + w.bound[3*j.res]*(1+1e-9) + 1e-6)
+		if late >= 0 {
+			w.slack = min(w.slack, late)
+			continue
+		}
+		if !perJob {
+			if w.perJobSkip > 0 {
+				// The bounds per job failed at the last passes that tried them:
+				// the simulation, without them, for a while (perJobFailed).
+				w.perJobSkip--
+				return false
+			}
+			if !w.projectStats(doc) {
+				return false
+			}
+			perJob = true
+			if !w.projectServed(doc, now, recHorizon) {
+				exact = true
+				w.projectServed(doc, now, 0)
+			}
+			w.slack = min(w.slack, recHorizon)
+		}
+		late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
+		if late < 0 && !exact && !w.gRECFree {
+			// The served CPUs at now alone (as many or more: the cum falls).
+			exact = true
+			w.projectServed(doc, now, 0)
+			late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
+		}
+		if late >= 0 {
+			if exact {
+				now2 = true
+			}
+			w.slack = min(w.slack, late)
+			continue
+		}
+		now2 = true
+		if !lower {
+			w.missBounds(doc)
+			lower = true
+		}
+		if now+w.low[i]*(1-1e-9)-1e-6 > j.deadline-comp {
+			w.anyMiss = true
+			j.misses = true // certainly: counted below
+			continue
+		}
+		w.perJobFailed()
+		return false
+	}
+	if perJob {
+		w.perJobFails = 0
+	}
+	if now2 {
+		w.slack = 0
+	}
+	if w.anyMiss {
+		for i := range w.jobs {
+			j := &w.jobs[i]
+			if j.misses || now > j.deadline-comp {
+				j.misses = true
+				w.missed[j.proj*nR+j.res]++
+				w.Sim[j.res].Misses++
+			}
+		}
+	}
+	return true
+}
+
+// perJobFailed counts a pass at which the bounds per job left a job open (the
+// simulation then runs after them): after perJobTries in a row they are not tried
+// at the next perJobRest passes that would need them, where they would likely cost
+// for nothing (on some corpus hosts they fail at almost every pass). Whether they are
+// tried changes no decision: the simulation decides what they leave.
+func (w *Workspace) perJobFailed() {
+	if w.perJobFails++; w.perJobFails >= perJobTries {
+		w.perJobFails, w.perJobSkip = 0, perJobRest
+	}
+}
+
+const perJobTries, perJobRest = 4, 16
 
 // projectBounds readies missesKnown's bound per job (w.cum[i]: job i ends by now +
 // w.cum[i] in the simulation), on a host whose runnable jobs are all CPU jobs. It

@@ -130,6 +130,7 @@ type Workspace struct {
 	gSums                            []float64
 	gRecSum, gCPUSecs                float64
 	gRECFree                         bool
+	perJobFails, perJobSkip          int       // missesKnown's (perJobFailed)
 	lowSums, lowTop                  []float64 // missBounds'
 	lowTopN                          []int
 	top, low                         []float64
