@@ -144,6 +144,26 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 			bp.recSecs[p][r] += x * u.DT
 		}
 	}
+	// A task that ended counts for the whole step, scheduled as it still is when
+	// adjust_rec totals the scheduled tasks' instance-seconds, and the first one
+	// (handle_finished_apps's first, whose adjust_rec the later ones find done) for
+	// the interval once more, which app_finished adds before that adjust_rec (cs_apps.cpp
+	// CLIENT_STATE::app_finished, accumulate_inst_sec). (BOINC takes the first in its
+	// list of active tasks, the order they started; bsim the first in the document.)
+	cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU })
+	for i, e := range u.ended {
+		k := u.DT - e.run
+		if i == 0 && bp.recStart != 0 {
+			k += u.Now - bp.recStart
+		}
+		if e.project >= len(bp.recSecs) || e.res >= len(bp.recSecs[e.project]) {
+			continue
+		}
+		bp.recSecs[e.project][e.res] += e.inst * k
+		if e.res != cpu && cpu >= 0 && len(doc.Host.Resources) > 1 {
+			bp.recSecs[e.project][cpu] += e.cpus * k // the CPUs' column is CPU time
+		}
+	}
 	bp.recLimit = 2 * u.DT
 	if u.Ended > 0 {
 		bp.adjustREC(doc, u.Now)

@@ -27,6 +27,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		su.CPUTime[p] = 0
 	}
 	su.Ended = 0
+	su.ended = su.ended[:0]
 	s.m.stepClear()
 	if !active {
 		return dt
@@ -137,6 +138,9 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 			t.CompletedTime = now + run
 			s.finishing++
 			su.Ended++
+			if s.cfg.EmulateBOINC {
+				su.ended = append(su.ended, endedUse{p, r, inst, cpus, run})
+			}
 			s.taskFinished()
 		}
 	}

@@ -85,6 +85,17 @@ type StepUsage struct {
 	// Ended counts the tasks whose work ended during the step (compute), before
 	// they are settled.
 	Ended int
+	// ended is, under --emulate boinc, each of those tasks' use (policy boinc's REC:
+	// boincPolicy.Account), in the order of the running tasks.
+	ended []endedUse
+}
+
+// endedUse is a task whose work ended during the step: its project, the host resource
+// it runs on, its instances of it (CPUs for a CPU task), its CPUs, and the seconds of
+// the step it ran.
+type endedUse struct {
+	project, res    int
+	inst, cpus, run float64
 }
 
 // watcher is a policy that keeps answers from step to step which depend on the tasks

@@ -65,3 +65,33 @@ func TestBOINCAdjustREC(t *testing.T) {
 		t.Errorf("after a step off, a pass: REC %g at %g, want more than its decay at t0+540", doc.Projects[0].REC, doc.Projects[0].RECTime)
 	}
 }
+
+// TestBOINCAdjustRECEnded: a task that ends in a step counts in policy boinc's REC as
+// in BOINC's emulator: for the whole step, since adjust_rec totals the tasks still
+// scheduled, and, the first to end, for the interval once more, which app_finished
+// adds first (client/cs_apps.cpp CLIENT_STATE::app_finished). c008 at seed 1 showed it:
+// 6 CPUs' credit on a 5-CPU host at each step a task ended.
+func TestBOINCAdjustRECEnded(t *testing.T) {
+	doc := &state.Document{
+		Version:       1,
+		BOINCEmulator: true,
+		Host:          state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 1, Flops: 1e9}}},
+		Projects:      []state.Project{{Name: "A", ResourceShare: 100}},
+		AppVersions:   []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1, Flops: 1e9}},
+		Tasks:         []state.Task{{Name: "t", Project: "A", AppVersion: "a", State: state.TaskReady, EstimatedFlops: 1e15, ReportDeadline: 1e7}},
+	}
+	bp := &boincPolicy{}
+	const t0 = 1e6
+	bp.Schedule(doc, t0)
+	bp.Account(doc, &StepUsage{Now: t0 + 60, DT: 60, Used: [][]float64{{1}}, CPUTime: []float64{60}})
+	bp.Schedule(doc, t0+60)
+	rec := doc.Projects[0].REC
+	// The task ran 20 s of the step and ended: 20 + 40 + 60 CPU-seconds.
+	bp.Account(doc, &StepUsage{Now: t0 + 120, DT: 60, Used: [][]float64{{20.0 / 60}}, CPUTime: []float64{20},
+		Ended: 1, ended: []endedUse{{project: 0, res: 0, inst: 1, cpus: 1, run: 20}}})
+	w := math.Exp(-60 * math.Ln2 / boincpolicy.RECHalfLife)
+	want := rec*w + (1-w)*120*1e9*boincpolicy.CobblestoneScale/(60.0/86400)
+	if got := doc.Projects[0].REC; doc.Projects[0].RECTime != t0+120 || math.Abs(got-want) > 1e-9*want {
+		t.Errorf("REC after a task ended: %g at %g, want %g at %g", got, doc.Projects[0].RECTime, want, t0+120.0)
+	}
+}
