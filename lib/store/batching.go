@@ -84,10 +84,11 @@ func (s *Store) BatchJob(ctx context.Context) error {
 	return err
 }
 
-// LetWritersIn is the pause after a batch (Store.LetWritersIn): on SQLite at least as
-// long as the batch held the lock, so a pass holds it at most about half the time
-// while RPCs keep coming (a pass over 1,000,000 workunits beside RPCs that never let up
-// took 60 % of it, and their RPC/s fell from 349 to 137); nothing on MySQL.
+// LetWritersIn is the pause after a batch (Store.LetWritersIn): on SQLite, while
+// others write, at least as long as the batch held the lock, so a pass holds it at
+// most about half the time while RPCs keep coming (a pass over 1,000,000 workunits
+// beside RPCs that never let up took 60 % of it, and their RPC/s fell from 349 to
+// 137); a short one when nobody else wrote (Store.Pause); nothing on MySQL.
 func (b *Batcher) LetWritersIn(ctx context.Context) {
 	b.s.letWritersIn(ctx, b.s.Pause(ctx, b.last))
 }
