@@ -113,18 +113,24 @@ func (bp *boincPolicy) taskFinished() { bp.work.TaskFinished() }
 // (client/work_fetch.cpp WORK_FETCH::accumulate_inst_sec: avg_ncpus to resource 0,
 // coproc_usage to the task's coprocessor), where the loop's usage counts a
 // coprocessor task on its coprocessor only: the CPUs' column is the step's CPU time
-// instead (StepUsage.CPUTime, all of the project's tasks' CPUs).
+// instead (StepUsage.CPUTime, all of the project's tasks' CPUs). In BOINC's emulator
+// it is each task's avg_ncpus, not scaled down when the CPUs are overcommitted
+// (StepUsage.cpuSecs), on any host.
 func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 	bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
 	used := u.Used
-	if cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU }); cpu >= 0 && len(doc.Host.Resources) > 1 && u.DT > 0 {
+	cpuSecs := u.CPUTime
+	if doc.BOINCEmulator {
+		cpuSecs = u.cpuSecs
+	}
+	if cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU }); cpu >= 0 && (len(doc.Host.Resources) > 1 || doc.BOINCEmulator) && u.DT > 0 {
 		if len(bp.used) != len(u.Used) {
 			bp.used = make([][]float64, len(u.Used))
 		}
 		for p := range u.Used {
 			bp.used[p] = append(bp.used[p][:0], u.Used[p]...)
-			if p < len(u.CPUTime) {
-				bp.used[p][cpu] = u.CPUTime[p] / u.DT
+			if p < len(cpuSecs) {
+				bp.used[p][cpu] = cpuSecs[p] / u.DT
 			}
 		}
 		used = bp.used
@@ -159,9 +165,11 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 		if e.project >= len(bp.recSecs) || e.res >= len(bp.recSecs[e.project]) {
 			continue
 		}
-		bp.recSecs[e.project][e.res] += e.inst * k
-		if e.res != cpu && cpu >= 0 && len(doc.Host.Resources) > 1 {
-			bp.recSecs[e.project][cpu] += e.cpus * k // the CPUs' column is CPU time
+		if e.res != cpu {
+			bp.recSecs[e.project][e.res] += e.inst * k
+		}
+		if cpu >= 0 {
+			bp.recSecs[e.project][cpu] += e.ncpus * k // avg_ncpus, as cpuSecs
 		}
 	}
 	bp.recLimit = 2 * u.DT

@@ -28,6 +28,12 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 	}
 	su.Ended = 0
 	su.ended = su.ended[:0]
+	if s.cfg.EmulateBOINC {
+		if len(su.cpuSecs) != len(su.Used) {
+			su.cpuSecs = make([]float64, len(su.Used))
+		}
+		clear(su.cpuSecs)
+	}
 	s.m.stepClear()
 	if !active {
 		return dt
@@ -133,13 +139,16 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		}
 		su.Used[p][r] += inst * run / dt
 		su.CPUTime[p] += cpus * run
+		if s.cfg.EmulateBOINC {
+			su.cpuSecs[p] += av.AvgNCPUs * run
+		}
 		if finished {
 			j.finished = true
 			t.CompletedTime = now + run
 			s.finishing++
 			su.Ended++
 			if s.cfg.EmulateBOINC {
-				su.ended = append(su.ended, endedUse{p, r, inst, cpus, run})
+				su.ended = append(su.ended, endedUse{p, r, inst, av.AvgNCPUs, run})
 			}
 			s.taskFinished()
 		}

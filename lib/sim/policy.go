@@ -88,14 +88,17 @@ type StepUsage struct {
 	// ended is, under --emulate boinc, each of those tasks' use (policy boinc's REC:
 	// boincPolicy.Account), in the order of the running tasks.
 	ended []endedUse
+	// cpuSecs is, under --emulate boinc, each project's CPU-seconds of the step at its
+	// tasks' avg_ncpus, not scaled down when the CPUs are overcommitted (policy
+	// boinc's REC: WORK_FETCH::accumulate_inst_sec).
+	cpuSecs []float64
 }
 
 // endedUse is a task whose work ended during the step: its project, the host resource
-// it runs on, its instances of it (CPUs for a CPU task), its CPUs, and the seconds of
-// the step it ran.
+// it runs on, its instances of it, its avg_ncpus, and the seconds of the step it ran.
 type endedUse struct {
-	project, res    int
-	inst, cpus, run float64
+	project, res     int
+	inst, ncpus, run float64
 }
 
 // watcher is a policy that keeps answers from step to step which depend on the tasks

@@ -88,7 +88,7 @@ func TestBOINCAdjustRECEnded(t *testing.T) {
 	rec := doc.Projects[0].REC
 	// The task ran 20 s of the step and ended: 20 + 40 + 60 CPU-seconds.
 	bp.Account(doc, &StepUsage{Now: t0 + 120, DT: 60, Used: [][]float64{{20.0 / 60}}, CPUTime: []float64{20},
-		Ended: 1, ended: []endedUse{{project: 0, res: 0, inst: 1, cpus: 1, run: 20}}})
+		Ended: 1, ended: []endedUse{{project: 0, res: 0, inst: 1, ncpus: 1, run: 20}}})
 	w := math.Exp(-60 * math.Ln2 / boincpolicy.RECHalfLife)
 	want := rec*w + (1-w)*120*1e9*boincpolicy.CobblestoneScale/(60.0/86400)
 	if got := doc.Projects[0].REC; doc.Projects[0].RECTime != t0+120 || math.Abs(got-want) > 1e-9*want {
