@@ -172,6 +172,22 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 			bp.recSecs[e.project][cpu] += e.ncpus * k // avg_ncpus, as cpuSecs
 		}
 	}
+	// A coprocessor task that is scheduled but did not compute, its GPUs not active,
+	// counts for the whole step too: adjust_rec totals every CPU_SCHED_SCHEDULED
+	// task, and BOINC's emulator leaves such a task scheduled, only not computing
+	// (client/sim.cpp ACTIVE_TASK_SET::poll skips it while !gpu_active), until a
+	// scheduling pass sees gpu_suspend_reason and preempts it.
+	for _, e := range u.stalled {
+		if e.project >= len(bp.recSecs) || e.res >= len(bp.recSecs[e.project]) {
+			continue
+		}
+		if e.res != cpu {
+			bp.recSecs[e.project][e.res] += e.inst * u.DT
+		}
+		if cpu >= 0 {
+			bp.recSecs[e.project][cpu] += e.ncpus * u.DT
+		}
+	}
 	bp.recLimit = 2 * u.DT
 	if u.Ended > 0 {
 		bp.adjustREC(doc, u.Now)

@@ -28,6 +28,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 	}
 	su.Ended = 0
 	su.ended = su.ended[:0]
+	su.stalled = su.stalled[:0]
 	if s.cfg.EmulateBOINC {
 		if len(su.cpuSecs) != len(su.Used) {
 			su.cpuSecs = make([]float64, len(su.Used))
@@ -58,6 +59,10 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		v := j.av
 		av := &doc.AppVersions[v]
 		if av.Coproc != nil && !gpuActive {
+			if s.cfg.EmulateBOINC && !j.finished {
+				// Still scheduled, so in BOINC's REC for the step all the same.
+				su.stalled = append(su.stalled, endedUse{j.project, s.avRes[v], av.Instances(), av.AvgNCPUs, 0})
+			}
 			continue
 		}
 		speed := s.avSpeed[v]

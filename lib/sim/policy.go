@@ -88,6 +88,10 @@ type StepUsage struct {
 	// ended is, under --emulate boinc, each of those tasks' use (policy boinc's REC:
 	// boincPolicy.Account), in the order of the running tasks.
 	ended []endedUse
+	// stalled is, under --emulate boinc, each running coprocessor task that did not
+	// compute in the step because the GPUs were not active (policy boinc's REC:
+	// boincPolicy.Account), its run 0.
+	stalled []endedUse
 	// cpuSecs is, under --emulate boinc, each project's CPU-seconds of the step at its
 	// tasks' avg_ncpus, not scaled down when the CPUs are overcommitted (policy
 	// boinc's REC: WORK_FETCH::accumulate_inst_sec).

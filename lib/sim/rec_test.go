@@ -95,3 +95,31 @@ func TestBOINCAdjustRECEnded(t *testing.T) {
 		t.Errorf("REC after a task ended: %g at %g, want %g at %g", got, doc.Projects[0].RECTime, want, t0+120.0)
 	}
 }
+
+// TestBOINCAdjustRECStalled: a coprocessor task left scheduled while the GPUs are not
+// active computes nothing but counts in policy boinc's REC for the whole step, as
+// adjust_rec totals every scheduled task (client/cpu_sched.cpp CLIENT_STATE::adjust_rec).
+func TestBOINCAdjustRECStalled(t *testing.T) {
+	doc := &state.Document{
+		Version:       1,
+		BOINCEmulator: true,
+		Host:          state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 1, Flops: 1e9}}},
+		Projects:      []state.Project{{Name: "A", ResourceShare: 100}},
+		AppVersions:   []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1, Flops: 1e9}},
+		Tasks:         []state.Task{{Name: "t", Project: "A", AppVersion: "a", State: state.TaskReady, EstimatedFlops: 1e15, ReportDeadline: 1e7}},
+	}
+	bp := &boincPolicy{}
+	const t0 = 1e6
+	bp.Schedule(doc, t0)
+	bp.Account(doc, &StepUsage{Now: t0 + 60, DT: 60, Used: [][]float64{{1}}, CPUTime: []float64{60}})
+	bp.Schedule(doc, t0+60)
+	rec := doc.Projects[0].REC
+	bp.Account(doc, &StepUsage{Now: t0 + 120, DT: 60, Used: [][]float64{{0}}, CPUTime: []float64{0},
+		stalled: []endedUse{{project: 0, res: 0, inst: 1, ncpus: 1}}})
+	bp.Schedule(doc, t0+120)
+	w := math.Exp(-60 * math.Ln2 / boincpolicy.RECHalfLife)
+	want := rec*w + (1-w)*60*1e9*boincpolicy.CobblestoneScale/(60.0/86400)
+	if got := doc.Projects[0].REC; doc.Projects[0].RECTime != t0+120 || math.Abs(got-want) > 1e-9*want {
+		t.Errorf("REC after a stalled step: %g at %g, want %g at %g", got, doc.Projects[0].RECTime, want, t0+120.0)
+	}
+}

@@ -513,8 +513,18 @@ func (s *Sim) boincStep(now float64) {
 	if s.policy.Schedule(s.doc, now) {
 		s.runningHold = false
 	}
-	if s.avail.Connected && s.rpcs(now) && s.policy.Schedule(s.doc, now) {
-		s.runningHold = false
+	if s.avail.Connected && s.rpcs(now) {
+		// simulate's loop goes round again after an RPC, and it set
+		// gpu_suspend_reason from this step's sample at the end of the first round:
+		// the second pass sees this step's suspension (client/sim.cpp simulate).
+		if s.boincClient() && s.gpuSuspended != !s.avail.GPUActive {
+			s.gpuSuspended = !s.avail.GPUActive
+			s.gpuRun = !s.gpuSuspended
+			s.doc.GPUsSuspended = s.gpuSuspended
+		}
+		if s.policy.Schedule(s.doc, now) {
+			s.runningHold = false
+		}
 	}
 	// simulate sets gpu_suspend_reason from this step's sample once its
 	// scheduler has run (inside if (on): an off step leaves it as it was).
