@@ -162,15 +162,7 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 		if i == 0 && bp.recStart != 0 {
 			k += u.Now - bp.recStart
 		}
-		if e.project >= len(bp.recSecs) || e.res >= len(bp.recSecs[e.project]) {
-			continue
-		}
-		if e.res != cpu {
-			bp.recSecs[e.project][e.res] += e.inst * k
-		}
-		if cpu >= 0 {
-			bp.recSecs[e.project][cpu] += e.ncpus * k // avg_ncpus, as cpuSecs
-		}
+		bp.creditScheduled(e, cpu, k)
 	}
 	// A coprocessor task that is scheduled but did not compute, its GPUs not active,
 	// counts for the whole step too: adjust_rec totals every CPU_SCHED_SCHEDULED
@@ -178,19 +170,26 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 	// (client/sim.cpp ACTIVE_TASK_SET::poll skips it while !gpu_active), until a
 	// scheduling pass sees gpu_suspend_reason and preempts it.
 	for _, e := range u.stalled {
-		if e.project >= len(bp.recSecs) || e.res >= len(bp.recSecs[e.project]) {
-			continue
-		}
-		if e.res != cpu {
-			bp.recSecs[e.project][e.res] += e.inst * u.DT
-		}
-		if cpu >= 0 {
-			bp.recSecs[e.project][cpu] += e.ncpus * u.DT
-		}
+		bp.creditScheduled(e, cpu, u.DT)
 	}
 	bp.recLimit = 2 * u.DT
 	if u.Ended > 0 {
 		bp.adjustREC(doc, u.Now)
+	}
+}
+
+// creditScheduled adds to policy boinc's REC instance-seconds what a task scheduled
+// for secs more than it computed counts there (Account): its coprocessor instances on
+// its resource, and its avg_ncpus on the CPU (cpu, -1 for none), as cpuSecs.
+func (bp *boincPolicy) creditScheduled(e endedUse, cpu int, secs float64) {
+	if e.project >= len(bp.recSecs) || e.res >= len(bp.recSecs[e.project]) {
+		return
+	}
+	if e.res != cpu {
+		bp.recSecs[e.project][e.res] += e.inst * secs
+	}
+	if cpu >= 0 {
+		bp.recSecs[e.project][cpu] += e.ncpus * secs
 	}
 }
 

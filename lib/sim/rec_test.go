@@ -72,27 +72,13 @@ func TestBOINCAdjustREC(t *testing.T) {
 // adds first (client/cs_apps.cpp CLIENT_STATE::app_finished). c008 at seed 1 showed it:
 // 6 CPUs' credit on a 5-CPU host at each step a task ended.
 func TestBOINCAdjustRECEnded(t *testing.T) {
-	doc := &state.Document{
-		Version:       1,
-		BOINCEmulator: true,
-		Host:          state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 1, Flops: 1e9}}},
-		Projects:      []state.Project{{Name: "A", ResourceShare: 100}},
-		AppVersions:   []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1, Flops: 1e9}},
-		Tasks:         []state.Task{{Name: "t", Project: "A", AppVersion: "a", State: state.TaskReady, EstimatedFlops: 1e15, ReportDeadline: 1e7}},
-	}
-	bp := &boincPolicy{}
-	const t0 = 1e6
-	bp.Schedule(doc, t0)
-	bp.Account(doc, &StepUsage{Now: t0 + 60, DT: 60, Used: [][]float64{{1}}, CPUTime: []float64{60}})
-	bp.Schedule(doc, t0+60)
-	rec := doc.Projects[0].REC
+	doc, bp, rec := recAfterOneStep()
 	// The task ran 20 s of the step and ended: 20 + 40 + 60 CPU-seconds.
-	bp.Account(doc, &StepUsage{Now: t0 + 120, DT: 60, Used: [][]float64{{20.0 / 60}}, CPUTime: []float64{20},
+	bp.Account(doc, &StepUsage{Now: recAt + 120, DT: 60, Used: [][]float64{{20.0 / 60}}, CPUTime: []float64{20},
 		Ended: 1, ended: []endedUse{{project: 0, res: 0, inst: 1, ncpus: 1, run: 20}}})
-	w := math.Exp(-60 * math.Ln2 / boincpolicy.RECHalfLife)
-	want := rec*w + (1-w)*120*1e9*boincpolicy.CobblestoneScale/(60.0/86400)
-	if got := doc.Projects[0].REC; doc.Projects[0].RECTime != t0+120 || math.Abs(got-want) > 1e-9*want {
-		t.Errorf("REC after a task ended: %g at %g, want %g at %g", got, doc.Projects[0].RECTime, want, t0+120.0)
+	want := recAfter(rec, 120)
+	if got := doc.Projects[0].REC; doc.Projects[0].RECTime != recAt+120 || math.Abs(got-want) > 1e-9*want {
+		t.Errorf("REC after a task ended: %g at %g, want %g at %g", got, doc.Projects[0].RECTime, want, recAt+120.0)
 	}
 }
 
@@ -100,6 +86,24 @@ func TestBOINCAdjustRECEnded(t *testing.T) {
 // active computes nothing but counts in policy boinc's REC for the whole step, as
 // adjust_rec totals every scheduled task (client/cpu_sched.cpp CLIENT_STATE::adjust_rec).
 func TestBOINCAdjustRECStalled(t *testing.T) {
+	doc, bp, rec := recAfterOneStep()
+	bp.Account(doc, &StepUsage{Now: recAt + 120, DT: 60, Used: [][]float64{{0}}, CPUTime: []float64{0},
+		stalled: []endedUse{{project: 0, res: 0, inst: 1, ncpus: 1}}})
+	bp.Schedule(doc, recAt+120)
+	want := recAfter(rec, 60)
+	if got := doc.Projects[0].REC; doc.Projects[0].RECTime != recAt+120 || math.Abs(got-want) > 1e-9*want {
+		t.Errorf("REC after a stalled step: %g at %g, want %g at %g", got, doc.Projects[0].RECTime, want, recAt+120.0)
+	}
+}
+
+// recAt is the time of recAfterOneStep's first step, in which the one task of project
+// A ran on the host's one CPU.
+const recAt = 1e6
+
+// recAfterOneStep is a one-CPU host under BOINC's emulator's conventions whose one
+// task of project A ran a whole 60-second step under policy boinc, scheduled again
+// at its end, with A's REC then.
+func recAfterOneStep() (*state.Document, *boincPolicy, float64) {
 	doc := &state.Document{
 		Version:       1,
 		BOINCEmulator: true,
@@ -109,17 +113,15 @@ func TestBOINCAdjustRECStalled(t *testing.T) {
 		Tasks:         []state.Task{{Name: "t", Project: "A", AppVersion: "a", State: state.TaskReady, EstimatedFlops: 1e15, ReportDeadline: 1e7}},
 	}
 	bp := &boincPolicy{}
-	const t0 = 1e6
-	bp.Schedule(doc, t0)
-	bp.Account(doc, &StepUsage{Now: t0 + 60, DT: 60, Used: [][]float64{{1}}, CPUTime: []float64{60}})
-	bp.Schedule(doc, t0+60)
-	rec := doc.Projects[0].REC
-	bp.Account(doc, &StepUsage{Now: t0 + 120, DT: 60, Used: [][]float64{{0}}, CPUTime: []float64{0},
-		stalled: []endedUse{{project: 0, res: 0, inst: 1, ncpus: 1}}})
-	bp.Schedule(doc, t0+120)
+	bp.Schedule(doc, recAt)
+	bp.Account(doc, &StepUsage{Now: recAt + 60, DT: 60, Used: [][]float64{{1}}, CPUTime: []float64{60}})
+	bp.Schedule(doc, recAt+60)
+	return doc, bp, doc.Projects[0].REC
+}
+
+// recAfter is the REC a project with rec has after a further 60-second step in which
+// it was credited cpuSeconds of the 1 GFLOPS CPU (BOINC's update_average).
+func recAfter(rec, cpuSeconds float64) float64 {
 	w := math.Exp(-60 * math.Ln2 / boincpolicy.RECHalfLife)
-	want := rec*w + (1-w)*60*1e9*boincpolicy.CobblestoneScale/(60.0/86400)
-	if got := doc.Projects[0].REC; doc.Projects[0].RECTime != t0+120 || math.Abs(got-want) > 1e-9*want {
-		t.Errorf("REC after a stalled step: %g at %g, want %g at %g", got, doc.Projects[0].RECTime, want, t0+120.0)
-	}
+	return rec*w + (1-w)*cpuSeconds*1e9*boincpolicy.CobblestoneScale/(60.0/86400)
 }
