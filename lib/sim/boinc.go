@@ -48,6 +48,7 @@ type boincPolicy struct {
 	// per host resource since it started (secs_this_rec_interval).
 	recStart, recLimit float64
 	recSecs            [][]float64
+	order              []int // runList's buffer
 }
 
 func (*boincPolicy) carried() {}
@@ -63,9 +64,21 @@ func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
 	if doc.BOINCEmulator {
 		bp.adjustREC(doc, now) // schedule_cpus calls adjust_rec first
 	}
-	bp.work.Schedule(doc, now)
+	list := bp.work.Schedule(doc, now)
+	if bp.work.Changed() {
+		bp.order = bp.order[:0]
+		for _, e := range list {
+			if e.Runs {
+				bp.order = append(bp.order, e.Task)
+			}
+		}
+	}
 	return bp.work.Changed()
 }
+
+// runList: the tasks the last pass that changed a task ran, in its run list's order
+// (Sim.noteStarts).
+func (bp *boincPolicy) runList() []int { return bp.order }
 
 func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	bp.work.Quiet = !noSkips
@@ -154,12 +167,19 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 	// adjust_rec totals the scheduled tasks' instance-seconds, and the first one
 	// (handle_finished_apps's first, whose adjust_rec the later ones find done) for
 	// the interval once more, which app_finished adds before that adjust_rec (cs_apps.cpp
-	// CLIENT_STATE::app_finished, accumulate_inst_sec). (BOINC takes the first in its
-	// list of active tasks, the order they started; bsim the first in the document.)
+	// CLIENT_STATE::app_finished, accumulate_inst_sec). handle_finished_apps walks its
+	// list of active tasks, in the order they first started (job.started), so the
+	// first is the one that started first, not the first in the document.
 	cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU })
+	first := 0
+	for i, e := range u.ended {
+		if e.started < u.ended[first].started {
+			first = i
+		}
+	}
 	for i, e := range u.ended {
 		k := u.DT - e.run
-		if i == 0 && bp.recStart != 0 {
+		if i == first && bp.recStart != 0 {
 			k += u.Now - bp.recStart
 		}
 		bp.creditScheduled(e, cpu, k)

@@ -61,7 +61,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		if av.Coproc != nil && !gpuActive {
 			if s.cfg.EmulateBOINC && !j.finished {
 				// Still scheduled, so in BOINC's REC for the step all the same.
-				su.stalled = append(su.stalled, endedUse{j.project, s.avRes[v], av.Instances(), av.AvgNCPUs, 0})
+				su.stalled = append(su.stalled, endedUse{j.project, s.avRes[v], av.Instances(), av.AvgNCPUs, 0, j.started})
 			}
 			continue
 		}
@@ -153,7 +153,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 			s.finishing++
 			su.Ended++
 			if s.cfg.EmulateBOINC {
-				su.ended = append(su.ended, endedUse{p, r, inst, av.AvgNCPUs, run})
+				su.ended = append(su.ended, endedUse{p, r, inst, av.AvgNCPUs, run, j.started})
 			}
 			s.taskFinished()
 		}

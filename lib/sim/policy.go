@@ -103,6 +103,14 @@ type StepUsage struct {
 type endedUse struct {
 	project, res     int
 	inst, ncpus, run float64
+	started          int // its place in the order tasks first started (job.started)
+}
+
+// runLister is a policy whose last pass ran its tasks in an order (policy boinc's run
+// list): runList is the tasks (indices in the document) the last pass that changed
+// a task ran, in that order (Sim.noteStarts).
+type runLister interface {
+	runList() []int
 }
 
 // watcher is a policy that keeps answers from step to step which depend on the tasks

@@ -125,3 +125,68 @@ func recAfter(rec, cpuSeconds float64) float64 {
 	w := math.Exp(-60 * math.Ln2 / boincpolicy.RECHalfLife)
 	return rec*w + (1-w)*cpuSeconds*1e9*boincpolicy.CobblestoneScale/(60.0/86400)
 }
+
+// TestBOINCAdjustRECFirstStarted: of the tasks that end in one step, the one counted
+// twice in policy boinc's REC is the one BOINC's client started first (its list of
+// active tasks, which handle_finished_apps walks: client/cs_apps.cpp), not the first in
+// the document. Without it c028, c167 and c190 parted from BOINC at seed 1.
+func TestBOINCAdjustRECFirstStarted(t *testing.T) {
+	doc := &state.Document{
+		Version:       1,
+		BOINCEmulator: true,
+		Host:          state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 2, Flops: 1e9}}},
+		Projects:      []state.Project{{Name: "A", ResourceShare: 100}, {Name: "B", ResourceShare: 100}},
+		AppVersions:   []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1, Flops: 1e9}, {Name: "b", Project: "B", AvgNCPUs: 1, Flops: 1e9}},
+		Tasks: []state.Task{
+			{Name: "ta", Project: "A", AppVersion: "a", State: state.TaskReady, EstimatedFlops: 1e15, ReportDeadline: 1e7},
+			{Name: "tb", Project: "B", AppVersion: "b", State: state.TaskReady, EstimatedFlops: 1e15, ReportDeadline: 1e7},
+		},
+	}
+	bp := &boincPolicy{}
+	bp.Schedule(doc, recAt)
+	bp.Account(doc, &StepUsage{Now: recAt + 60, DT: 60, Used: [][]float64{{1}, {1}}, CPUTime: []float64{60, 60}})
+	bp.Schedule(doc, recAt+60)
+	recA, recB := doc.Projects[0].REC, doc.Projects[1].REC
+	// Both end after 20 s of the next step; B's is listed first, A's started first.
+	bp.Account(doc, &StepUsage{Now: recAt + 120, DT: 60, Used: [][]float64{{20.0 / 60}, {20.0 / 60}}, CPUTime: []float64{20, 20},
+		Ended: 2, ended: []endedUse{{project: 1, res: 0, inst: 1, ncpus: 1, run: 20, started: 2}, {project: 0, res: 0, inst: 1, ncpus: 1, run: 20, started: 1}}})
+	if got, want := doc.Projects[0].REC, recAfter(recA, 120); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("A's REC (started first) %g, want %g (counted twice)", got, want)
+	}
+	if got, want := doc.Projects[1].REC, recAfter(recB, 60); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("B's REC %g, want %g (counted once)", got, want)
+	}
+}
+
+// startLister is a policy whose passes run tasks in a given order (runLister).
+type startLister struct {
+	Policy
+	order []int
+}
+
+func (p startLister) runList() []int { return p.order }
+
+// TestNoteStarts: the tasks are numbered in the order a pass ran them the first time
+// (BOINC's client appends a task's ACTIVE_TASK as enforce_run_list starts it), and keep
+// their number when preempted and run again.
+func TestNoteStarts(t *testing.T) {
+	doc := &state.Document{Tasks: []state.Task{{Name: "x"}, {Name: "y"}, {Name: "z"}}}
+	s := &Sim{doc: doc, jobs: make([]job, 3)}
+	pol := startLister{order: []int{2, 0}}
+	s.policy = pol
+	doc.Tasks[0].State, doc.Tasks[2].State = state.TaskRunning, state.TaskRunning
+	s.noteStarts()
+	doc.Tasks[0].State, doc.Tasks[1].State = state.TaskPreempted, state.TaskRunning
+	pol.order = []int{1, 2}
+	s.policy = pol
+	s.noteStarts()
+	doc.Tasks[0].State = state.TaskRunning
+	pol.order = []int{0, 1, 2}
+	s.policy = pol
+	s.noteStarts()
+	for i, want := range []int{2, 3, 1} {
+		if s.jobs[i].started != want {
+			t.Errorf("task %s started %d, want %d", doc.Tasks[i].Name, s.jobs[i].started, want)
+		}
+	}
+}

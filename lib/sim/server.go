@@ -75,6 +75,9 @@ type job struct {
 	// seq is the number the project's server gave the job while its task waits for
 	// its name (server.deferNames); 0 once named, and for a scenario's own tasks.
 	seq int
+	// started is, under --emulate boinc, the task's place in the order tasks first
+	// started (BOINC's client's list of active tasks, Sim.noteStarts); 0 never started.
+	started int
 }
 
 // upAt reports whether the server answers an RPC at now: its process at now, or as

@@ -113,6 +113,7 @@ type Sim struct {
 	gpuPrev, gpuSuspended, gpuRun bool
 
 	jobs      []job // parallel to Doc.Tasks
+	starts    int   // under --emulate boinc, the tasks started so far (job.started)
 	finishing int   // tasks whose work is done but that are still running (see settle)
 	avIndex   map[string]int
 	avRes     []int     // host resource index of each app version
@@ -512,6 +513,7 @@ func (s *Sim) boincStep(now float64) {
 	}
 	if s.policy.Schedule(s.doc, now) {
 		s.runningHold = false
+		s.noteStarts()
 	}
 	if s.avail.Connected && s.rpcs(now) {
 		// simulate's loop goes round again after an RPC, and it set
@@ -524,11 +526,36 @@ func (s *Sim) boincStep(now float64) {
 		}
 		if s.policy.Schedule(s.doc, now) {
 			s.runningHold = false
+			s.noteStarts()
 		}
 	}
 	// simulate sets gpu_suspend_reason from this step's sample once its
 	// scheduler has run (inside if (on): an off step leaves it as it was).
 	s.gpuPrev = s.avail.GPUActive
+}
+
+// noteStarts numbers the tasks a pass started for the first time (job.started), in the
+// order BOINC's client appends their ACTIVE_TASKs to its list of active tasks: the
+// run list's order (client/cpu_sched.cpp enforce_run_list, CLIENT_STATE::get_task), for
+// a policy that tells it (runLister), else the document's. A task keeps its place
+// when preempted and resumed; it leaves the list when it ends (cs_apps.cpp
+// handle_finished_apps). The order says which task handle_finished_apps finds first
+// when several end in a step (boincPolicy.Account).
+func (s *Sim) noteStarts() {
+	if rl, ok := s.policy.(runLister); ok {
+		for _, i := range rl.runList() {
+			if i < len(s.jobs) && s.jobs[i].started == 0 && s.doc.Tasks[i].State == state.TaskRunning {
+				s.starts++
+				s.jobs[i].started = s.starts
+			}
+		}
+	}
+	for i := range s.jobs {
+		if s.jobs[i].started == 0 && s.doc.Tasks[i].State == state.TaskRunning {
+			s.starts++
+			s.jobs[i].started = s.starts
+		}
+	}
 }
 
 // Advance ends the current step: the running tasks compute for it, the figures are
