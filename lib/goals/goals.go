@@ -16,7 +16,9 @@
 //     project that may have jobs (D(P,R)) while it has none, clamped to a day of the
 //     resource either way (Account). A project whose server is down is owed the time it
 //     missed and gets it back when its work arrives; seed 001 resets the debt of a
-//     project without runnable work to 0, so that time is lost for good.
+//     project without runnable work to 0, so that time is lost for good. A reply
+//     without jobs keeps D(P,R) (ApplyReply: the server most often refused jobs it
+//     has), so a project refused is owed too.
 //   - Scheduling (Schedule): per resource, first the tasks the round-robin simulation
 //     sees missing their computation deadline (the report deadline less the work
 //     buffer's low-water mark), earliest deadline first and whatever their project's

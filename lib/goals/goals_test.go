@@ -495,3 +495,33 @@ func TestNeedsAloneOnResource(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyReplyKeepsD: a reply without jobs leaves the project's D(P,R) set, so that it
+// is owed its share while its server refuses it (c185: B's debt stayed 0 while A's
+// late jobs filled the queue), and backs the resource off as seed 002's rule does; a
+// type the reply names unsupported still loses D.
+func TestApplyReplyKeepsD(t *testing.T) {
+	d := doc()
+	rng := prsc.NewRand(1)
+	if err := ApplyReply(d, map[string]bool{"cpu": true}, prsc.Reply{Project: "B"}, 100, rng); err != nil {
+		t.Fatal(err)
+	}
+	b := &d.Projects[1].Resources[0]
+	if !b.AccumulateDebt {
+		t.Fatal("B's D(P,cpu) cleared by a reply without jobs")
+	}
+	if !prsc.BackedOff(&d.Projects[1], "cpu", 100) {
+		t.Error("B not backed off for the CPU after a reply without jobs")
+	}
+	// A runs both CPUs for an hour: B, refused, is owed its quarter.
+	Account(d, [][]float64{{2}, {0}}, 3600, 3700)
+	if b.LongTermDebt <= 0 {
+		t.Errorf("B's debt %g after an hour of A alone, want > 0", b.LongTermDebt)
+	}
+	if err := ApplyReply(d, map[string]bool{"cpu": true}, prsc.Reply{Project: "B", Unsupported: []string{"cpu"}}, 200, rng); err != nil {
+		t.Fatal(err)
+	}
+	if b.AccumulateDebt {
+		t.Error("B's D(P,cpu) kept though the reply says the CPU is unsupported")
+	}
+}

@@ -3,7 +3,9 @@ package goals
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
+	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/bkit/bkit/lib/workfetch"
@@ -125,4 +127,26 @@ func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Pla
 	plan := rpc.Plan{Project: p, Request: req, Why: req.Reason}
 	rpc.Record(doc, &plan, now)
 	return plan, true
+}
+
+// ApplyReply takes in a scheduler reply as goals does (bdevices reply --policy goals,
+// and bsim's loop): seed 002's rules (prsc.ApplyReply: D(P,R) set for the types jobs
+// came for, backoffs) but a reply without jobs read as the seed's proposed three-state
+// reply, "no job now, the resource supported": D(P,R) stays set, so the project's debt
+// keeps accruing, and only the types the reply names unsupported lose it. A BOINC
+// server that sends nothing has most often refused the jobs it has, each one's estimate
+// not fitting its latency behind the busy time the client reported (BOINC's emulator's
+// servers always have work and refuse only so, client/sim.cpp
+// CLIENT_STATE::simulate_rpc); read as "no work", the refusal also
+// wiped out what the project was owed, so the projects whose jobs filled the queue were
+// owed it instead and asked first when it ran dry, and the refused project got work only
+// when no other was up (c185: B, 41 % of the share, refused while A's 8-hour jobs, late
+// on arrival on a host on a quarter of the time, were queued, its debt 0 at every
+// request; used 14 %). BOINC's client does not forget either: a project's priority is
+// its share less the credit it recently had (cpu_sched.cpp
+// PROJECT::compute_sched_priority), whatever its server sent. A project that really has
+// no work for a resource is asked no more for it than before (the resource's backoff,
+// prsc.BackOff, grows at each empty reply), and its debt is clamped at DebtLimit.
+func ApplyReply(doc *state.Document, requested map[string]bool, rep prsc.Reply, now float64, rng *rand.Rand) error {
+	return prsc.ApplyReply(doc, requested, rep, true, now, rng)
 }

@@ -40,7 +40,7 @@ func (gp *goalsPolicy) NextRPC(doc *state.Document, now float64, asked []int) (R
 }
 
 func (gp *goalsPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
-	applyReply(doc, r, rep, now, &gp.jitter)
+	gp.applyReply(doc, r, rep, now)
 	gp.due.changed()
 }
 
@@ -51,4 +51,18 @@ func (gp *goalsPolicy) tasksChanged() { gp.due.changed() }
 func (gp *goalsPolicy) Account(doc *state.Document, u *StepUsage) {
 	gp.work.Account(doc, u.Used, u.DT, u.Now)
 	doc.DebtTime = u.Now
+}
+
+// applyReply is applyReply (seed.go) with goals' reading of a reply (goals.ApplyReply:
+// a reply without jobs keeps D(P,R)).
+func (gp *goalsPolicy) applyReply(doc *state.Document, r RPC, rep Reply, now float64) {
+	if rep.Failed {
+		return
+	}
+	req := prsc.Requested(&r.Request)
+	if len(req) == 0 {
+		return
+	}
+	// The only error is an unknown project or resource, which the loop cannot produce.
+	_ = goals.ApplyReply(doc, req, prsc.Reply{Project: doc.Projects[r.Project].Name, Jobs: rep.Jobs, InstancesOnly: prsc.InstancesOnly(&r.Request)}, now, gp.jitter.seeded(rep.Seed))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bkit/bkit/lib/cliutil"
+	"github.com/bkit/bkit/lib/goals"
 	"github.com/bkit/bkit/lib/prsc"
 	"github.com/bkit/bkit/lib/state"
 	"github.com/urfave/cli/v3"
@@ -55,8 +56,10 @@ resource backoffs' ends (shown by -o table).
 --policy boinc applies today's BOINC client's rule instead (lib/boincpolicy, BOINC's
 client/work_fetch.cpp handle_reply): a type asked for with req_secs > 0 and not sent
 is backed off only when it is not backed off already, by 600 s doubling to a day ×
-a jitter in [0.5, 1.5); a type sent is cleared; D(P,R) is not touched. (seed and goals
-take seed 002's rule above.)
+a jitter in [0.5, 1.5); a type sent is cleared; D(P,R) is not touched. seed takes
+seed 002's rule above; goals too, but always as --three-state (lib/goals ApplyReply: a
+BOINC server that sends nothing has most often refused the jobs it has, and the
+project's debt keeps accruing).
 -o table shows per resource what was asked and received and D(P,R) and the backoff
 before and after.
 
@@ -127,9 +130,11 @@ func runReply(_ context.Context, cmd *cli.Command) error {
 			}
 		}
 	}
-	if policy, err := cliutil.Policy(cmd); err != nil {
+	policy, err := cliutil.Policy(cmd)
+	if err != nil {
 		return err
-	} else if policy == cliutil.PolicyBOINC {
+	}
+	if policy == cliutil.PolicyBOINC {
 		p := slices.IndexFunc(doc.Projects, func(pr state.Project) bool { return pr.Name == project })
 		if p < 0 {
 			return cliutil.Usagef("--project: %s has no project %q", in.File, project)
@@ -153,7 +158,12 @@ func runReply(_ context.Context, cmd *cli.Command) error {
 		})
 	}
 	rep := prsc.Reply{Project: project, Jobs: jobs, Unsupported: splitList(cmd.String(flagUnsupported)), InstancesOnly: instancesOnly}
-	if err := prsc.ApplyReply(doc, requested, rep, cmd.Bool(flagThreeState), now, rng(cmd)); err != nil {
+	apply := func() error { return prsc.ApplyReply(doc, requested, rep, cmd.Bool(flagThreeState), now, rng(cmd)) }
+	if policy == cliutil.PolicyGoals {
+		// goals reads a reply without jobs as the three-state reply (goals.ApplyReply).
+		apply = func() error { return goals.ApplyReply(doc, requested, rep, now, rng(cmd)) }
+	}
+	if err := apply(); err != nil {
 		return cliutil.Usagef("%v", err)
 	}
 	return cliutil.WriteState(cmd, in, func(w io.Writer) error {
