@@ -150,6 +150,14 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		if finished {
 			j.finished = true
 			t.CompletedTime = now + run
+			if s.cfg.EmulateBOINC {
+				// BOINC's emulator finds the task exited at the next step's start
+				// (client/sim.cpp ACTIVE_TASK_SET::poll, then cs_apps.cpp
+				// handle_finished_apps), and app_finished sets its completed_time
+				// then: the report that waits an hour after it
+				// (cs_scheduler.cpp MAX_REPORT_DELAY) waits from the step's end.
+				t.CompletedTime = now + dt
+			}
 			s.finishing++
 			su.Ended++
 			if s.cfg.EmulateBOINC {

@@ -86,3 +86,33 @@ func TestEmulateBOINCCarried(t *testing.T) {
 		t.Errorf("restored config %+v, want %+v (world emulate_boinc %v)", r.cfg, s.cfg, w.EmulateBOINC)
 	}
 }
+
+// TestEmulateBOINCCompletedAtStepEnd: under BOINC's emulator's conventions a task that
+// ends within a step is completed at the step's end, when BOINC's emulator finds it
+// exited and app_finished sets its completed_time (client/cs_apps.cpp): the report an
+// hour later (MAX_REPORT_DELAY) then comes at BOINC's step, not one early.
+func TestEmulateBOINCCompletedAtStepEnd(t *testing.T) {
+	t.Parallel()
+	s, err := New(load(t, "testdata/midstep"), Config{Duration: 6 * 3600, Delta: 60, Policy: "boinc", Seed: 1, EmulateBOINC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := 0
+	for {
+		before := s.now
+		if !s.Step() {
+			break
+		}
+		for i := range s.doc.Tasks {
+			if c := s.doc.Tasks[i].CompletedTime; c > before {
+				ended++
+				if c != s.now {
+					t.Fatalf("task %s completed at %g, within the step [%g, %g]: want its end", s.doc.Tasks[i].Name, c, before, s.now)
+				}
+			}
+		}
+	}
+	if ended == 0 {
+		t.Fatal("no task ended")
+	}
+}
