@@ -121,9 +121,19 @@ func (w *Workspace) prepare(doc *state.Document) float64 {
 	for p := range doc.Projects {
 		w.prioBase[p] = Priority(w.rec[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
 	}
+	// pickAgain's condition: every job a CPU job, and each project's of the same
+	// CPUs and bump as its first (the first in its pending list).
+	w.pickSame = true
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		j.bump = SchedBump(j.peak, w.totalPeak, recSum)
+		if j.res != w.cpuRes {
+			w.pickSame = false
+			continue
+		}
+		if f := &w.jobs[w.pending[j.proj*nR+j.res][0]]; f.cpus != j.cpus || f.bump != j.bump {
+			w.pickSame = false
+		}
 	}
 	return recSum
 }
@@ -216,11 +226,14 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 	compDeadline := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	simNow := now
 	first, picked := true, false
+	ended := -1 // the project of the job that finished in the last step
 	for {
 		// A step in which no job finished leaves the pending lists, and so the pick,
 		// as they were.
 		if !picked {
-			w.pick(doc, recSum)
+			if first || noPickAgain || !w.pickAgain(ended) {
+				w.pick(doc, recSum)
+			}
 			picked = true
 		}
 		if first {
@@ -252,6 +265,7 @@ func (w *Workspace) simulate(doc *state.Document, now float64) {
 			picked = false
 			j := &w.jobs[best]
 			j.simDone = true
+			ended = j.proj
 			// Out of its pending list at once (pick reads only the jobs left), the
 			// list's order kept.
 			k := j.proj*nR + j.res
@@ -309,6 +323,7 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	clear(w.simNused)
 	copy(w.recTemp, w.rec)
 	cpus := float64(doc.Host.CPU().Instances)
+	w.pickSeq, w.pickBroke = w.pickSeq[:0], false
 	for _, r := range w.resOrder {
 		limit := float64(doc.Host.Resources[r].Instances)
 		// The projects with jobs left for r (the simulation takes a job out of its
@@ -342,6 +357,7 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			k := p*nR + r
 			j := &w.jobs[w.pending[k][w.pendingAt[k]]]
 			w.active = append(w.active, w.pending[k][w.pendingAt[k]])
+			w.pickSeq = append(w.pickSeq, p)
 			if r == w.cpuRes || !doc.GPUsSuspended {
 				// While GPU computing is suspended a coprocessor job's CPUs are not
 				// counted, so that CPU work is fetched for them (rr_sim.cpp
@@ -354,6 +370,7 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			w.recTemp[p] += j.bump
 			used := w.resUsed(r)
 			if r == w.cpuRes && used >= cpus || r != w.cpuRes && used >= limit {
+				w.pickBroke = r == w.cpuRes
 				break
 			}
 			w.pendingAt[k]++
@@ -373,6 +390,57 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	for r := range nR {
 		w.simUsed[r] = w.resUsed(r)
 	}
+}
+
+// noPickAgain: the simulation picks afresh after every job's end (a test's, to
+// check pickAgain against).
+var noPickAgain bool
+
+// pickAgain is pick after the simulation took a finished job of project p out of
+// its pending list, where it is known without comparing priorities: it reports
+// whether it was (else pick must run). When every job is a CPU job and each
+// project's jobs take the same CPUs and bump (prepare: pickSame), the last pick's
+// comparisons depended only on how many jobs it had taken from each project (its
+// temporary REC is its REC plus that many bumps, summed in the same order; the CPUs
+// in use are the same sums) and on which projects were left in its heap, which
+// loses a project when pick has taken its last job. The other projects' lists are as
+// they were, and when p still has more jobs than the last pick took of it before
+// its stop (pickBroke: the jobs in use reached the CPUs; else the heap emptied),
+// p's list does not run out sooner either: pick takes the projects in the same
+// order (pickSeq), each project's jobs in its list's order, and stops at the same
+// pick. So the jobs are the projects' first in their lists now, in that order, and
+// every buffer pick leaves (the CPUs in use, the temporary RECs, the priorities)
+// holds what it held.
+func (w *Workspace) pickAgain(p int) bool {
+	if !w.pickSame {
+		return false
+	}
+	nR, r := w.nRes, w.cpuRes
+	n := len(w.pickSeq) // the picks that took a job and went on
+	if w.pickBroke {
+		n--
+	}
+	took := 0
+	for _, q := range w.pickSeq[:n] {
+		if q == p {
+			took++
+		}
+	}
+	if took >= len(w.pending[p*nR+r]) {
+		return false // p's list would run out sooner
+	}
+	w.active = w.active[:0]
+	for _, q := range w.pickSeq {
+		w.pendingAt[q*nR+r] = 0
+	}
+	for i, q := range w.pickSeq {
+		k := q*nR + r
+		w.active = append(w.active, w.pending[k][w.pendingAt[k]])
+		if i < n {
+			w.pendingAt[k]++
+		}
+	}
+	return true
 }
 
 // resourceOrder sets w.resOrder: the host resources coprocessors first (in reverse

@@ -149,7 +149,10 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			add(i, WhyEDF)
 			w.missedCopy[j.proj*nR+rr]--
 		}
-		if rr == w.cpuRes {
+		if rr == w.cpuRes && !full(rr) {
+			// Only when the loop below takes a job: when the deadline misses
+			// filled the list (most passes that have misses do), ranking the jobs
+			// was a fifth of the pass.
 			w.rankCPUJobs(len(doc.Projects))
 		}
 		for !full(rr) {

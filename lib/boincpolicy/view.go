@@ -57,6 +57,11 @@ type Workspace struct {
 	projReason                       []ProjectReason
 	pending                          [][]int // per project × resource: job indices in arrival order
 	pendingAt                        []int
+	// pickSeq: the projects pick took the CPUs' jobs from, in order, and whether it
+	// stopped because they used the CPUs (pickBroke), for pickAgain; pickSame:
+	// every job is a CPU job, each project's of the same CPUs and bump (prepare).
+	pickSeq             []int
+	pickSame, pickBroke bool
 
 	// per resource: the simulation's results
 	Sim      []ResourceSim

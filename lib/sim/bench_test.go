@@ -23,6 +23,15 @@ func BenchmarkBOINCDeadlines10Days(b *testing.B) {
 	benchRun(b, "../../scenarios/deadlines-4cpu", "boinc", 10)
 }
 func BenchmarkBOINCGPU10Days(b *testing.B) { benchRun(b, seed002GPU, "boinc", 10) }
+
+// The scenarios where policy boinc's round-robin simulation ran at most steps (issue
+// 30's speed rounds, docs/decisions.md), beside seed's on the same ones.
+func BenchmarkBOINCDown10Days(b *testing.B) { benchRun(b, "../../scenarios/down-2cpu", "boinc", 10) }
+func BenchmarkBOINCPartTime10Days(b *testing.B) {
+	benchRun(b, "../../scenarios/part-time-4cpu", "boinc", 10)
+}
+func BenchmarkBOINCNoisy10Days(b *testing.B) { benchRun(b, "testdata/noisy", "boinc", 10) }
+func BenchmarkNoisy10Days(b *testing.B)      { benchRun(b, "testdata/noisy", "seed", 10) }
 func BenchmarkDeadlines10Days(b *testing.B) {
 	benchRun(b, "../../scenarios/deadlines-4cpu", "seed", 10)
 }
