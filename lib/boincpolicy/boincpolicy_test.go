@@ -435,3 +435,26 @@ func TestArrivedKeepsTheMomentsMisses(t *testing.T) {
 		t.Errorf("after a Reset: b %s, want running (earliest deadline first)", doc.Tasks[1].State)
 	}
 }
+
+// TestIdleMomentHasNoMisses: at a moment BOINC's client holds no task its scheduler
+// makes no pass (schedule_cpus returns at once), so the moment's round-robin
+// simulation is the work fetch's, over no job; the pass after an RPC brought jobs at
+// that moment finds no deadline miss and runs by priority (corpus c014 at its start:
+// BOINC runs A's first GPU job by priority there, not its later one that will miss).
+func TestIdleMomentHasNoMisses(t *testing.T) {
+	doc := host(1)
+	var w Workspace
+	w.Idle(t0)
+	doc.Tasks = []state.Task{task("a", "A", 3600, t0+1e6), task("b", "B", 3600, t0+100)} // b misses whatever runs
+	w.Arrived()
+	list := w.Schedule(doc, t0)
+	for _, e := range list {
+		if e.Why == WhyEDF {
+			t.Errorf("the first pass at an idle moment lists %s earliest deadline first; want no miss seen", doc.Tasks[e.Task].Name)
+		}
+	}
+	w.Schedule(doc, t0+60)
+	if doc.Tasks[1].State != state.TaskRunning {
+		t.Errorf("the next moment: b %s, want running (earliest deadline first)", doc.Tasks[1].State)
+	}
+}

@@ -63,6 +63,7 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 		w.keep = false
 		w.view(doc)
 		w.prepareJobs(doc)
+		clear(w.missed) // (none when the moment had no pass: Idle)
 		copy(w.missed, w.passMissed)
 		w.list = w.schedule(doc, now, w.list[:0])
 		return w.list
@@ -74,6 +75,16 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 	w.Simulate(doc, now)
 	w.list = w.schedule(doc, now, w.list[:0])
 	return w.list
+}
+
+// Idle records a moment at which the caller made no pass because the client held no
+// task: BOINC's schedule_cpus returns at once without results (client/cpu_sched.cpp
+// CLIENT_STATE::schedule_cpus), so the moment's round-robin simulation is the work
+// fetch's, over no job, and a pass after an RPC brought jobs at that moment (Arrived)
+// finds no deadline miss, as BOINC's does (rr_simulation runs once a moment).
+func (w *Workspace) Idle(now float64) {
+	w.passMissed = w.passMissed[:0]
+	w.passAt = now
 }
 
 func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) []RunEntry {

@@ -59,6 +59,7 @@ func (*boincPolicy) carried() {}
 func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
 	bp.work.Quiet = !noSkips // the workspace's skips are its quiet mode's
 	if len(doc.Tasks) == 0 {
+		bp.work.Idle(now)
 		return false
 	}
 	if doc.BOINCEmulator {
