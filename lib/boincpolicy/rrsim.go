@@ -95,6 +95,11 @@ func (w *Workspace) Arrived() {
 // job misses yet. It returns the REC sum.
 func (w *Workspace) prepare(doc *state.Document) float64 {
 	w.prepareJobs(doc)
+	return w.prepareRest(doc)
+}
+
+// prepareRest is prepare after prepareJobs.
+func (w *Workspace) prepareRest(doc *state.Document) float64 {
 	nR := w.nRes
 	clear(w.nusedTotal)
 	clear(w.nRunnable)
@@ -217,9 +222,26 @@ const (
 )
 
 func (w *Workspace) simulate(doc *state.Document, now float64) {
+	w.simulateFrom(doc, now, w.prepare(doc))
+}
+
+// simulateAfterJobs is simulate after prepareJobs at now and missesKnown, with
+// nothing changed since: missesKnown leaves of prepareJobs' work only the jobs it
+// found certain to miss marked (it counts them only when it returns true), so the
+// marks are cleared instead of the jobs prepared again.
+func (w *Workspace) simulateAfterJobs(doc *state.Document, now float64) {
+	for i := range w.jobs {
+		w.jobs[i].misses = false
+	}
+	w.simulateFrom(doc, now, w.prepareRest(doc))
+}
+
+// simulateFrom is simulate after prepare at now (its REC sum), with nothing changed
+// since but by noFetchPossible, which reads prepare's work and picks (which the
+// simulation's first pick does afresh).
+func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 	h := &doc.Host
 	nR := w.nRes
-	recSum := w.prepare(doc)
 	w.missOrder = w.missOrder[:0]
 
 	bufEnd := now + WorkBufTotal(&doc.Preferences)

@@ -66,7 +66,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		w.holdFetch(doc, now)
 		return true
 	}
-	w.simulate(doc, now)
+	w.simulateAfterJobs(doc, now)
 	w.simDone, w.simAt = true, now
 	if w.passKeeps(doc) {
 		// The pass would run exactly the jobs running: its record only, and the
@@ -138,10 +138,11 @@ func (w *Workspace) quietNoFetch(doc *state.Document, now float64) bool {
 	// past work_buf_min.
 	w.quietView(doc, now)
 	w.boundAt = now
-	if w.noFetchPossible(doc, w.prepare(doc)) {
+	recSum := w.prepare(doc)
+	if w.noFetchPossible(doc, recSum) {
 		return true
 	}
-	w.simulate(doc, now)
+	w.simulateFrom(doc, now, recSum)
 	w.simDone, w.simAt = true, now
 	return false
 }
