@@ -190,3 +190,32 @@ func TestNoteStarts(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleInStartOrder: under --emulate boinc the tasks that ended in one step teach
+// their project's correction factor in the order they first started, as BOINC's
+// handle_finished_apps walks its active tasks (client/cs_apps.cpp): a task far over
+// its estimate sets the factor to its own ratio, so the order decides the result.
+// Without it c014 at seed 1 reported a delay 40 s longer than BOINC's at 26,280 s.
+func TestSettleInStartOrder(t *testing.T) {
+	doc := &state.Document{
+		Projects:    []state.Project{{Name: "A", ResourceShare: 100}},
+		AppVersions: []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1, Flops: 1e9}},
+		Tasks: []state.Task{
+			// Listed first, started second: 600 s against 100 s estimated.
+			{Name: "x", Project: "A", AppVersion: "a", State: state.TaskRunning, EstimatedFlops: 100e9, ElapsedTime: 600},
+			// Listed second, started first: 1,200 s against 100 s.
+			{Name: "y", Project: "A", AppVersion: "a", State: state.TaskRunning, EstimatedFlops: 100e9, ElapsedTime: 1200},
+		},
+	}
+	s := &Sim{doc: doc, cfg: Config{EmulateBOINC: true, Delta: 60}, avSpeed: []float64{1e9}, policy: &boincPolicy{},
+		jobs: []job{{finished: true, started: 2}, {finished: true, started: 1}}}
+	if n := s.Settle(); n != 2 {
+		t.Fatalf("settled %d, want 2", n)
+	}
+	// y first: the factor becomes y's ratio (2 × 1,200 ÷ 100 = 24, BOINC's emulator
+	// doubling the elapsed time), then x's 12 is within 1.1 of it no more: 12 ÷ 24 < 1.1,
+	// so it moves a tenth of the way: 0.9 × 24 + 0.1 × 12.
+	if got, want := doc.Projects[0].DCF(), 0.9*24+0.1*12; math.Abs(got-want) > 1e-9 {
+		t.Errorf("correction factor %g, want %g (y, started first, taught first)", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"slices"
@@ -141,29 +142,41 @@ func schedulerURL(p *state.Project) string {
 // previous pass out of the debts. With 30-minute jobs that finish at the pass they
 // trigger, one project's work was never counted and it kept both CPUs (the public
 // example gave 87 % to the 2/3 project).
+//
+// For BOINC's client in BOINC's emulator (boincClient) they are taken in the order they
+// first started, as its handle_finished_apps walks its list of active tasks
+// (client/cs_apps.cpp; job.started): the factor's rule is not symmetric (a task far over its estimate sets the factor), so
+// two tasks that end in one step teach it differently in the other order.
 func (s *Sim) Settle() int {
 	n := 0
+	s.settling = s.settling[:0]
 	for i := range s.doc.Tasks {
 		if s.jobs[i].finished && s.doc.Tasks[i].State != state.TaskDone && s.doc.Tasks[i].State != state.TaskReported {
-			t := &s.doc.Tasks[i]
-			t.State = state.TaskDone
-			if sp := s.avSpeed[s.jobs[i].av]; sp > 0 {
-				elapsed := t.ElapsedTime
-				if s.cfg.EmulateBOINC {
-					// BOINC's emulator adds each step to a running task's elapsed
-					// time twice (client/sim.cpp: ACTIVE_TASK_SET::poll adds diff,
-					// simulate() adds delta again), whole steps, so its correction
-					// factors learn twice the truth (docs/decisions.md, issue 30).
-					elapsed = 2 * math.Ceil(elapsed/s.cfg.Delta-1e-9) * s.cfg.Delta
-				}
-				s.doc.Projects[s.jobs[i].project].LearnDuration(elapsed, t.EstimatedFlops/sp)
-			}
-			if s.live != nil {
-				s.doc.Tasks[i].OutputDigest = s.digest(&s.doc.Tasks[i])
-			}
-			s.su.Finished++
-			n++
+			s.settling = append(s.settling, i)
 		}
+	}
+	if s.boincClient() && len(s.settling) > 1 {
+		slices.SortStableFunc(s.settling, func(a, b int) int { return cmp.Compare(s.jobs[a].started, s.jobs[b].started) })
+	}
+	for _, i := range s.settling {
+		t := &s.doc.Tasks[i]
+		t.State = state.TaskDone
+		if sp := s.avSpeed[s.jobs[i].av]; sp > 0 {
+			elapsed := t.ElapsedTime
+			if s.cfg.EmulateBOINC {
+				// BOINC's emulator adds each step to a running task's elapsed
+				// time twice (client/sim.cpp: ACTIVE_TASK_SET::poll adds diff,
+				// simulate() adds delta again), whole steps, so its correction
+				// factors learn twice the truth (docs/decisions.md, issue 30).
+				elapsed = 2 * math.Ceil(elapsed/s.cfg.Delta-1e-9) * s.cfg.Delta
+			}
+			s.doc.Projects[s.jobs[i].project].LearnDuration(elapsed, t.EstimatedFlops/sp)
+		}
+		if s.live != nil {
+			s.doc.Tasks[i].OutputDigest = s.digest(&s.doc.Tasks[i])
+		}
+		s.su.Finished++
+		n++
 	}
 	s.finishing = 0
 	if n > 0 {

@@ -114,6 +114,7 @@ type Sim struct {
 
 	jobs      []job // parallel to Doc.Tasks
 	starts    int   // under --emulate boinc, the tasks started so far (job.started)
+	settling  []int // Settle's buffer
 	finishing int   // tasks whose work is done but that are still running (see settle)
 	avIndex   map[string]int
 	avRes     []int     // host resource index of each app version
