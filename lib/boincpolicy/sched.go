@@ -2,6 +2,7 @@ package boincpolicy
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/bkit/bkit/lib/scratch"
@@ -96,8 +97,10 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	// runnable jobs (the work fetch's setup, which may have run at this moment, takes
 	// every project).
 	clear(w.eligible)
+	allCPU := true // every job a CPU job (edfKeeps)
 	for i := range w.jobs {
 		w.eligible[w.jobs[i].proj] = true
+		allCPU = allCPU && w.jobs[i].res == w.cpuRes
 	}
 	copy(w.recTemp, w.rec)
 	recSum := Priorities(doc, w.recTemp, w.eligible, w.prio, w.shareFrac)
@@ -159,6 +162,14 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			}
 			add(i, WhyEDF)
 			w.missedCopy[j.proj*nR+rr]--
+		}
+		if rr == w.cpuRes && w.Quiet && allCPU && !noEDFKeeps && w.edfKeeps(doc, list) {
+			list = append(list[:0], w.edfList...)
+			for k := range list {
+				list[k].Task = w.jobs[list[k].Task].task
+			}
+			w.recordPass(doc, now)
+			return list
 		}
 		if rr == w.cpuRes && !full(rr) {
 			// Only when the loop below takes a job: when the deadline misses
@@ -247,6 +258,78 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	}
 	w.recordPass(doc, now)
 	return list
+}
+
+// noEDFKeeps: every pass is made whole (a test's, to check edfKeeps against).
+var noEDFKeeps bool
+
+// edfKeeps reports whether a pass (schedule) whose run list so far is list, the jobs
+// listed for their deadline misses (every job a CPU job), runs exactly the jobs
+// running, whatever it lists by priority after them; it then leaves in w.edfList the
+// run list's entries that run or are deadline misses, in its order, each run or
+// skipped (what a quiet pass's caller reads of it: setEDFHold). The run list's order
+// (sortRunList: more_important) puts the deadline misses before every other entry,
+// in an order among themselves that the entries after them do not change (a stable
+// sort by keys of their own), so which of them run is decided by them alone; then
+// come the running jobs within their time slice, each in the list whether listed by
+// priority or for its slice, and then the others. When the misses leave no CPU free
+// (state.CPUsFit: a CPU job starts only while some CPU is free), nothing after them
+// runs; when they leave some, the running jobs within their slice not listed for a
+// miss each find a CPU free in any order (the others leave some) and fill the CPUs
+// (passKeeps' argument), so they run and nothing after them does. When the jobs that
+// run are then the jobs running, the pass starts and stops nothing, and its entries
+// by priority change nothing but the list. (down-2cpu and noisy made a whole pass
+// after almost every simulation, for misses that filled the CPUs with the jobs
+// running.)
+func (w *Workspace) edfKeeps(doc *state.Document, list []RunEntry) bool {
+	if len(list) == 0 {
+		return false
+	}
+	period := doc.Preferences.CPUSchedulingPeriod
+	w.edfList = append(w.edfList[:0], list...)
+	w.sortRunList(doc, w.edfList, period)
+	const slack = 1e-9 // state.CPUsFit's
+	free := float64(doc.Host.CPU().Instances)
+	runs := 0
+	for k := range w.edfList {
+		e := &w.edfList[k]
+		j := &w.jobs[e.Task]
+		e.Runs, e.Skipped = false, ""
+		if !state.CPUsFit(free, j.cpus, false) {
+			e.Skipped = "the CPUs are committed"
+			continue
+		}
+		if doc.Tasks[j.task].State != state.TaskRunning {
+			return false // it would start
+		}
+		e.Runs = true
+		free -= j.cpus
+		runs++
+	}
+	// The running jobs within their time slice not listed for a miss (the pass's
+	// time-slice entries' and sortRunList's test).
+	used, least := 0.0, math.Inf(1)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if !j.running || w.chosen[i] {
+			continue
+		}
+		if t := &doc.Tasks[j.task]; t.ElapsedTime-t.ElapsedTimeAtLastSched <= period {
+			used += j.cpus
+			least = min(least, j.cpus)
+			w.edfList = append(w.edfList, RunEntry{Task: i, Why: WhyTimeSlice, Priority: w.prio[j.proj], Runs: true})
+			runs++
+		}
+	}
+	if free-used > slack || used > 0 && !(free-(used-least) > slack) {
+		return false // another job may run after them, or one of them may not
+	}
+	for i := range w.jobs {
+		if doc.Tasks[w.jobs[i].task].State == state.TaskRunning {
+			runs--
+		}
+	}
+	return runs == 0 // no job running stops
 }
 
 // recordPass records a pass at now in doc.CPUSched.

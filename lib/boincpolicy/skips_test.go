@@ -427,3 +427,67 @@ func TestPassKeeps(t *testing.T) {
 		}
 	}
 }
+
+// TestEDFKeeps: on random queues (many jobs near their computation deadline, some
+// running, some past their time slice), a quiet pass that edfKeeps cuts short leaves
+// the tasks, the pass's record and its deadline misses as the whole pass does, and
+// its list the whole pass's deadline-miss entries and runs the same tasks (what
+// setEDFHold reads); each queue
+// is passed twice, the second pass starting from the first's run.
+func TestEDFKeeps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 8))
+	hits := 0
+	for trial := range 20000 {
+		doc := randomQueue(rng)
+		for i := range doc.Tasks {
+			if tk := &doc.Tasks[i]; tk.State == state.TaskRunning {
+				tk.ElapsedTime = rng.Float64() * 2 * doc.Preferences.CPUSchedulingPeriod
+			}
+		}
+		var a, b Workspace
+		a.Quiet, b.Quiet = true, true
+		da, db := *doc, *doc
+		db.Tasks = slices.Clone(doc.Tasks)
+		da.CPUSched, db.CPUSched = nil, nil
+		for pass := range 2 {
+			now := t0 + float64(pass)*60
+			noEDFKeeps = true
+			a.Reset()
+			a.Simulate(&da, now)
+			la := a.schedule(&da, now, nil)
+			noEDFKeeps = false
+			b.Reset()
+			b.Simulate(&db, now)
+			lb := b.schedule(&db, now, nil)
+			if fmt.Sprint(da.Tasks) != fmt.Sprint(db.Tasks) || *da.CPUSched != *db.CPUSched || a.changed != b.changed ||
+				!slices.Equal(a.passMissed, b.passMissed) {
+				t.Fatalf("trial %d pass %d: the whole pass\n%v %+v\nedfKeeps\n%v %+v", trial, pass, da.Tasks, la, db.Tasks, lb)
+			}
+			// The deadline misses' entries alike, and the same tasks run.
+			edf := func(l []RunEntry) (miss []RunEntry, runs []int) {
+				for _, e := range l {
+					if e.Why == WhyEDF {
+						miss = append(miss, e)
+					}
+					if e.Runs {
+						runs = append(runs, e.Task)
+					}
+				}
+				slices.Sort(runs)
+				return miss, runs
+			}
+			ma, ra := edf(la)
+			mb, rb := edf(lb)
+			if len(lb) < len(la) {
+				hits++
+			}
+			if !slices.Equal(ma, mb) || !slices.Equal(ra, rb) {
+				t.Fatalf("trial %d pass %d: the whole pass's list %+v, edfKeeps' %+v", trial, pass, la, lb)
+			}
+		}
+	}
+	if hits < 1000 {
+		t.Errorf("edfKeeps cut %d passes short only", hits)
+	}
+	t.Logf("edfKeeps cut %d of 40000 passes short", hits)
+}

@@ -61,6 +61,7 @@ type Workspace struct {
 	// stopped because they used the CPUs (pickBroke), for pickAgain; pickSame:
 	// every job is a CPU job, each project's of the same CPUs and bump (prepare).
 	pickSeq             []int
+	edfList             []RunEntry // edfKeeps' run list
 	pickSame, pickBroke bool
 
 	// per resource: the simulation's results
