@@ -458,3 +458,39 @@ func TestIdleMomentHasNoMisses(t *testing.T) {
 		t.Errorf("the next moment: b %s, want running (earliest deadline first)", doc.Tasks[1].State)
 	}
 }
+
+// TestPiggybackDoneOvershoot: in BOINC's emulator the work-fetch priority subtracts
+// every result's FLOPs left, a computed one not yet reported too, whose
+// sim_flops_left the step it ended in took below 0 (client/work_fetch.cpp
+// WORK_FETCH::setup, client/result.h estimated_flops_remaining #ifdef SIM): the
+// overshoot raises its project's priority until it is reported. c000 at seed 1
+// parted so: A, reporting, was above C by 2e-5 in BOINC and below it in policy boinc,
+// which then piggybacked nothing.
+func TestPiggybackDoneOvershoot(t *testing.T) {
+	doc := host(1)
+	doc.BOINCEmulator = true
+	for p, rec := range []float64{1.001, 1} { // A a little below B
+		doc.Projects[p].REC, doc.Projects[p].RECTime = rec, t0
+	}
+	done := task("a", "A", 600, t0+1e6)
+	done.State, done.FlopsDone, done.FractionDone = state.TaskDone, 600e9, 1
+	doc.Tasks = []state.Task{done}
+	var w Workspace
+	if c := w.Piggyback(doc, 0, t0); c.Request.CPUReqSecs != 0 {
+		t.Fatalf("A below B asks %g s: want nothing (B may be asked)", c.Request.CPUReqSecs)
+	}
+	// 30 s of the CPU past the task's end: over a buffer of 12,960 s of the CPU,
+	// 0.0023 higher, above B.
+	doc.Tasks[0].EmulatorFlopsLeft = -30e9
+	w = Workspace{}
+	c := w.Piggyback(doc, 0, t0)
+	if c.Request.CPUReqSecs == 0 {
+		t.Errorf("with the overshoot A (%g) is above B (%g): want its shortfall piggybacked", c.Priority[0], c.Priority[1])
+	}
+	// Not in bkit's own convention: a real client's done result has nothing left.
+	doc.BOINCEmulator = false
+	w = Workspace{}
+	if c := w.Piggyback(doc, 0, t0); c.Request.CPUReqSecs != 0 {
+		t.Errorf("outside BOINC's emulator the overshoot counted: %g s asked", c.Request.CPUReqSecs)
+	}
+}

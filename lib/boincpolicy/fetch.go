@@ -111,6 +111,21 @@ func (w *Workspace) setup(doc *state.Document, now float64) {
 			j := &w.jobs[i]
 			w.prio[j.proj] -= j.left / maxQueued
 		}
+		if doc.BOINCEmulator {
+			// BOINC's setup takes every result the client holds, a computed one
+			// not yet reported too, and in its emulator a result's FLOPs left are
+			// sim_flops_left (client/result.h estimated_flops_remaining, #ifdef SIM),
+			// which the step a task ends in takes below 0 (client/sim.cpp
+			// ACTIVE_TASK_SET::poll): until it is reported, that overshoot raises
+			// its project's priority (state.Task.EmulatorFlopsLeft of a done task).
+			for i := range doc.Tasks {
+				if t := &doc.Tasks[i]; t.State == state.TaskDone && t.EmulatorFlopsLeft < 0 {
+					if p := w.pIx.Index(t.Project); p >= 0 {
+						w.prio[p] -= t.EmulatorFlopsLeft / maxQueued
+					}
+				}
+			}
+		}
 	}
 	w.order = w.order[:0]
 	for p := range doc.Projects {

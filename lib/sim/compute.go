@@ -86,7 +86,8 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		finished := false
 		// (A step that endEarly cut ends as a task's work does: left ÷ speed is dt, and
 		// speed × dt may round below left.)
-		if left := j.real - t.FlopsDone; left <= speed*dt || shorten && left/speed <= dt {
+		left := j.real - t.FlopsDone
+		if left <= speed*dt || shorten && left/speed <= dt {
 			run, finished = max(0, left/speed), true
 		}
 		if finished {
@@ -104,6 +105,13 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 			// (client/result.cpp RESULT::estimated_runtime_remaining, #ifdef SIM;
 			// state.Task.EmulatorFlopsLeft).
 			t.EmulatorFlopsLeft = max(0, j.real-t.FlopsDone)
+			if finished {
+				// Its sim_flops_left goes below 0 by what the step's
+				// interval would have done past its end (ACTIVE_TASK_SET::poll:
+				// sim_flops_left -= diff × flops), and BOINC's work fetch reads
+				// that until the result is reported (boincpolicy setup).
+				t.EmulatorFlopsLeft = left - speed*dt
+			}
 		}
 		t.CPUTime += cpus * run
 		t.ElapsedTime += run

@@ -116,3 +116,28 @@ func TestEmulateBOINCCompletedAtStepEnd(t *testing.T) {
 		t.Fatal("no task ended")
 	}
 }
+
+// TestEmulateBOINCDoneOvershoot: in BOINC's emulator a task's sim_flops_left falls
+// by the step's whole interval (client/sim.cpp ACTIVE_TASK_SET::poll), so the step it
+// ends in takes it below 0, and BOINC's work fetch reads that until the result is
+// reported (boincpolicy setup): under --emulate boinc a done task's EmulatorFlopsLeft
+// is that overshoot. A 90-second job at 1 GFLOPS ends 30 s into its second step of
+// 60 s: 30 GFLOPs past its end.
+func TestEmulateBOINCDoneOvershoot(t *testing.T) {
+	t.Parallel()
+	s, err := New(load(t, "testdata/midstep"), Config{Duration: 3600, Delta: 60, Policy: BOINCPolicy, Seed: 1, EmulateBOINC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s.Step() {
+		for _, task := range s.Doc().Tasks {
+			if task.CompletedTime > 0 {
+				if task.EmulatorFlopsLeft != -30e9 {
+					t.Fatalf("a done task's EmulatorFlopsLeft %g, want -30e9", task.EmulatorFlopsLeft)
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("no task completed")
+}

@@ -171,8 +171,11 @@ type Task struct {
 	// round-robin simulation reads every task's true work, started or not
 	// (client/result.h estimated_flops_remaining, #ifdef SIM), so the emulator sets it
 	// on every task it makes (policy boinc reads it there; RemainingWork does not
-	// for a task not started).
-	EmulatorFlopsLeft      float64 `json:"emulator_flops_left,omitempty" yaml:"emulator_flops_left,omitempty" doc:"set only by bsim --emulate boinc (BOINC's emulator's convention): the work a task really has left, FLOPs at its app version's speed; a started task's remaining-time estimates then use it instead of its progress, and policy boinc's round-robin simulation uses it for every task; 0 or absent: estimated" min:"0"`
+	// for a task not started). A task that has ended has what its last step did past
+	// its end, below 0, as BOINC's sim_flops_left (client/sim.cpp
+	// ACTIVE_TASK_SET::poll), which its work fetch reads until the result is reported
+	// (client/work_fetch.cpp WORK_FETCH::setup).
+	EmulatorFlopsLeft      float64 `json:"emulator_flops_left,omitempty" yaml:"emulator_flops_left,omitempty" doc:"set only by bsim --emulate boinc (BOINC's emulator's convention): the work a task really has left, FLOPs at its app version's speed; a started task's remaining-time estimates then use it instead of its progress, and policy boinc's round-robin simulation uses it for every task; a done task's is at most 0, minus the work its last step would have done past its end, which policy boinc's work-fetch priority counts until it is reported; 0 or absent: estimated"`
 	ReportDeadline         float64 `json:"report_deadline" yaml:"report_deadline" doc:"report deadline, Unix seconds" min:"0"`
 	ReceivedTime           float64 `json:"received_time,omitempty" yaml:"received_time,omitempty" doc:"when the client received the task, Unix seconds" min:"0"`
 	CompletedTime          float64 `json:"completed_time,omitempty" yaml:"completed_time,omitempty" doc:"when the task finished computing, Unix seconds" min:"0"`
