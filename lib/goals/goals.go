@@ -35,7 +35,7 @@
 //     availability says why not both), but never more than it can finish in 0.3 to 0.5
 //     of its jobs' latency, the more the shorter its jobs (latencyCap); a project alone
 //     on a resource asks for the whole resource's buffer, without the on fraction,
-//     within that cap, whenever it holds less (aloneWant); the others ask when
+//     within that cap (aloneWant); it asks when
 //     below the low-water mark or when an instance is idle. So a project with
 //     2-hour deadlines holds an hour of work, a reliable project with long deadlines a
 //     day, and an unreliable server's project keeps enough to ride out its outages. A
@@ -293,18 +293,17 @@ func (w *Workspace) needsOf(doc *state.Document, ts []taskInfo) []Need {
 			nd := Need{Project: p, Resource: r, Queued: queued[p*nr+r], Latency: latency[p], Longest: longest[p]}
 			rate := float64(res.Instances) * share[p] * a // instances of the resource per wall second
 			lo, hi := low*86400, high*86400
-			nd.Low, nd.Want = rate*lo, rate*hi
+			want := rate * hi
 			if nd.Latency > 0 {
 				lc := latencyCap(nd.Latency, nd.Longest)
 				hi = math.Min(hi, lc)
 				lo = math.Min(lo, hi/2)
-				nd.Low, nd.Want = rate*lo, rate*hi
+				want = rate * hi
 				if share[p] >= 1 {
-					// Alone on the resource: topped up whenever below its want.
-					nd.Want = aloneWant(float64(res.Instances), high*86400, rate, lc)
-					nd.Low = nd.Want
+					want = aloneWant(float64(res.Instances), high*86400, rate, lc)
 				}
 			}
+			nd.Low, nd.Want = rate*lo, want
 			out = append(out, nd)
 		}
 	}
@@ -313,15 +312,7 @@ func (w *Workspace) needsOf(doc *state.Document, ts []taskInfo) []Need {
 }
 
 // aloneWant is what a project asks for, up to, on a resource no other project has an
-// app version for (no share is at stake there), and its low-water mark too: it asks
-// whenever it holds less, as BOINC's client tops its buffer up at every shortfall
-// (a throwaway print of policy boinc's requests on c150, 10 CPUs and one project on a
-// host on 0.42 of the time in spells of 13 hours: asked every few minutes for the 1,000
-// to 20,000 s it lacked, so its queue stood near the buffer's 171,000 instance-seconds
-// when the host went off). At half the cap and the on fraction's rate, goals' mark let
-// the queue fall to 36,000 instance-seconds, an hour per CPU, before it asked: c150's
-// idle +0.097 against BOINC at seeds 1-5, now +0.024 (c180 +0.059 -> -0.027; c124
-// +0.067 -> +0.093 the other way). The want is BOINC's shortfall, the resource's
+// app version for (no share is at stake there): BOINC's shortfall, the resource's
 // instances × the work buffer in wall-clock seconds without the host's availability
 // (work_fetch.cpp RSC_WORK_FETCH::set_request asks for the idle instance-seconds
 // rr_sim.cpp counts over the buffer's wall-clock window, while the jobs it simulates
