@@ -494,3 +494,30 @@ func TestPiggybackDoneOvershoot(t *testing.T) {
 		t.Errorf("outside BOINC's emulator the overshoot counted: %g s asked", c.Request.CPUReqSecs)
 	}
 }
+
+// TestWorkFetchPriorityCanRequestWork: the work fetch's priorities take their share
+// and REC sums over the projects that can request work (cpu_sched.cpp
+// project_priority_init(true), project.cpp PROJECT::can_request_work), not over a
+// project waiting out an RPC backoff. A (REC 1) alone with B (REC 3) backed off: A's
+// REC is all the sum's and its share all the shares, priority −1; counting B, −(1/4)
+// ÷ (1/2) = −0.5. c039 at seed 1 parted so: D and E, whose servers were down, held A
+// at −13.57 against BOINC's −3.37, and A piggybacked nothing.
+func TestWorkFetchPriorityCanRequestWork(t *testing.T) {
+	for _, emulator := range []bool{true, false} {
+		doc := host(1)
+		doc.BOINCEmulator = emulator
+		for p, rec := range []float64{1, 3} {
+			doc.Projects[p].REC, doc.Projects[p].RECTime = rec, t0
+		}
+		doc.Projects[1].MinRPCTime = t0 + 600
+		var w Workspace
+		c := w.ChooseProject(doc, t0)
+		want := -1.0
+		if !emulator {
+			want = -0.5 // bsim's own convention keeps its figures
+		}
+		if math.Abs(c.Priority[0]-want) > 1e-12 {
+			t.Errorf("emulator %v: A's work-fetch priority %g, want %g", emulator, c.Priority[0], want)
+		}
+	}
+}

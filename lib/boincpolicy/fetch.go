@@ -97,10 +97,13 @@ func (w *Workspace) setup(doc *state.Document, now float64) {
 			}
 		}
 	}
-	// project_priority_init(true): every project may request work in bkit's documents
-	// (none is suspended or set to no new tasks).
+	// project_priority_init(true): the shares and RECs are summed over the projects
+	// that can request work (project.cpp PROJECT::can_request_work): in bkit's
+	// documents none is suspended or set to no new tasks, so those not waiting out an
+	// RPC backoff (min_rpc_time > now). Under bsim's own convention every project
+	// still counts (its figures are kept; docs/decisions.md).
 	for p := range w.eligible {
-		w.eligible[p] = true
+		w.eligible[p] = !doc.BOINCEmulator || !(doc.Projects[p].MinRPCTime > now)
 	}
 	copy(w.recTemp, w.rec)
 	Priorities(doc, w.recTemp, w.eligible, w.prio, w.shareFrac)
