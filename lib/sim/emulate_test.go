@@ -1,6 +1,10 @@
 package sim
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/bkit/bkit/lib/state"
+)
 
 // TestEmulateBOINC: under BOINC's emulator's conventions a part-time host's running
 // tasks go on computing while it is off, so it uses more than bsim's total (the most
@@ -140,4 +144,32 @@ func TestEmulateBOINCDoneOvershoot(t *testing.T) {
 		}
 	}
 	t.Fatal("no task completed")
+}
+
+// TestEmulateBOINCSettlesWhileOff: BOINC's emulator handles the tasks that ended at
+// every step, the host off too (client/sim.cpp simulate: poll and
+// handle_finished_apps before if (on)), so its correction factor learns from each at
+// its own step; policy boinc under --emulate boinc settles them while off too (c091
+// at seed 1 learned three at once when the host came back, in another order, and its
+// server's busy time parted from BOINC's).
+func TestEmulateBOINCSettlesWhileOff(t *testing.T) {
+	t.Parallel()
+	s, err := New(load(t, "testdata/midstep"), Config{Duration: 3600, Delta: 60, Policy: BOINCPolicy, Seed: 1, EmulateBOINC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Step() // on: jobs arrive and one starts
+	for range 5 {
+		s.avail = Avail{} // off: the running task computes on (BOINC's emulator)
+		s.Step()
+	}
+	done := 0
+	for _, task := range s.Doc().Tasks {
+		if task.State == state.TaskDone {
+			done++
+		}
+	}
+	if done == 0 {
+		t.Error("after 5 steps off no task that ended is done: want each settled at the step after it ended")
+	}
 }

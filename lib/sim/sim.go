@@ -468,6 +468,14 @@ func (s *Sim) Step() bool {
 	now := s.now
 	if s.avail.On && s.cfg.EmulateBOINC {
 		s.boincStep(now)
+	} else if s.cfg.EmulateBOINC {
+		if s.finishing > 0 && s.boincClient() {
+			// BOINC's emulator handles the tasks that ended at every step, the host
+			// off too (client/sim.cpp simulate: ACTIVE_TASK_SET::poll and
+			// handle_finished_apps come before if (on)): the correction factor
+			// learns from each at its own step, in that step's order.
+			s.Settle()
+		}
 	} else if s.avail.On {
 		if s.avail.Connected {
 			s.rpcs(now)
