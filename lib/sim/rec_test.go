@@ -219,3 +219,34 @@ func TestSettleInStartOrder(t *testing.T) {
 		t.Errorf("correction factor %g, want %g (y, started first, taught first)", got, want)
 	}
 }
+
+// TestSettleNoEstimate: a task made with an estimate of 0 (BOINC's emulator's server
+// samples estimates and clips them at 0, client/sim.cpp make_job) teaches BOINC's
+// client a correction factor of its bound, 100: its update divides by the estimate
+// (client/cpu_sched.cpp PROJECT::update_duration_correction_factor). bkit's own clients
+// learn nothing from it (state.Project.LearnDuration). Without it c143 at seed 1 asked
+// for 75,000 s of work at 40:11 where BOINC's client, its factor 100, asked for 1 s.
+func TestSettleNoEstimate(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		policy Policy
+		want   float64
+	}{
+		{"boinc", &boincPolicy{}, state.MaxDCF},
+		{"seed", &seedPolicy{}, 2},
+	} {
+		doc := &state.Document{
+			Projects:    []state.Project{{Name: "A", ResourceShare: 100, DurationCorrectionFactor: 2}},
+			AppVersions: []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1, Flops: 1e9}},
+			Tasks:       []state.Task{{Name: "x", Project: "A", AppVersion: "a", State: state.TaskRunning, ElapsedTime: 600}},
+		}
+		s := &Sim{doc: doc, cfg: Config{EmulateBOINC: true, Delta: 60}, avSpeed: []float64{1e9}, policy: tt.policy,
+			jobs: []job{{finished: true, started: 1}}}
+		if n := s.Settle(); n != 1 {
+			t.Fatalf("%s: settled %d, want 1", tt.name, n)
+		}
+		if got := doc.Projects[0].DCF(); got != tt.want {
+			t.Errorf("%s: correction factor %g, want %g", tt.name, got, tt.want)
+		}
+	}
+}

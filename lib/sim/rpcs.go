@@ -170,7 +170,16 @@ func (s *Sim) Settle() int {
 				// factors learn twice the truth (docs/decisions.md, issue 30).
 				elapsed = 2 * math.Ceil(elapsed/s.cfg.Delta-1e-9) * s.cfg.Delta
 			}
-			s.doc.Projects[s.jobs[i].project].LearnDuration(elapsed, t.EstimatedFlops/sp)
+			p := &s.doc.Projects[s.jobs[i].project]
+			if uncorrected := t.EstimatedFlops / sp; !(uncorrected > 0) && elapsed > 0 && s.boincClient() {
+				// BOINC's client divides by the estimate (client/cpu_sched.cpp
+				// PROJECT::update_duration_correction_factor): a task its emulator
+				// made with an estimate of 0 (client/sim.cpp make_job: a sample
+				// below 0 is 0) gives an infinite ratio, and the factor its bound.
+				p.DurationCorrectionFactor = state.MaxDCF
+			} else {
+				p.LearnDuration(elapsed, uncorrected)
+			}
 		}
 		if s.live != nil {
 			s.doc.Tasks[i].OutputDigest = s.digest(&s.doc.Tasks[i])

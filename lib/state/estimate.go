@@ -76,10 +76,19 @@ func (p *Project) LearnDuration(elapsed, uncorrected float64) {
 //     case (estimate − done) × dcf: with dcf 1, the seeds' "estimate minus work done";
 //   - done (progress 1), or without an estimate: 0.
 //
+// Under BOINC's emulator's convention a started task not done has its true remaining
+// work, EmulatorFlopsLeft, estimate or not: RESULT::estimated_runtime_remaining
+// (client/result.cpp, #ifdef SIM) reads sim_flops_left for any task with an active
+// task, and the emulator's jobs' estimates are samples that can be 0 (client/sim.cpp
+// make_job).
+//
 // A task whose estimate is short no longer reads as nearly finished near the end of its
 // estimate: its progress says how far it really is.
 func (t *Task) RemainingWork(dcf float64) float64 {
 	if t.EstimatedFlops <= 0 {
+		if t.EmulatorFlopsLeft > 0 && t.FlopsDone > 0 && t.FractionDone < 1 {
+			return t.EmulatorFlopsLeft
+		}
 		return 0
 	}
 	est := t.EstimatedFlops * dcf

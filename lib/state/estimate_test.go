@@ -57,6 +57,13 @@ func TestRemainingWork(t *testing.T) {
 		// remaining work, whatever its estimate, progress and correction factor say.
 		{"emulator's truth", Task{EstimatedFlops: 100, FlopsDone: 80, FractionDone: 0.4, EmulatorFlopsLeft: 120}, 2.5, 120},
 		{"emulator's truth, done", Task{EstimatedFlops: 100, FlopsDone: 200, FractionDone: 1, EmulatorFlopsLeft: 5}, 1, 0},
+		// Its emulator's estimates are samples that can be 0 (client/sim.cpp make_job):
+		// a started one still has its true remaining work (RESULT::
+		// estimated_runtime_remaining reads sim_flops_left for an active task); one not
+		// started has none (its estimated_runtime, 0).
+		{"emulator's truth, no estimate", Task{FlopsDone: 80, FractionDone: 0.4, EmulatorFlopsLeft: 120}, 2, 120},
+		{"emulator's truth, no estimate, not started", Task{EmulatorFlopsLeft: 200}, 2, 0},
+		{"emulator's truth, no estimate, done", Task{FlopsDone: 200, FractionDone: 1, EmulatorFlopsLeft: 5}, 2, 0},
 	}
 	for _, tt := range tests {
 		if got := tt.task.RemainingWork(tt.dcf); math.Abs(got-tt.want) > 1e-9 {
