@@ -521,3 +521,40 @@ func TestWorkFetchPriorityCanRequestWork(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceByWallClock: under BOINC's emulator a running task's time slice is over once
+// it has computed past a scheduling period after it started, by the wall clock
+// (client/cpu_sched.cpp finished_time_slice: checkpoint_wall_time >
+// run_interval_start_wall_time + period), however little its elapsed time grew (a GPU
+// task scheduled while the GPUs were not active). c036 at seed 1 parted so at 40,200 s:
+// BOINC's second pass let a higher-priority project's new GPU job take the GPU.
+func TestSliceByWallClock(t *testing.T) {
+	doc := host(1)
+	doc.BOINCEmulator = true
+	doc.Projects[0].REC, doc.Projects[0].RECTime = 100, t0 // A far above its share: B first
+	a := task("a", "A", 36000, t0+1e6)
+	a.State, a.ElapsedTime, a.ElapsedTimeAtLastSched = state.TaskRunning, 1200, 0
+	a.EmulatorFlopsLeft = 30000e9
+	b := task("b", "B", 3600, t0+1e6)
+	b.EmulatorFlopsLeft = 3600e9
+	doc.Tasks = []state.Task{a, b}
+	// Started 4,000 s ago, computed until now: its slice is over though its elapsed
+	// time is 1,200 s.
+	doc.Tasks[0].EmulatorRunStart, doc.Tasks[0].EmulatorCheckpoint = t0-4000, t0
+	var w Workspace
+	w.Schedule(doc, t0)
+	if doc.Tasks[0].State != state.TaskPreempted || doc.Tasks[1].State != state.TaskRunning {
+		t.Errorf("slice over by the wall clock: a %s, b %s; want a preempted, b running", doc.Tasks[0].State, doc.Tasks[1].State)
+	}
+	if doc.Tasks[1].EmulatorRunStart != t0 {
+		t.Errorf("b started at %g: want its run start %g", doc.Tasks[1].EmulatorRunStart, t0)
+	}
+	// Its last computing step ended within the period: the slice goes on.
+	doc.Tasks[0].State, doc.Tasks[1].State = state.TaskRunning, state.TaskReady
+	doc.Tasks[0].EmulatorCheckpoint = t0 - 500
+	w = Workspace{}
+	w.Schedule(doc, t0)
+	if doc.Tasks[0].State != state.TaskRunning {
+		t.Errorf("checkpointed within its slice: a %s, want running", doc.Tasks[0].State)
+	}
+}

@@ -78,6 +78,20 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 	return w.list
 }
 
+// sliceRun is how long running task t has run of its time slice, which is over once
+// this passes the scheduling period (client/cpu_sched.cpp finished_time_slice). Under
+// BOINC's emulator it is the wall time from the slice's start to the end of the last
+// step the task computed in (checkpoint_wall_time − run_interval_start_wall_time:
+// state.Task.EmulatorRunStart), which a coprocessor task scheduled while the GPUs are
+// not active passes without computing; elsewhere the elapsed time since it started.
+// The two agree for a task that computes at every step.
+func sliceRun(doc *state.Document, t *state.Task) float64 {
+	if doc.BOINCEmulator && t.EmulatorRunStart > 0 {
+		return t.EmulatorCheckpoint - t.EmulatorRunStart
+	}
+	return t.ElapsedTime - t.ElapsedTimeAtLastSched
+}
+
 // Idle records a moment at which the caller made no pass because the client held no
 // task: BOINC's schedule_cpus returns at once without results (client/cpu_sched.cpp
 // CLIENT_STATE::schedule_cpus), so the moment's round-robin simulation is the work
@@ -202,7 +216,7 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			continue
 		}
 		t := &doc.Tasks[j.task]
-		if t.ElapsedTime-t.ElapsedTimeAtLastSched <= period {
+		if sliceRun(doc, t) <= period {
 			list = append(list, RunEntry{Task: i, Why: WhyTimeSlice, Priority: w.prio[j.proj]})
 		}
 	}
@@ -245,6 +259,9 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 		case runs[i] && t.State != state.TaskRunning:
 			t.State = state.TaskRunning
 			t.CPUTimeAtLastSched, t.ElapsedTimeAtLastSched = t.CPUTime, t.ElapsedTime
+			if doc.BOINCEmulator {
+				t.EmulatorRunStart = now // run_interval_start_wall_time (enforce_run_list)
+			}
 			w.fetchHold = false // its remaining work may change as it starts (workBound)
 			w.changed = true
 		case !runs[i] && t.State == state.TaskRunning:
@@ -545,7 +562,7 @@ func (w *Workspace) sortRunList(doc *state.Document, list []RunEntry, period flo
 		j := &w.jobs[list[k].Task]
 		t := &doc.Tasks[j.task]
 		w.keys = append(w.keys, runKey{edf: list[k].Why == WhyEDF, co: j.res != w.cpuRes,
-			inSlice: j.running && t.ElapsedTime-t.ElapsedTimeAtLastSched <= period, cpus: j.cpus})
+			inSlice: j.running && sliceRun(doc, t) <= period, cpus: j.cpus})
 	}
 	more := func(a, b *runKey) bool { // a strictly before b
 		if c := -cmpBool(a.edf, b.edf); c != 0 {

@@ -101,6 +101,9 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 			t.FractionDone = min(1, t.FlopsDone/j.real)
 		}
 		if s.cfg.EmulateBOINC {
+			t.EmulatorCheckpoint = now + dt // checkpoint_wall_time (state.Task.EmulatorRunStart)
+		}
+		if s.cfg.EmulateBOINC {
 			// BOINC's emulator's client knows a started task's true remaining time
 			// (client/result.cpp RESULT::estimated_runtime_remaining, #ifdef SIM;
 			// state.Task.EmulatorFlopsLeft).
