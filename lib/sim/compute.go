@@ -62,6 +62,7 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 			if s.cfg.EmulateBOINC && !j.finished {
 				// Still scheduled, so in BOINC's REC for the step all the same.
 				su.stalled = append(su.stalled, endedUse{j.project, s.avRes[v], av.Instances(), av.AvgNCPUs, 0, j.started})
+				j.stalled++
 			}
 			continue
 		}

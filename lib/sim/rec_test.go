@@ -250,3 +250,45 @@ func TestSettleNoEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleStalledSteps: under --emulate boinc a coprocessor task scheduled while the
+// GPUs do not compute gains a step of elapsed time once, not twice: BOINC's
+// emulator's ACTIVE_TASK_SET::poll skips it (no diff) and simulate() still adds delta
+// to every executing task (client/sim.cpp). Sim.compute counts such steps (job.stalled)
+// and Settle adds them to the doubled computing time, so the correction factor learns
+// what BOINC's does. Without it c058 at seed 1 (12 CPUs and a GPU, one project)
+// reported a busy time 28 s short of BOINC's at 50:01 and took a job BOINC refused.
+func TestSettleStalledSteps(t *testing.T) {
+	doc := &state.Document{
+		Host: state.Host{Resources: []state.Resource{
+			{Type: state.ResourceCPU, Instances: 1, Flops: 1e9},
+			{Type: "NVIDIA", Instances: 1, Flops: 1e10},
+		}},
+		Projects:    []state.Project{{Name: "A", ResourceShare: 100}},
+		AppVersions: []state.AppVersion{{Name: "g", Project: "A", AvgNCPUs: 0.5, Flops: 1e9, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}}},
+		// 100 s estimated; 10 steps computed so far.
+		Tasks: []state.Task{{Name: "x", Project: "A", AppVersion: "g", State: state.TaskRunning, EstimatedFlops: 100e9, ElapsedTime: 600}},
+	}
+	s := &Sim{doc: doc, cfg: Config{EmulateBOINC: true, Delta: 60}, avSpeed: []float64{1e9}, avRes: []int{1},
+		policy: &boincPolicy{}, jobs: []job{{real: 1e15, started: 1}}, running: []int{0}, runningHold: true}
+	s.m.cpu = 0
+	s.su.Used = [][]float64{{0, 0}}
+	s.su.CPUTime = []float64{0}
+	for range 3 { // three steps with the GPUs not computing
+		s.compute(0, 60, true, false, false)
+	}
+	if s.jobs[0].stalled != 3 {
+		t.Fatalf("stalled steps %d, want 3", s.jobs[0].stalled)
+	}
+	if got := doc.Tasks[0].ElapsedTime; got != 600 {
+		t.Errorf("elapsed %g after stalled steps, want 600 (nothing computed)", got)
+	}
+	s.jobs[0].finished = true
+	if n := s.Settle(); n != 1 {
+		t.Fatalf("settled %d, want 1", n)
+	}
+	// (2 × 600 + 3 × 60) ÷ 100 = 13.8, over 1.1 times the factor 1: the ratio itself.
+	if got, want := doc.Projects[0].DCF(), 13.8; math.Abs(got-want) > 1e-9 {
+		t.Errorf("correction factor %g, want %g", got, want)
+	}
+}

@@ -167,8 +167,10 @@ func (s *Sim) Settle() int {
 				// BOINC's emulator adds each step to a running task's elapsed
 				// time twice (client/sim.cpp: ACTIVE_TASK_SET::poll adds diff,
 				// simulate() adds delta again), whole steps, so its correction
-				// factors learn twice the truth (docs/decisions.md, issue 30).
-				elapsed = 2 * math.Ceil(elapsed/s.cfg.Delta-1e-9) * s.cfg.Delta
+				// factors learn twice the truth (docs/decisions.md, issue 30);
+				// a step a coprocessor task stayed scheduled while the GPUs did
+				// not compute once (poll skips it, simulate() does not).
+				elapsed = 2*math.Ceil(elapsed/s.cfg.Delta-1e-9)*s.cfg.Delta + float64(s.jobs[i].stalled)*s.cfg.Delta
 			}
 			p := &s.doc.Projects[s.jobs[i].project]
 			if uncorrected := t.EstimatedFlops / sp; !(uncorrected > 0) && elapsed > 0 && s.boincClient() {

@@ -78,6 +78,10 @@ type job struct {
 	// started is, under --emulate boinc, the task's place in the order tasks first
 	// started (BOINC's client's list of active tasks, Sim.noteStarts); 0 never started.
 	started int
+	// stalled counts, under --emulate boinc, the steps it was scheduled on a
+	// coprocessor that did not compute (Sim.compute): BOINC's emulator adds those
+	// steps to its elapsed time once, not twice (Sim.Settle).
+	stalled int
 }
 
 // upAt reports whether the server answers an RPC at now: its process at now, or as
