@@ -243,6 +243,7 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 	h := &doc.Host
 	nR := w.nRes
 	w.missOrder = w.missOrder[:0]
+	w.missStarted = w.missStarted[:0]
 
 	bufEnd := now + WorkBufTotal(&doc.Preferences)
 	compDeadline := WorkBufMin(&doc.Preferences) + DeadlineCushion
@@ -297,6 +298,7 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			if simNow+dt > j.deadline-compDeadline {
 				j.misses = true
 				w.missOrder = append(w.missOrder, j.task)
+				w.missStarted = append(w.missStarted, j.started)
 				w.missed[j.proj*nR+j.res]++
 				w.Sim[j.res].Misses++
 			}

@@ -513,6 +513,14 @@ func (w *Workspace) bestCPUByPriority() int {
 // is the workspace's, good until its next simulation.
 func (w *Workspace) MissOrder() []int { return w.missOrder }
 
+// MissStarted returns, beside MissOrder, whether each task had started when the
+// simulation saw it: BOINC's client estimates a started task's remaining run time from
+// its progress (in its emulator, its true remaining work), an unstarted one's from
+// its estimate × the correction factor (client/result.cpp
+// RESULT::estimated_runtime_remaining), and a task started but not yet computing has
+// no progress to show. The slice is the workspace's, good until its next simulation.
+func (w *Workspace) MissStarted() []bool { return w.missStarted }
+
 // Misses returns the tasks (indices in doc.Tasks) the last simulation projected to miss
 // their deadline.
 func (w *Workspace) Misses() []int {

@@ -72,7 +72,10 @@ type Workspace struct {
 	simAt float64 // when the simulation last ran (BOINC's rr_simulation runs once a moment)
 	// missOrder: the jobs' tasks the last whole simulation saw miss, as it finished them
 	missOrder []int
-	simDone   bool
+	// missStarted: whether each of missOrder's tasks had started when the simulation
+	// saw it (BOINC's client then has its ACTIVE_TASK; MissStarted).
+	missStarted []bool
+	simDone     bool
 	// viewAt, viewDone: when the quiet paths last built the view; within one moment
 	// the document changes only where the caller says so (Reset), so the work
 	// fetch's view serves the pass that follows it.

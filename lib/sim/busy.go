@@ -52,7 +52,8 @@ func (bp *boincPolicy) busyTimes(doc *state.Document, now float64) []float64 {
 	}
 	cpu := slices.IndexFunc(h.Resources, func(res state.Resource) bool { return res.Type == state.ResourceCPU })
 	ts := &h.TimeStats
-	for _, i := range bp.work.MissOrder() {
+	started := bp.work.MissStarted()
+	for k, i := range bp.work.MissOrder() {
 		t := &doc.Tasks[i]
 		v := slices.IndexFunc(doc.AppVersions, func(av state.AppVersion) bool { return av.Name == t.AppVersion })
 		p := slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == t.Project })
@@ -71,7 +72,14 @@ func (bp *boincPolicy) busyTimes(doc *state.Document, now float64) []float64 {
 			frac = ts.OnFrac * ts.GPUActiveFrac
 		}
 		frac = min(1, max(0.01, frac))
-		dur := t.RemainingWork(doc.Projects[p].DCF()) / speed / frac
+		left := t.RemainingWork(doc.Projects[p].DCF())
+		if started[k] && t.EmulatorFlopsLeft > 0 {
+			// BOINC's client has the task's ACTIVE_TASK once it has started, and
+			// in its emulator takes its true remaining work then
+			// (RESULT::estimated_runtime_remaining, #ifdef SIM), progress or not.
+			left = t.EmulatorFlopsLeft
+		}
+		dur := left / speed / frac
 		if cpu >= 0 {
 			occupy(busy[cpu], dur, av.AvgNCPUs)
 		}

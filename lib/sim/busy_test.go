@@ -88,3 +88,36 @@ func TestAsksWork(t *testing.T) {
 		}
 	}
 }
+
+// TestBOINCBusyTimesStarted: BOINC's client takes a started task's remaining run time
+// from its ACTIVE_TASK, in its emulator its true remaining work (client/result.cpp
+// RESULT::estimated_runtime_remaining, #ifdef SIM), even before it has computed; an
+// unstarted one's is its estimate × the correction factor. c003 at seed 1 parted so: a
+// task started a step before, not yet computed, was 1,808 s in policy boinc's busy
+// time (estimate × factor) and 551 s in BOINC's, whose server then sent 2 jobs where
+// bsim's sent none.
+func TestBOINCBusyTimesStarted(t *testing.T) {
+	doc := &state.Document{
+		Version:       1,
+		BOINCEmulator: true,
+		Host: state.Host{
+			Resources: []state.Resource{{Type: "cpu", Instances: 1, Flops: 1e9}},
+			TimeStats: state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1},
+		},
+		Preferences: state.Preferences{CPUSchedulingPeriod: 3600, WorkBufMinDays: 0.1},
+		Projects:    []state.Project{{Name: "A", ResourceShare: 100, DurationCorrectionFactor: 2}},
+		AppVersions: []state.AppVersion{{Name: "x", Project: "A", AvgNCPUs: 1, Flops: 1e9}},
+		// Due in 100 s: late. Its estimate 1,000 s (× 2), its true work 300 s.
+		Tasks: []state.Task{{Name: "a", Project: "A", AppVersion: "x", State: state.TaskReady, EstimatedFlops: 1e12, EmulatorFlopsLeft: 3e11, ReportDeadline: 100}},
+	}
+	for _, c := range []struct {
+		state state.TaskState
+		want  float64
+	}{{state.TaskReady, 2000}, {state.TaskPreempted, 300}} {
+		doc.Tasks[0].State = c.state
+		bp := &boincPolicy{}
+		if got := bp.busyTimes(doc, 0); got[0] != c.want {
+			t.Errorf("a %s task's busy time %g, want %g", c.state, got[0], c.want)
+		}
+	}
+}
