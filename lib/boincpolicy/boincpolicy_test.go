@@ -558,3 +558,24 @@ func TestSliceByWallClock(t *testing.T) {
 		t.Errorf("checkpointed within its slice: a %s, want running", doc.Tasks[0].State)
 	}
 }
+
+// TestActiveOrder: under BOINC's emulator a project's running CPU jobs are taken in the
+// order they first started (its client's list of active tasks, client/cpu_sched.cpp
+// CLIENT_STATE::assign_results_to_projects), not the order they arrived. c144 at seed 1
+// parted so at 196,980 s: BOINC kept C_25 (started at 07:28) and preempted C_24
+// (started at 07:30), policy boinc the other way round.
+func TestActiveOrder(t *testing.T) {
+	doc := host(1)
+	doc.BOINCEmulator = true
+	for _, n := range []string{"a1", "a2"} {
+		tk := task(n, "A", 36000, t0+1e6)
+		tk.State, tk.ElapsedTime, tk.EmulatorFlopsLeft = state.TaskRunning, 4000, 30000e9 // slices over
+		doc.Tasks = append(doc.Tasks, tk)
+	}
+	doc.Tasks[0].EmulatorActiveSeq, doc.Tasks[1].EmulatorActiveSeq = 2, 1 // a2 started first
+	var w Workspace
+	w.Schedule(doc, t0)
+	if doc.Tasks[1].State != state.TaskRunning || doc.Tasks[0].State != state.TaskPreempted {
+		t.Errorf("a1 %s, a2 %s: want a2 (started first) running, a1 preempted", doc.Tasks[0].State, doc.Tasks[1].State)
+	}
+}

@@ -190,6 +190,9 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			// filled the list (most passes that have misses do), ranking the jobs
 			// was a fifth of the pass.
 			w.rankCPUJobs(len(doc.Projects))
+			if doc.BOINCEmulator {
+				w.activeOrder(doc)
+			}
 		}
 		for !full(rr) {
 			var i int
@@ -470,6 +473,31 @@ func (w *Workspace) rankCPUJobs(nP int) {
 		}
 	}
 	copy(w.rankNext, w.rankAt[:n]) // now each list's next job
+}
+
+// activeOrder puts each project's running and preempted CPU jobs (rankCPUJobs' first
+// two ranks) in the order they first started (state.Task.EmulatorActiveSeq): BOINC's
+// client takes a project's best CPU job from its list of active tasks in that order,
+// the first one running, else the first preempted (client/cpu_sched.cpp
+// CLIENT_STATE::assign_results_to_projects), the tasks without an active task in the
+// order they arrived. Under BOINC's emulator the loop numbers them (Sim.noteStarts).
+func (w *Workspace) activeOrder(doc *state.Document) {
+	for k := 0; k+1 < len(w.rankAt); k++ {
+		if k%3 == 2 {
+			continue // not started: the jobs' (arrival) order
+		}
+		seg := w.ranked[w.rankAt[k]:w.rankAt[k+1]]
+		for a := 1; a < len(seg); a++ { // insertion sort, stable; few jobs
+			x := seg[a]
+			sx := doc.Tasks[w.jobs[x].task].EmulatorActiveSeq
+			b := a
+			for b > 0 && doc.Tasks[w.jobs[seg[b-1]].task].EmulatorActiveSeq > sx {
+				seg[b] = seg[b-1]
+				b--
+			}
+			seg[b] = x
+		}
+	}
 }
 
 // cpuRank is a CPU job's rank among its project's (highest_prio_project_best_result):

@@ -556,6 +556,7 @@ func (s *Sim) noteStarts() {
 			if i < len(s.jobs) && s.jobs[i].started == 0 && s.doc.Tasks[i].State == state.TaskRunning {
 				s.starts++
 				s.jobs[i].started = s.starts
+				s.doc.Tasks[i].EmulatorActiveSeq = s.starts
 			}
 		}
 	}
@@ -563,6 +564,7 @@ func (s *Sim) noteStarts() {
 		if s.jobs[i].started == 0 && s.doc.Tasks[i].State == state.TaskRunning {
 			s.starts++
 			s.jobs[i].started = s.starts
+			s.doc.Tasks[i].EmulatorActiveSeq = s.starts
 		}
 	}
 }
