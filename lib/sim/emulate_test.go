@@ -173,3 +173,25 @@ func TestEmulateBOINCSettlesWhileOff(t *testing.T) {
 		t.Error("after 5 steps off no task that ended is done: want each settled at the step after it ended")
 	}
 }
+
+// TestEmulateBOINCJobNames: under --emulate boinc the emulated servers name their jobs
+// as BOINC's emulator does (client/sim.cpp make_job: PROJECT_n, n from 0, numbered
+// before the deadline check), so a refused job uses a number and the run's task names
+// are the ones BOINC's emulator's log prints. c143 at seed 1, as BOINC's emulator ran
+// it: the first reply sends A_0 to A_41 and refuses the next job (A_42), the second,
+// twelve minutes later, sends 33 jobs from A_43.
+func TestEmulateBOINCJobNames(t *testing.T) {
+	s, err := New(load(t, "../../scenarios/corpus/c143"), Config{Duration: 13 * 60, Delta: 60, Policy: BOINCPolicy, Seed: 1, EmulateBOINC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s.Step() {
+	}
+	var names []string
+	for _, task := range s.Doc().Tasks {
+		names = append(names, task.Name)
+	}
+	if len(names) != 75 || names[0] != "A_0" || names[41] != "A_41" || names[42] != "A_43" || names[74] != "A_75" {
+		t.Errorf("%d tasks named %v", len(names), names)
+	}
+}

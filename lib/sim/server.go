@@ -144,6 +144,12 @@ func (s *server) fill(doc *state.Document, avIndex map[string]int, req *state.Wo
 		r := resourceOf(host, av)
 		est := s.estimate(app)
 		if needs[r].late(est/av.Speed(host), app.LatencyBound) {
+			if s.boinc {
+				// BOINC's emulator numbers the job before its deadline check
+				// (client/sim.cpp make_job: result_index++): a refused job uses a
+				// number, so the names of the jobs sent are its names.
+				s.seq++
+			}
 			s.rejected[s.best[a]] = true
 			continue
 		}
@@ -319,7 +325,7 @@ func (s *server) makeJob(doc *state.Document, a int, est, now float64, jobs *[]j
 	var name string
 	seq := s.seq
 	if !s.deferNames {
-		name, seq = jobName(s.project, s.seq), 0
+		name, seq = jobName(s.project, s.jobNumber(s.seq)), 0
 	}
 	doc.Tasks = append(doc.Tasks, state.Task{
 		Name:           name,
@@ -344,9 +350,20 @@ func (s *server) makeJob(doc *state.Document, a int, est, now float64, jobs *[]j
 func (s *Sim) nameTasks() {
 	for i := range s.jobs {
 		if j := &s.jobs[i]; j.seq > 0 {
-			s.doc.Tasks[i].Name, j.seq = jobName(s.servers[j.project].project, j.seq), 0
+			srv := s.servers[j.project]
+			s.doc.Tasks[i].Name, j.seq = jobName(srv.project, srv.jobNumber(j.seq)), 0
 		}
 	}
+}
+
+// jobNumber is the number in the name of the seq-th job the server numbered (from 1):
+// seq itself, or under --emulate boinc BOINC's emulator's numbering, from 0 and
+// counting the jobs it refused (fill), so that its log's task names are the run's.
+func (s *server) jobNumber(seq int) int {
+	if s.boinc {
+		return seq - 1
+	}
+	return seq
 }
 
 // jobName is the name of job seq of project: the project's name, '_', the number.
