@@ -429,11 +429,12 @@ func TestPassKeeps(t *testing.T) {
 }
 
 // TestEDFKeeps: on random queues (many jobs near their computation deadline, some
-// running, some past their time slice), a quiet pass that edfKeeps cuts short leaves
-// the tasks, the pass's record and its deadline misses as the whole pass does, and
-// its list the whole pass's deadline-miss entries and runs the same tasks (what
-// setEDFHold reads); each queue
-// is passed twice, the second pass starting from the first's run.
+// running, some past their time slice), a quiet pass that edfKeeps or keepsMore cuts
+// short leaves the tasks, the pass's record and its deadline misses as the whole pass
+// does, and its list the whole pass's deadline-miss entries and runs the same tasks
+// (what setEDFHold reads); each queue is passed three times, each pass starting from
+// the last's run, the running jobs' elapsed times grown in between (so that slices
+// run out).
 func TestEDFKeeps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(30, 8))
 	hits := 0
@@ -442,6 +443,11 @@ func TestEDFKeeps(t *testing.T) {
 		for i := range doc.Tasks {
 			if tk := &doc.Tasks[i]; tk.State == state.TaskRunning {
 				tk.ElapsedTime = rng.Float64() * 2 * doc.Preferences.CPUSchedulingPeriod
+				if doc.BOINCEmulator && rng.IntN(2) == 0 {
+					// The slice by the wall clock (sliceRun).
+					tk.EmulatorRunStart = t0 - rng.Float64()*2*doc.Preferences.CPUSchedulingPeriod
+					tk.EmulatorCheckpoint = t0
+				}
 			}
 		}
 		var a, b Workspace
@@ -449,8 +455,22 @@ func TestEDFKeeps(t *testing.T) {
 		da, db := *doc, *doc
 		db.Tasks = slices.Clone(doc.Tasks)
 		da.CPUSched, db.CPUSched = nil, nil
-		for pass := range 2 {
+		for pass := range 3 {
 			now := t0 + float64(pass)*60
+			if pass > 0 {
+				// Time slices run out: the running jobs then run by priority.
+				for i := range da.Tasks {
+					if da.Tasks[i].State == state.TaskRunning {
+						x := rng.Float64() * 1.5 * doc.Preferences.CPUSchedulingPeriod
+						da.Tasks[i].ElapsedTime += x
+						db.Tasks[i].ElapsedTime += x
+						if da.Tasks[i].EmulatorRunStart > 0 {
+							da.Tasks[i].EmulatorCheckpoint = now
+							db.Tasks[i].EmulatorCheckpoint = now
+						}
+					}
+				}
+			}
 			noEDFKeeps = true
 			a.Reset()
 			a.Simulate(&da, now)
@@ -489,5 +509,5 @@ func TestEDFKeeps(t *testing.T) {
 	if hits < 1000 {
 		t.Errorf("edfKeeps cut %d passes short only", hits)
 	}
-	t.Logf("edfKeeps cut %d of 40000 passes short", hits)
+	t.Logf("edfKeeps cut %d of 60000 passes short", hits)
 }

@@ -60,8 +60,12 @@ type Workspace struct {
 	// pickSeq: the projects pick took the CPUs' jobs from, in order, and whether it
 	// stopped because they used the CPUs (pickBroke), for pickAgain; pickSame:
 	// every job is a CPU job, each project's of the same CPUs and bump (prepare).
-	pickSeq             []int
-	edfList             []RunEntry // edfKeeps' run list
+	pickSeq []int
+	edfList []RunEntry // edfKeeps' run list
+	// keepFree, keepRuns, keepAt: the CPUs edfKeeps' entries leave free, how many
+	// of them run, and the first entry of the pass's list keepsMore has not seen.
+	keepFree            float64
+	keepRuns, keepAt    int
 	pickSame, pickBroke bool
 
 	// per resource: the simulation's results
