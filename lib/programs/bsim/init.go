@@ -20,8 +20,9 @@ Loads SCENARIO as 'bsim run' does and writes the run's starting state document o
 standard output and its world file to --world. --policy is the client policy the
 stage programs run (give them the same --policy): seed or goals; the world records it,
 and bsim advance accounts for each step as that policy does. rr runs only in 'bsim
-run', since it keeps its round-robin turns in memory. See 'bsim run --help' for the
-scenario and the step.
+run', since it keeps its round-robin turns in memory, and --emulate boinc only in 'bsim
+run' and 'bsim compare', since the loop's stages take bsim's own step order. See 'bsim
+run --help' for the scenario and the step.
 
 --live: the projects' servers are real (bserver serve), reached with 'brpc session'
 over HTTP in place of 'bsim serve', and the scenario gives no emulated apps; the world
@@ -68,6 +69,12 @@ func runInit(_ context.Context, cmd *cli.Command) error {
 	cfg, err := runConfig(cmd, runDefaults{})
 	if err != nil {
 		return err
+	}
+	if cfg.EmulateBOINC {
+		// The loop's stages take bsim's own step order, and the world does not carry
+		// what BOINC's order needs, so a loop begun this way would part from 'bsim run
+		// --emulate boinc' at its first step.
+		return cliutil.Usagef("--emulate boinc: BOINC's emulator's conventions are 'bsim run' and 'bsim compare' only; the shell loop's stages take bsim's own step order (see 'bsim run --help')")
 	}
 	cfg.Policy = policy
 	path := cmd.Args().First()
