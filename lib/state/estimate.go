@@ -85,10 +85,10 @@ func (p *Project) LearnDuration(elapsed, uncorrected float64) {
 // A task whose estimate is short no longer reads as nearly finished near the end of its
 // estimate: its progress says how far it really is.
 func (t *Task) RemainingWork(dcf float64) float64 {
+	if t.EmulatorFlopsLeft > 0 && t.FlopsDone > 0 && t.FractionDone < 1 {
+		return t.EmulatorFlopsLeft
+	}
 	if t.EstimatedFlops <= 0 {
-		if t.EmulatorFlopsLeft > 0 && t.FlopsDone > 0 && t.FractionDone < 1 {
-			return t.EmulatorFlopsLeft
-		}
 		return 0
 	}
 	est := t.EstimatedFlops * dcf
@@ -105,8 +105,6 @@ func (t *Task) RemainingWork(dcf float64) float64 {
 	switch {
 	case fd >= 1:
 		return 0
-	case t.EmulatorFlopsLeft > 0:
-		return t.EmulatorFlopsLeft
 	case t.FlopsDone > est:
 		return t.FlopsDone * (1 - fd) / fd
 	}
