@@ -43,10 +43,13 @@ import (
 // projectBounds (the jobs of a project sure of some CPUs at every pick of the
 // simulation) may show it ends in time, and missBounds' that it certainly misses; the
 // first are good until recHorizon when they hold for any REC the projects may have
-// by then, else at now only, and missBounds' at now only (the slack is then none).
+// by then, else at now only (the slack is then none); missBounds' likewise, and a
+// miss it finds holds while its margin lasts at the pace lowFall gives (issue 30,
+// eighth round: down-2cpu's misses behind P had a whole pass at every step).
 //
 // w.slack is then how long from now no job that does not miss can come to miss (the
-// least margin to the bound), w.anyMiss whether some job misses.
+// least margin to the bound), nor a job that misses by missBounds' bound come not to;
+// w.anyMiss whether some job misses, w.boundMiss whether one by missBounds' bound.
 func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	nR := w.nRes
 	w.bound = scratch.Grow(w.bound, 3*nR) // per resource: the bound on its last finish
@@ -64,10 +67,11 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	}
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	w.slack = math.Inf(1)
-	w.anyMiss = false
+	w.anyMiss, w.boundMiss = false, false
 	// The bounds per job (projectBounds), when the resource's do not decide: first
 	// good until recHorizon, then at now only (now2); and missBounds'.
 	perJob, exact, lower, now2 := false, false, false, false
+	lowExact, fall := false, 0.0 // missBounds' at now only; lowFall's
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if now > j.deadline-comp { // the simulation's test, at its earliest finish
@@ -98,12 +102,6 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			w.slack = min(w.slack, recHorizon)
 		}
 		late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
-		if late < 0 && !exact && !w.gRECFree {
-			// The served CPUs at now alone (as many or more: the cum falls).
-			exact = true
-			w.projectServed(doc, now, 0)
-			late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
-		}
 		if late >= 0 {
 			if exact {
 				now2 = true
@@ -111,15 +109,43 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			w.slack = min(w.slack, late)
 			continue
 		}
-		now2 = true
+		// A miss by the bound from below, found with the served CPUs of the
+		// horizon where they are (lowExact: at now only), before the served CPUs
+		// at now alone are tried for an end in time (which leave no slack).
 		if !lower {
 			w.missBounds(doc)
-			lower = true
+			lower, lowExact, fall = true, exact, w.lowFall(doc)
 		}
-		if now+w.low[i]*(1-1e-9)-1e-6 > j.deadline-comp {
-			w.anyMiss = true
+		if over := now + w.low[i]*(1-1e-9) - 1e-6 - (j.deadline - comp); over > 0 {
+			w.anyMiss, w.boundMiss = true, true
 			j.misses = true // certainly: counted below
+			if lowExact {
+				now2 = true
+			} else if fall > 0 {
+				w.slack = min(w.slack, over/fall)
+			}
 			continue
+		}
+		if !exact && !w.gRECFree {
+			// The served CPUs at now alone (as many or more: the cum falls).
+			exact = true
+			w.projectServed(doc, now, 0)
+			// And the bound from below with them, from now on (as many or more
+			// CPUs served: a blocker found where the horizon's had none).
+			lower = false
+			if late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6); late >= 0 {
+				now2 = true
+				w.slack = min(w.slack, late)
+				continue
+			}
+			w.missBounds(doc)
+			lower, lowExact = true, true
+			if now+w.low[i]*(1-1e-9)-1e-6 > j.deadline-comp {
+				w.anyMiss, w.boundMiss = true, true
+				j.misses = true
+				now2 = true
+				continue
+			}
 		}
 		w.perJobFailed()
 		return false
@@ -141,6 +167,27 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 		}
 	}
 	return true
+}
+
+// lowFall is how much faster than time a job's simulated end by missBounds' bound,
+// now + w.low[i], may come nearer while the tasks stay as they are (every job a CPU
+// job): a list schedule's ends fall by at most as much as its jobs' times do in all (a
+// job's time shorter by d moves the CPUs' free times, in order, by at most d each, and
+// every job placed after keeps that), and only the running jobs' times fall, each by
+// at most workBound's fall ÷ the availability the simulation runs it at a second;
+// now grows a second a second. (The served CPUs the bound reads are the horizon's
+// unless lowExact.) Until over ÷ lowFall has passed, a job whose bound is past its
+// computation deadline by over goes on missing it. (down-2cpu's Q behind P: two jobs
+// running, the correction factor 1: a second a second.)
+func (w *Workspace) lowFall(doc *state.Document) float64 {
+	per := w.fall / availFrac(&doc.Host.TimeStats, false)
+	k := -1.0
+	for i := range w.jobs {
+		if w.jobs[i].running {
+			k += per
+		}
+	}
+	return k
 }
 
 // perJobFailed counts a pass at which the bounds per job left a job open (the
@@ -328,6 +375,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 		sums[p] += t
 		cpuSums[p] += j.cpus * t
 	}
+	w.listUpper(doc, nP)
 	return true
 }
 
@@ -380,22 +428,15 @@ const maxTop = 64
 
 // missBounds readies a bound from below on when each job ends in the simulation
 // (w.low[i], from now), after projectBounds, so that a job may be known to miss its
-// deadline: at least its own simulated time, and for a job of a project other than a
-// project q served every CPU (projectBounds: q's first n jobs left run at every pick
-// while it has n, n the CPUs), on a host whose jobs each take one CPU, q's jobs hold
-// the CPUs until fewer than n are left: until the (N − n + 1)th of its N jobs ends,
-// which is at least the sum of its jobs' times but the n − 1 longest ÷ n
-// (saturatedBound's argument); no other project's job runs before then. On such a
-// host, too, job i of project p ends no sooner than the times of p's jobs up to it but
-// the n − 1 longest of those before it, ÷ n: pick takes a project's jobs in the jobs'
-// order, so when i is first taken every job of p before it left is running, n at most
-// with i; by i's end those still unfinished (n − 1 at most, each with no more than its
-// time left) and i's own time aside, p's jobs up to i were done, at n a second at
-// most.
+// deadline: at least its own simulated time, and on a host whose jobs each take one
+// CPU, its project's list schedule on the CPUs the projects served some (projectServed)
+// leave it (listLower). (The sixth round's bounds there, the sums of a project's jobs'
+// times but the n − 1 longest ÷ n, after the sum of a project served every CPU but its
+// n − 1 longest ÷ n, are never above these: the list schedules place the same jobs
+// one by one.)
 func (w *Workspace) missBounds(doc *state.Document) {
 	w.low = growJobs(w.low, len(w.jobs))
 	n := doc.Host.CPU().Instances
-	block, blocker := 0.0, -1
 	ones := n <= maxTop
 	for i := range w.jobs {
 		if w.jobs[i].cpus != 1 {
@@ -403,57 +444,14 @@ func (w *Workspace) missBounds(doc *state.Document) {
 			break
 		}
 	}
-	for q := range doc.Projects {
-		if !ones || w.gServed[q] < float64(n) || w.gCPUs[4*q] < float64(n) {
-			continue
-		}
-		top := w.top[:0] // q's n − 1 longest times, shortest first
-		var sum float64
-		for i := range w.jobs {
-			j := &w.jobs[i]
-			if j.proj != q {
-				continue
-			}
-			t := j.simLeft / j.simRate
-			sum += t
-			top = keepLongest(top, t, n-1)
-		}
-		w.top = top
-		var long float64
-		for _, t := range top {
-			long += t
-		}
-		if b := (sum - long) / float64(n); b > block {
-			block, blocker = b, q
-		}
-	}
 	if ones {
-		// Per project: its jobs' times so far, and the n − 1 longest of them.
-		nP := len(doc.Projects)
-		w.lowSums = scratch.Grow(w.lowSums, nP)
-		clear(w.lowSums)
-		w.lowTop = scratch.Grow(w.lowTop, nP*n)
-		w.lowTopN = scratch.Grow(w.lowTopN, nP)
-		clear(w.lowTopN)
+		// The list schedules' bounds, which are at least the sums' below.
+		w.listLower(len(doc.Projects), n)
+		return
 	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		t := j.simLeft / j.simRate
-		w.low[i] = t
-		if ones {
-			p := j.proj
-			top := w.lowTop[p*n : p*n+w.lowTopN[p] : p*n+n]
-			var long float64
-			for _, x := range top {
-				long += x
-			}
-			w.low[i] = max(t, (w.lowSums[p]+t-long)/float64(n))
-			w.lowSums[p] += t
-			w.lowTopN[p] = len(keepLongest(top, t, n-1))
-		}
-		if blocker >= 0 && j.proj != blocker {
-			w.low[i] += block
-		}
+		w.low[i] = j.simLeft / j.simRate
 	}
 }
 
@@ -537,9 +535,8 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.gShare = scratch.Grow(w.gShare, nP)
 	w.gServed = scratch.Grow(w.gServed, nP)
 	w.gSums = scratch.Grow(w.gSums, 2*nP)
-	w.lowSums = scratch.Grow(w.lowSums, nP)
-	w.lowTop = scratch.Grow(w.lowTop, nP*n)
-	w.lowTopN = scratch.Grow(w.lowTopN, nP)
+	w.listFree = scratch.Grow(w.listFree, nP*n)
+	w.listRel = scratch.Grow(w.listRel, nP*n)
 	if cap(w.top) < n {
 		w.top = make([]float64, 0, n)
 	}

@@ -362,9 +362,9 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 // job's time slice ends, every pass lists the same jobs for their misses in the same
 // order and runs exactly them:
 //
-//   - the misses are the same: a job that misses (its computation deadline past)
-//     goes on missing, and no other comes to miss before the slack runs out
-//     (setHold); so the same counts per project;
+//   - the misses are the same: a job that misses (its computation deadline past,
+//     or by missBounds' bound for the slack) goes on missing, and no other comes
+//     to miss before the slack runs out (setHold); so the same counts per project;
 //   - earliest_deadline_result lists a project's jobs earliest deadline first, as
 //     many as it has misses, and the jobs that miss are a project's earliest (their
 //     deadlines are before now + work_buf_min + the cushion, the others' after): so
@@ -372,7 +372,11 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 //     the estimated remaining time, which falls for a running job), unless the
 //     listing stops at twice the CPUs (stop_scan_cpu) first; then there is no hold
 //     when two jobs of a project with misses share a deadline, both started and
-//     one running (the order of the ties may then list another job);
+//     one running (the order of the ties may then list another job), unless both
+//     are listed and every job takes the same CPUs (listedEDF). A job may also
+//     miss by missBounds' bound (w.boundMiss), for the slack too (missesKnown);
+//     the jobs that miss are then not a project's earliest, and the ties are
+//     looked at whatever the count;
 //   - the run list's order (sortRunList) puts the deadline misses first, among them
 //     the unfinished time slices first: the running jobs' (until the first ends; a
 //     job not running has none), whose order among themselves (by CPUs, then the
@@ -423,8 +427,12 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	for p := range doc.Projects {
 		misses += w.missed[p*nR+w.cpuRes]
 	}
+	sameCPUs := true
+	for i := range w.jobs {
+		sameCPUs = sameCPUs && w.jobs[i].cpus == w.jobs[0].cpus
+	}
 	for a := range w.jobs {
-		if listed == misses {
+		if listed == misses && !w.boundMiss {
 			break // every job that misses listed: the ties' order lists no other
 		}
 		ja := &w.jobs[a]
@@ -434,12 +442,27 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 		for b := a + 1; b < len(w.jobs); b++ {
 			jb := &w.jobs[b]
 			if jb.deadline == ja.deadline && jb.started && (ja.running || jb.running) &&
-				w.missed[jb.proj*nR+jb.res] > 0 {
+				w.missed[jb.proj*nR+jb.res] > 0 && !(sameCPUs && w.listedEDF(ja.task) && w.listedEDF(jb.task)) {
 				return
 			}
 		}
 	}
 	w.hold, w.holdUntil, w.holdMiss = true, until, true
+}
+
+// listedEDF reports whether the last pass listed task (an index in doc.Tasks) for its
+// deadline miss (setEDFHold). When every started job that shares its deadline with a
+// running one (of projects with misses) is so listed, and every job takes the same
+// CPUs, the ties' order changes nothing: a running job's remaining time may move it
+// among them, but only among them, all within the jobs listed (as many, of the same
+// CPUs, in whatever order), and the listing is the same set.
+func (w *Workspace) listedEDF(task int) bool {
+	for k := range w.list {
+		if w.list[k].Task == task && w.list[k].Why == WhyEDF {
+			return true
+		}
+	}
+	return false
 }
 
 // quietPiggybackNone reports whether Piggyback would ask project p for nothing at now,

@@ -335,9 +335,11 @@ func TestPiggybackNoneKnown(t *testing.T) {
 // Earliest deadline first runs A's: the quiet pass is made (some job misses), changes
 // nothing, leaves the tasks as a full pass does, and holds until the first slice ends;
 // the held pass lists nothing and keeps the misses' counts for Arrived. On one CPU,
-// where the listing stops at two jobs, a running job and a preempted one of the same
-// deadline (their order read from the estimated remaining time) leave no hold; with
-// distinct deadlines it holds.
+// where the listing stops at two jobs, a running job and two preempted ones of the same
+// deadline (their order read from the estimated remaining time, which may grow for
+// the running one) leave no hold: the listing may take the other two; with one
+// preempted, both are listed whatever their order and it holds (issue 30's eighth
+// round: before, any such tie left no hold), and with distinct deadlines too.
 func TestEDFHold(t *testing.T) {
 	mk := func(cpus int, deadlines ...float64) *state.Document {
 		doc := host(cpus)
@@ -373,14 +375,14 @@ func TestEDFHold(t *testing.T) {
 		t.Errorf("held pass listed %v, misses %v; want nothing listed, A's 2 misses", ql, quiet.passMissed)
 	}
 	for _, c := range []struct {
-		second float64
-		hold   bool
-	}{{t0 + 5000, false}, {t0 + 5500, true}} {
-		doc := mk(1, t0+5000, c.second, t0+6000)
+		second, third float64
+		hold          bool
+	}{{t0 + 5000, t0 + 5000, false}, {t0 + 5000, t0 + 6000, true}, {t0 + 5500, t0 + 6000, true}} {
+		doc := mk(1, t0+5000, c.second, c.third)
 		quiet = Workspace{Quiet: true}
 		quiet.Schedule(doc, t0)
 		if quiet.Changed() || quiet.hold != c.hold {
-			t.Errorf("one CPU, second deadline %g: changed %v, held %v; want unchanged, held %v", c.second-t0, quiet.Changed(), quiet.hold, c.hold)
+			t.Errorf("one CPU, second and third deadlines %g, %g: changed %v, held %v; want unchanged, held %v", c.second-t0, c.third-t0, quiet.Changed(), quiet.hold, c.hold)
 		}
 	}
 }

@@ -94,10 +94,12 @@ type Workspace struct {
 	dcfOf              []float64 // per project: prepare's
 	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack and
 	// anyMiss are missesKnown's: how long from its now no job that does not miss its
-	// deadline can come to, and whether some job misses.
+	// deadline can come to (nor one that misses by missBounds' bound come not to), and
+	// whether some job misses.
 	hold             bool
 	holdUntil, slack float64
 	anyMiss          bool
+	boundMiss        bool // some job misses by missBounds' bound (setEDFHold)
 	holdMiss         bool // the hold is setEDFHold's: the passes' miss counts are passMissed
 	// fetchHold, fetchHoldUntil: no resource is short of work before fetchHoldUntil
 	// (workBound, computed at boundAt); a Reset or a pass that starts or stops a
@@ -144,8 +146,7 @@ type Workspace struct {
 	gRecSum, gCPUSecs                float64
 	gRECFree                         bool
 	perJobFails, perJobSkip          int       // missesKnown's (perJobFailed)
-	lowSums, lowTop                  []float64 // missBounds'
-	lowTopN                          []int
+	listFree, listRel                []float64 // listLower's and listUpper's (listsched.go)
 	top, low                         []float64
 }
 

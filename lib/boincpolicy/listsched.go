@@ -1,0 +1,189 @@
+package boincpolicy
+
+import (
+	"slices"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// Bounds per job from a project's list schedule (issue 30, eighth round): where the
+// sixth round's bounds per job (projectServed's w.cum, missBounds' w.low) sum a
+// project's times and divide by its CPUs, these place its jobs one by one on the CPU
+// that frees first, as the simulation does, and are then exact where one project
+// holds every CPU it can use (down-2cpu's Q waiting behind P, a host of one project:
+// part-time-4cpu).
+//
+// Why (a project's jobs ordered as pick takes them, each job running at its full
+// rate while taken, its simulated time falling a second a second): pick takes a
+// project's jobs in their order, so at every moment the jobs of p that run are the
+// first of its jobs left. Let c(s) be how many of them may run at moment s, and
+// compare the simulation with the list schedule that runs the first c(s) of p's
+// jobs left at every moment (a job starts on the CPU that frees first; with c(s)
+// never falling, no job stops). When the simulation runs at most c(s) of p's jobs at
+// every moment, each of p's jobs ends no sooner than in the list schedule; when at
+// least min(c(s), p's jobs left), no later. By induction on the jobs' order: when p's
+// jobs before job k end no later in one schedule than in the other, fewer of them are
+// left in it at every moment, so whenever the other runs job k (fewer than c(s) of
+// them before it left), it does too (until k ends in it): k runs at least as long by
+// any moment, and ends no later.
+//
+//   - A project q served every CPU (projectServed, a host whose jobs each take one
+//     CPU) has its first min(n, its jobs left) taken at every pick, and pick stops
+//     when n are: its jobs run exactly as its list schedule on n CPUs, each free from
+//     now. Every other project then runs at most n − min(n, q's jobs left) jobs: at
+//     most its list schedule on the CPUs q's leaves, each free once q's last job on
+//     it ends (missBounds: from below); any project at most n (from below).
+//   - A project served g CPUs has at least min(g, its jobs left) taken at every pick
+//     (projectServed: from above, on g CPUs free from now; fewer than g give a later
+//     end, so at most maxTop are taken).
+//   - With exactly two projects with jobs, each job one CPU, and one of them, q,
+//     served every CPU, pick takes the other's jobs until the CPUs are used: it runs
+//     exactly n − min(n, q's jobs left) of them while it has that many, so its list
+//     schedule on the CPUs q leaves is exact from above too.
+//
+// A list schedule's ends only fall when a job's time falls (the CPUs' free times,
+// kept in order, each only fall at every job placed), so a bound from above holds for
+// the horizon as projectServed's do.
+
+// listEnd places a job of time t on the CPU of free (a heap of CPUs' free times,
+// the least first) that frees first, and returns when it ends.
+func listEnd(free []float64, t float64) float64 {
+	end := free[0] + t
+	i, n := 0, len(free)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && free[c+1] < free[c] {
+			c++
+		}
+		if !(free[c] < end) {
+			break
+		}
+		free[i] = free[c]
+		i = c
+	}
+	free[i] = end
+	return end
+}
+
+// listFrom readies w.listFree, per project n CPUs' free times (a heap each): from now
+// for blocker (or every project, when blocker < 0), and for every other project where
+// the blocker's list schedule of its own jobs leaves them.
+func (w *Workspace) listFrom(nP, n, blocker int) {
+	w.listFree = scratch0(w.listFree, nP*n)
+	if blocker < 0 {
+		return
+	}
+	b := w.listFree[blocker*n : blocker*n+n]
+	for i := range w.jobs {
+		if j := &w.jobs[i]; j.proj == blocker {
+			listEnd(b, j.simLeft/j.simRate)
+		}
+	}
+	for p := range nP {
+		if p != blocker {
+			copy(w.listFree[p*n:p*n+n], b)
+		}
+	}
+	clear(b)
+}
+
+// listLower sets missBounds' w.low to the list schedules' ends from below (each job
+// one CPU, n ≤ maxTop CPUs): a project q served g CPUs (w.gServed) runs at least
+// min(g, its jobs left) at every moment, and it has at least as many left as on all n
+// CPUs from now (its jobs end no sooner there), that is until the CPUs of its list
+// schedule there that free last (the g latest) free. Every other project p runs at most
+// n less those: its list schedule on n CPUs of which each served q's g free only then
+// (when q is served every CPU, exactly where q's jobs leave them), the others from now.
+// Where the served CPUs sum past n (they cannot, at every pick at once), p's are all
+// from now.
+func (w *Workspace) listLower(nP, n int) {
+	rel := scratch0(w.listRel, nP*n) // per served project, its CPUs' free times on all n, in order
+	w.listRel = rel
+	for i := range w.jobs {
+		if j := &w.jobs[i]; w.gServed[j.proj] >= 1 {
+			listEnd(rel[j.proj*n:j.proj*n+n], j.simLeft/j.simRate)
+		}
+	}
+	served := 0
+	for q := range nP {
+		if w.gServed[q] >= 1 {
+			slices.Sort(rel[q*n : q*n+n])
+			served += min(int(w.gServed[q]), n)
+		}
+	}
+	w.listFree = scratch0(w.listFree, nP*n)
+	for p := range nP {
+		if !w.eligible[p] {
+			continue
+		}
+		f := w.listFree[p*n : p*n+n]
+		if gp := min(int(w.gServed[p]), n); served-max(gp, 0) <= n {
+			k := 0
+			for q := range nP {
+				if g := min(int(w.gServed[q]), n); q != p && g >= 1 {
+					k += copy(f[k:], rel[q*n+n-g:q*n+n])
+				}
+			}
+			slices.Sort(f) // in order: a heap
+		}
+	}
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		t := j.simLeft / j.simRate
+		w.low[i] = max(t, listEnd(w.listFree[j.proj*n:j.proj*n+n], t))
+	}
+}
+
+// listUpper lowers projectServed's w.cum to the list schedules' ends on the CPUs each
+// project is served (w.gServed), and, with exactly two projects with jobs, each job
+// one CPU and one of them served every CPU, the other's on the CPUs that one leaves.
+func (w *Workspace) listUpper(doc *state.Document, nP int) {
+	n := min(doc.Host.CPU().Instances, maxTop)
+	blocker, other, eligible := -1, -1, 0
+	for p := range nP {
+		if !w.eligible[p] {
+			continue
+		}
+		eligible++
+		if w.gServed[p] >= float64(doc.Host.CPU().Instances) && blocker < 0 {
+			blocker = p
+		} else {
+			other = p
+		}
+	}
+	exact := eligible == 2 && blocker >= 0 && doc.Host.CPU().Instances <= maxTop
+	for i := range w.jobs {
+		if exact && w.jobs[i].cpus != 1 {
+			exact = false
+		}
+	}
+	if exact {
+		w.listFrom(nP, n, blocker)
+	} else {
+		w.listFree = scratch0(w.listFree, nP*n)
+	}
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		g := min(int(w.gServed[j.proj]), n)
+		if exact && j.proj == other {
+			g = n
+		}
+		if g < 1 {
+			continue
+		}
+		w.cum[i] = min(w.cum[i], listEnd(w.listFree[j.proj*n:j.proj*n+g], j.simLeft/j.simRate))
+	}
+}
+
+// scratch0 is b with room for n, cleared.
+func scratch0(b []float64, n int) []float64 {
+	if cap(b) < n {
+		b = make([]float64, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}

@@ -1,0 +1,261 @@
+package boincpolicy
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/bkit/bkit/lib/credit"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// TestListBoundsAgainstSimulation: on random queues (a third of them one project's),
+// every job's bounds per job at now (projectServed's from above, missBounds' from
+// below, with the list schedules') hold in the simulation: each job's computation
+// deadline set just before its bound from below, it misses; just after its bound from
+// above, it does not. (Its deadline is read only by the miss test, so the simulation
+// is the same whatever it is.)
+func TestListBoundsAgainstSimulation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 8))
+	comp := WorkBufMin(&host(1).Preferences) + DeadlineCushion
+	exact := 0
+	for trial := range 20000 {
+		doc := randomQueue(rng)
+		if rng.IntN(3) == 0 {
+			for i := range doc.Tasks {
+				doc.Tasks[i].Project, doc.Tasks[i].AppVersion = "A", "A/v"
+			}
+		}
+		var q Workspace
+		q.view(doc)
+		q.prepareJobs(doc)
+		if len(q.jobs) == 0 || !q.projectBounds(doc, t0, 0) {
+			continue
+		}
+		q.missBounds(doc)
+		for _, below := range []bool{true, false} {
+			for i := range q.jobs {
+				at := q.cum[i]*(1+1e-9) + 1e-3
+				if below {
+					at = q.low[i]*(1-1e-9) - 1e-3
+				}
+				doc.Tasks[q.jobs[i].task].ReportDeadline = t0 + comp + at
+			}
+			var sim Workspace
+			sim.Simulate(doc, t0)
+			for i := range sim.jobs {
+				if sim.jobs[i].misses != below {
+					t.Fatalf("trial %d: job %d (project %d of %v served) misses %v with its computation deadline just %s its bound (%.3f from below, %.3f from above)",
+						trial, i, q.jobs[i].proj, q.gServed, sim.jobs[i].misses, map[bool]string{true: "before", false: "after"}[below], q.low[i], q.cum[i])
+				}
+			}
+		}
+		for i := range q.jobs {
+			if q.low[i] >= q.cum[i]*(1-1e-9) {
+				exact++
+			}
+		}
+	}
+	if exact < 20000 {
+		t.Errorf("the bounds met on %d jobs only", exact)
+	}
+	t.Logf("the bounds met on %d jobs", exact)
+}
+
+// TestListBoundsBehindABlocker: down-2cpu's queue: P, of the lower REC, served both
+// CPUs, has its 7 jobs (two of 840 s) ahead of Q's 24 jobs of an hour; P's last two
+// jobs end at 8,040 and 11,640 s, and Q's then run two at a time from there. The sums'
+// bounds put Q's fourth job at 13,440 s from below and left the jobs whose computation
+// deadline fell between open (the simulation ran at almost every pass); the list
+// schedules put every one of Q's jobs exactly, and the misses are known.
+func TestListBoundsBehindABlocker(t *testing.T) {
+	doc := host(2)
+	doc.Projects[0].REC, doc.Projects[1].REC = 10, 40
+	doc.Projects[0].RECTime, doc.Projects[1].RECTime = t0, t0
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	for i := range 7 {
+		secs := 3600.0
+		if i < 2 {
+			secs = 840
+		}
+		doc.Tasks = append(doc.Tasks, task(fmt.Sprint("P", i), "A", secs, t0+comp+80000))
+	}
+	for i := range 24 {
+		// Q's i-th ends at 11,640 s + an hour for every two before it; the even ones'
+		// computation deadlines 1,380 s before their end (past the sums' bound from
+		// below from the fourth on), the odd ones' 420 s after it.
+		end := float64(11640 + 3600*((i+1)/2))
+		if i%2 == 0 {
+			end -= 1380
+		} else {
+			end += 420
+		}
+		doc.Tasks = append(doc.Tasks, task(fmt.Sprint("Q", i), "B", 3600, t0+comp+end))
+	}
+	var sim Workspace
+	sim.Simulate(doc, t0)
+	var q Workspace
+	q.view(doc)
+	q.prepareJobs(doc)
+	if !q.missesKnown(doc, t0) {
+		t.Fatalf("misses not known without the simulation (it finds %v)", sim.missed)
+	}
+	want := []int{0, 12}
+	for k := range want {
+		if q.missed[k] != sim.missed[k] || sim.missed[k] != want[k] {
+			t.Fatalf("misses %v, the simulation's %v, want %v", q.missed, sim.missed, want)
+		}
+	}
+	for i := range q.jobs {
+		if q.jobs[i].misses != sim.jobs[i].misses {
+			t.Errorf("job %d misses %v, in the simulation %v", i, q.jobs[i].misses, sim.jobs[i].misses)
+		}
+	}
+}
+
+// TestEDFHoldOnBoundMisses: on random queues, passed until a quiet pass holds for its
+// deadline misses (setEDFHold) with some miss found by missBounds' bound, every
+// moment of 60 s within the hold (the running jobs' work done at any rate up to their
+// speed, their elapsed times grown, the RECs brought up to date with any use of the
+// CPUs) has a whole pass (the simulation, every entry listed) that changes nothing
+// and counts the misses the hold keeps.
+func TestEDFHoldOnBoundMisses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 9))
+	held, moments := 0, 0
+	for trial := range 20000 {
+		doc := randomQueue(rng)
+		doc.BOINCEmulator = false
+		if rng.IntN(2) == 0 {
+			// down-2cpu's shape: A of the lower REC with jobs queued, B's jobs
+			// running, to miss behind A's.
+			doc.Projects[0].REC, doc.Projects[1].REC = 5*rng.Float64(), 50+50*rng.Float64()
+		}
+		for p := range doc.Projects {
+			doc.Projects[p].RECTime = t0
+		}
+		// Deadlines shared (jobs of one reply), and jobs started and preempted, their
+		// remaining times apart: the ties of earliest_deadline_result.
+		for i := range doc.Tasks {
+			tk := &doc.Tasks[i]
+			if i > 0 && rng.IntN(2) == 0 {
+				tk.ReportDeadline = doc.Tasks[i-1].ReportDeadline
+			}
+			if tk.State != state.TaskRunning && rng.IntN(3) == 0 {
+				tk.State = state.TaskPreempted
+			}
+			if tk.State != state.TaskReady {
+				tk.FlopsDone = tk.EstimatedFlops * 0.5 * rng.Float64()
+				tk.FractionDone = tk.FlopsDone / (tk.EstimatedFlops * 1.6)
+			}
+		}
+		var quiet Workspace
+		quiet.Quiet = true
+		now := t0
+		for range 3 {
+			quiet.Schedule(doc, now)
+			if quiet.hold {
+				break
+			}
+			now += 60
+			quiet.TasksChanged()
+		}
+		if !quiet.hold || !quiet.holdMiss || !quiet.boundMiss {
+			continue
+		}
+		held++
+		missed := slices.Clone(quiet.passMissed)
+		rel := RelativeSpeeds(&doc.Host, nil)
+		used := make([][]float64, len(doc.Projects))
+		favoured := rng.IntN(len(doc.Projects))
+		var d credit.Decay
+		for now+60 < quiet.holdUntil {
+			now += 60
+			for i := range doc.Tasks {
+				tk := &doc.Tasks[i]
+				if tk.State != state.TaskRunning {
+					continue
+				}
+				tk.ElapsedTime += 60
+				tk.FlopsDone = min(tk.EstimatedFlops*1.5, tk.FlopsDone+60e9*rng.Float64())
+				tk.FractionDone = tk.FlopsDone / (tk.EstimatedFlops * 1.6)
+			}
+			for p := range used {
+				used[p] = []float64{0}
+			}
+			used[favoured][0] = float64(doc.Host.CPU().Instances)
+			AccountDecay(doc, used, 60, now, rel, &d)
+			if l := quiet.Schedule(doc, now); len(l) != 0 || !quiet.hold {
+				t.Fatalf("trial %d: the quiet pass %.0f s in not held", trial, now-t0)
+			}
+			full := *doc
+			full.Tasks = slices.Clone(doc.Tasks)
+			full.CPUSched = nil
+			var w Workspace
+			w.Schedule(&full, now)
+			if w.Changed() || !slices.Equal(w.passMissed, missed) {
+				t.Fatalf("trial %d: %.0f s into a hold until %.0f s, the whole pass changed %v, misses %v, the hold's %v\n%+v",
+					trial, now-t0, quiet.holdUntil-t0, w.Changed(), w.passMissed, missed, doc.Tasks)
+			}
+			moments++
+		}
+	}
+	if held < 3000 {
+		t.Errorf("%d holds for misses found by the bound only", held)
+	}
+	t.Logf("%d holds for misses found by the bound, %d moments within them", held, moments)
+}
+
+// TestEDFHoldTiesListed: on one CPU, A (of the lower REC) served it with three hours
+// of jobs queued, B's three started jobs of one deadline all miss behind them (by
+// missBounds' bound), and the listing stops at two: B's running job and the preempted
+// one of the lesser remaining time, not the third. The running job's estimated
+// remaining time may grow (its work done passes its estimate: state.Task.RemainingWork
+// then reads the fraction done), past the third's, which the listing then takes
+// instead of it, and a pass preempts it: no hold. With two CPUs, the listing takes
+// all three, whatever their order, and the pass holds.
+func TestEDFHoldTiesListed(t *testing.T) {
+	mk := func(cpus int) *state.Document {
+		doc := host(cpus)
+		doc.Projects[0].REC, doc.Projects[1].REC = 1, 100
+		doc.Projects[0].RECTime, doc.Projects[1].RECTime = t0, t0
+		comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+		for i := range 3 * cpus {
+			doc.Tasks = append(doc.Tasks, task(fmt.Sprint("a", i), "A", 3600, t0+1e6))
+		}
+		// B's true work three times its estimate; the running one near its estimate.
+		for i, done := range []float64{3590e9, 1e9, 0.5e9} {
+			tk := task(fmt.Sprint("b", i), "B", 3600, t0+comp+5000)
+			tk.State, tk.FlopsDone = state.TaskPreempted, done
+			tk.FractionDone = done / (3 * tk.EstimatedFlops)
+			if i < cpus {
+				tk.State = state.TaskRunning
+				tk.ElapsedTime = 60
+			}
+			doc.Tasks = append(doc.Tasks, tk)
+		}
+		return doc
+	}
+	doc := mk(1)
+	quiet := Workspace{Quiet: true}
+	quiet.Schedule(doc, t0)
+	if quiet.Changed() || !quiet.boundMiss || quiet.hold {
+		t.Errorf("one CPU: changed %v, misses by the bound %v, held %v; want unchanged, by the bound, not held", quiet.Changed(), quiet.boundMiss, quiet.hold)
+	}
+	// Why: 60 s later the running job's work done has passed its estimate.
+	b0 := &doc.Tasks[len(doc.Tasks)-3]
+	b0.FlopsDone, b0.ElapsedTime = 3650e9, 120
+	b0.FractionDone = b0.FlopsDone / (3 * b0.EstimatedFlops)
+	var full Workspace
+	full.Schedule(doc, t0+60)
+	if !full.Changed() || b0.State == state.TaskRunning {
+		t.Errorf("one CPU, 60 s later: the whole pass changed %v, b0 %v; want b0 preempted", full.Changed(), b0.State)
+	}
+	doc = mk(2)
+	quiet = Workspace{Quiet: true}
+	quiet.Schedule(doc, t0)
+	if quiet.Changed() || !quiet.boundMiss || !quiet.hold || !quiet.holdMiss {
+		t.Errorf("two CPUs: changed %v, misses by the bound %v, held %v (for misses %v); want unchanged, by the bound, held for misses",
+			quiet.Changed(), quiet.boundMiss, quiet.hold, quiet.holdMiss)
+	}
+}
