@@ -28,7 +28,8 @@
 //     instance given. A task, started or not, that can no longer meet its deadline even if run
 //     from now on without a break (by its estimate, corrected only downwards; a started
 //     one by its progress when the app reports it) is abandoned (done, as a BOINC client aborts a late unstarted job): running it
-//     would only waste the host.
+//     would only waste the host. While GPU computing is suspended (doc.GPUsSuspended)
+//     no coprocessor task runs, so their CPU fractions go to CPU tasks.
 //   - Work fetch (Request): each project keeps a buffer of its own, in wall-clock time:
 //     enough of its work to last the work buffer at the rate its share gives it, with
 //     the host's on fraction counted (seed 001 counts only the active fraction;

@@ -2,6 +2,7 @@ package goals
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,6 +233,39 @@ func TestOvercommitBesideCoprocessor(t *testing.T) {
 	}
 	if d.Tasks[0].State != state.TaskRunning || running != 3 {
 		t.Errorf("%d tasks running (GPU task %s), want the GPU task and two CPU tasks", running, d.Tasks[0].State)
+	}
+}
+
+// TestScheduleGPUsSuspended: while GPU computing is suspended (state.Document.GPUsSuspended,
+// BOINC's gpu_suspend_reason) no coprocessor task runs and the CPUs its tasks would
+// hold go to CPU tasks: a GPU task taking 1.5 CPUs beside two CPUs left one CPU task
+// waiting and 0.5 of a CPU idle while the GPU computed nothing (c103, c011 under
+// --emulate boinc). Once computing resumes the GPU task runs again.
+func TestScheduleGPUsSuspended(t *testing.T) {
+	d := doc()
+	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	d.AppVersions = append(d.AppVersions, state.AppVersion{Name: "a_gpu", Project: "A", AvgNCPUs: 1.5, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	d.Tasks = []state.Task{
+		task("g1", "A", "a_gpu", 3600e10, 0, 1e6),
+		task("a1", "A", "a", 3600e9, 0, 1e6),
+		task("b1", "B", "b", 3600e9, 0, 1e6),
+	}
+	states := func() []state.TaskState {
+		return []state.TaskState{d.Tasks[0].State, d.Tasks[1].State, d.Tasks[2].State}
+	}
+	Schedule(d, 0)
+	if got := states(); !slices.Equal(got, []state.TaskState{state.TaskRunning, state.TaskRunning, state.TaskReady}) {
+		t.Fatalf("GPUs computing: %v, want the GPU task and one CPU task running", got)
+	}
+	d.GPUsSuspended = true
+	Schedule(d, 60)
+	if got := states(); !slices.Equal(got, []state.TaskState{state.TaskPreempted, state.TaskRunning, state.TaskRunning}) {
+		t.Errorf("GPUs suspended: %v, want the GPU task preempted and both CPU tasks running", got)
+	}
+	d.GPUsSuspended = false
+	Schedule(d, 120)
+	if d.Tasks[0].State != state.TaskRunning {
+		t.Errorf("GPUs computing again: the GPU task %s, want running", d.Tasks[0].State)
 	}
 }
 

@@ -120,6 +120,12 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) (abandoned []int)
 		free := float64(h.Resources[r].Instances)
 		if r == cpu {
 			free = cpuFree
+		} else if doc.GPUsSuspended {
+			// GPU computing is suspended: no coprocessor task runs, so none holds
+			// CPUs the CPU tasks could use (BOINC's client, cpu_sched.cpp
+			// can_schedule). Run, they computed nothing and their CPU fractions
+			// left CPUs idle beside whole-CPU tasks while the GPUs were off.
+			continue
 		}
 		// BOINC's overcommit (state.CPUsFit): a CPU task starts while a CPU is
 		// uncommitted, a coprocessor task may overcommit the CPUs by up to one.

@@ -25,7 +25,7 @@ func (s *Sim) boincStep(now float64) {
 	// available in the figures.
 	s.gpuSuspended = !s.gpuPrev
 	s.gpuRun = !s.gpuSuspended
-	if s.boincClient() && s.doc.GPUsSuspended != s.gpuSuspended {
+	if s.knowsGPUSuspension() && s.doc.GPUsSuspended != s.gpuSuspended {
 		// BOINC's client knows the suspension (gpu_suspend_reason): its
 		// scheduler runs no coprocessor job while it holds, and its simulation
 		// counts no coprocessor job's CPUs (state.Document.GPUsSuspended).
@@ -43,7 +43,7 @@ func (s *Sim) boincStep(now float64) {
 		// simulate's loop goes round again after an RPC, and it set
 		// gpu_suspend_reason from this step's sample at the end of the first round:
 		// the second pass sees this step's suspension (client/sim.cpp simulate).
-		if s.boincClient() && s.gpuSuspended != !s.avail.GPUActive {
+		if s.knowsGPUSuspension() && s.gpuSuspended != !s.avail.GPUActive {
 			s.gpuSuspended = !s.avail.GPUActive
 			s.gpuRun = !s.gpuSuspended
 			s.doc.GPUsSuspended = s.gpuSuspended
@@ -56,6 +56,17 @@ func (s *Sim) boincStep(now float64) {
 	// simulate sets gpu_suspend_reason from this step's sample once its
 	// scheduler has run (inside if (on): an off step leaves it as it was).
 	s.gpuPrev = s.avail.GPUActive
+}
+
+// knowsGPUSuspension reports whether the run's client is told when its GPU computing is
+// suspended (state.Document.GPUsSuspended), as BOINC's client knows it
+// (gpu_suspend_reason): policy boinc and policy goals under --emulate boinc.
+func (s *Sim) knowsGPUSuspension() bool {
+	switch s.policy.(type) {
+	case *boincPolicy, *goalsPolicy:
+		return s.cfg.EmulateBOINC
+	}
+	return false
 }
 
 // noteStarts numbers the tasks a pass started for the first time (job.started), in the

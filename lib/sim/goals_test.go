@@ -29,3 +29,36 @@ func TestGoalsReplyKeepsD(t *testing.T) {
 		}
 	}
 }
+
+// TestGoalsKnowsGPUSuspension: under --emulate boinc goals is told when GPU computing is
+// suspended (state.Document.GPUsSuspended, as BOINC's emulator's client knows it) and
+// then runs no coprocessor task, so that their CPU fractions go to CPU tasks (c103: 16
+// CPUs, GPU active 0.75, a CPU idle beside two stalled GPU tasks a third of the time).
+// Policy seed is not told.
+func TestGoalsKnowsGPUSuspension(t *testing.T) {
+	for _, policy := range []string{"goals", "seed"} {
+		s, err := New(load(t, "../../scenarios/corpus/c103"), Config{Duration: 86400, Delta: 60, Policy: policy, Seed: 1, EmulateBOINC: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		suspended, gpuRan := 0, 0
+		for s.Step() {
+			doc := s.Doc()
+			if !doc.GPUsSuspended {
+				continue
+			}
+			suspended++
+			for i := range doc.Tasks {
+				if doc.Tasks[i].State == state.TaskRunning && doc.AppVersions[s.jobs[i].av].Coproc != nil {
+					gpuRan++
+				}
+			}
+		}
+		switch {
+		case policy == "goals" && (suspended == 0 || gpuRan > 0):
+			t.Errorf("goals: told of %d suspended steps, a coprocessor task ran in %d task-steps of them; want some and none", suspended, gpuRan)
+		case policy == "seed" && suspended > 0:
+			t.Errorf("seed: told of %d suspended steps, want none", suspended)
+		}
+	}
+}

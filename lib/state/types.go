@@ -37,11 +37,12 @@ type Document struct {
 	// emulator's client does (its servers never send no_rsc_apps).
 	BOINCEmulator bool `json:"boinc_emulator,omitempty" yaml:"boinc_emulator,omitempty" doc:"set by bsim --emulate boinc: the client runs under BOINC's emulator's conventions (client/sim.cpp), whose servers never say which resources a project has no apps for, so policy boinc asks every project for every resource; absent: it asks a project only for resources it has app versions for"`
 	// GPUsSuspended: the client's GPU computing is suspended now, as BOINC's client
-	// knows it (gpu_suspend_reason). bsim --emulate boinc sets it for policy boinc as
-	// BOINC's emulator does, from the GPUs' activity of the step before
+	// knows it (gpu_suspend_reason). bsim --emulate boinc sets it for policies boinc
+	// and goals as BOINC's emulator does, from the GPUs' activity of the step before
 	// (client/sim.cpp simulate); policy boinc then runs no coprocessor job and counts
-	// no coprocessor job's CPUs in its round-robin simulation.
-	GPUsSuspended bool `json:"gpus_suspended,omitempty" yaml:"gpus_suspended,omitempty" doc:"set by bsim --emulate boinc for policy boinc: GPU computing is suspended now, as BOINC's emulator's client sees it (client/sim.cpp sets gpu_suspend_reason from the GPUs' activity of the step before); policy boinc then schedules no coprocessor job and counts no coprocessor job's CPUs in its round-robin simulation (cpu_sched.cpp, rr_sim.cpp); absent: not suspended"`
+	// no coprocessor job's CPUs in its round-robin simulation, policy goals runs no
+	// coprocessor task.
+	GPUsSuspended bool `json:"gpus_suspended,omitempty" yaml:"gpus_suspended,omitempty" doc:"set by bsim --emulate boinc for policies boinc and goals: GPU computing is suspended now, as BOINC's emulator's client sees it (client/sim.cpp sets gpu_suspend_reason from the GPUs' activity of the step before); policy boinc then schedules no coprocessor job and counts no coprocessor job's CPUs in its round-robin simulation (cpu_sched.cpp, rr_sim.cpp), policy goals runs no coprocessor task; absent: not suspended"`
 }
 
 // Host describes the machine.
