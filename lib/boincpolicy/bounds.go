@@ -70,8 +70,11 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	w.anyMiss, w.boundMiss = false, false
 	// The bounds per job (projectBounds), when the resource's do not decide: first
 	// good until recHorizon, then at now only (now2); and missBounds'.
-	perJob, exact, lower, now2 := false, false, false, false
-	lowExact, fall := false, 0.0 // missBounds' at now only; lowFall's
+	perJob, lower, now2 := false, false, false
+	// The served CPUs' horizon (recHorizons[level], the last at now only), and
+	// missBounds': its level, and lowFall's.
+	level, lowLevel, fall := 0, 0, 0.0
+	last := len(recHorizons) - 1
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if now > j.deadline-comp { // the simulation's test, at its earliest finish
@@ -95,63 +98,71 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 				return false
 			}
 			perJob = true
-			if !w.projectServed(doc, now, recHorizon) {
-				exact = true
-				w.projectServed(doc, now, 0)
+			for !w.projectServed(doc, now, recHorizons[level]) {
+				level++
 			}
 			w.slack = min(w.slack, recHorizon)
 		}
-		late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
-		if late >= 0 {
-			if exact {
-				now2 = true
-			}
-			w.slack = min(w.slack, late)
-			continue
-		}
-		// A miss by the bound from below, found with the served CPUs of the
-		// horizon where they are (lowExact: at now only), before the served CPUs
-		// at now alone are tried for an end in time (which leave no slack).
-		if !lower {
-			w.missBounds(doc)
-			lower, lowExact, fall = true, exact, w.lowFall(doc)
-		}
-		if over := now + w.low[i]*(1-1e-9) - 1e-6 - (j.deadline - comp); over > 0 {
-			w.anyMiss, w.boundMiss = true, true
-			j.misses = true // certainly: counted below
-			if lowExact {
-				now2 = true
-			} else if fall > 0 {
-				w.slack = min(w.slack, over/fall)
-			}
-			continue
-		}
-		if !exact && !w.gRECFree {
-			// The served CPUs at now alone (as many or more: the cum falls).
-			exact = true
-			w.projectServed(doc, now, 0)
-			// And the bound from below with them, from now on (as many or more
-			// CPUs served: a blocker found where the horizon's had none).
-			lower = false
-			if late = j.deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6); late >= 0 {
-				now2 = true
+		for {
+			if late = w.cumLate(doc, i, now, comp); late >= 0 {
+				if level == last {
+					now2 = true
+				}
 				w.slack = min(w.slack, late)
-				continue
+				break
 			}
-			w.missBounds(doc)
-			lower, lowExact = true, true
-			if now+w.low[i]*(1-1e-9)-1e-6 > j.deadline-comp {
+			// A miss by the bound from below, found with the served CPUs of the
+			// horizon, before shorter horizons are tried (for an end in time, and
+			// then the bound from below again: as many or more CPUs served).
+			if !lower {
+				w.missBounds(doc)
+				lower, lowLevel, fall = true, level, w.lowFall(doc)
+			}
+			if over := now + w.low[i]*(1-1e-9) - 1e-6 - (j.deadline - comp); over > 0 {
 				w.anyMiss, w.boundMiss = true, true
-				j.misses = true
-				now2 = true
-				continue
+				j.misses = true // certainly: counted below
+				if lowLevel == last {
+					now2 = true
+				} else if fall > 0 {
+					w.slack = min(w.slack, over/fall)
+				}
+				break
 			}
+			if w.gRECFree || level == last {
+				w.perJobFailed()
+				return false
+			}
+			// A shorter horizon, where the REC moves less (the last: now alone),
+			// but where the shorter ones have failed of late (shortFailed); one
+			// that serves the same CPUs gives the same bounds, and fails again.
+			for {
+				if level++; level < last && w.shortSkip > 0 {
+					w.shortSkip--
+					level = last
+				} else if level == last && last > 1 {
+					w.shortFailed()
+				}
+				for ; !w.projectServed(doc, now, recHorizons[level]); level++ {
+				}
+				if !w.servedSame || level == last {
+					break
+				}
+			}
+			if w.servedSame {
+				w.perJobFailed()
+				return false
+			}
+			if h := recHorizons[level]; h > 0 {
+				w.slack = min(w.slack, h)
+			}
+			lower = false
 		}
-		w.perJobFailed()
-		return false
 	}
 	if perJob {
 		w.perJobFails = 0
+		if level > 0 && level < last {
+			w.shortFails = 0
+		}
 	}
 	if now2 {
 		w.slack = 0
@@ -203,6 +214,17 @@ func (w *Workspace) perJobFailed() {
 
 const perJobTries, perJobRest = 4, 16
 
+// shortFailed counts a pass at which the shorter horizons of recHorizons left a job
+// open (the served CPUs at now alone then decided): after perJobTries in a row they
+// are not tried at the next perJobRest passes that would need them (part-time-4cpu's
+// RECs move too fast for any, and trying them cost a twentieth of its run). Whether
+// they are tried changes no decision, only how long the pass may be held.
+func (w *Workspace) shortFailed() {
+	if w.shortFails++; w.shortFails >= perJobTries {
+		w.shortFails, w.shortSkip = 0, perJobRest
+	}
+}
+
 // projectBounds readies missesKnown's bound per job (w.cum[i]: job i ends by now +
 // w.cum[i] in the simulation), on a host whose runnable jobs are all CPU jobs. It
 // reports false when the host has other jobs than CPU jobs.
@@ -232,7 +254,25 @@ const perJobTries, perJobRest = 4, 16
 // horizon, the tasks staying as they are: the served CPUs are then found for any REC
 // the projects may have by then (recRange), and the times only fall.
 func (w *Workspace) projectBounds(doc *state.Document, now, horizon float64) bool {
-	return w.projectStats(doc) && w.projectServed(doc, now, horizon)
+	if !w.projectStats(doc) || !w.projectServed(doc, now, horizon) {
+		return false
+	}
+	w.listUpper(doc, len(doc.Projects))
+	return true
+}
+
+// cumLate is how long job i ends before its computation deadline (now, comp:
+// missesKnown's) by projectServed's bound from above (a margin for rounding: the
+// simulation sums the same times in another order), the list schedules' taken
+// (listUpper) only when the sums' leave it late: they cost more, and most passes
+// need only the sums.
+func (w *Workspace) cumLate(doc *state.Document, i int, now, comp float64) float64 {
+	late := w.jobs[i].deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
+	if late < 0 && !w.listUp {
+		w.listUpper(doc, len(doc.Projects))
+		late = w.jobs[i].deadline - comp - (now + w.cum[i]*(1+1e-9) + 1e-6)
+	}
+	return late
 }
 
 // projectStats is projectBounds' first part, whatever the horizon: per project its
@@ -310,6 +350,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 			return false
 		}
 	}
+	w.gPrev = append(w.gPrev[:0], w.gServed...)
 	cpus := float64(doc.Host.CPU().Instances)
 	// What pick's sums of the CPUs in use may differ by from these, in another order.
 	limit := cpus*(1-1e-12) - 1e-9
@@ -375,7 +416,8 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 		sums[p] += t
 		cpuSums[p] += j.cpus * t
 	}
-	w.listUpper(doc, nP)
+	w.listUp = false
+	w.servedSame = slices.Equal(w.gPrev, w.gServed)
 	return true
 }
 
@@ -514,6 +556,11 @@ func (w *Workspace) recRange(doc *state.Document, recSum, until float64) (decay,
 // its slack may then be.
 const recHorizon = 3600
 
+// recHorizons are the horizons missesKnown tries in turn for the served CPUs, where a
+// longer one leaves a job open (the REC moves less in a shorter one), the last at now
+// only.
+var recHorizons = [...]float64{recHorizon, 600, 0}
+
 // growJobs is scratch.Grow for a slice per job, with room for twice as many: the
 // jobs' count grows by a few at a time in a run, and a slice grown to each new
 // count would allocate at every one (TestStepLoopAllocatesNothing).
@@ -534,6 +581,9 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.gPrio = scratch.Grow(w.gPrio, nP)
 	w.gShare = scratch.Grow(w.gShare, nP)
 	w.gServed = scratch.Grow(w.gServed, nP)
+	if cap(w.gPrev) < nP {
+		w.gPrev = make([]float64, 0, nP)
+	}
 	w.gSums = scratch.Grow(w.gSums, 2*nP)
 	w.listFree = scratch.Grow(w.listFree, nP*n)
 	w.listRel = scratch.Grow(w.listRel, nP*n)

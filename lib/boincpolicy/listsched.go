@@ -141,6 +141,7 @@ func (w *Workspace) listLower(nP, n int) {
 // project is served (w.gServed), and, with exactly two projects with jobs, each job
 // one CPU and one of them served every CPU, the other's on the CPUs that one leaves.
 func (w *Workspace) listUpper(doc *state.Document, nP int) {
+	w.listUp = true
 	n := min(doc.Host.CPU().Instances, maxTop)
 	blocker, other, eligible := -1, -1, 0
 	for p := range nP {

@@ -115,14 +115,15 @@ func TestListBoundsBehindABlocker(t *testing.T) {
 }
 
 // TestEDFHoldOnBoundMisses: on random queues, passed until a quiet pass holds for its
-// deadline misses (setEDFHold) with some miss found by missBounds' bound, every
-// moment of 60 s within the hold (the running jobs' work done at any rate up to their
-// speed, their elapsed times grown, the RECs brought up to date with any use of the
-// CPUs) has a whole pass (the simulation, every entry listed) that changes nothing
-// and counts the misses the hold keeps.
+// deadline misses (setEDFHold), every moment of 60 s within the hold (the running
+// jobs' work done at any rate up to their speed, their elapsed times grown, the RECs
+// brought up to date with any use of the CPUs) has a whole pass (the simulation,
+// every entry listed) that changes nothing and counts the misses the hold keeps. It
+// wants many holds with some miss found by missBounds' bound, and many where a
+// running job runs for its time slice, not listed for a miss.
 func TestEDFHoldOnBoundMisses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(30, 9))
-	held, moments := 0, 0
+	held, bound, slice, moments := 0, 0, 0, 0
 	for trial := range 20000 {
 		doc := randomQueue(rng)
 		doc.BOINCEmulator = false
@@ -160,10 +161,27 @@ func TestEDFHoldOnBoundMisses(t *testing.T) {
 			now += 60
 			quiet.TasksChanged()
 		}
-		if !quiet.hold || !quiet.holdMiss || !quiet.boundMiss {
+		if !quiet.hold || !quiet.holdMiss {
 			continue
 		}
 		held++
+		if quiet.boundMiss {
+			bound++
+		}
+		edf := 0
+		for _, e := range quiet.list {
+			if e.Why == WhyEDF && e.Runs {
+				edf++
+			}
+		}
+		for i := range doc.Tasks {
+			if doc.Tasks[i].State == state.TaskRunning {
+				edf--
+			}
+		}
+		if edf < 0 {
+			slice++
+		}
 		missed := slices.Clone(quiet.passMissed)
 		rel := RelativeSpeeds(&doc.Host, nil)
 		used := make([][]float64, len(doc.Projects))
@@ -200,10 +218,10 @@ func TestEDFHoldOnBoundMisses(t *testing.T) {
 			moments++
 		}
 	}
-	if held < 3000 {
-		t.Errorf("%d holds for misses found by the bound only", held)
+	if bound < 3000 || slice < 150 {
+		t.Errorf("%d holds for misses, %d with misses found by the bound, %d with a job running for its slice: want more", held, bound, slice)
 	}
-	t.Logf("%d holds for misses found by the bound, %d moments within them", held, moments)
+	t.Logf("%d holds for misses, %d with misses found by the bound, %d with a job running for its slice; %d moments within them", held, bound, slice, moments)
 }
 
 // TestEDFHoldTiesListed: on one CPU, A (of the lower REC) served it with three hours

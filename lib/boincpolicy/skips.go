@@ -355,9 +355,9 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 // decides the run, not the time slices. It holds only on a host whose runnable jobs
 // are all CPU jobs, none of a project whose correction factor puts its jobs in EDF,
 // when the pass started or stopped no job (under BOINC's emulator every running job
-// has run: its remaining work is its true one), every job that runs is in the list
-// for its deadline miss (WhyEDF) and the running jobs fill the CPUs (free ≤ 0 after
-// them, so no CPU job after them in the list runs: state.CPUsFit). Then, while the
+// has run: its remaining work is its true one) and the running jobs fill the CPUs
+// (free ≤ 0 after them, so no CPU job after them in the list runs: state.CPUsFit).
+// Then, while the
 // tasks stay as they are, until now + missesKnown's slack and the first running
 // job's time slice ends, every pass lists the same jobs for their misses in the same
 // order and runs exactly them:
@@ -381,8 +381,14 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 //     the unfinished time slices first: the running jobs' (until the first ends; a
 //     job not running has none), whose order among themselves (by CPUs, then the
 //     list's) leaves them all running (they all ran in this pass, and the CPUs are
-//     summed in an order the ties do not change where they differ); the jobs listed
-//     by priority (the REC moves) come after them and find the CPUs full.
+//     summed in an order the ties do not change where they differ); then the
+//     running jobs not listed for a miss, each within its slice, whether listed by
+//     priority or for its slice: the same jobs in every pass, the other jobs
+//     listed by priority (the REC moves) after them (not running, no slice), and
+//     again all of them run (they all ran, the same argument), leaving the CPUs
+//     full for the rest. (Until issue 30's eighth round every job that ran had to
+//     be listed for its miss: down-2cpu, noisy and deadlines-4cpu refused 199, 371
+//     and 600 holds in a 10-day run where one ran for its slice.)
 //
 // (deadlines-4cpu made a full pass at almost every step for its misses.)
 func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
@@ -416,9 +422,6 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	}
 	listed := 0 // the jobs listed for their misses
 	for k := range w.list {
-		if w.list[k].Runs && w.list[k].Why != WhyEDF {
-			return
-		}
 		if w.list[k].Why == WhyEDF {
 			listed++
 		}

@@ -140,13 +140,16 @@ type Workspace struct {
 	chosen                   []bool
 	coprocUsed               []float64
 	// projectBounds' and saturatedBound's (bounds.go)
-	gServed                          []float64
+	gServed, gPrev                   []float64 // gPrev: projectServed's last, before it
+	servedSame                       bool      // projectServed served the same CPUs as before
 	gCPUs, gBump, gPrio, gShare, cum []float64
 	gSums                            []float64
 	gRecSum, gCPUSecs                float64
 	gRECFree                         bool
 	perJobFails, perJobSkip          int       // missesKnown's (perJobFailed)
+	shortFails, shortSkip            int       // missesKnown's (shortFailed)
 	listFree, listRel                []float64 // listLower's and listUpper's (listsched.go)
+	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
 }
 
