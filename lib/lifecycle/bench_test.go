@@ -110,7 +110,7 @@ func benchLifecycle(b *testing.B, dsn string) {
 	rows.Close()
 	b.Logf("setup: %d workunits, %d ready, %v", n, ready, time.Since(t1))
 
-	load := servertest.StartLoad(b, dsn, benchHosts())
+	load := servertest.StartFromEnv(b, dsn, benchHosts())
 	defer load.Stop()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// The RPCs' latency with no pass running, what each pass's is held to (issue 33:
@@ -121,6 +121,7 @@ func benchLifecycle(b *testing.B, dsn string) {
 	idle, idleSteps := load.Latencies(), steps()
 	b.ResetTimer() // which forgets the metrics reported so far: idle's is reported after the passes'
 	defer servertest.Report(b, "idle-rpc-", idle)
+	defer b.ReportMetric(servertest.RateFromEnv(b), "rpc-rate") // 0: the closed loop
 	defer reportSteps(b, "idle-rpc-", idleSteps)
 	// Assimilation 20 days before t0, file deletion 10 days before, purge of what went
 	// more than 5 days ago an hour after t0: the ready 100,000 and none of the rest.

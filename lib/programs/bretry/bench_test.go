@@ -74,7 +74,7 @@ func benchPass(b *testing.B, dsn string) {
 
 	// The endpoint, and hosts that ask it for nothing but still write (their RPC
 	// time) in one transaction each, as every scheduler request does.
-	load := servertest.StartLoad(b, dsn, 4)
+	load := servertest.StartFromEnv(b, dsn, 4)
 	steps := timeSteps(b, map[string]*store.Store{"rpc": load.Store(), "pass": st})
 	time.Sleep(benchIdle())
 	idle := load.Latencies()
@@ -112,6 +112,7 @@ func benchPass(b *testing.B, dsn string) {
 	b.ReportMetric(float64(n*b.N)/wall.Seconds(), "wu/s")
 	servertest.Report(b, "rpc-", lat)
 	servertest.Report(b, "rpc-idle-", idle)
+	b.ReportMetric(servertest.RateFromEnv(b), "rpc-rate") // 0: the closed loop
 	if len(lat) > 0 && len(idle) > 0 {
 		b.ReportMetric(float64(lat[len(lat)*99/100])/float64(idle[len(idle)*99/100]), "p99-ratio")
 	}
