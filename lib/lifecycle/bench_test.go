@@ -155,6 +155,9 @@ func benchLifecycle(b *testing.B, dsn string) {
 	} {
 		load.Latencies()
 		steps()
+		passHolds.Lock()
+		passHolds.d = nil
+		passHolds.Unlock()
 		stopProfile := profilePass(b, pass.name)
 		cpu0 := cpuTime()
 		start := time.Now()
@@ -173,6 +176,9 @@ func benchLifecycle(b *testing.B, dsn string) {
 		b.ReportMetric(float64(done)/wall.Seconds(), pass.name+"-wu/s")
 		servertest.Report(b, pass.name+"-rpc-", load.Latencies())
 		reportSteps(b, pass.name+"-rpc-", steps())
+		passHolds.Lock()
+		reportSteps(b, pass.name+"-pass-", map[string][]time.Duration{"hold": passHolds.d})
+		passHolds.Unlock()
 	}
 }
 
@@ -216,6 +222,13 @@ func passStore(b *testing.B, dsn string, batchJob bool) *store.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
+	st.TimeTransactions(func(step string, d time.Duration) {
+		if step == "hold" {
+			passHolds.Lock()
+			passHolds.d = append(passHolds.d, d)
+			passHolds.Unlock()
+		}
+	})
 	b.Cleanup(func() { st.Close() })
 	if batchJob {
 		if err := st.BatchJob(context.Background()); err != nil {
@@ -223,6 +236,14 @@ func passStore(b *testing.B, dsn string, batchJob bool) *store.Store {
 		}
 	}
 	return st
+}
+
+// passHolds are how long the pass's transactions held the database (on SQLite its
+// one write lock, which every scheduler RPC's transaction waits for): the p99 is
+// what an RPC that comes at the wrong moment waits (pass-hold-p99-ms).
+var passHolds struct {
+	sync.Mutex
+	d []time.Duration
 }
 
 // benchIdle is how long the RPCs' idle latency is measured before the passes:
