@@ -88,6 +88,16 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		// (A step that endEarly cut ends as a task's work does: left ÷ speed is dt, and
 		// speed × dt may round below left.)
 		left := j.real - t.FlopsDone
+		if s.cfg.EmulateBOINC {
+			// BOINC's emulator keeps what is left of a task by taking each step's
+			// work off it (ACTIVE_TASK_SET::poll: sim_flops_left -= diff × flops),
+			// not as the real work less the work done, and its round-robin
+			// simulation starts from that: jobs that tie in exact arithmetic then
+			// part in the last bit as they do there, which decides the order they
+			// end in the simulation and so the busy time its work request reports
+			// (c078).
+			left = t.EmulatorFlopsLeft
+		}
 		if left <= speed*dt || shorten && left/speed <= dt {
 			run, finished = max(0, left/speed), true
 		}
@@ -108,14 +118,10 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 			// BOINC's emulator's client knows a started task's true remaining time
 			// (client/result.cpp RESULT::estimated_runtime_remaining, #ifdef SIM;
 			// state.Task.EmulatorFlopsLeft).
-			t.EmulatorFlopsLeft = max(0, j.real-t.FlopsDone)
-			if finished {
-				// Its sim_flops_left goes below 0 by what the step's
-				// interval would have done past its end (ACTIVE_TASK_SET::poll:
-				// sim_flops_left -= diff × flops), and BOINC's work fetch reads
-				// that until the result is reported (boincpolicy setup).
-				t.EmulatorFlopsLeft = left - speed*dt
-			}
+			// Finished, its sim_flops_left goes below 0 by what the step's interval
+			// would have done past its end, and BOINC's work fetch reads that
+			// until the result is reported (boincpolicy setup).
+			t.EmulatorFlopsLeft = left - speed*dt
 		}
 		t.CPUTime += cpus * run
 		t.ElapsedTime += run

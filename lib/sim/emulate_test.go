@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/bkit/bkit/lib/state"
@@ -144,6 +146,55 @@ func TestEmulateBOINCDoneOvershoot(t *testing.T) {
 		}
 	}
 	t.Fatal("no task completed")
+}
+
+// TestEmulateBOINCFlopsLeftBySteps: BOINC's emulator takes each step's work off what
+// is left of a running task (client/sim.cpp ACTIVE_TASK_SET::poll: sim_flops_left -=
+// diff × flops), and its round-robin simulation starts from that; under --emulate
+// boinc EmulatorFlopsLeft is kept so, to the last bit, not as the real work less the
+// work done, which rounds otherwise at a speed like c078's (2.8146736800000005
+// GFLOPS), where four jobs tie in exact arithmetic and the last bit decides which
+// the simulation ends first.
+func TestEmulateBOINCFlopsLeftBySteps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const xml = `<client_state>
+<host_info><p_ncpus>1</p_ncpus><p_fpops>2814673680.0000005</p_fpops></host_info>
+<project><master_url>http://a.example.org/</master_url><project_name>A</project_name><resource_share>100</resource_share></project>
+<app><name>a</name><latency_bound>86400</latency_bound><fpops_est>1480e9</fpops_est></app>
+<app_version><app_name>a</app_name><version_num>1</version_num><avg_ncpus>1</avg_ncpus><flops>2814673680.0000005</flops></app_version>
+</client_state>`
+	if err := os.WriteFile(filepath.Join(dir, "client_state.xml"), []byte(xml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(load(t, dir), Config{Duration: 3600, Delta: 60, Policy: BOINCPolicy, Seed: 1, EmulateBOINC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const speed, real = 2814673680.0000005, 1480e9
+	want := map[string]float64{} // each task's left by BOINC's subtraction
+	checked, parted := 0, false
+	for s.Step() {
+		for _, task := range s.Doc().Tasks {
+			if task.FlopsDone == 0 || task.CompletedTime > 0 {
+				continue
+			}
+			w, ok := want[task.Name]
+			if !ok {
+				w = real
+			}
+			w -= 60 * speed
+			want[task.Name] = w
+			if task.EmulatorFlopsLeft != w {
+				t.Fatalf("task %s after %g FLOPs: EmulatorFlopsLeft %.17g, want %.17g (each step's work taken off)", task.Name, task.FlopsDone, task.EmulatorFlopsLeft, w)
+			}
+			checked++
+			parted = parted || real-task.FlopsDone != w
+		}
+	}
+	if checked == 0 || !parted {
+		t.Fatalf("%d steps checked, the two sums parted: %v: the test tells nothing", checked, parted)
+	}
 }
 
 // TestEmulateBOINCSettlesWhileOff: BOINC's emulator handles the tasks that ended at
