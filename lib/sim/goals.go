@@ -22,16 +22,18 @@ type goalsPolicy struct {
 	work  goals.Workspace
 	sched cpusched.Workspace
 	due   dueSkip
-	// gpusSuspended is doc.GPUsSuspended as the last pass saw it: a pass is made
-	// whenever it changes (Due does not read it), so that no coprocessor task runs
-	// while GPU computing is suspended and none waits once it resumes.
+	// gpusSuspended is doc.GPUsSuspended as the last pass saw it: on a host with a
+	// coprocessor a pass is made whenever it changes (Due does not read it), so that no
+	// coprocessor task runs while GPU computing is suspended and none waits once it
+	// resumes. (The emulator flips it on CPU-only hosts too, with the host's activity;
+	// a pass there would be one Due did not call for.)
 	gpusSuspended bool
 }
 
 func (*goalsPolicy) Begin(doc *state.Document) { prsc.SetDFromAppVersions(doc, true) }
 
 func (gp *goalsPolicy) Schedule(doc *state.Document, now float64) bool {
-	if doc.GPUsSuspended == gp.gpusSuspended && !gp.due.due(&gp.sched, doc, now) {
+	if (doc.GPUsSuspended == gp.gpusSuspended || len(doc.Host.Resources) < 2) && !gp.due.due(&gp.sched, doc, now) {
 		return false
 	}
 	gp.work.Schedule(doc, now)

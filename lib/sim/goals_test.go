@@ -64,3 +64,33 @@ func TestGoalsKnowsGPUSuspension(t *testing.T) {
 		}
 	}
 }
+
+// TestGoalsPassOnSuspensionChange: goals makes a pass when GPU computing is suspended or
+// resumes on a host with a coprocessor, though Due calls for none, and not on a host
+// with CPUs only, where the emulator flips the flag with the host's activity.
+func TestGoalsPassOnSuspensionChange(t *testing.T) {
+	for _, gpu := range []bool{false, true} {
+		doc := &state.Document{
+			Version:     1,
+			Host:        state.Host{Resources: []state.Resource{{Type: "cpu", Instances: 1, Flops: 1e9}}},
+			Preferences: state.Preferences{CPUSchedulingPeriod: 3600},
+			Projects:    []state.Project{{Name: "A", ResourceShare: 1, Resources: []state.ProjectResource{{Type: "cpu", AccumulateDebt: true}}}},
+			AppVersions: []state.AppVersion{{Name: "a", Project: "A", AvgNCPUs: 1}},
+			Tasks:       []state.Task{{Name: "a1", Project: "A", AppVersion: "a", State: state.TaskReady, EstimatedFlops: 1e13, ReceivedTime: 1, ReportDeadline: 1e6}},
+		}
+		if gpu {
+			doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+		}
+		p := policies["goals"]()
+		if !p.Schedule(doc, 100) {
+			t.Fatalf("gpu %v: no first pass", gpu)
+		}
+		if p.Schedule(doc, 160) {
+			t.Fatalf("gpu %v: a pass at 160 with nothing changed", gpu)
+		}
+		doc.GPUsSuspended = true
+		if got := p.Schedule(doc, 220); got != gpu {
+			t.Errorf("gpu %v: pass when GPU computing is suspended: %v, want %v", gpu, got, gpu)
+		}
+	}
+}
