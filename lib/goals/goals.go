@@ -36,7 +36,8 @@
 //     availability says why not both), but never more than it can finish in 0.3 to 0.5
 //     of its jobs' latency, the more the shorter its jobs (latencyCap); a project alone
 //     on a resource asks for the whole resource's buffer, without the on fraction,
-//     within that cap (aloneWant); it asks when
+//     within that cap (aloneWant), the cap in run time as its started tasks show it
+//     (capScale); it asks when
 //     below the low-water mark or when an instance is idle. So a project with
 //     2-hour deadlines holds an hour of work, a reliable project with long deadlines a
 //     day, and an unreliable server's project keeps enough to ride out its outages. A
@@ -122,6 +123,7 @@ type Workspace struct {
 	idle              []float64 // per host resource
 	queued            []float64 // [p*nr+r]
 	latency, longest  []float64 // per project
+	ranFor, ranEst    []float64 // per project: its started tasks' elapsed time, and their estimates × progress
 	skip              []int
 	coprocs           []state.CoprocRequest
 	resLow, resQueued []float64 // per host resource
@@ -267,8 +269,16 @@ func (w *Workspace) needsOf(doc *state.Document, ts []taskInfo) []Need {
 	// truth, BOINC's emulator's doubled elapsed time).
 	longest := scratch.Grow(w.longest, np)
 	w.longest = longest
+	// And what its started tasks show of its estimates: their elapsed time against
+	// their estimated run time (uncorrected) × their progress.
+	ranFor, ranEst := scratch.Grow(w.ranFor, np), scratch.Grow(w.ranEst, np)
+	w.ranFor, w.ranEst = ranFor, ranEst
 	for _, t := range ts {
 		queued[t.p*nr+t.r] += t.runtime * t.inst
+		if dt := &doc.Tasks[t.i]; t.speed > 0 && dt.FractionDone > 0 && dt.ElapsedTime > 0 {
+			ranFor[t.p] += dt.ElapsedTime
+			ranEst[t.p] += dt.FractionDone * dt.EstimatedFlops / t.speed
+		}
 		if t.speed > 0 {
 			longest[t.p] = max(longest[t.p], doc.Tasks[t.i].EstimatedFlops*min(1, doc.Projects[t.p].DCF())/t.speed)
 		}
@@ -297,6 +307,9 @@ func (w *Workspace) needsOf(doc *state.Document, ts []taskInfo) []Need {
 			want := rate * hi
 			if nd.Latency > 0 {
 				lc := latencyCap(nd.Latency, nd.Longest)
+				if share[p] >= 1 {
+					lc *= capScale(doc.Projects[p].DCF(), ranFor[p], ranEst[p])
+				}
 				hi = math.Min(hi, lc)
 				lo = math.Min(lo, hi/2)
 				want = rate * hi
@@ -330,6 +343,24 @@ func (w *Workspace) needsOf(doc *state.Document, ts []taskInfo) []Need {
 // turn out short is wasted.
 func aloneWant(instances, high, rate, lc float64) float64 {
 	return math.Min(instances*high, rate*lc)
+}
+
+// capScale turns the latency cap, meant as part of the latency in run time, into the
+// corrected estimates the buffer is counted in, for a project alone on a resource: the
+// factor dcf over the ratio of the project's started tasks' elapsed time (ran) to their
+// uncorrected estimated run time × progress (ranEst), when that ratio is below dcf;
+// else 1. The factor goes up at once with one job that ran long and down slowly, so on
+// a project whose apps' estimates are unlike it sits at the worst one's ratio (and under
+// BOINC's emulator's conventions, elapsed time counted twice, at twice it), and the cap
+// held half the work or less: c052 and c143, one project each, ran dry while their
+// server was down (docs/decisions.md, issue 29's ninth round). Where projects share the
+// resource the cap stays in corrected estimates (tried: their short-deadline jobs were
+// late more often, c072 wf +0.003 -> +0.038).
+func capScale(dcf, ran, ranEst float64) float64 {
+	if !(ranEst > 0) || ran <= 0 {
+		return 1
+	}
+	return max(1, dcf*ranEst/ran)
 }
 
 // latencyCap is the most a project's buffer may hold, in wall-clock seconds at its

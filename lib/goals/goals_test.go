@@ -559,3 +559,38 @@ func TestApplyReplyKeepsD(t *testing.T) {
 		t.Error("B's D(P,cpu) kept though the reply says the CPU is unsupported")
 	}
 }
+
+// TestNeedsCapInRunTime: a project alone on a resource whose correction factor (3) is
+// above what its started task shows (it ran as long as its uncorrected estimate said)
+// has its latency cap counted in run time as the task shows it, so it may hold three
+// times the corrected estimates the cap names; with no started task, or sharing the
+// resource, the cap stays in corrected estimates (c052, c143: the factor twice or more
+// the truth and the lone project's queue ran dry while its server was down).
+func TestNeedsCapInRunTime(t *testing.T) {
+	_, high := rpc.WaterMarks(&doc().Preferences)
+	for _, c := range []struct {
+		name           string
+		alone, started bool
+		want           float64
+	}{
+		{"alone, started", true, true, 2 * high * 86400},
+		{"alone, nothing started", true, false, 2 * 0.5 * 86400},
+		{"shared, started", false, true, 2 * 0.75 * 0.5 * 86400},
+	} {
+		d := doc()
+		d.Projects[0].DurationCorrectionFactor = 3
+		if c.alone {
+			d.Projects, d.AppVersions = d.Projects[:1], d.AppVersions[:1]
+		}
+		a1 := task("a1", "A", "a", 100e9, 1, 1+86400)
+		if c.started {
+			a1.State, a1.FlopsDone, a1.FractionDone, a1.ElapsedTime = state.TaskRunning, 50e9, 0.5, 50
+		}
+		d.Tasks = []state.Task{a1}
+		for _, nd := range Needs(d) {
+			if nd.Project == 0 && math.Abs(nd.Want-c.want) > 1e-6 {
+				t.Errorf("%s: A wants %g, want %g", c.name, nd.Want, c.want)
+			}
+		}
+	}
+}
