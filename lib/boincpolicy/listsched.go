@@ -3,6 +3,7 @@ package boincpolicy
 import (
 	"slices"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -72,7 +73,7 @@ func listEnd(free []float64, t float64) float64 {
 // for blocker (or every project, when blocker < 0), and for every other project where
 // the blocker's list schedule of its own jobs leaves them.
 func (w *Workspace) listFrom(nP, n, blocker int) {
-	w.listFree = scratch0(w.listFree, nP*n)
+	w.listFree = scratch.Grow(w.listFree, nP*n)
 	if blocker < 0 {
 		return
 	}
@@ -100,7 +101,7 @@ func (w *Workspace) listFrom(nP, n, blocker int) {
 // Where the served CPUs sum past n (they cannot, at every pick at once), p's are all
 // from now.
 func (w *Workspace) listLower(nP, n int) {
-	rel := scratch0(w.listRel, nP*n) // per served project, its CPUs' free times on all n, in order
+	rel := scratch.Grow(w.listRel, nP*n) // per served project, its CPUs' free times on all n, in order
 	w.listRel = rel
 	for i := range w.jobs {
 		if j := &w.jobs[i]; w.gServed[j.proj] >= 1 {
@@ -114,7 +115,7 @@ func (w *Workspace) listLower(nP, n int) {
 			served += min(int(w.gServed[q]), n)
 		}
 	}
-	w.listFree = scratch0(w.listFree, nP*n)
+	w.listFree = scratch.Grow(w.listFree, nP*n)
 	for p := range nP {
 		if !w.eligible[p] {
 			continue
@@ -164,7 +165,7 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 	if exact {
 		w.listFrom(nP, n, blocker)
 	} else {
-		w.listFree = scratch0(w.listFree, nP*n)
+		w.listFree = scratch.Grow(w.listFree, nP*n)
 	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -177,14 +178,4 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 		}
 		w.cum[i] = min(w.cum[i], listEnd(w.listFree[j.proj*n:j.proj*n+g], j.simLeft/j.simRate))
 	}
-}
-
-// scratch0 is b with room for n, cleared.
-func scratch0(b []float64, n int) []float64 {
-	if cap(b) < n {
-		b = make([]float64, n)
-	}
-	b = b[:n]
-	clear(b)
-	return b
 }

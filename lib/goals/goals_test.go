@@ -211,19 +211,25 @@ func TestNextReportsOverdue(t *testing.T) {
 	}
 }
 
+// gpuDoc is doc() with an NVIDIA GPU and A's GPU version taking cpus CPUs beside it,
+// and the tasks g1 (A's GPU task), a1, b1 and then more.
+func gpuDoc(cpus float64, more ...state.Task) *state.Document {
+	d := doc()
+	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
+	d.AppVersions = append(d.AppVersions, state.AppVersion{Name: "a_gpu", Project: "A", AvgNCPUs: cpus, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
+	d.Tasks = append([]state.Task{
+		task("g1", "A", "a_gpu", 3600e10, 0, 1e6),
+		task("a1", "A", "a", 3600e9, 0, 1e6),
+		task("b1", "B", "b", 3600e9, 0, 1e6),
+	}, more...)
+	return d
+}
+
 // TestOvercommitBesideCoprocessor: a GPU task that takes a fifth of a CPU, and the two
 // CPUs still both get a CPU task (2.2 CPUs committed, BOINC's rule: state.CPUsFit);
 // only one did, and 0.8 of a CPU idled while the GPU task ran.
 func TestOvercommitBesideCoprocessor(t *testing.T) {
-	d := doc()
-	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
-	d.AppVersions = append(d.AppVersions, state.AppVersion{Name: "a_gpu", Project: "A", AvgNCPUs: 0.2, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
-	d.Tasks = []state.Task{
-		task("g1", "A", "a_gpu", 3600e10, 0, 1e6),
-		task("a1", "A", "a", 3600e9, 0, 1e6),
-		task("b1", "B", "b", 3600e9, 0, 1e6),
-		task("b2", "B", "b", 3600e9, 0, 1e6),
-	}
+	d := gpuDoc(0.2, task("b2", "B", "b", 3600e9, 0, 1e6))
 	Schedule(d, 0)
 	running := 0
 	for _, tk := range d.Tasks {
@@ -242,14 +248,7 @@ func TestOvercommitBesideCoprocessor(t *testing.T) {
 // waiting and 0.5 of a CPU idle while the GPU computed nothing (c103, c011 under
 // --emulate boinc). Once computing resumes the GPU task runs again.
 func TestScheduleGPUsSuspended(t *testing.T) {
-	d := doc()
-	d.Host.Resources = append(d.Host.Resources, state.Resource{Type: "NVIDIA", Instances: 1, Flops: 1e10})
-	d.AppVersions = append(d.AppVersions, state.AppVersion{Name: "a_gpu", Project: "A", AvgNCPUs: 1.5, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}})
-	d.Tasks = []state.Task{
-		task("g1", "A", "a_gpu", 3600e10, 0, 1e6),
-		task("a1", "A", "a", 3600e9, 0, 1e6),
-		task("b1", "B", "b", 3600e9, 0, 1e6),
-	}
+	d := gpuDoc(1.5)
 	states := func() []state.TaskState {
 		return []state.TaskState{d.Tasks[0].State, d.Tasks[1].State, d.Tasks[2].State}
 	}

@@ -113,14 +113,11 @@ func (s *Sim) compute(now, dt float64, active, gpuActive, shorten bool) float64 
 		}
 		if s.cfg.EmulateBOINC {
 			t.EmulatorCheckpoint = now + dt // checkpoint_wall_time (state.Task.EmulatorRunStart)
-		}
-		if s.cfg.EmulateBOINC {
 			// BOINC's emulator's client knows a started task's true remaining time
 			// (client/result.cpp RESULT::estimated_runtime_remaining, #ifdef SIM;
-			// state.Task.EmulatorFlopsLeft).
-			// Finished, its sim_flops_left goes below 0 by what the step's interval
-			// would have done past its end, and BOINC's work fetch reads that
-			// until the result is reported (boincpolicy setup).
+			// state.Task.EmulatorFlopsLeft). Finished, its sim_flops_left goes below 0
+			// by what the step's interval would have done past its end, and BOINC's
+			// work fetch reads that until the result is reported (boincpolicy setup).
 			t.EmulatorFlopsLeft = left - speed*dt
 		}
 		t.CPUTime += cpus * run
