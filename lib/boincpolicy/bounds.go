@@ -123,7 +123,8 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 				j.misses = true // certainly: counted below
 				if lowLevel == last {
 					now2 = true
-				} else if fall > 0 {
+				}
+				if fall > 0 {
 					w.slack = min(w.slack, over/fall)
 				}
 				break
@@ -164,8 +165,15 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			w.shortFails = 0
 		}
 	}
+	// The served CPUs found at now hold while the RECs stay in the box their
+	// comparisons leave (projectServed's servedEps); with none, the slack is none.
+	w.recEps = math.Inf(1)
 	if now2 {
-		w.slack = 0
+		if w.servedEps > 0 {
+			w.recEps = w.servedEps
+		} else {
+			w.slack = 0
+		}
 	}
 	if w.anyMiss {
 		for i := range w.jobs {
@@ -351,6 +359,10 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 		}
 	}
 	w.gPrev = append(w.gPrev[:0], w.gServed...)
+	// At now, the box of REC fractions the served CPUs hold in (box.go): the least
+	// margin of the comparisons of priorities made below.
+	track := horizon == 0 && !w.gRECFree
+	w.servedEps = math.Inf(1)
 	cpus := float64(doc.Host.CPU().Instances)
 	// What pick's sums of the CPUs in use may differ by from these, in another order.
 	limit := cpus*(1-1e-12) - 1e-9
@@ -387,7 +399,12 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 					y = decay * recSum * y / (recSum + grow)
 				}
 				for c := 0.0; c < gq[0] && ahead < limit; c++ {
-					if Priority(y, recSum, doc.Projects[q].ResourceShare, w.gShare[q]) < base {
+					pq := Priority(y, recSum, doc.Projects[q].ResourceShare, w.gShare[q])
+					if track {
+						w.servedEps = min(w.servedEps, boxMargin(pq, base,
+							prioSlope(doc.Projects[q].ResourceShare, w.gShare[q]), prioSlope(doc.Projects[p].ResourceShare, w.gShare[p])))
+					}
+					if pq < base {
 						break
 					}
 					ahead += gq[2]
@@ -513,53 +530,6 @@ func keepLongest(top []float64, t float64, k int) []float64 {
 	}
 	return top
 }
-
-// recRange bounds the REC of every project with runnable jobs at any moment until
-// until, from its REC now, while the tasks stay as they are (so that the projects
-// with runnable jobs, whose RECs are summed, stay the same): at least decay × REC, at
-// most REC + grow, and their sum R at least decay × R and at most R + grow (in
-// Priority's terms, a project's fraction of the sum at least decay × R × REC ÷ (R +
-// grow) ÷ R and at most (REC + grow) ÷ decay ÷ R). Why: REC is brought up to date only
-// by credit.Decay.Average from its time (RECTime), as avg × w + (1 − w) × the credit
-// per day of the interval, w = e^(−ln 2 × interval ÷ RECHalfLife) at least decay (the
-// oldest RECTime to until), the credit per day of all projects together at most the
-// host's every instance busy (twice that, for margin). It reports false when a
-// project's REC was never brought up to date (its first credit is not so averaged) or
-// the sum is not positive.
-func (w *Workspace) recRange(doc *state.Document, recSum, until float64) (decay, grow float64, ok bool) {
-	oldest := math.Inf(1)
-	for p := range doc.Projects {
-		if !w.eligible[p] {
-			continue
-		}
-		if !(doc.Projects[p].RECTime > 0) {
-			return 0, 0, false
-		}
-		oldest = min(oldest, doc.Projects[p].RECTime)
-	}
-	if !(recSum > 0) || !(until >= oldest) {
-		return 0, 0, false
-	}
-	var perDay float64 // the host's credit per day, every instance busy
-	cpu := doc.Host.CPU().Flops
-	for r, res := range doc.Host.Resources {
-		perDay += float64(res.Instances) * cpu * w.relSpeed[r]
-	}
-	perDay *= 2 * 86400 * CobblestoneScale
-	decay = math.Exp(-(until - oldest) * math.Ln2 / RECHalfLife)
-	// A margin for rounding: the REC's own arithmetic.
-	decay *= 1 - 1e-9
-	return decay, (1 - decay) * perDay * (1 + 1e-9), true
-}
-
-// recHorizon is how far missesKnown's bounds per job (projectBounds) look: the longest
-// its slack may then be.
-const recHorizon = 3600
-
-// recHorizons are the horizons missesKnown tries in turn for the served CPUs, where a
-// longer one leaves a job open (the REC moves less in a shorter one), the last at now
-// only.
-var recHorizons = [...]float64{recHorizon, 600, 0}
 
 // growJobs is scratch.Grow for a slice per job, with room for twice as many: the
 // jobs' count grows by a few at a time in a run, and a slice grown to each new

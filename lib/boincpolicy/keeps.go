@@ -139,6 +139,7 @@ func (w *Workspace) keepsRunning(doc *state.Document) int {
 // keptPass ends a pass at now that edfKeeps or keepsMore found keeps the jobs
 // running: its record, and its list cut short (w.edfList).
 func (w *Workspace) keptPass(doc *state.Document, now float64, list []RunEntry) []RunEntry {
+	w.kept = true
 	list = append(list[:0], w.edfList...)
 	for k := range list {
 		list[k].Task = w.jobs[list[k].Task].task

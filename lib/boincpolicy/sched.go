@@ -2,6 +2,7 @@ package boincpolicy
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/bkit/bkit/lib/scratch"
@@ -102,6 +103,7 @@ func (w *Workspace) Idle(now float64) {
 }
 
 func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) []RunEntry {
+	w.kept, w.listEps = false, math.Inf(1)
 	h := &doc.Host
 	nR := w.nRes
 	nJ := len(w.jobs)
@@ -201,7 +203,10 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 		for !full(rr) {
 			var i int
 			if rr == w.cpuRes {
-				i = w.bestCPUByPriority()
+				if i = w.bestCPUByPriority(); i >= 0 && keeps == keepOpen {
+					// How far the RECs may move with this pick the same (setKeepHold).
+					w.listEps = min(w.listEps, w.pickMargin(doc, w.jobs[i].proj))
+				}
 			} else {
 				i = w.bestByPriority(rr)
 			}

@@ -14,7 +14,7 @@ import (
 // quietSchedule is Schedule's skips: it reports whether it made the pass (w.list)
 // without the whole simulation, which it otherwise runs (once a moment).
 func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
-	if w.hold && now < w.holdUntil {
+	if w.hold && now < w.holdUntil && w.inBox(doc) {
 		// The last pass showed that passes would change nothing until holdUntil
 		// (setHold): the pass's record only.
 		doc.CPUSched.LastPass, doc.CPUSched.NextPass = now, now+SchedPeriod
@@ -62,6 +62,9 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		w.setHold(doc, now, false)
 		if w.anyMiss {
 			w.setEDFHold(doc, now)
+		}
+		if !w.hold {
+			w.setKeepHold(doc, now)
 		}
 		w.holdFetch(doc, now)
 		return true
@@ -343,11 +346,13 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 		least = min(least, j.cpus)
 		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
 	}
+	until = min(until, w.noRiseUntil(doc, now))
 	const slack = 1e-9 // state.CPUsFit's
 	if changed && unsure || n-used > slack || !(n-(used-least) > slack) || !(until > now) {
 		return
 	}
 	w.hold, w.holdUntil = true, until
+	w.setBox(doc, w.recEps)
 }
 
 // setEDFHold is setHold for a pass at now, made after missesKnown (no simulation),
@@ -396,7 +401,6 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	if w.changed {
 		return
 	}
-	nR := w.nRes
 	n := float64(doc.Host.CPU().Instances)
 	period := doc.Preferences.CPUSchedulingPeriod
 	until := now + w.slack
@@ -416,10 +420,22 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 		used += j.cpus
 		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
 	}
+	until = min(until, w.noRiseUntil(doc, now))
 	const slack = 1e-9 // state.CPUsFit's
 	if n-used > slack || !(until > now) {
 		return
 	}
+	if !w.edfListingSure(doc) {
+		return
+	}
+	w.hold, w.holdUntil, w.holdMiss = true, until, true
+	w.setBox(doc, w.recEps)
+}
+
+// edfListingSure is setEDFHold's test that every pass of its hold lists the same jobs
+// for their misses, whatever the order of ties (the last pass's list: w.list).
+func (w *Workspace) edfListingSure(doc *state.Document) bool {
+	nR := w.nRes
 	listed := 0 // the jobs listed for their misses
 	for k := range w.list {
 		if w.list[k].Why == WhyEDF {
@@ -446,11 +462,11 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 			jb := &w.jobs[b]
 			if jb.deadline == ja.deadline && jb.started && (ja.running || jb.running) &&
 				w.missed[jb.proj*nR+jb.res] > 0 && !(sameCPUs && w.listedEDF(ja.task) && w.listedEDF(jb.task)) {
-				return
+				return false
 			}
 		}
 	}
-	w.hold, w.holdUntil, w.holdMiss = true, until, true
+	return true
 }
 
 // listedEDF reports whether the last pass listed task (an index in doc.Tasks) for its

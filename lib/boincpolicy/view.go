@@ -151,6 +151,15 @@ type Workspace struct {
 	listFree, listRel                []float64 // listLower's and listUpper's (listsched.go)
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
+	// The box of REC fractions a hold is good in (box.go): servedEps, projectServed's
+	// at now; recEps, missesKnown's (+Inf: its answer and slack read no REC, or the
+	// horizon's); boxEps and boxF, the hold's half-width (+Inf: none) and centre.
+	servedEps, recEps, boxEps float64
+	boxF                      []float64
+	// kept: the last pass was cut short (keptPass); listEps: the box its listing by
+	// priority holds in (setKeepHold).
+	kept    bool
+	listEps float64
 }
 
 // ResourceSim is what the round-robin simulation says about one host resource.

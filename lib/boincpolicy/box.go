@@ -1,0 +1,281 @@
+package boincpolicy
+
+import (
+	"math"
+
+	"github.com/bkit/bkit/lib/scratch"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// A hold good while the RECs stay in a box (issue 30, ninth round). A pass reads the
+// REC only through each project's fraction of the REC sum over the projects with jobs
+// (Priority: minus that fraction over the share's; SchedBump raises a temporary REC by
+// a fraction of the sum, so a job taken moves its project's fraction by the same
+// amount whatever the sum). Every comparison of two priorities a pass or the bounds
+// make is then a comparison of two expressions each linear in one project's fraction
+// (slope prioSlope), so it keeps its outcome while every fraction stays within eps of
+// where it was, eps being its margin over the two slopes (boxMargin); with every
+// comparison's outcome kept, the same code path gives the same answer. The holds
+// that rested on the REC found the served CPUs for any REC a horizon allowed
+// (recRange: every instance busy for one project, twice over); part-time-4cpu's RECs
+// sit where its projects' priorities meet, and every horizon failed there (the slack
+// none, 1,757 of 2,898 quiet passes). The box asks instead, at each held moment, where
+// the RECs are (inBox): a few operations a project.
+
+// prioSlope is how much Priority moves for a unit of its project's REC fraction.
+func prioSlope(share, shareFrac float64) float64 {
+	if share != 0 && shareFrac > 0 {
+		return 1 / shareFrac
+	}
+	return 1
+}
+
+// boxMargin is the half-width of the box of REC fractions within which priorities a
+// and b (of slopes ca and cb, each its own project's) compare as they do now: none
+// when they are equal, or within a margin for rounding (they are sums and quotients
+// of fractions of order one, to about 1e-15).
+func boxMargin(a, b, ca, cb float64) float64 {
+	d := math.Abs(a-b) - 1e-9
+	if !(d > 0) {
+		return 0
+	}
+	return d / (ca + cb)
+}
+
+// setBox makes the hold just set good only while every project with jobs keeps its
+// fraction of their REC sum within eps of its fraction now (+Inf: wherever the RECs
+// go).
+func (w *Workspace) setBox(doc *state.Document, eps float64) {
+	w.boxEps = eps
+	if math.IsInf(eps, 1) {
+		return
+	}
+	w.boxF = scratch.Grow(w.boxF, len(doc.Projects))
+	recFractions(doc, w.jobs, w.boxF)
+}
+
+// recFractions sets f[p] to project p's fraction of the REC sum over the projects
+// with jobs, as Priorities takes it (a sum of 0 counts as 1), and NaN for a project
+// without jobs.
+func recFractions(doc *state.Document, jobs []job, f []float64) {
+	for p := range f {
+		f[p] = math.NaN()
+	}
+	for i := range jobs {
+		f[jobs[i].proj] = 0
+	}
+	var sum float64
+	for p := range f {
+		if f[p] == 0 {
+			sum += doc.Projects[p].REC
+		}
+	}
+	if sum == 0 {
+		sum = 1
+	}
+	for p := range f {
+		if f[p] == 0 {
+			f[p] = doc.Projects[p].REC / sum
+		}
+	}
+}
+
+// inBox reports whether the RECs are within the hold's box (setBox): the tasks have
+// stayed as they are (a change ends the hold), so the projects with jobs are the same.
+func (w *Workspace) inBox(doc *state.Document) bool {
+	if math.IsInf(w.boxEps, 1) {
+		return true
+	}
+	var sum float64
+	for p, f := range w.boxF {
+		if !math.IsNaN(f) {
+			sum += doc.Projects[p].REC
+		}
+	}
+	if sum == 0 {
+		sum = 1
+	}
+	for p, f := range w.boxF {
+		if !math.IsNaN(f) && !(math.Abs(doc.Projects[p].REC/sum-f) <= w.boxEps) {
+			return false
+		}
+	}
+	return true
+}
+
+// pickMargin is the half-width of the box of REC fractions within which
+// bestCPUByPriority's choice of project bp (just made) stands against every other
+// project with a CPU job left to offer (rankCPUJobs' lists).
+func (w *Workspace) pickMargin(doc *state.Document, bp int) float64 {
+	eps := math.Inf(1)
+	for q := 0; 3*q < len(w.rankNext); q++ {
+		if q == bp || !w.offers(q) {
+			continue
+		}
+		eps = min(eps, boxMargin(w.prio[bp], w.prio[q],
+			prioSlope(doc.Projects[bp].ResourceShare, w.shareFrac[bp]), prioSlope(doc.Projects[q].ResourceShare, w.shareFrac[q])))
+	}
+	return eps
+}
+
+// offers reports whether project q has a CPU job not chosen yet (rankCPUJobs' lists).
+func (w *Workspace) offers(q int) bool {
+	for k := 3 * q; k < 3*q+3; k++ {
+		for x := w.rankNext[k]; x < w.rankAt[k+1]; x++ {
+			if !w.chosen[w.ranked[x]] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setKeepHold is setHold and setEDFHold for a quiet pass at now that edfKeeps or
+// keepsMore cut short (it kept the jobs running) with some running job past its time
+// slice, which they refuse: such a job runs on by priority, from the REC (keepsMore),
+// and part-time-4cpu's passes were so at 2,626 of 2,809 whole passes, every one of
+// them made. While the tasks stay as they are (a change ends the hold), until now +
+// missesKnown's slack and the first time slice of a running job within one ends, and
+// while the RECs stay in the box (w.listEps, the priority listing's, and w.recEps,
+// missesKnown's), every pass makes the same listing and keeps the jobs running:
+//
+//   - the misses are the same (setHold's and setEDFHold's slack), so the same jobs
+//     are listed for them, in the same order (setEDFHold's ties, edfListingSure);
+//   - the running jobs within their slice stay so (until), and listed first after
+//     the misses; those past their slice stay past it;
+//   - the jobs listed by priority come in the same order: each pick's project is the
+//     one of highest priority, and within the box each comparison keeps its outcome
+//     (box.go); within a project the order is its jobs' ranks (running, preempted,
+//     the others), which the tasks keep;
+//   - so edfKeeps and keepsMore see the same entries and keep the jobs running.
+//
+// On a host whose jobs are all CPU jobs of the same CPUs (keepsMore's), none of a
+// project whose correction factor puts its jobs in EDF; under BOINC's emulator every
+// running job has run (its remaining work is its true one: setHold).
+func (w *Workspace) setKeepHold(doc *state.Document, now float64) {
+	w.hold, w.holdMiss = false, false
+	if w.changed || !w.kept {
+		return
+	}
+	eps := min(w.recEps, w.listEps)
+	if !(eps > 0) {
+		return
+	}
+	n := float64(doc.Host.CPU().Instances)
+	period := doc.Preferences.CPUSchedulingPeriod
+	until := now + w.slack
+	used := 0.0
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF || j.cpus != w.jobs[0].cpus {
+			return
+		}
+		if !j.running {
+			continue
+		}
+		t := &doc.Tasks[j.task]
+		if doc.BOINCEmulator && !(t.EmulatorFlopsLeft > 0) {
+			return
+		}
+		used += j.cpus
+		if run := sliceRun(doc, t); run <= period {
+			until = min(until, now+period-run, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
+		}
+	}
+	until = min(until, w.noRiseUntil(doc, now))
+	const slack = 1e-9 // state.CPUsFit's
+	if n-used > slack || !(until > now) {
+		return
+	}
+	if w.anyMiss && !w.edfListingSure(doc) {
+		return
+	}
+	w.hold, w.holdUntil, w.holdMiss = true, until, w.anyMiss
+	w.setBox(doc, eps)
+}
+
+// noRiseUntil is the first moment a running job's estimated remaining work may grow
+// (+Inf: none): state.Task.RemainingWork takes (1 − fraction done) × estimate ×
+// correction factor while the work done is below estimate × correction factor, and
+// the true remaining work (work done × (1 − fraction done) ÷ fraction done) past it,
+// which is more when the estimate so corrected is below the true work: part of a
+// job's remaining work is then found at that moment, and a job may come to miss its
+// deadline. The holds (setHold, setEDFHold, setKeepHold) rest on remaining work that
+// only falls, so they end by then: the work done grows by at most the job's speed a
+// second (lib/sim runs a task at its app version's speed, less when the CPUs are
+// overcommitted). Found on corpus c174 (D's jobs estimated at 0.74 × their work):
+// a job's remaining time 2,826 s became 5,184 s in a step, and an A job came to miss
+// behind it 60 s into a hold whose slack was 1,064 s. Under BOINC's emulator a started
+// job's remaining work is its true one (EmulatorFlopsLeft), which only falls.
+func (w *Workspace) noRiseUntil(doc *state.Document, now float64) float64 {
+	until := math.Inf(1)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if !j.running {
+			continue
+		}
+		t := &doc.Tasks[j.task]
+		if doc.BOINCEmulator && t.EmulatorFlopsLeft > 0 {
+			continue
+		}
+		e := t.EstimatedFlops * doc.Projects[j.proj].DCF()
+		if !(t.FlopsDone < e) {
+			continue // past it already: the true remaining work
+		}
+		if t.FractionDone > 0 && t.FlopsDone/t.FractionDone <= e {
+			continue // its true work within the corrected estimate: it ends first
+		}
+		if !(j.speed > 0) {
+			return now
+		}
+		until = min(until, now+(e-t.FlopsDone)/j.speed)
+	}
+	return until
+}
+
+// recRange bounds the REC of every project with runnable jobs at any moment until
+// until, from its REC now, while the tasks stay as they are (so that the projects
+// with runnable jobs, whose RECs are summed, stay the same): at least decay × REC, at
+// most REC + grow, and their sum R at least decay × R and at most R + grow (in
+// Priority's terms, a project's fraction of the sum at least decay × R × REC ÷ (R +
+// grow) ÷ R and at most (REC + grow) ÷ decay ÷ R). Why: REC is brought up to date only
+// by credit.Decay.Average from its time (RECTime), as avg × w + (1 − w) × the credit
+// per day of the interval, w = e^(−ln 2 × interval ÷ RECHalfLife) at least decay (the
+// oldest RECTime to until), the credit per day of all projects together at most the
+// host's every instance busy (twice that, for margin). It reports false when a
+// project's REC was never brought up to date (its first credit is not so averaged) or
+// the sum is not positive.
+func (w *Workspace) recRange(doc *state.Document, recSum, until float64) (decay, grow float64, ok bool) {
+	oldest := math.Inf(1)
+	for p := range doc.Projects {
+		if !w.eligible[p] {
+			continue
+		}
+		if !(doc.Projects[p].RECTime > 0) {
+			return 0, 0, false
+		}
+		oldest = min(oldest, doc.Projects[p].RECTime)
+	}
+	if !(recSum > 0) || !(until >= oldest) {
+		return 0, 0, false
+	}
+	var perDay float64 // the host's credit per day, every instance busy
+	cpu := doc.Host.CPU().Flops
+	for r, res := range doc.Host.Resources {
+		perDay += float64(res.Instances) * cpu * w.relSpeed[r]
+	}
+	perDay *= 2 * 86400 * CobblestoneScale
+	decay = math.Exp(-(until - oldest) * math.Ln2 / RECHalfLife)
+	// A margin for rounding: the REC's own arithmetic.
+	decay *= 1 - 1e-9
+	return decay, (1 - decay) * perDay * (1 + 1e-9), true
+}
+
+// recHorizon is how far missesKnown's bounds per job (projectBounds) look: the longest
+// its slack may then be.
+const recHorizon = 3600
+
+// recHorizons are the horizons missesKnown tries in turn for the served CPUs, where a
+// longer one leaves a job open (the REC moves less in a shorter one), the last at now
+// only.
+var recHorizons = [...]float64{recHorizon, 600, 0}
