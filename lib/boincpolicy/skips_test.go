@@ -377,7 +377,10 @@ func TestEDFHold(t *testing.T) {
 	for _, c := range []struct {
 		second, third float64
 		hold          bool
-	}{{t0 + 5000, t0 + 5000, false}, {t0 + 5000, t0 + 6000, true}, {t0 + 5500, t0 + 6000, true}} {
+	}{{t0 + 5000, t0 + 5000, true}, {t0 + 5000, t0 + 6000, true}, {t0 + 5500, t0 + 6000, true}} {
+		// (Three of one deadline: the running one listed, its remaining time only
+		// falls within the hold, so it stays ahead of the preempted ones, which keep
+		// their order: tieListed. Until issue 30's ninth round, not held.)
 		doc := mk(1, t0+5000, c.second, c.third)
 		quiet = Workspace{Quiet: true}
 		quiet.Schedule(doc, t0)
