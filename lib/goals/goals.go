@@ -48,7 +48,9 @@
 //   - Reporting (Next): a result overdue for reporting (seed 000's rule) is reported at
 //     the first RPC the host can make, whether or not any project needs work; seed
 //     000's Poll lets it wait while the host is low on work, and a host that is off
-//     much of the time may not get another chance before the deadline.
+//     much of the time may not get another chance before the deadline. On a host with
+//     one project the report also asks for the work it lacks below its want
+//     (BOINC's piggybacked request; Next).
 package goals
 
 import (

@@ -74,7 +74,9 @@ func Apply(doc *state.Document, f Fetch, now float64) {
 // project's done results too); when no project needs asking, a report-only RPC to the
 // project with the overdue result (seed 000's rpc.Overdue) of earliest deadline, among
 // those whose last RPC did not fail, else among all when that deadline is within a
-// scheduling period. The RPC's request is recorded in doc.Request.
+// scheduling period; on a host with one project that report asks for the work the
+// project lacks below its want (loneTopUp). The RPC's request is recorded in
+// doc.Request.
 //
 // Reports do not wait on the buffer. seed 000's Poll starts a get-work session instead
 // of a report when the host's estimated work is below its low-water mark, and the
@@ -120,13 +122,63 @@ func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Pla
 			}
 		}
 		req = state.WorkRequest{Time: now, Project: doc.Projects[p].Name}
+		topUp := w.loneTopUp(doc, &req)
 		if !w.Quiet {
 			req.Reason = fmt.Sprintf("report: project %q has a result overdue for reporting (deadline %g)", doc.Projects[p].Name, deadline)
+			if topUp {
+				req.Reason += "; work piggybacked: the host's one project holds less than it wants"
+			}
 		}
 	}
 	plan := rpc.Plan{Project: p, Request: req, Why: req.Reason}
 	rpc.Record(doc, &plan, now)
 	return plan, true
+}
+
+// loneTopUp adds to req, a report-only RPC's request, a request for work on
+// each resource where the host's one project holds less than it wants (its want less
+// what it holds, and the idle instances), whatever its backoff for the resource, and
+// reports whether it added any: BOINC's client piggybacks a work request on every RPC
+// that reports results (work_fetch.cpp WORK_FETCH::piggyback_work_request, for each
+// resource whose buffer is below work_buf_total), so its queue stands near the top of
+// the buffer when the server goes down, where goals' waited for the low-water mark (c027:
+// one project, 6 CPUs and a GPU, its server up a third of the time; at seed 4 goals let
+// its queue fall from 128 to 29 CPU-hours before asking, the server went down, and the
+// CPUs ran dry for hours, where policy boinc asked at each report and held 110-120). Only
+// on a host with one project, whose latency is known (its want then fits within the
+// latency cap, aloneWant): with projects sharing a resource a request at each report
+// spends the shares and the short deadlines (docs/decisions.md, issue 29's eighth round:
+// deadlines-4cpu's waste 0.0025 -> 0.177), and for a project alone on only one
+// resource of several it moved c012's share violation by +0.14 at seeds 6-10 (the
+// tenth round).
+func (w *Workspace) loneTopUp(doc *state.Document, req *state.WorkRequest) bool {
+	if len(doc.Projects) != 1 {
+		return false
+	}
+	h := &doc.Host
+	ts := w.runnable(doc)
+	needs := w.needsOf(doc, ts)
+	idle := w.idleInstances(doc, ts)
+	coprocs := w.coprocs[:0]
+	any := false
+	for _, nd := range needs {
+		secs := nd.Want - nd.Queued
+		if nd.Latency <= 0 || !(secs > 0) {
+			continue
+		}
+		inst := max(0, idle[nd.Resource])
+		if t := h.Resources[nd.Resource].Type; t == state.ResourceCPU {
+			req.CPUReqSecs, req.CPUReqInstances = secs, inst
+		} else {
+			coprocs = append(coprocs, state.CoprocRequest{Type: t, ReqSecs: secs, ReqInstances: inst})
+		}
+		req.WorkReqSeconds = max(req.WorkReqSeconds, secs)
+		any = true
+	}
+	if w.coprocs = coprocs; len(coprocs) > 0 {
+		req.Coprocs = coprocs
+	}
+	return any
 }
 
 // ApplyReply takes in a scheduler reply as goals does (bdevices reply --policy goals,
