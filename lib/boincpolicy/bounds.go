@@ -560,6 +560,7 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	if cap(w.top) < n {
 		w.top = make([]float64, 0, n)
 	}
+	w.satFree = scratch.Grow(w.satFree, cpus)
 	w.cum = growJobs(w.cum, len(w.jobs)+16)
 	w.low = growJobs(w.low, len(w.jobs)+16)
 }

@@ -2,6 +2,7 @@ package boincpolicy
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -281,4 +282,87 @@ func TestEDFHoldTiesListed(t *testing.T) {
 		t.Errorf("two CPUs: changed %v, misses by the bound %v, held %v (for misses %v); want unchanged, by the bound, held for misses",
 			quiet.Changed(), quiet.boundMiss, quiet.hold, quiet.holdMiss)
 	}
+}
+
+// TestSaturatedListIsSimulation: on random queues of one project's jobs of one CPU
+// each (some of them started, the host often part-time), saturatedList is the
+// simulation's saturated time to rounding; and on queues of one project's whose
+// saturated time is near work_buf_min, workBound's verdict (now with saturatedList
+// after the sums' bounds) never says "past work_buf_min" where the simulation does
+// not, and says it where only saturatedList shows it; within the work fetch's hold it
+// sets, the running jobs' work done, the simulation's saturated time stays past it.
+func TestSaturatedListIsSimulation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 11))
+	exact, onlyList, held := 0, 0, 0
+	for trial := range 10000 {
+		doc := randomQueue(rng)
+		for i := range doc.Tasks {
+			doc.Tasks[i].Project, doc.Tasks[i].AppVersion = "A", "A/v"
+			doc.AppVersions[0].AvgNCPUs = 1
+			if doc.Tasks[i].State == state.TaskReady && rng.IntN(4) == 0 {
+				doc.Tasks[i].State = state.TaskPreempted
+				doc.Tasks[i].FlopsDone = doc.Tasks[i].EstimatedFlops * rng.Float64()
+			}
+		}
+		var sim Workspace
+		sim.Simulate(doc, t0)
+		var q Workspace
+		q.view(doc)
+		q.prepareJobs(doc)
+		got, ok := q.saturatedList(&doc.Host, 0)
+		if !ok {
+			if len(q.jobs) >= doc.Host.CPU().Instances {
+				t.Fatalf("trial %d: %d jobs on %d CPUs, not known", trial, len(q.jobs), doc.Host.CPU().Instances)
+			}
+			continue
+		}
+		want := sim.Sim[0].Saturated
+		if math.Abs(got-want) > 1e-9*want+1e-6 {
+			t.Fatalf("trial %d: saturated %v by the list schedule, the simulation's %v", trial, got, want)
+		}
+		exact++
+		// work_buf_min just below and just above the simulation's saturated time, and well below.
+		for _, f := range []float64{1 - 1e-6, 1 + 1e-6, 0.9, 0.5} {
+			doc.Preferences.WorkBufMinDays = want * f / 86400
+			bufMin := WorkBufMin(&doc.Preferences)
+			q.prepareJobs(doc)
+			n, x := float64(doc.Host.CPU().Instances), bufMin*(1+1e-9)+1e-6
+			sb, sok := q.saturatedBound(&doc.Host, 0)
+			sums := (q.sums[sumW]-n*q.sums[sumMaxT])/(n+q.sums[sumMaxU]) >= x || sok && sb >= x
+			q.boundAt = t0
+			if !q.workBound(&doc.Host, bufMin) {
+				continue
+			}
+			if !(want >= bufMin) {
+				t.Fatalf("trial %d: saturated past %v by the bound, the simulation's %v", trial, bufMin, want)
+			}
+			if !sums {
+				onlyList++
+			}
+			// Within the work fetch's hold the running jobs' work is done (up to
+			// their speed) and the simulation's saturated time stays past it.
+			step := *doc
+			step.Tasks = slices.Clone(doc.Tasks)
+			stride := max(60, math.Ceil((q.fetchHoldUntil-t0)/20/60)*60) // 20 moments at most
+			for now := t0 + stride; q.fetchHold && now < q.fetchHoldUntil; now += stride {
+				runs := 0 // at most the CPUs' count of jobs run (CPUsFit)
+				for i := range step.Tasks {
+					if tk := &step.Tasks[i]; tk.State == state.TaskRunning && float64(runs) < n {
+						tk.FlopsDone = min(tk.EstimatedFlops, tk.FlopsDone+stride*1e9*rng.Float64())
+						runs++
+					}
+				}
+				var later Workspace
+				later.Simulate(&step, now)
+				if !(later.Sim[0].Saturated >= bufMin) {
+					t.Fatalf("trial %d: %.0f s into the fetch hold (until %.0f s), saturated %v, work_buf_min %v", trial, now-t0, q.fetchHoldUntil-t0, later.Sim[0].Saturated, bufMin)
+				}
+				held++
+			}
+		}
+	}
+	if exact < 5000 || onlyList < 1000 || held < 10000 {
+		t.Errorf("%d queues known exactly, %d past work_buf_min by saturatedList alone, %d moments held: want more", exact, onlyList, held)
+	}
+	t.Logf("%d queues known exactly, %d past work_buf_min by saturatedList alone, %d moments held", exact, onlyList, held)
 }

@@ -267,13 +267,18 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 		over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
 		if !(over >= 0) {
 			// saturatedBound's, where it holds; it falls at most n + 1 ÷ n times
-			// as fast.
+			// as fast. Failing that, saturatedList's, n + 1 times as fast.
 			sat, ok := w.saturatedBound(h, r)
 			if !ok {
 				return false
 			}
 			if over = (sat - (bufMin*(1+1e-9) + 1e-6)) * n / (n + 1); !(over >= 0) {
-				return false
+				if sat, ok = w.saturatedList(h, r); !ok {
+					return false
+				}
+				if over = (sat - (bufMin*(1+1e-9) + 1e-6)) / (n + 1); !(over >= 0) {
+					return false
+				}
 			}
 		}
 		// How long the bound stays past bufMin: while the tasks stay as they are,
