@@ -449,13 +449,19 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 // its jobs' times but the n − 1 longest, ÷ n. (While the tasks stay as they are it
 // falls at most as fast as workBound's: each of at most n + 1 running jobs' times by
 // fall ÷ availability a second, ÷ n.)
-func (w *Workspace) saturatedBound(h *state.Host, r int) (float64, bool) {
+//
+// And at least the n-th longest time (kth): each of the N − n + 1 jobs ended by then
+// ran its whole time, and N − n + 1 jobs take at least the (N − n + 1)th shortest, the
+// n-th longest (issue 30, ninth round: the corpus's hosts of several projects with
+// jobs longer than work_buf_min, c139's 12.9-hour jobs beside 2.9-hour ones, ran the
+// work fetch's simulation at almost every step for a buffer it found full). It falls
+// at most as fast as one job's time, whatever the priorities.
+func (w *Workspace) saturatedBound(h *state.Host, r int) (sum, kth float64, ok bool) {
 	n := h.Resources[r].Instances
 	if n < 1 || n > maxTop || r == w.cpuRes && w.coprocCPUs != 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	top := w.top[:0] // the n − 1 longest times, shortest first
-	var sum float64
+	top := w.top[:0] // the n longest times, shortest first
 	count := 0
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -463,25 +469,25 @@ func (w *Workspace) saturatedBound(h *state.Host, r int) (float64, bool) {
 			continue
 		}
 		if j.inst != 1 {
-			return 0, false
+			return 0, 0, false
 		}
 		t := j.simLeft / j.simRate
 		sum += t
 		count++
-		top = keepLongest(top, t, n-1)
+		top = keepLongest(top, t, n)
 	}
 	w.top = top
 	if count < n {
-		return 0, false
+		return 0, 0, false
 	}
 	var long float64
-	for _, t := range top {
+	for _, t := range top[1:] {
 		long += t
 	}
-	return (sum - long) / float64(n), true
+	return (sum - long) / float64(n), top[0], true
 }
 
-// maxTop: saturatedBound keeps the n − 1 longest times for hosts of up to this many
+// maxTop: saturatedBound keeps the n longest times for hosts of up to this many
 // instances.
 const maxTop = 64
 

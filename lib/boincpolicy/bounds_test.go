@@ -2,11 +2,12 @@ package boincpolicy
 
 import (
 	"fmt"
-	"github.com/bkit/bkit/lib/credit"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/bkit/bkit/lib/credit"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -220,4 +221,88 @@ func TestPickAgainIsPick(t *testing.T) {
 		t.Errorf("pickAgain could apply on %d queues only", again)
 	}
 	t.Logf("pickAgain could apply on %d of 20000 queues", again)
+}
+
+// TestSaturatedKth: on random queues of several projects' jobs of one CPU each (their
+// RECs and shares at random, some started, the host often part-time), saturatedBound's
+// n-th longest time is never past the simulation's saturated time; with work_buf_min
+// just below it (or halfway to it from the other bounds), workBound says "past work_buf_min" (where its other bounds often do
+// not), and at up to 20 moments within the work fetch's hold it sets, the running jobs'
+// work done at their speed (at most one a CPU), the simulation's saturated time
+// stays past work_buf_min, and so do the bounds.
+func TestSaturatedKth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 12))
+	checked, onlyKth, held := 0, 0, 0
+	for trial := range 10000 {
+		doc := randomQueue(rng)
+		for p := range doc.AppVersions {
+			doc.AppVersions[p].AvgNCPUs = 1
+		}
+		var sim Workspace
+		sim.Simulate(doc, t0)
+		var q Workspace
+		q.view(doc)
+		q.prepareJobs(doc)
+		sum, kth, ok := q.saturatedBound(&doc.Host, 0)
+		if !ok {
+			continue
+		}
+		want := sim.Sim[0].Saturated
+		if !(kth <= want*(1+1e-9)+1e-6) {
+			t.Fatalf("trial %d: the n-th longest time %v past the simulation's saturated time %v", trial, kth, want)
+		}
+		checked++
+		// work_buf_min just below the n-th longest time, or halfway from the other
+		// bounds to it (its hold then the bounds').
+		n := float64(doc.Host.CPU().Instances)
+		other := max(sum, (q.sums[sumW]-n*q.sums[sumMaxT])/(n+q.sums[sumMaxU]))
+		doc.Preferences.WorkBufMinDays = kth * (1 - 1e-6) / 86400
+		if trial%2 == 0 && other < kth {
+			doc.Preferences.WorkBufMinDays = (other + kth) / 2 / 86400
+		}
+		bufMin := WorkBufMin(&doc.Preferences)
+		x := bufMin*(1+1e-9) + 1e-6
+		q.prepareJobs(doc)
+		q.boundAt = t0
+		if !q.workBound(&doc.Host, bufMin) {
+			if kth-x >= 0 {
+				t.Fatalf("trial %d: the n-th longest time %v past %v, the bound not", trial, kth, bufMin)
+			}
+			continue
+		}
+		if !(want >= bufMin) {
+			t.Fatalf("trial %d: saturated past %v by the bound, the simulation's %v", trial, bufMin, want)
+		}
+		if !((q.sums[sumW]-n*q.sums[sumMaxT])/(n+q.sums[sumMaxU]) >= x || sum >= x) {
+			onlyKth++
+		}
+		step := *doc
+		step.Tasks = slices.Clone(doc.Tasks)
+		stride := max(60, math.Ceil((q.fetchHoldUntil-t0)/20/60)*60)
+		for now := t0 + stride; q.fetchHold && now < q.fetchHoldUntil; now += stride {
+			runs := 0
+			for i := range step.Tasks {
+				if tk := &step.Tasks[i]; tk.State == state.TaskRunning && float64(runs) < n {
+					tk.FlopsDone = min(tk.EstimatedFlops, tk.FlopsDone+stride*1e9) // at full speed
+					runs++
+				}
+			}
+			var later, bound Workspace
+			later.Simulate(&step, now)
+			if !(later.Sim[0].Saturated >= bufMin) {
+				t.Fatalf("trial %d: %.0f s into the fetch hold (until %.0f s), saturated %v, work_buf_min %v", trial, now-t0, q.fetchHoldUntil-t0, later.Sim[0].Saturated, bufMin)
+			}
+			// The hold's reason: the bounds themselves stay past work_buf_min.
+			bound.view(&step)
+			bound.prepareJobs(&step)
+			if !bound.workBound(&step.Host, bufMin) {
+				t.Fatalf("trial %d: %.0f s into the fetch hold (until %.0f s), the bounds no longer past work_buf_min", trial, now-t0, q.fetchHoldUntil-t0)
+			}
+			held++
+		}
+	}
+	if checked < 5000 || onlyKth < 500 || held < 5000 {
+		t.Errorf("%d queues checked, %d past work_buf_min by the n-th longest time alone, %d moments held: want more", checked, onlyKth, held)
+	}
+	t.Logf("%d queues checked, %d past work_buf_min by the n-th longest time alone, %d moments held", checked, onlyKth, held)
 }

@@ -327,8 +327,8 @@ func TestSaturatedListIsSimulation(t *testing.T) {
 			bufMin := WorkBufMin(&doc.Preferences)
 			q.prepareJobs(doc)
 			n, x := float64(doc.Host.CPU().Instances), bufMin*(1+1e-9)+1e-6
-			sb, sok := q.saturatedBound(&doc.Host, 0)
-			sums := (q.sums[sumW]-n*q.sums[sumMaxT])/(n+q.sums[sumMaxU]) >= x || sok && sb >= x
+			sb, kth, sok := q.saturatedBound(&doc.Host, 0)
+			sums := (q.sums[sumW]-n*q.sums[sumMaxT])/(n+q.sums[sumMaxU]) >= x || sok && (sb >= x || kth >= x)
 			q.boundAt = t0
 			if !q.workBound(&doc.Host, bufMin) {
 				continue

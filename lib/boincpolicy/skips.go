@@ -266,17 +266,19 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 		// A margin for rounding: the simulation sums the same times in another order.
 		over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
 		if !(over >= 0) {
-			// saturatedBound's, where it holds; it falls at most n + 1 ÷ n times
-			// as fast. Failing that, saturatedList's, n + 1 times as fast.
-			sat, ok := w.saturatedBound(h, r)
+			// saturatedBound's, where they hold: its sum falls at most n + 1 ÷ n
+			// times as fast, its n-th longest time as fast. Failing them,
+			// saturatedList's, n + 1 times as fast.
+			sat, kth, ok := w.saturatedBound(h, r)
 			if !ok {
 				return false
 			}
-			if over = (sat - (bufMin*(1+1e-9) + 1e-6)) * n / (n + 1); !(over >= 0) {
+			x := bufMin*(1+1e-9) + 1e-6
+			if over = max((sat-x)*n/(n+1), kth-x); !(over >= 0) {
 				if sat, ok = w.saturatedList(h, r); !ok {
 					return false
 				}
-				if over = (sat - (bufMin*(1+1e-9) + 1e-6)) / (n + 1); !(over >= 0) {
+				if over = (sat - x) / (n + 1); !(over >= 0) {
 					return false
 				}
 			}
