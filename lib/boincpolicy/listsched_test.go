@@ -366,3 +366,42 @@ func TestSaturatedListIsSimulation(t *testing.T) {
 	}
 	t.Logf("%d queues known exactly, %d past work_buf_min by saturatedList alone, %d moments held", exact, onlyList, held)
 }
+
+// TestSaturatedLow: on random queues of several projects' one-CPU jobs (RECs and
+// shares at random), saturatedLowAt's bound is never past the simulation's saturated
+// time, and with work_buf_min just below it saturatedLow says "past" where workBound
+// often does not.
+func TestSaturatedLow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 13))
+	checked, beyond := 0, 0
+	for trial := range 20000 {
+		doc := randomQueue(rng)
+		for p := range doc.AppVersions {
+			doc.AppVersions[p].AvgNCPUs = 1
+		}
+		var sim Workspace
+		sim.Simulate(doc, t0)
+		var q Workspace
+		q.view(doc)
+		q.prepareJobs(doc)
+		low, ok := q.saturatedLowAt(doc, t0)
+		if !ok {
+			continue
+		}
+		want := sim.Sim[0].Saturated
+		if !(low <= want*(1+1e-9)+1e-6) {
+			t.Fatalf("trial %d: the bound %v past the simulation's saturated time %v (served %v)", trial, low, want, q.gServed)
+		}
+		checked++
+		doc.Preferences.WorkBufMinDays = low * (1 - 1e-6) / 86400
+		bufMin := WorkBufMin(&doc.Preferences)
+		q.prepareJobs(doc)
+		if !q.workBound(&doc.Host, bufMin) && q.saturatedLow(doc, t0, bufMin) {
+			beyond++
+		}
+	}
+	if checked < 5000 || beyond < 500 {
+		t.Errorf("%d queues checked, %d past work_buf_min by the bound where workBound's are not: want more", checked, beyond)
+	}
+	t.Logf("%d queues checked, %d past work_buf_min by the bound where workBound's are not", checked, beyond)
+}

@@ -142,7 +142,7 @@ func (w *Workspace) quietNoFetch(doc *state.Document, now float64) bool {
 	w.quietView(doc, now)
 	w.boundAt = now
 	recSum := w.prepare(doc)
-	if w.noFetchPossible(doc, recSum) {
+	if w.noFetchPossible(doc, now, recSum) {
 		return true
 	}
 	w.simulateFrom(doc, now, recSum)
@@ -228,7 +228,7 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 // jobs' instance-seconds. (The CPUs' count of a coprocessor job's CPUs only makes
 // them saturated longer; the bound leaves them out.) When that is at least
 // work_buf_min for every resource, no resource's saturated time is below it either.
-func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
+func (w *Workspace) noFetchPossible(doc *state.Document, now, recSum float64) bool {
 	h := &doc.Host
 	bufMin := WorkBufMin(&doc.Preferences)
 	if w.workBound(h, bufMin) {
@@ -238,13 +238,13 @@ func (w *Workspace) noFetchPossible(doc *state.Document, recSum float64) bool {
 	w.pick(doc, recSum)
 	for r := range h.Resources {
 		if float64(h.Resources[r].Instances)-w.simUsed[r] > 1e-6 {
-			return false
+			return w.saturatedLow(doc, now, bufMin)
 		}
 	}
 	for _, a := range w.active {
 		j := &w.jobs[a]
 		if j.simLeft/j.simRate < bufMin {
-			return false
+			return w.saturatedLow(doc, now, bufMin)
 		}
 	}
 	return true

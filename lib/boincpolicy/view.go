@@ -152,6 +152,7 @@ type Workspace struct {
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
 	satFree                          []float64 // saturatedList's
+	lowFails, lowSkip                int       // saturatedLow's
 	// The box of REC fractions a hold is good in (box.go): servedEps, projectServed's
 	// at now; recEps, missesKnown's (+Inf: its answer and slack read no REC, or the
 	// horizon's); boxEps and boxF, the hold's half-width (+Inf: none) and centre.
