@@ -15,6 +15,19 @@ import (
 // of about half, for a pass twice as long (docs/scaling.md).
 const sqliteBatchHold = 5 * time.Millisecond
 
+// sqliteQuietHold is how long a batch may hold the write lock once no other
+// connection has committed for sqliteQuietWindow (a server with no RPCs coming, a
+// quiet night): nobody waits for the lock then, and 5 ms batches made a pass mostly
+// fixed costs (a commit, a pause, the statements prepared again for each batch's IN
+// lists). The first writer to come waits for one such batch at most; its commit makes
+// the job's next batches short again (Store.Pause).
+const sqliteQuietHold = 50 * time.Millisecond
+
+// sqliteQuietWindow is how long no other connection must have committed before a
+// cron job's batches grow to sqliteQuietHold: longer than the gaps between a busy
+// project's RPCs (tens a second), so a steady stream of them keeps the batches short.
+var sqliteQuietWindow = time.Second
+
 // minBatch is the smallest batch a Batcher asks for: below it a batch's fixed costs
 // (BEGIN, the commit's sync, the pause after it) are most of the pass.
 const minBatch = 10
@@ -25,46 +38,60 @@ const minBatch = 10
 // a batch, always the most the job allows (bigger batches, fewer commits). A Batcher
 // belongs to one goroutine.
 type Batcher struct {
-	s          *Store
-	most, size int
-	hold       time.Duration // 0: no limit (MySQL)
-	perRow     time.Duration // the last batches' time per row, smoothed; 0 before the first
-	last       time.Duration // the last batch's hold
+	s      *Store
+	most   int
+	hold   time.Duration // 0: no limit (MySQL)
+	perRow time.Duration // the last batches' time per row, smoothed; 0 before the first
+	asked  int           // the last size Size gave
+	held   int           // the last batch's size: its rows, or what was asked when more
+	last   time.Duration // the last batch's hold
 }
 
 // Batcher returns a Batcher of batches of at most most rows.
 func (s *Store) Batcher(most int) *Batcher {
-	b := &Batcher{s: s, most: most, size: most}
+	b := &Batcher{s: s, most: most}
 	if s.dialect.name == SQLite {
 		b.hold = sqliteBatchHold
-		b.size = min(most, 100) // until the first batch says what a row costs
 	}
 	return b
 }
 
-// Size is how many rows the next batch should take.
-func (b *Batcher) Size() int { return b.size }
+// Size is how many rows the next batch should take: on SQLite as many as fit in
+// sqliteBatchHold at the last batches' time per row (100 before the first), or in
+// sqliteQuietHold once nobody else has committed for sqliteQuietWindow (decided now,
+// so a writer that came since the last batch makes the next one short), at least
+// minBatch, and at most twice the last batch.
+func (b *Batcher) Size() int {
+	if b.hold == 0 {
+		return b.most
+	}
+	if b.perRow == 0 {
+		return min(b.most, 100) // until the first batch says what a row costs
+	}
+	hold := b.hold
+	if b.s.quietFor() >= sqliteQuietWindow {
+		hold = sqliteQuietHold
+	}
+	b.asked = max(minBatch, min(b.most, int(hold/b.perRow), 2*b.held))
+	return b.asked
+}
 
 // Held records that a batch of n rows held its transaction (from BEGIN to the end of
-// COMMIT) for d, and sizes the next one. The time per row is smoothed over the last
-// few batches, and a batch at most doubles the next one's size: one batch the machine
-// happened to run quickly does not make the next hold the lock for long.
+// COMMIT) for d. The time per row is smoothed over the last few batches, and a batch
+// at most doubles the next one's size: one batch the machine happened to run quickly
+// does not make the next hold the lock for long.
 func (b *Batcher) Held(n int, d time.Duration) {
 	if b.hold == 0 || n <= 0 {
 		return
 	}
 	b.last = d
+	b.held = max(n, b.asked) // a batch short of rows (the backlog's end) does not shrink the next
 	r := d / time.Duration(n)
 	if b.perRow == 0 {
 		b.perRow = r
 	} else {
 		b.perRow = (7*b.perRow + 3*r) / 10
 	}
-	size := b.most
-	if b.perRow > 0 {
-		size = int(b.hold / b.perRow)
-	}
-	b.size = max(minBatch, min(b.most, size, 2*b.size))
 }
 
 // BatchJob makes this Store's commits a cron job's (bretry's pass): on SQLite its
@@ -136,7 +163,18 @@ func (s *Store) Pause(ctx context.Context, hold time.Duration) time.Duration {
 	if last := s.dataVersion.Swap(v); last == v && v != 0 {
 		return sqliteQuietPause
 	}
+	s.othersAt.Store(time.Now().UnixNano())
 	return max(sqliteYield, hold)
+}
+
+// quietFor is how long no other connection has committed, as this Store's pauses saw
+// it (0 before its first Pause).
+func (s *Store) quietFor() time.Duration {
+	at := s.othersAt.Load()
+	if at == 0 {
+		return 0
+	}
+	return time.Duration(time.Now().UnixNano() - at)
 }
 
 func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {

@@ -49,6 +49,7 @@ type Store struct {
 
 	txRetries, txErrors atomic.Int64 // TxStats
 	dataVersion         atomic.Int64 // SQLite's data_version + 1 at the last Pause (0: none yet)
+	othersAt            atomic.Int64 // when a Pause last saw another connection's commit (Unix ns; 0: none yet)
 }
 
 // Engine names.

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestBatcherQuiet: on SQLite a cron job's batches hold the lock about
+// sqliteBatchHold while others commit, about sqliteQuietHold once nobody else has
+// committed for sqliteQuietWindow, and short again as soon as another connection
+// commits.
+func TestBatcherQuiet(t *testing.T) {
+	ctx := context.Background()
+	defer func(w time.Duration) { sqliteQuietWindow = w }(sqliteQuietWindow)
+	sqliteQuietWindow = 50 * time.Millisecond
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db.sqlite")
+	job, err := Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	if _, err := job.Migrate(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	const perRow = 10 * time.Microsecond
+	b := job.Batcher(100_000)
+	batch := func() int {
+		n := b.Size()
+		b.Held(n, time.Duration(n)*perRow)
+		job.Pause(ctx, time.Duration(n)*perRow)
+		return b.Size()
+	}
+	busy := int(sqliteBatchHold / perRow) // 500
+	quiet := int(sqliteQuietHold / perRow)
+	// Before any pause, and within the window after the first: short batches.
+	for range 20 {
+		batch()
+	}
+	if n := b.Size(); n != busy {
+		t.Fatalf("at first: batches of %d, want %d", n, busy)
+	}
+	time.Sleep(2 * sqliteQuietWindow)
+	for range 20 { // growing at most twofold a batch
+		batch()
+	}
+	if n := b.Size(); n != quiet {
+		t.Fatalf("after the quiet window: batches of %d, want %d", n, quiet)
+	}
+	if _, err := other.AddApp(ctx, "other", false, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := batch(); n != busy {
+		t.Fatalf("after another's commit: batches of %d, want %d at once", n, busy)
+	}
+}
