@@ -52,7 +52,10 @@ func (e Engine) Require(t testing.TB) {
 
 // SQLiteDSN returns the DSN of a new SQLite file in t's temporary directory.
 func SQLiteDSN(t testing.TB) string {
-	return "sqlite:" + filepath.Join(t.TempDir(), "project.db")
+	path := filepath.Join(t.TempDir(), "project.db")
+	sqliteFresh.Store(path, true)
+	t.Cleanup(func() { sqliteFresh.Delete(path) })
+	return "sqlite:" + path
 }
 
 // MySQLDSN returns the DSN of a new, empty MySQL database, dropped at cleanup, or
@@ -107,11 +110,19 @@ func mysqlEngine(t testing.TB) Engine {
 var fresh sync.Map
 
 // Open opens dsn and migrates it, failing t on error; the store is closed at cleanup.
-// A fresh MySQL database from Engines or MySQLDSN is first filled from the template.
+// A fresh MySQL database from Engines or MySQLDSN is first filled from the template,
+// and so is a SQLite file SQLiteDSN named that does not exist yet (sqlitetemplate.go).
 func Open(t testing.TB, dsn string) *store.Store {
 	if _, ok := fresh.LoadAndDelete(dsn); ok {
 		if err := fillFromTemplate(dsn); err != nil {
 			t.Fatalf("%s: %v", EnvMySQL, err)
+		}
+	}
+	if path, ok := sqlitePath(dsn); ok {
+		if _, ok := sqliteFresh.LoadAndDelete(path); ok {
+			if err := fillSQLiteFromTemplate(path); err != nil {
+				t.Fatalf("the SQLite template: %v", err)
+			}
 		}
 	}
 	s, err := store.Open(dsn)

@@ -67,3 +67,73 @@ func TestTemplateIsMigrated(t *testing.T) {
 		t.Errorf("template copy differs from a migrated database (-migrated +copy):\n%s", d)
 	}
 }
+
+// TestSQLiteTemplateIsMigrated is TestTemplateIsMigrated for SQLite: a file Open fills
+// from the SQLite template has the very schema Migrate makes on an empty file (every
+// table, index and trigger as sqlite_master records it), the same versions, WAL mode
+// and the synchronous setting its DSN asks for.
+func TestSQLiteTemplateIsMigrated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	migrated, err := store.Open(storetest.SQLiteDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer migrated.Close()
+	if _, err := migrated.Migrate(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	copied := storetest.Open(t, storetest.SQLiteDSN(t))
+	normal := storetest.Open(t, storetest.SQLiteDSN(t)+"?synchronous=normal")
+	schema := func(s *store.Store) []string {
+		t.Helper()
+		rows, err := s.DB.QueryContext(ctx, "SELECT type, name, tbl_name, COALESCE(sql, '') FROM sqlite_master ORDER BY type, name")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for rows.Next() {
+			var typ, name, table, sql string
+			if err := rows.Scan(&typ, &name, &table, &sql); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, typ+" "+name+" "+table+" "+sql)
+		}
+		rows.Close()
+		var versions []int
+		rows, err = s.DB.QueryContext(ctx, "SELECT version FROM schema_version ORDER BY version")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var v int
+			rows.Scan(&v)
+			versions = append(versions, v)
+		}
+		rows.Close()
+		var mode string
+		if err := s.DB.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		return append(out, fmt.Sprint("versions ", versions), "journal_mode "+mode)
+	}
+	want, got := schema(migrated), schema(copied)
+	if len(want) < 12 {
+		t.Fatalf("the migrated database has only %d schema objects", len(want)-2)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("template copy differs from a migrated file (-migrated +copy):\n%s", d)
+	}
+	if d := cmp.Diff(want, schema(normal)); d != "" {
+		t.Errorf("template copy (synchronous=normal) differs from a migrated file (-migrated +copy):\n%s", d)
+	}
+	for _, c := range []struct {
+		s    *store.Store
+		want int
+	}{{migrated, 2}, {copied, 2}, {normal, 1}} {
+		var sync int
+		if err := c.s.DB.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil || sync != c.want {
+			t.Errorf("synchronous %d (%v), want %d", sync, err, c.want)
+		}
+	}
+}
