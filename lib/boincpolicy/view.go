@@ -151,6 +151,8 @@ type Workspace struct {
 	listFree, listRel                []float64 // listLower's and listUpper's (listsched.go)
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
+	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project
+	lowList                          bool      // w.low is listLower's
 	satFree                          []float64 // saturatedList's
 	lowFails, lowSkip                int       // saturatedLow's
 	// The box of REC fractions a hold is good in (box.go): servedEps, projectServed's
