@@ -1,0 +1,109 @@
+package boincpolicy
+
+import (
+	"github.com/bkit/bkit/lib/scratch"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// lowFall sets w.lowK[i], how much faster than time job i's simulated end by
+// missBounds' bound, now + w.low[i], may come nearer while the tasks stay as they
+// are; only the running jobs' times fall, each by at most d = workBound's fall ÷ the
+// availability the simulation runs it at a second, and now grows a second a second.
+// Until over ÷ w.lowK[i] has passed, a job whose bound is past its computation
+// deadline by over goes on missing it. Without the list schedules, w.low[i] is job
+// i's own time: d − 1 if it runs. With them (listLower), job i's end is placed on its
+// project's CPUs after its project's jobs before it, the CPUs from now or freed where
+// the other served projects' list schedules leave them, and a bound e on how far the
+// CPUs' free times, in order, may have fallen is carried job by job (shiftAfter): a
+// job placed ends at most e + its d sooner, and e grows by its d; but on CPUs all
+// free from now, each of the first n jobs starts now on a CPU of its own (its end
+// falls by its own d), and the free times are then now and those ends, in order:
+// sorting keeps a bound on every element's move, so e is the greatest d so far. The
+// other served projects' CPUs fall by their own schedules' e (issue 30, tenth round:
+// the eighth round's rate was the sum over every running job, 4d − 1 a second behind
+// part-time-4cpu's four; behind the other served project's tails, its usual case,
+// this still gives up to 4d − 1: docs/decisions.md).
+// (The served CPUs the bound reads are the horizon's unless lowExact.)
+func (w *Workspace) lowFall(doc *state.Document) {
+	per := w.fall / availFrac(&doc.Host.TimeStats, false)
+	w.lowK = growJobs(w.lowK, len(w.jobs))
+	if !w.lowList {
+		for i := range w.jobs {
+			w.lowK[i] = -1
+			if w.jobs[i].running {
+				w.lowK[i] += per
+			}
+		}
+		return
+	}
+	nP, n := len(doc.Projects), doc.Host.CPU().Instances
+	w.lowRunP = scratch.Grow(w.lowRunP, 3*nP)
+	// Per project: how far its list schedule on n CPUs from now may have fallen
+	// (served projects, rel in listLower), and, while its own is placed, how far its
+	// CPUs' free times (in order) may have, and how many of its jobs are placed.
+	eq, ep, placed := w.lowRunP[:nP], w.lowRunP[nP:2*nP], w.lowRunP[2*nP:]
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if w.gServed[j.proj] < 1 {
+			continue
+		}
+		d := 0.0
+		if j.running {
+			d = per
+		}
+		eq[j.proj], placed[j.proj] = shiftAfter(eq[j.proj], d, placed[j.proj] < float64(n)), placed[j.proj]+1
+	}
+	served := 0
+	for q := range nP {
+		if w.gServed[q] >= 1 {
+			served += min(int(w.gServed[q]), n)
+		}
+	}
+	// Each project's CPUs: from now (all equal), or with the other served
+	// projects' last CPUs, each falling as its schedule may.
+	equal := placed // reused: 1 where p's CPUs are all from now
+	for p := range nP {
+		equal[p] = 1
+		if gp := min(int(w.gServed[p]), n); w.eligible[p] && served-max(gp, 0) <= n {
+			for q := range nP {
+				if q != p && min(int(w.gServed[q]), n) >= 1 {
+					equal[p], ep[p] = 0, max(ep[p], eq[q])
+				}
+			}
+		}
+	}
+	// placed counts down from n on the CPUs from now: reuse eq.
+	for p := range nP {
+		eq[p] = float64(n)
+	}
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		d := 0.0
+		if j.running {
+			d = per
+		}
+		fresh := equal[j.proj] == 1 && eq[j.proj] > 0
+		eq[j.proj]--
+		if fresh {
+			// it starts now on a CPU of its own: its end falls as its time
+			w.lowK[i] = d - 1
+		} else {
+			w.lowK[i] = ep[j.proj] + d - 1
+		}
+		ep[j.proj] = shiftAfter(ep[j.proj], d, fresh)
+	}
+}
+
+// shiftAfter is how far a list schedule's CPUs' free times, in order, may have
+// fallen once a job whose time may have fallen by d is placed, from e before: where
+// the job starts on a CPU none of the jobs placed before took, of n CPUs all free
+// from one moment (fresh), the free times are that moment and the jobs' ends in order,
+// each falling by at most its job's own d plus the moment's e0 (≤ e): sorting keeps a
+// bound on every element's move, so max(e, d) with e0 = 0; else the least free time
+// moves by at most e and the new end by e + d: e + d.
+func shiftAfter(e, d float64, fresh bool) float64 {
+	if fresh {
+		return max(e, d)
+	}
+	return e + d
+}
