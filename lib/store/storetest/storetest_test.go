@@ -45,17 +45,7 @@ func TestTemplateIsMigrated(t *testing.T) {
 			}
 			out[n] = create
 		}
-		var versions []int
-		rows, err = s.DB.QueryContext(ctx, "SELECT version FROM schema_version ORDER BY version")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var v int
-			rows.Scan(&v)
-			versions = append(versions, v)
-		}
-		rows.Close()
+		versions := schemaVersions(t, s)
 		out["versions"] = fmt.Sprint(versions)
 		return out
 	}
@@ -100,17 +90,7 @@ func TestSQLiteTemplateIsMigrated(t *testing.T) {
 			out = append(out, typ+" "+name+" "+table+" "+sql)
 		}
 		rows.Close()
-		var versions []int
-		rows, err = s.DB.QueryContext(ctx, "SELECT version FROM schema_version ORDER BY version")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var v int
-			rows.Scan(&v)
-			versions = append(versions, v)
-		}
-		rows.Close()
+		versions := schemaVersions(t, s)
 		var mode string
 		if err := s.DB.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 			t.Fatal(err)
@@ -136,4 +116,21 @@ func TestSQLiteTemplateIsMigrated(t *testing.T) {
 			t.Errorf("synchronous %d (%v), want %d", sync, err, c.want)
 		}
 	}
+}
+
+// schemaVersions are the migrations a database records, in order.
+func schemaVersions(t *testing.T, s *store.Store) []int {
+	t.Helper()
+	rows, err := s.DB.QueryContext(context.Background(), "SELECT version FROM schema_version ORDER BY version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var versions []int
+	for rows.Next() {
+		var v int
+		rows.Scan(&v)
+		versions = append(versions, v)
+	}
+	return versions
 }
