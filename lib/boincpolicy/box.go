@@ -187,8 +187,11 @@ func (w *Workspace) setKeepHold(doc *state.Document, now float64) {
 	if n-used > slack || !(until > now) {
 		return
 	}
-	if w.anyMiss && !w.edfListingSure(doc) {
-		return
+	if w.anyMiss {
+		sure, ok := w.edfListingSure(doc, now)
+		if until = min(until, sure); !ok || !(until > now) {
+			return
+		}
 	}
 	w.hold, w.holdUntil, w.holdMiss = true, until, w.anyMiss
 	w.setBox(doc, eps)

@@ -386,7 +386,8 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 //     when two jobs of a project with misses share a deadline, both started and
 //     one running (the order of the ties may then list another job), unless both
 //     are listed, or only the running one is, and every job takes the same CPUs
-//     (tieListed). A job may also
+//     (tieListed), or, until its lead is eaten, a running job not listed comes
+//     behind a listed one (edfListingSure). A job may also
 //     miss by missBounds' bound (w.boundMiss), for the slack too (missesKnown);
 //     the jobs that miss are then not a project's earliest, and the ties are
 //     looked at whatever the count;
@@ -433,7 +434,8 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	if n-used > slack || !(until > now) {
 		return
 	}
-	if !w.edfListingSure(doc) {
+	sure, ok := w.edfListingSure(doc, now)
+	if until = min(until, sure); !ok || !(until > now) {
 		return
 	}
 	w.hold, w.holdUntil, w.holdMiss = true, until, true
@@ -441,8 +443,24 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 }
 
 // edfListingSure is setEDFHold's test that every pass of its hold lists the same jobs
-// for their misses, whatever the order of ties (the last pass's list: w.list).
-func (w *Workspace) edfListingSure(doc *state.Document) bool {
+// for their misses, whatever the order of ties (the last pass's list: w.list): it
+// reports whether they do, and until when (+Inf: for the whole hold).
+//
+// Where a started job X listed for its miss shares its deadline with a running job U
+// not listed, of a project with misses, on a host whose jobs all take the same CPUs,
+// earliest_deadline_result takes X before U while X's estimated remaining time is
+// the less (the ties' order: started, then that time, then the jobs' order), and only
+// U's overtaking X could list U instead: X's time does not grow within a hold (a
+// preempted job's stands still, a running one's falls: noRiseUntil ends the hold
+// before one may grow), and U's falls by at most workBound's fall a second (its
+// estimated remaining work by at most fall × the work done, at most its speed a
+// second). So the listing stands until X's lead over U, ÷ fall, has passed. Two such
+// jobs neither of which is listed are then left alike: with every listed job ahead
+// of every unlisted one of its deadline that runs, the jobs listed before the listing
+// reaches them stay the same, and it stops before them as it did. (part-time-4cpu's A
+// jobs come two of one deadline a reply, both running, one listed: 264 holds refused
+// in a 10-day run, most of the pairs a constant lead apart; issue 30, eleventh round.)
+func (w *Workspace) edfListingSure(doc *state.Document, now float64) (float64, bool) {
 	nR := w.nRes
 	listed := 0 // the jobs listed for their misses
 	for k := range w.list {
@@ -458,6 +476,7 @@ func (w *Workspace) edfListingSure(doc *state.Document) bool {
 	for i := range w.jobs {
 		sameCPUs = sameCPUs && w.jobs[i].cpus == w.jobs[0].cpus
 	}
+	until := math.Inf(1)
 	for a := range w.jobs {
 		if listed == misses && !w.boundMiss {
 			break // every job that misses listed: the ties' order lists no other
@@ -470,11 +489,47 @@ func (w *Workspace) edfListingSure(doc *state.Document) bool {
 			jb := &w.jobs[b]
 			if jb.deadline == ja.deadline && jb.started && (ja.running || jb.running) &&
 				w.missed[jb.proj*nR+jb.res] > 0 && !(sameCPUs && w.tieListed(ja, jb)) {
-				return false
+				if !sameCPUs {
+					return 0, false
+				}
+				x, u := ja, jb
+				la, lb := w.listedEDF(ja.task), w.listedEDF(jb.task)
+				switch {
+				case !la && !lb:
+					continue // neither listed: the pairs with a listed job decide
+				case lb:
+					x, u = jb, ja
+				}
+				lead, ok := w.tieLead(doc, x, u)
+				if !ok {
+					return 0, false
+				}
+				until = min(until, now+lead)
 			}
 		}
 	}
-	return true
+	return until, true
+}
+
+// tieLead is how long running job u, not listed, stays behind job x of its deadline,
+// listed for its miss, in earliest_deadline_result's order (edfListingSure): x's lead
+// in estimated remaining time ÷ workBound's fall, less a margin for rounding (the
+// times are worked out afresh at every pass). It reports false when there is no lead,
+// or when u's or a running x's estimated remaining work may jump: a task with a true
+// remaining work (state.Task.EmulatorFlopsLeft) that has not yet computed reads its
+// estimate until it has, and then its true remaining work, which may be far less or
+// more.
+func (w *Workspace) tieLead(doc *state.Document, x, u *job) (float64, bool) {
+	for _, j := range [2]*job{x, u} {
+		if t := &doc.Tasks[j.task]; j.running && t.EmulatorFlopsLeft > 0 && !(t.FlopsDone > 0 && t.FractionDone < 1) {
+			return 0, false
+		}
+	}
+	lead := (u.est/u.speed-x.est/x.speed)*(1-1e-9) - 1e-6
+	if !(lead > 0) || !(u.speed > 0) || !(x.speed > 0) {
+		return 0, false
+	}
+	return lead / w.fall, true
 }
 
 // tieListed reports whether two started jobs of one deadline, one of them running, of
