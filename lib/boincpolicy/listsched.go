@@ -40,7 +40,13 @@ import (
 //   - With exactly two projects with jobs, each job one CPU, and one of them, q,
 //     served every CPU, pick takes the other's jobs until the CPUs are used: it runs
 //     exactly n − min(n, q's jobs left) of them while it has that many, so its list
-//     schedule on the CPUs q leaves is exact from above too.
+//     schedule on the CPUs q leaves is exact from above too. So it is when q is
+//     served as many CPUs as it has jobs (fewer than n): every job of q left is
+//     taken at every pick, each on a CPU of its own from now, and the other project
+//     runs exactly n − q's jobs left (issue 30, eleventh round: part-time-4cpu's B
+//     with three jobs, all served, and A on the one CPU they leave until they end;
+//     A's bound on one CPU left its jobs open, and 303 simulations of a 10-day run
+//     fell to 63).
 //
 // A list schedule's ends only fall when a job's time falls (the CPUs' free times,
 // kept in order, each only fall at every job placed), so a bound from above holds for
@@ -140,7 +146,8 @@ func (w *Workspace) listLower(nP, n int) {
 
 // listUpper lowers projectServed's w.cum to the list schedules' ends on the CPUs each
 // project is served (w.gServed), and, with exactly two projects with jobs, each job
-// one CPU and one of them served every CPU, the other's on the CPUs that one leaves.
+// one CPU and one of them served every CPU or as many as it has jobs, the other's on
+// the CPUs that one leaves.
 func (w *Workspace) listUpper(doc *state.Document, nP int) {
 	w.listUp = true
 	n := min(doc.Host.CPU().Instances, maxTop)
@@ -150,7 +157,7 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 			continue
 		}
 		eligible++
-		if w.gServed[p] >= float64(doc.Host.CPU().Instances) && blocker < 0 {
+		if (w.gServed[p] >= float64(doc.Host.CPU().Instances) || w.gServed[p] >= w.gCPUs[4*p]) && blocker < 0 {
 			blocker = p
 		} else {
 			other = p

@@ -115,6 +115,58 @@ func TestListBoundsBehindABlocker(t *testing.T) {
 	}
 }
 
+// TestListBoundsBesideAServedProject: part-time-4cpu's queue: B, of the higher
+// priority, has three 5-hour jobs, all of which pick takes at every pick (served 3, as
+// many as it has), and A's six 2-hour jobs run on the one CPU B leaves until B's end at
+// 18,000 s, then on the four (A2 ends at 21,600 s, A3 to A5 at 25,200). A's last three
+// computation deadlines are 300 s after their ends: A's bound from above on the one
+// CPU it is served ended them at 28,800 s and later, so they were open and the
+// simulation ran (part-time-4cpu: 303 simulations in a 10-day run); B's jobs each run
+// from now on a CPU of its own, so A's list schedule on the CPUs they leave is exact
+// from above too (listUpper), and the misses are known: none.
+func TestListBoundsBesideAServedProject(t *testing.T) {
+	doc := host(4)
+	doc.Projects[0].ResourceShare, doc.Projects[1].ResourceShare = 70, 30
+	doc.Projects[0].REC, doc.Projects[1].REC = 28, 2
+	doc.Projects[0].RECTime, doc.Projects[1].RECTime = t0, t0
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	for i, end := range []float64{7200, 14400, 21600, 25200, 25200, 25200} {
+		doc.Tasks = append(doc.Tasks, task(fmt.Sprint("A", i), "A", 7200, t0+comp+end+300))
+	}
+	for i := range 3 {
+		tk := task(fmt.Sprint("B", i), "B", 18000, t0+comp+86400)
+		tk.State = state.TaskRunning
+		doc.Tasks = append(doc.Tasks, tk)
+	}
+	var sim Workspace
+	sim.Simulate(doc, t0)
+	var q Workspace
+	q.view(doc)
+	q.prepareJobs(doc)
+	if !q.missesKnown(doc, t0) {
+		t.Fatalf("misses not known without the simulation (it finds %v; served %v)", sim.missed, q.gServed)
+	}
+	if !slices.Equal(q.gServed, []float64{1, 3}) {
+		t.Errorf("served %v, want [1 3]", q.gServed)
+	}
+	for i := range q.jobs {
+		if q.jobs[i].misses || sim.jobs[i].misses {
+			t.Errorf("job %d misses %v, in the simulation %v; want neither", i, q.jobs[i].misses, sim.jobs[i].misses)
+		}
+	}
+	// 600 s earlier, A3 to A5 miss, and the bound from below says so.
+	for i := 3; i < 6; i++ {
+		doc.Tasks[i].ReportDeadline -= 600
+	}
+	sim, q = Workspace{}, Workspace{}
+	sim.Simulate(doc, t0)
+	q.view(doc)
+	q.prepareJobs(doc)
+	if !q.missesKnown(doc, t0) || q.missed[0] != 3 || sim.missed[0] != 3 {
+		t.Errorf("deadlines 300 s before the ends: misses %v, the simulation's %v, want 3 of A's", q.missed, sim.missed)
+	}
+}
+
 // TestEDFHoldOnBoundMisses: on random queues, passed until a quiet pass holds for its
 // deadline misses (setEDFHold), every moment of 60 s within the hold (the running
 // jobs' work done at any rate up to their speed, their elapsed times grown, the RECs
