@@ -74,6 +74,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	// The served CPUs' horizon (recHorizons[level], the last at now only), and
 	// missBounds': its level, and lowFall's.
 	level, lowLevel, lowK := 0, 0, false
+	start := 0 // the first level tried (firstLevel)
 	last := len(recHorizons) - 1
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -98,10 +99,15 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 				return false
 			}
 			perJob = true
+			level = w.firstLevel()
+			start = level
 			for !w.projectServed(doc, now, recHorizons[level]) {
 				level++
 			}
 			w.slack = min(w.slack, recHorizon)
+			if h := recHorizons[level]; h > 0 {
+				w.slack = min(w.slack, h)
+			}
 		}
 		for {
 			if late = w.cumLate(doc, i, now, comp); late >= 0 {
@@ -135,6 +141,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			}
 			if w.gRECFree || level == last {
 				w.perJobFailed()
+				w.longDone(start, level)
 				return false
 			}
 			// A shorter horizon, where the REC moves less (the last: now alone),
@@ -155,6 +162,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			}
 			if w.servedSame {
 				w.perJobFailed()
+				w.longDone(start, level)
 				return false
 			}
 			if h := recHorizons[level]; h > 0 {
@@ -168,6 +176,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 		if level > 0 && level < last {
 			w.shortFails = 0
 		}
+		w.longDone(start, level)
 	}
 	// The served CPUs found at now hold while the RECs stay in the box their
 	// comparisons leave (projectServed's servedEps); with none, the slack is none.
@@ -204,6 +213,40 @@ func (w *Workspace) perJobFailed() {
 }
 
 const perJobTries, perJobRest = 4, 16
+
+// firstLevel is the horizon of recHorizons missesKnown tries first: the longest,
+// unless it has failed at the last perJobTries passes that tried it (longDone), when
+// it is passed over at the next perJobRest passes for the next one, or for now alone
+// while that one rests too (shortFailed). part-time-4cpu's RECs move too fast for an
+// hour's horizon at nine passes in ten, and trying it first cost a projectServed, a
+// listUpper and often a missBounds at every pass (issue 30, eleventh round). Like
+// perJobFailed's rule it changes no decision, only how long a pass may be held.
+func (w *Workspace) firstLevel() int {
+	if w.longSkip == 0 {
+		return 0
+	}
+	w.longSkip--
+	if w.shortSkip > 0 {
+		w.shortSkip--
+		return len(recHorizons) - 1
+	}
+	return 1
+}
+
+// longDone counts a pass whose bounds per job were tried from level start and ended
+// at level (firstLevel's rule): a failure of the longest horizon when it was tried
+// and another decided.
+func (w *Workspace) longDone(start, level int) {
+	switch {
+	case start != 0:
+	case level == 0:
+		w.longFails = 0
+	default:
+		if w.longFails++; w.longFails >= perJobTries {
+			w.longFails, w.longSkip = 0, perJobRest
+		}
+	}
+}
 
 // shortFailed counts a pass at which the shorter horizons of recHorizons left a job
 // open (the served CPUs at now alone then decided): after perJobTries in a row they

@@ -148,6 +148,7 @@ type Workspace struct {
 	gRECFree                         bool
 	perJobFails, perJobSkip          int       // missesKnown's (perJobFailed)
 	shortFails, shortSkip            int       // missesKnown's (shortFailed)
+	longFails, longSkip              int       // missesKnown's (firstLevel)
 	listFree, listRel                []float64 // listLower's and listUpper's (listsched.go)
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
