@@ -280,11 +280,11 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 				t.EmulatorRunStart = now // run_interval_start_wall_time (enforce_run_list)
 			}
 			w.fetchHold = false // its remaining work may change as it starts (workBound)
-			w.changed = true
+			w.changed, w.mkKept = true, false
 		case !runs[i] && t.State == state.TaskRunning:
 			t.State = state.TaskPreempted
 			w.fetchHold = false
-			w.changed = true
+			w.changed, w.mkKept = true, false
 		}
 	}
 	for k := range list {

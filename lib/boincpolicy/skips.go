@@ -35,7 +35,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 	// without it: the pass reads nothing else of it.
 	w.quietView(doc, now)
 	w.prepareJobs(doc)
-	if w.missesKnown(doc, now) {
+	if w.missesKept(doc, now) || w.missesKnown(doc, now) && w.keepMisses(doc, now) {
 		if w.setHold(doc, now, true); w.hold {
 			// The pass would run exactly the jobs running: it changes nothing
 			// but its record.
@@ -69,6 +69,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		w.holdFetch(doc, now)
 		return true
 	}
+	w.mkKept = false
 	w.simulateAfterJobs(doc, now)
 	w.simDone, w.simAt = true, now
 	if w.passKeeps(doc) {

@@ -153,9 +153,17 @@ type Workspace struct {
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
 	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project
-	lowList                          bool      // w.low is listLower's
-	satFree                          []float64 // saturatedList's
-	lowFails, lowSkip                int       // saturatedLow's
+	// missesKnown's answer kept (keepMisses): good until mkUntil, in a box of
+	// mkEps about the REC fractions mkF; each job's misses, the counts.
+	mkKept            bool
+	mkUntil, mkEps    float64
+	mkF               []float64
+	mkMisses          []bool
+	mkMissed          []int
+	mkAny, mkBound    bool
+	lowList           bool      // w.low is listLower's
+	satFree           []float64 // saturatedList's
+	lowFails, lowSkip int       // saturatedLow's
 	// The box of REC fractions a hold is good in (box.go): servedEps, projectServed's
 	// at now; recEps, missesKnown's (+Inf: its answer and slack read no REC, or the
 	// horizon's); boxEps and boxF, the hold's half-width (+Inf: none) and centre.

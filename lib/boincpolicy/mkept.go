@@ -1,0 +1,81 @@
+package boincpolicy
+
+import (
+	"math"
+
+	"github.com/bkit/bkit/lib/scratch"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// keepMisses keeps missesKnown's answer at now (it returned true), for the passes
+// that follow within its slack (missesKept), and reports true. (part-time-4cpu made
+// 186 of its 866 passes of a 10-day run within the slack of an earlier one, its
+// hold ended by a time slice or the REC box of the listing: issue 30, eleventh
+// round.)
+func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
+	// The slack rests on remaining work that only falls: it ends by the first
+	// moment a running job's may grow (noRiseUntil), as the holds do.
+	w.mkUntil, w.mkEps = min(now+w.slack, w.noRiseUntil(doc, now)), w.recEps
+	if w.mkKept = w.mkUntil > now; !w.mkKept {
+		return true
+	}
+	w.mkAny, w.mkBound = w.anyMiss, w.boundMiss
+	w.mkMissed = append(w.mkMissed[:0], w.missed...)
+	w.mkMisses = w.mkMisses[:0]
+	for i := range w.jobs {
+		w.mkMisses = append(w.mkMisses, w.jobs[i].misses)
+	}
+	if !math.IsInf(w.mkEps, 1) {
+		w.mkF = scratch.Grow(w.mkF, len(doc.Projects))
+		recFractions(doc, w.jobs, w.mkF)
+	}
+	return true
+}
+
+// missesKept is missesKnown at now from the answer keepMisses kept at an earlier pass
+// (prepareJobs done), when it still holds: missesKnown's slack is how long from its
+// moment no job that does not miss its deadline can come to, nor one that misses
+// come not to, while the tasks stay as they are (a change of the tasks, or a pass that
+// started or stopped one, ends it: the running jobs are those whose times fall), the
+// RECs in the box of its served CPUs (recEps), and no running job's remaining work
+// may grow (noRiseUntil, which the holds end by too: found on corpus c174 and
+// others, whose decisions changed without it). So until then every job misses as
+// it did; the slack left is what remains of it, and the box what remains of its box
+// about the fractions now. It reports whether it set them (w.missed, each job's
+// misses, w.Sim's counts, w.anyMiss, w.boundMiss, w.slack, w.recEps).
+func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
+	if !w.mkKept || !(now < w.mkUntil) || len(w.mkMisses) != len(w.jobs) {
+		return false
+	}
+	eps := math.Inf(1)
+	if !math.IsInf(w.mkEps, 1) {
+		var sum float64
+		for p, f := range w.mkF {
+			if !math.IsNaN(f) {
+				sum += doc.Projects[p].REC
+			}
+		}
+		if sum == 0 {
+			sum = 1
+		}
+		var far float64 // how far the fractions moved
+		for p, f := range w.mkF {
+			if !math.IsNaN(f) {
+				far = max(far, math.Abs(doc.Projects[p].REC/sum-f))
+			}
+		}
+		if eps = w.mkEps - far; !(eps > 0) {
+			return false
+		}
+	}
+	w.slack, w.recEps = w.mkUntil-now, eps
+	w.anyMiss, w.boundMiss = w.mkAny, w.mkBound
+	copy(w.missed, w.mkMissed)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.misses = w.mkMisses[i]; j.misses {
+			w.Sim[j.res].Misses++
+		}
+	}
+	return true
+}
