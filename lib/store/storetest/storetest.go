@@ -1,7 +1,7 @@
 // Package storetest owns the throw-away databases tests run on: a fresh SQLite file
 // per test, and, when BKIT_TEST_MYSQL_DSN names a MySQL/MariaDB server, a freshly
-// created database on it that is dropped when the test ends, so tests (and packages)
-// can run at the same time without seeing each other's rows.
+// created database on it, emptied or dropped when the test ends (spares.go), so tests
+// (and packages) can run at the same time without seeing each other's rows.
 //
 // Migrating a MySQL database is some sixty DDL statements, each synced to disk; a
 // suite that did it for every test spent most of its MySQL time there. So Open fills
@@ -15,9 +15,6 @@ package storetest
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -75,15 +72,12 @@ func mysqlEngine(t testing.TB) Engine {
 	if err != nil {
 		t.Fatalf("%s: %v", EnvMySQL, err)
 	}
-	db, err := sql.Open("mysql", driverDSN)
+	db, err := ownerDB(driverDSN)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s=%s: %v", EnvMySQL, base, err)
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	name := "bkit_test_" + hex.EncodeToString(b[:])
-	if _, err := db.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
-		db.Close()
+	name, err := newDatabase(db)
+	if err != nil {
 		// The tests make their databases beside the one named, which must exist: say
 		// so rather than blame CREATE DATABASE (issue 32).
 		if strings.Contains(err.Error(), "Unknown database") {
@@ -91,7 +85,7 @@ func mysqlEngine(t testing.TB) Engine {
 			t.Fatalf("%s=%s: the database it names does not exist; the tests connect to it to make their own beside it: create it first (mariadb -e 'CREATE DATABASE %s'): %v",
 				EnvMySQL, base, strings.TrimPrefix(u.Path, "/"), err)
 		}
-		t.Fatalf("%s=%s: cannot make a test database (CREATE DATABASE %s): %v", EnvMySQL, base, name, err)
+		t.Fatalf("%s=%s: cannot make a test database: %v", EnvMySQL, base, err)
 	}
 	u, _ := url.Parse(base)
 	u.Path = "/" + name
@@ -99,8 +93,7 @@ func mysqlEngine(t testing.TB) Engine {
 	fresh.Store(dsn, true)
 	t.Cleanup(func() {
 		fresh.Delete(dsn)
-		db.ExecContext(context.Background(), "DROP DATABASE "+name)
-		db.Close()
+		release(db, name)
 	})
 	return Engine{Name: store.MySQL, DSN: dsn}
 }
