@@ -174,7 +174,7 @@ func TestBrowser(t *testing.T) {
 		if strings.Count(dom, "<script") > 0 {
 			t.Errorf("user %d: the browser made a <script> element of a name:\n%s", uid, dom)
 		}
-		u, err := e.st.VolunteerUser(ctx, uid)
+		u, err := e.st.VolunteerUser(ctx, uid, server.UserPageHosts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -189,7 +189,7 @@ func TestVolunteerPages(t *testing.T) {
 				t.Fatalf("user %d: status %d: %s", id, status, body)
 			}
 			CheckHTML(t, "user page", voidFix(body))
-			u, err := e.st.VolunteerUser(context.Background(), id)
+			u, err := e.st.VolunteerUser(context.Background(), id, server.UserPageHosts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/bkit/bkit/lib/boincxml"
@@ -233,6 +234,8 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, book *quotaBook, 
 			reports[i].StderrOut = strings.TrimSpace(r.StderrOut.Text)
 		}
 	}
+	var named int
+	notYours, unknown := ignoredNames{shared: &named}, ignoredNames{shared: &named}
 	statuses, err := tx.RecordReports(host.ID, reports, now)
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
@@ -256,17 +259,58 @@ func (s *Server) recordReports(tx *store.Tx, host *store.Host, book *quotaBook, 
 					Text: fmt.Sprintf("result %s: %s; it cannot be validated", r.Name, e)})
 			}
 		case store.ReportNotYours:
-			s.log().Warn("report of a result not sent to this host", "host", host.ID, "result", r.Name)
-			reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow,
-				Text: fmt.Sprintf("result %s was not sent to this host; report ignored", r.Name)})
+			notYours.add(r.Name, reply, "result %s was not sent to this host; report ignored")
 		case store.ReportUnknown:
-			s.log().Warn("report of an unknown result", "host", host.ID, "result", r.Name)
-			reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow,
-				Text: fmt.Sprintf("no result named %s; report ignored", r.Name)})
+			unknown.add(r.Name, reply, "no result named %s; report ignored")
 		}
 		reply.ResultAcks = append(reply.ResultAcks, boincxml.NameRef{Name: r.Name})
 	}
+	if n := notYours.n + unknown.n; n > maxNamedIgnored {
+		reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow,
+			Text: fmt.Sprintf("%d more reports ignored (results not sent to this host, or unknown)", n-maxNamedIgnored)})
+	}
+	notYours.log(s.log(), slog.LevelWarn, "report of a result not sent to this host", host.ID)
+	unknown.log(s.log(), slog.LevelWarn, "report of an unknown result", host.ID)
 	return nil
+}
+
+// maxNamedIgnored bounds the names a request's ignored reports and unwanted tasks put
+// in the reply's messages and in the log. A request may hold some 100,000 made-up
+// result names within its size limit; a message and a log line for each made a 3 MB
+// request cost a 12 MB reply and 9 MB of log, again at every request.
+const maxNamedIgnored = 10
+
+// ignoredNames counts the names of one kind a request's handling ignores (or tells the
+// client to abort) and keeps the first maxNamedIgnored of them for the log. shared
+// counts the messages already put in the reply by every ignoredNames of the request.
+type ignoredNames struct {
+	n      int
+	first  []string
+	shared *int
+}
+
+// add counts name and, while the request's named messages are below the bound, puts
+// msg (a format with one %s, the name) in the reply.
+func (g *ignoredNames) add(name string, reply *boincxml.SchedulerReply, msg string) {
+	g.n++
+	if len(g.first) < maxNamedIgnored {
+		g.first = append(g.first, name)
+	}
+	if msg != "" && *g.shared < maxNamedIgnored {
+		*g.shared++
+		reply.Messages = append(reply.Messages, boincxml.Message{Priority: boincxml.PriorityLow, Text: fmt.Sprintf(msg, name)})
+	}
+}
+
+// log writes one line for all the names counted: how many, and the first ones.
+func (g *ignoredNames) log(log *slog.Logger, level slog.Level, msg string, host int64, attrs ...any) {
+	switch {
+	case g.n == 0:
+	case g.n == 1:
+		log.Log(context.Background(), level, msg, append([]any{"host", host, "result", g.first[0]}, attrs...)...)
+	default:
+		log.Log(context.Background(), level, msg, append([]any{"host", host, "count", g.n, "first", g.first}, attrs...)...)
+	}
 }
 
 // abortUnwanted tells the client which of the tasks it lists in <other_results> the
@@ -287,21 +331,27 @@ func (s *Server) abortUnwanted(tx *store.Tx, host *store.Host, req *boincxml.Sch
 	if err != nil {
 		return fmt.Errorf("listed tasks: %w", err)
 	}
+	// Logged by kind, one line each (ignoredNames): the list is the client's to make up.
+	var named int
+	foreign, done, timedOut := ignoredNames{shared: &named}, ignoredNames{shared: &named}, ignoredNames{shared: &named}
 	for _, name := range names {
 		r, ok := known[name]
 		switch {
 		case !ok || r.HostID != host.ID:
 			reply.ResultAborts = append(reply.ResultAborts, boincxml.NameRef{Name: name})
-			s.log().Info("telling the client to abort a task", "host", host.ID, "result", name, "reason", "not sent to this host")
+			foreign.add(name, reply, "")
 		case r.ServerState == store.ServerStateInProgress && r.Done,
 			r.ServerState == store.ServerStateOver && r.Outcome == store.OutcomeNoReply:
 			reply.ResultAbortsIfNotStarted = append(reply.ResultAbortsIfNotStarted, boincxml.NameRef{Name: name})
-			reason := "workunit done"
 			if r.ServerState == store.ServerStateOver {
-				reason = "timed out"
+				timedOut.add(name, reply, "")
+			} else {
+				done.add(name, reply, "")
 			}
-			s.log().Info("telling the client to abort a task if not started", "host", host.ID, "result", name, "reason", reason)
 		}
 	}
+	foreign.log(s.log(), slog.LevelInfo, "telling the client to abort a task", host.ID, "reason", "not sent to this host")
+	done.log(s.log(), slog.LevelInfo, "telling the client to abort a task if not started", host.ID, "reason", "workunit done")
+	timedOut.log(s.log(), slog.LevelInfo, "telling the client to abort a task if not started", host.ID, "reason", "timed out")
 	return nil
 }

@@ -20,8 +20,10 @@ type VolunteerUser struct {
 	ExpavgCredit float64 `json:"expavg_credit"`
 	ExpavgTime   float64 `json:"expavg_time"`
 	// Hosts are the user's hosts, most recent average credit first (VolunteerUser
-	// fills them; the top list does not).
-	Hosts []VolunteerHost `json:"hosts,omitempty"`
+	// fills them, at most the number it is asked for; the top list does not).
+	// MoreHosts says the user has more than Hosts holds.
+	Hosts     []VolunteerHost `json:"hosts,omitempty"`
+	MoreHosts bool            `json:"more_hosts,omitempty"`
 	// For the export: the account's key and address make its cross-project id
 	// (never shown).
 	Authenticator string `json:"-"`
@@ -71,8 +73,11 @@ func scanVolunteerUser(sc interface{ Scan(...any) error }) (VolunteerUser, error
 	return u, err
 }
 
-// VolunteerUser returns user id with its hosts, or ErrNotFound.
-func (s *Store) VolunteerUser(ctx context.Context, id int64) (*VolunteerUser, error) {
+// VolunteerUser returns user id with at most maxHosts of its hosts (those of the
+// greatest recent average credit), or ErrNotFound. The bound is what keeps a user's
+// page small: any account can make hosts by the thousand (each scheduler request with
+// host id 0 makes one), and the page is anyone's to ask for.
+func (s *Store) VolunteerUser(ctx context.Context, id int64, maxHosts int) (*VolunteerUser, error) {
 	u, err := scanVolunteerUser(s.DB.QueryRowContext(ctx, `SELECT `+volunteerUserColumns+` FROM user u WHERE u.id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("user %d: %w", id, ErrNotFound)
@@ -81,7 +86,7 @@ func (s *Store) VolunteerUser(ctx context.Context, id int64) (*VolunteerUser, er
 		return nil, err
 	}
 	rows, err := s.DB.QueryContext(ctx, `SELECT `+volunteerHostColumns+` FROM host h LEFT JOIN user u ON u.id=h.userid
-		WHERE h.userid=? ORDER BY h.expavg_credit DESC, h.id`, id)
+		WHERE h.userid=? ORDER BY h.expavg_credit DESC, h.id LIMIT ?`, id, max(0, maxHosts)+1)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +96,10 @@ func (s *Store) VolunteerUser(ctx context.Context, id int64) (*VolunteerUser, er
 		h, err := scanVolunteerHost(rows)
 		if err != nil {
 			return nil, err
+		}
+		if len(u.Hosts) == maxHosts {
+			u.MoreHosts = true
+			break
 		}
 		u.Hosts = append(u.Hosts, h)
 	}

@@ -1,0 +1,109 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/server"
+)
+
+// TestAdversarialBounds holds what one account's requests may cost the server to the
+// request's own size: a request listing tens of thousands of result names it made up
+// (or copied from other hosts) is answered in full (every report acknowledged, every
+// unknown task aborted) but with a bounded number of messages and log lines, and a user
+// who made hosts without end has a user's page of bounded length. Each case failed
+// before its bound: 20,000 names made 20,000 messages and log lines; 105 hosts, a page
+// of 105 rows.
+func TestAdversarialBounds(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		e := start(t, dsn, server.Config{}, 4)
+		a, authA := e.newHost(t, 1, 0)
+		b, authB := e.newHost(t, 1, 0)
+		rep, _ := e.post(t, &boincxml.SchedulerRequest{HostID: b, Authenticator: authB, CPUReqSecs: 1, CPUReqInstances: 1})
+		if len(rep.ResultsSent) != 1 {
+			t.Fatalf("setup: B got %d jobs", len(rep.ResultsSent))
+		}
+		foreign := rep.ResultsSent[0].Name
+		const n = 20000
+		// bounded checks one request's reply and the log lines it added.
+		bounded := func(t *testing.T, req *boincxml.SchedulerRequest, logMsg string, replied func(*boincxml.SchedulerReply) int) {
+			before := strings.Count(e.logs.String(), logMsg)
+			rep, st := e.post(t, req)
+			if st != 200 {
+				t.Fatalf("status %d: %s", st, messages(rep))
+			}
+			if got := replied(rep); got != n {
+				t.Errorf("the reply answers %d of the %d names", got, n)
+			}
+			if len(rep.Messages) > 11 {
+				t.Errorf("%d messages in the reply for %d names; want at most 11", len(rep.Messages), n)
+			}
+			if lines := strings.Count(e.logs.String(), logMsg) - before; lines != 1 {
+				t.Errorf("%d log lines %q for %d names; want 1", lines, logMsg, n)
+			}
+		}
+		many := func(name func(i int) string) []boincxml.ReportedResult {
+			out := make([]boincxml.ReportedResult, n)
+			for i := range out {
+				out[i] = boincxml.ReportedResult{Name: name(i), State: boincxml.ResultFilesUploaded}
+			}
+			return out
+		}
+		for _, c := range []struct {
+			name string
+			run  func(t *testing.T)
+		}{
+			{"made-up result names reported", func(t *testing.T) {
+				req := &boincxml.SchedulerRequest{HostID: a, Authenticator: authA, Results: many(func(i int) string { return fmt.Sprintf("nope_%d", i) })}
+				bounded(t, req, "report of an unknown result", func(r *boincxml.SchedulerReply) int { return len(r.ResultAcks) })
+			}},
+			{"another host's result reported again and again", func(t *testing.T) {
+				req := &boincxml.SchedulerRequest{HostID: a, Authenticator: authA, Results: many(func(int) string { return foreign })}
+				bounded(t, req, "report of a result not sent to this host", func(r *boincxml.SchedulerReply) int { return len(r.ResultAcks) })
+			}},
+			{"made-up names among the tasks held", func(t *testing.T) {
+				req := &boincxml.SchedulerRequest{HostID: a, Authenticator: authA}
+				for i := range n {
+					req.OtherResults = append(req.OtherResults, boincxml.NameRef{Name: fmt.Sprintf("nope_%d", i)})
+				}
+				bounded(t, req, "telling the client to abort a task", func(r *boincxml.SchedulerReply) int { return len(r.ResultAborts) })
+			}},
+			{"a user with more hosts than the page lists", func(t *testing.T) {
+				u := e.newUser(t)
+				var last int64
+				for range server.UserPageHosts + 5 {
+					rep, st := e.post(t, &boincxml.SchedulerRequest{Authenticator: u.Authenticator})
+					if st != 200 || rep.HostID == 0 {
+						t.Fatalf("new host: status %d, %s", st, messages(rep))
+					}
+					last = rep.HostID
+				}
+				// The newest host has the most credit: the page lists the best, not the first.
+				if _, err := e.st.DB.ExecContext(context.Background(), "UPDATE host SET expavg_credit=100 WHERE id=?", last); err != nil {
+					t.Fatal(err)
+				}
+				st, body := get(t, fmt.Sprintf("%sshow_user.php?userid=%d", e.url, u.ID))
+				if st != 200 {
+					t.Fatalf("status %d: %s", st, body)
+				}
+				rows := regexp.MustCompile(`<tr><td class="n">(\d+)</td>`).FindAllStringSubmatch(body, -1)
+				if len(rows) != server.UserPageHosts {
+					t.Errorf("the page lists %d hosts; want %d", len(rows), server.UserPageHosts)
+				}
+				if len(rows) > 0 && rows[0][1] != fmt.Sprint(last) {
+					t.Errorf("first host listed %s; want %d, the one with credit", rows[0][1], last)
+				}
+				if !strings.Contains(body, `id="more-hosts"`) {
+					t.Errorf("the page does not say that it lists only some hosts")
+				}
+			}},
+		} {
+			t.Run(c.name, c.run)
+		}
+	})
+}
