@@ -79,7 +79,7 @@ func (s *Server) serveLookupAccount(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if !s.accountAllowed(w, r) {
+	if !s.accountAllowed(w, r) || !accountForm(w, r) {
 		return
 	}
 	email, hash := r.FormValue("email_addr"), r.FormValue("passwd_hash")
@@ -124,7 +124,7 @@ func (s *Server) serveCreateAccount(w http.ResponseWriter, r *http.Request) {
 		writeAccountError(w, errOther, "The project is not accepting new accounts.")
 		return
 	}
-	if !s.accountAllowed(w, r) {
+	if !s.accountAllowed(w, r) || !accountForm(w, r) {
 		return
 	}
 	email, hash, name := strings.ToLower(r.FormValue("email_addr")), r.FormValue("passwd_hash"), r.FormValue("user_name")
@@ -158,6 +158,28 @@ func (s *Server) serveCreateAccount(w http.ResponseWriter, r *http.Request) {
 		}
 		writeXML(w, http.StatusOK, fmt.Appendf(nil, "<account_out>\n    <authenticator>%s</authenticator>\n</account_out>\n", html.EscapeString(u.Authenticator)))
 	}
+}
+
+// maxAccountForm bounds the body of an account request. Clients send their few
+// parameters in the query string; a body is read only up to this, since without a
+// bound Go's form parsing holds 32 MiB of a multipart body in memory (and writes the
+// rest of a file part to disk) for each request.
+const maxAccountForm = 16 << 10
+
+// accountForm parses r's parameters, its body read up to maxAccountForm, and answers
+// in BOINC's error form when the body is larger or malformed.
+func accountForm(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxAccountForm)
+	// ParseForm first: ParseMultipartForm drops its error when the body is not multipart.
+	err := r.ParseForm()
+	if err == nil {
+		err = r.ParseMultipartForm(maxAccountForm)
+	}
+	if err == nil || errors.Is(err, http.ErrNotMultipart) {
+		return true
+	}
+	writeAccountError(w, errOther, fmt.Sprintf("request body larger than %d bytes or malformed", maxAccountForm))
+	return false
 }
 
 // badUserName says what is wrong with a user name a client gave, as BOINC's

@@ -3,12 +3,16 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bkit/bkit/lib/boincxml"
 	"github.com/bkit/bkit/lib/server"
+	"github.com/bkit/bkit/lib/store/storetest"
 )
 
 // TestAdversarialBounds holds what one account's requests may cost the server to the
@@ -104,6 +108,73 @@ func TestAdversarialBounds(t *testing.T) {
 			}},
 		} {
 			t.Run(c.name, c.run)
+		}
+	})
+}
+
+// countingBody is an endless request body of one form field that counts what the
+// server reads of it.
+type countingBody struct {
+	head []byte
+	read int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n := copy(p, b.head)
+	b.head = b.head[n:]
+	for i := n; i < len(p); i++ {
+		p[i] = 'a'
+	}
+	b.read += int64(len(p))
+	return len(p), nil
+}
+
+func (b *countingBody) Close() error { return nil }
+
+// TestAccountFormBounded posts account requests whose bodies never end and checks
+// that the server reads a bounded part of them and answers in BOINC's error form:
+// without a bound, Go's form parsing read 32 MiB of each into memory (and a file
+// part's rest to disk), so a few networks' worth of requests at once, within the
+// account rate limit, held gigabytes.
+func TestAccountFormBounded(t *testing.T) {
+	t.Parallel()
+	const maxRead = 1 << 20
+	forEngine(t, func(t *testing.T, dsn string) {
+		srv := &server.Server{Store: storetest.Open(t, dsn), Config: server.Config{AccountCreation: true}}
+		h := srv.Handler()
+		for _, path := range []string{"/lookup_account.php", "/create_account.php"} {
+			for _, c := range []struct {
+				name, contentType, head string
+			}{
+				{"urlencoded", "application/x-www-form-urlencoded", "email_addr="},
+				{"multipart field", "multipart/form-data; boundary=B", "--B\r\nContent-Disposition: form-data; name=\"email_addr\"\r\n\r\n"},
+				{"multipart file", "multipart/form-data; boundary=B", "--B\r\nContent-Disposition: form-data; name=\"f\"; filename=\"f\"\r\n\r\n"},
+			} {
+				t.Run(path+" "+c.name, func(t *testing.T) {
+					body := &countingBody{head: []byte(c.head)}
+					req := httptest.NewRequest(http.MethodPost, path, nil)
+					req.Body = body
+					req.ContentLength = -1
+					req.Header.Set("Content-Type", c.contentType)
+					rec := httptest.NewRecorder()
+					done := make(chan struct{})
+					go func() {
+						defer close(done)
+						h.ServeHTTP(rec, req)
+					}()
+					select {
+					case <-done:
+					case <-time.After(20 * time.Second):
+						t.Fatalf("no answer after reading %d bytes of an endless body", body.read)
+					}
+					if body.read > maxRead {
+						t.Errorf("the server read %d bytes of the body; want at most %d", body.read, maxRead)
+					}
+					if got := rec.Body.String(); !strings.Contains(got, "<error_num>-1</error_num>") {
+						t.Errorf("answer %q; want BOINC's error -1", got)
+					}
+				})
+			}
 		}
 	})
 }
