@@ -35,6 +35,8 @@ const (
 // the database's dump.
 func project(t *testing.T, dsn string, n int) {
 	t.Helper()
+	// The schema from the template: init then has nothing to migrate.
+	storetest.Migrated(t, dsn)
 	for _, args := range [][]string{
 		{"init", "--db", dsn},
 		{"app", "add", "--db", dsn, "--dwu", "1d", "--dresult", "2h", "--nerror", "2", "--ndet", "3", "--nredundancy", "2", "sim"},

@@ -58,6 +58,8 @@ func TestKilledUnderLoad(t *testing.T) {
 func testKilledUnderLoad(t *testing.T, db string) {
 	const hosts, kills = 8, 3
 	pdir := t.TempDir() // a flag, not t.Setenv, so that the test runs beside the others
+	// The schema from the template: init then has nothing to migrate.
+	storetest.Migrated(t, db)
 	run(t, "init", "--db", db, "--project-dir", pdir)
 	run(t, "app", "add", "--db", db, "--project-dir", pdir, "sim")
 	run(t, "app-version", "add", "--db", db, "--project-dir", pdir, "--app", "sim", "--version", "1")

@@ -48,6 +48,8 @@ func testTwoServers(t *testing.T, db string) {
 	// database's directory), given as a flag: t.Setenv would keep the test from running
 	// beside the others.
 	pdir := t.TempDir()
+	// The schema from the template: init then has nothing to migrate.
+	storetest.Migrated(t, db)
 	run(t, "init", "--db", db, "--project-dir", pdir)
 	run(t, "app", "add", "--db", db, "--project-dir", pdir, "sim")
 	run(t, "app-version", "add", "--db", db, "--project-dir", pdir, "--app", "sim", "--version", "1")

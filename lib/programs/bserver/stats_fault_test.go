@@ -60,6 +60,8 @@ func TestStatsExportTwiceAndKilled(t *testing.T) {
 			t.Parallel()
 			pdir := t.TempDir()
 			db := e.DSN
+			// The schema from the template: init then has nothing to migrate.
+			storetest.Migrated(t, db)
 			run(t, "init", "--db", db, "--project-dir", pdir)
 			run(t, "app", "add", "--db", db, "--project-dir", pdir, "sim")
 			st, err := store.Open(db)

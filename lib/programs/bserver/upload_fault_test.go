@@ -78,6 +78,8 @@ func testKilledUnderUploads(t *testing.T, db string) {
 	pdir := t.TempDir()
 	app := filepath.Join(t.TempDir(), "app.sh")
 	os.WriteFile(app, []byte("#!/bin/sh\nexit 0\n"), 0o755)
+	// The schema from the template: init then has nothing to migrate.
+	storetest.Migrated(t, db)
 	run(t, "init", "--db", db, "--project-dir", pdir)
 	run(t, "keys", "--db", db, "--project-dir", pdir)
 	key := strings.TrimSpace(runOut(t, "user", "add", "--db", db, "--project-dir", pdir, "--name", "alice"))
