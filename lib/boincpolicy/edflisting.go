@@ -1,0 +1,138 @@
+package boincpolicy
+
+import (
+	"math"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// The holds for deadline misses (setEDFHold, setKeepHold) ask whether every pass of
+// the hold lists the same jobs for their misses: earliest_deadline_result's ties.
+
+// edfListingSure is setEDFHold's test that every pass of its hold lists the same jobs
+// for their misses, whatever the order of ties (the last pass's list: w.list): it
+// reports whether they do, and until when (+Inf: for the whole hold).
+//
+// Where a started job X listed for its miss shares its deadline with a running job U
+// not listed, of a project with misses, on a host whose jobs all take the same CPUs,
+// earliest_deadline_result takes X before U while X's estimated remaining time is
+// the less (the ties' order: started, then that time, then the jobs' order), and only
+// U's overtaking X could list U instead: X's time does not grow within a hold (a
+// preempted job's stands still, a running one's falls: noRiseUntil ends the hold
+// before one may grow), and U's falls by at most workBound's fall a second (its
+// estimated remaining work by at most fall × the work done, at most its speed a
+// second). So the listing stands until X's lead over U, ÷ fall, has passed. Two such
+// jobs neither of which is listed are then left alike: with every listed job ahead
+// of every unlisted one of its deadline that runs, the jobs listed before the listing
+// reaches them stay the same, and it stops before them as it did. (part-time-4cpu's A
+// jobs come two of one deadline a reply, both running, one listed: 264 holds refused
+// in a 10-day run, most of the pairs a constant lead apart; issue 30, eleventh round.)
+func (w *Workspace) edfListingSure(doc *state.Document, now float64) (float64, bool) {
+	nR := w.nRes
+	listed := 0 // the jobs listed for their misses
+	for k := range w.list {
+		if w.list[k].Why == WhyEDF {
+			listed++
+		}
+	}
+	misses := 0
+	for p := range doc.Projects {
+		misses += w.missed[p*nR+w.cpuRes]
+	}
+	sameCPUs := true
+	for i := range w.jobs {
+		sameCPUs = sameCPUs && w.jobs[i].cpus == w.jobs[0].cpus
+	}
+	until := math.Inf(1)
+	for a := range w.jobs {
+		if listed == misses && !w.boundMiss {
+			break // every job that misses listed: the ties' order lists no other
+		}
+		ja := &w.jobs[a]
+		if w.missed[ja.proj*nR+ja.res] == 0 || !ja.started {
+			continue
+		}
+		for b := a + 1; b < len(w.jobs); b++ {
+			jb := &w.jobs[b]
+			if jb.deadline == ja.deadline && jb.started && (ja.running || jb.running) &&
+				w.missed[jb.proj*nR+jb.res] > 0 && !(sameCPUs && w.tieListed(ja, jb)) {
+				if !sameCPUs {
+					return 0, false
+				}
+				x, u := ja, jb
+				la, lb := w.listedEDF(ja.task), w.listedEDF(jb.task)
+				switch {
+				case !la && !lb:
+					continue // neither listed: the pairs with a listed job decide
+				case lb:
+					x, u = jb, ja
+				}
+				lead, ok := w.tieLead(doc, x, u)
+				if !ok {
+					return 0, false
+				}
+				until = min(until, now+lead)
+			}
+		}
+	}
+	return until, true
+}
+
+// tieLead is how long running job u, not listed, stays behind job x of its deadline,
+// listed for its miss, in earliest_deadline_result's order (edfListingSure): x's lead
+// in estimated remaining time ÷ workBound's fall, less a margin for rounding (the
+// times are worked out afresh at every pass). It reports false when there is no lead,
+// or when u's or a running x's estimated remaining work may jump: a task with a true
+// remaining work (state.Task.EmulatorFlopsLeft) that has not yet computed reads its
+// estimate until it has, and then its true remaining work, which may be far less or
+// more.
+func (w *Workspace) tieLead(doc *state.Document, x, u *job) (float64, bool) {
+	for _, j := range [2]*job{x, u} {
+		if t := &doc.Tasks[j.task]; j.running && t.EmulatorFlopsLeft > 0 && !(t.FlopsDone > 0 && t.FractionDone < 1) {
+			return 0, false
+		}
+	}
+	lead := (u.est/u.speed-x.est/x.speed)*(1-1e-9) - 1e-6
+	if !(lead > 0) || !(u.speed > 0) || !(x.speed > 0) {
+		return 0, false
+	}
+	return lead / w.fall, true
+}
+
+// tieListed reports whether two started jobs of one deadline, one of them running, of
+// projects with misses, are listed for their misses alike in every pass of a hold, on a
+// host whose jobs all take the same CPUs (edfListingSure): when both are listed
+// (listedEDF), or when only one runs and it is the one listed. earliest_deadline_result
+// takes ties of deadline by the least estimated remaining time, and within a hold only
+// a running job's falls (noRiseUntil ends the hold before one may grow): the running
+// one listed only moves ahead of the other, and the jobs listed before the listing
+// stops (a project's misses, stop_scan_cpu's count of jobs of the same CPUs) stay the
+// same set. (part-time-4cpu's A jobs come two of one deadline a reply; 331 of its
+// passes cut short in a 10-day run were refused a hold for such a pair.)
+func (w *Workspace) tieListed(ja, jb *job) bool {
+	la, lb := w.listedEDF(ja.task), w.listedEDF(jb.task)
+	switch {
+	case la && lb:
+		return true
+	case ja.running && !jb.running:
+		return la
+	case jb.running && !ja.running:
+		return lb
+	}
+	return false
+}
+
+// listedEDF reports whether the last pass listed task (an index in doc.Tasks) for its
+// deadline miss (setEDFHold). When every started job that shares its deadline with a
+// running one (of projects with misses) is so listed, and every job takes the same
+// CPUs, the ties' order changes nothing: a running job's remaining time may move it
+// among them, but only among them, all within the jobs listed (as many, of the same
+// CPUs, in whatever order), and the listing is the same set.
+func (w *Workspace) listedEDF(task int) bool {
+	for k := range w.list {
+		if w.list[k].Task == task && w.list[k].Why == WhyEDF {
+			return true
+		}
+	}
+	return false
+}
