@@ -178,3 +178,74 @@ func TestAccountFormBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestRPCTurns holds the scheduler requests parsed and handled at once to
+// Config.MaxRPCsInFlight: with both turns taken by requests waiting for the database
+// (the test holds SQLite's one pooled connection), a malformed request, which needs
+// no database, is not even parsed until a turn frees; without the bound it was
+// answered at once, as every request of every client was parsed at once.
+func TestRPCTurns(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		if strings.HasPrefix(dsn, "mysql") {
+			t.Skip("holds SQLite's one connection")
+		}
+		e := start(t, dsn, server.Config{MaxRPCsInFlight: 2}, 4)
+		a, authA := e.newHost(t, 1, 0)
+		ctx := context.Background()
+		conn, err := e.st.DB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := true
+		defer func() {
+			if held {
+				conn.Close()
+			}
+		}()
+		statuses := make(chan int, 2)
+		for range 2 {
+			go func() {
+				b, _ := (&boincxml.SchedulerRequest{HostID: a, Authenticator: authA}).Marshal()
+				resp, err := http.Post(e.url+"scheduler", "text/xml", strings.NewReader(string(b)))
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				resp.Body.Close()
+				statuses <- resp.StatusCode
+			}()
+		}
+		// A malformed request with a short patience, until one finds no turn free (the
+		// two above may take a moment to take theirs).
+		bad := func(timeout time.Duration) (int, error) {
+			c := &http.Client{Timeout: timeout}
+			resp, err := c.Post(e.url+"scheduler", "text/xml", strings.NewReader("<scheduler_request><hostid>x</hostid></scheduler_request>"))
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return resp.StatusCode, nil
+		}
+		waited := false
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			if _, err := bad(300 * time.Millisecond); err != nil {
+				waited = true
+				break
+			}
+		}
+		if !waited {
+			t.Errorf("with both turns held, malformed requests were still answered at once for 10 s")
+		}
+		conn.Close()
+		held = false
+		for range 2 {
+			if st := <-statuses; st != 200 {
+				t.Errorf("a request that waited for the database: status %d", st)
+			}
+		}
+		if st, err := bad(30 * time.Second); err != nil || st != 400 {
+			t.Errorf("a malformed request once the turns are free: status %d, %v; want 400", st, err)
+		}
+	})
+}

@@ -1,10 +1,39 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"sync"
 )
+
+// DefaultMaxRPCsInFlight bounds the scheduler requests parsed and handled at once
+// (Config.MaxRPCsInFlight), over all clients. A request of 4 MiB (the body limit)
+// holds some 35 MB while it is parsed and answered (110,000 reported results: their
+// structures, the reply's acknowledgements); 32 of them at once from one address held
+// 1.2 GB, and the per-address connection limit does not bound many addresses. Bodies
+// are read before the turn is taken, so a client trickling its body holds no turn; on
+// SQLite the requests' transactions take turns on one connection anyway.
+const DefaultMaxRPCsInFlight = 16
+
+// rpcTurn waits for one of the turns Config.MaxRPCsInFlight allows and returns its
+// release, or false when ctx ends first (the client went away).
+func (s *Server) rpcTurn(ctx context.Context) (func(), bool) {
+	s.rpcTurnsOnce.Do(func() {
+		if n := orDefault(s.Config.MaxRPCsInFlight, DefaultMaxRPCsInFlight); n > 0 {
+			s.rpcTurns = make(chan struct{}, n)
+		}
+	})
+	if s.rpcTurns == nil {
+		return func() {}, true
+	}
+	select {
+	case s.rpcTurns <- struct{}{}:
+		return func() { <-s.rpcTurns }, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
 
 // DefaultMaxConnsPerAddr bounds the connections one client address may hold open at
 // once (Config.MaxConnsPerAddr). A BOINC client uses a few (its scheduler request and

@@ -84,6 +84,10 @@ type Config struct {
 	// once; more are closed as they arrive. 0 means DefaultMaxConnsPerAddr, negative
 	// no limit (behind a proxy every client has the proxy's address).
 	MaxConnsPerAddr int
+	// MaxRPCsInFlight bounds the scheduler requests parsed and handled at once, over
+	// all clients; more wait, their bodies read, for a turn. 0 means
+	// DefaultMaxRPCsInFlight, negative no limit.
+	MaxRPCsInFlight int
 	// NoMetrics turns off /metrics and the counting behind it (and the status page's
 	// request rate and latency); NoPages turns off the status page and the
 	// volunteers' pages (issue 31).
@@ -122,9 +126,11 @@ type Server struct {
 	Now func() time.Time
 	Log *slog.Logger
 
-	metricsOnce sync.Once
-	m           *metrics // metrics()
-	statusCache statusCache
+	metricsOnce  sync.Once
+	rpcTurnsOnce sync.Once
+	rpcTurns     chan struct{} // rpcTurn's semaphore; nil: no limit
+	m            *metrics      // metrics()
+	statusCache  statusCache
 }
 
 // accountAllowed reports whether the account request r may go on, and refuses it
@@ -274,6 +280,12 @@ func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusBadRequest, "could not read the request body")
 		return
 	}
+	release, ok := s.rpcTurn(r.Context())
+	if !ok {
+		log.Warn("scheduler request dropped", "reason", "the client went away while waiting for a turn")
+		return
+	}
+	defer release()
 	req, err := boincxml.ParseSchedulerRequest(bytes.NewReader(body))
 	if err != nil {
 		log.Warn("scheduler request refused", "reason", "bad request", "err", err)

@@ -122,6 +122,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
 			&cli.Int64Flag{Name: "max-upload", Usage: "largest output file in `BYTES` whatever a result template allows", Value: server.DefaultMaxUploadBytes},
 			&cli.IntFlag{Name: "max-conns-per-addr", Usage: "most connections one client address may hold open at once, `N` (0: no limit; behind a proxy all clients share its address)", Value: server.DefaultMaxConnsPerAddr},
+			&cli.IntFlag{Name: "max-rpcs", Usage: "most scheduler requests parsed and handled at once, over all clients, `N` (0: no limit); more wait their turn", Value: server.DefaultMaxRPCsInFlight},
 			&cli.DurationFlag{Name: "drain-timeout", Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight", Value: server.DefaultDrainTimeout},
 			&cli.DurationFlag{Name: "read-timeout", Usage: "drop a client that takes longer than `DURATION` to send its request", Value: server.DefaultReadTimeout},
 			&cli.BoolFlag{Name: "no-metrics", Usage: "serve no /metrics and count nothing for it (nor the status page's request rate and latency)"},
@@ -163,6 +164,9 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 	}
 	if cmd.Int("max-conns-per-addr") < 0 {
 		return cliutil.Usagef("--max-conns-per-addr: must be >= 0 (0: no limit), got %d", cmd.Int("max-conns-per-addr"))
+	}
+	if cmd.Int("max-rpcs") < 0 {
+		return cliutil.Usagef("--max-rpcs: must be >= 0 (0: no limit), got %d", cmd.Int("max-rpcs"))
 	}
 	if cmd.Int("max-jobs") < 1 {
 		return cliutil.Usagef("--max-jobs: must be >= 1, got %d", cmd.Int("max-jobs"))
@@ -237,6 +241,7 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 			UploadKey:                uploadKey,
 			MaxUploadBytes:           cmd.Int64("max-upload"),
 			MaxConnsPerAddr:          noLimitIfZero(cmd.Int("max-conns-per-addr")),
+			MaxRPCsInFlight:          noLimitIfZero(cmd.Int("max-rpcs")),
 			NoMetrics:                cmd.Bool("no-metrics"),
 			NoPages:                  cmd.Bool("no-pages"),
 			StatusRefresh:            statusRefresh(cmd.Duration("status-refresh")),
