@@ -85,11 +85,12 @@ func lockQuery(q, name string) (sql.NullInt64, error) {
 	return got, err
 }
 
-// newDatabase creates a database with a new name, owned by this process.
-func newDatabase(db *sql.DB) (string, error) {
+// newDatabase creates a database with a new name (prefix and random hex), owned by
+// this process.
+func newDatabase(db *sql.DB, prefix string) (string, error) {
 	var b [6]byte
 	rand.Read(b[:])
-	name := dbPrefix + hex.EncodeToString(b[:])
+	name := prefix + hex.EncodeToString(b[:])
 	// The lock first: a database of ours without it is an orphan to others.
 	if got, err := lockQuery("SELECT GET_LOCK(?, 0)", name); err != nil || got.Int64 != 1 {
 		return "", fmt.Errorf("locking %s: %v (%v)", name, got, err)
@@ -133,16 +134,17 @@ func takeSpare(db *sql.DB) string {
 		return name
 	}
 	owner.mu.Unlock()
-	return adoptOrphan(db)
+	return adoptOrphan(db, dbPrefix)
 }
 
-// adoptOrphan takes over one database of ours whose process ended: a spare of the
-// template's schema if it empties to it; otherwise it is dropped and the next looked at.
-func adoptOrphan(db *sql.DB) string {
+// adoptOrphan takes over one database of ours (named prefix…) whose process ended: a
+// spare of the template's schema if it empties to it; otherwise it is dropped and the
+// next looked at.
+func adoptOrphan(db *sql.DB, prefix string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rows, err := db.QueryContext(ctx, "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE ?",
-		strings.ReplaceAll(dbPrefix, "_", `\_`)+"%")
+		strings.ReplaceAll(prefix, "_", `\_`)+"%")
 	if err != nil {
 		return ""
 	}
@@ -184,9 +186,16 @@ func recycle(db *sql.DB, name string) error {
 	defer conn.Close()
 	var n int
 	// A connection still on the database (a killed process's, until the server sees it
-	// gone) may hold locks or commit later.
-	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.processlist WHERE db=?", name).Scan(&n); err != nil || n != 0 {
-		return fmt.Errorf("%d connections on %s (%v)", n, name, err)
+	// gone) may hold locks or commit later. The server takes a closed connection off
+	// its list a little after the client closed it: a second to do so.
+	for wait := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.processlist WHERE db=?", name).Scan(&n)
+		if err == nil && n == 0 {
+			break
+		}
+		if err != nil || time.Now().After(wait) {
+			return fmt.Errorf("%d connections on %s (%v)", n, name, err)
+		}
 	}
 	if err := conn.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM information_schema.triggers WHERE trigger_schema=?) +
 		(SELECT COUNT(*) FROM information_schema.routines WHERE routine_schema=?) +
@@ -306,9 +315,12 @@ func recycle(db *sql.DB, name string) error {
 // is then as empty as before: RENAME TABLE moves all the tables or none).
 func fillFromSpare(db *sql.DB, name string) bool {
 	spare := takeSpare(db)
-	if spare == "" {
-		return false
-	}
+	return spare != "" && moveSpare(db, spare, name)
+}
+
+// moveSpare moves the tables of the spare database into the empty database name,
+// and drops the spare.
+func moveSpare(db *sql.DB, spare, name string) bool {
 	moves := make([]string, len(template.tables))
 	for i, t := range template.tables {
 		moves[i] = spare + "." + t + " TO " + name + "." + t

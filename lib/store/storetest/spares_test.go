@@ -10,11 +10,16 @@ import (
 	"github.com/bkit/bkit/lib/store"
 )
 
+// testPrefix names this file's databases: other test processes adopt orphans named
+// dbPrefix…, never these.
+const testPrefix = "bkit_tspares_"
+
 // usedDatabase is a MySQL database filled from the template on which a test wrote
-// rows (apps, a host: tables with AUTO_INCREMENT counters), its store closed.
+// rows (apps, a host: tables with AUTO_INCREMENT counters), its store closed; it is
+// dropped at cleanup.
 func usedDatabase(t *testing.T) (dsn, name string) {
 	t.Helper()
-	dsn = MySQLDSN(t)
+	dsn = freshDatabase(t)
 	s := Open(t, dsn)
 	ctx := context.Background()
 	for _, app := range []string{"a", "b", "c"} {
@@ -28,6 +33,32 @@ func usedDatabase(t *testing.T) (dsn, name string) {
 	s.Close()
 	u, _ := url.Parse(dsn)
 	return dsn, strings.TrimPrefix(u.Path, "/")
+}
+
+// freshDatabase is MySQLDSN's, named testPrefix…: an empty database Open fills.
+func freshDatabase(t *testing.T) string {
+	t.Helper()
+	base := getenv(EnvMySQL)
+	if base == "" {
+		t.Skip(EnvMySQL + " is not set")
+	}
+	_, driverDSN, err := store.ParseDSN(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := ownerDB(driverDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := newDatabase(db, testPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { drop(owner.db, name) })
+	u, _ := url.Parse(base)
+	u.Path = "/" + name
+	fresh.Store(u.String(), true)
+	return u.String()
 }
 
 // exec runs statements on database name through the owner's connection.
@@ -50,8 +81,9 @@ func exists(t *testing.T, name string) bool {
 }
 
 // TestRecycleEmpties: a used database recycles to the template's very tables, empty,
-// its AUTO_INCREMENT counters back at 1; a fresh database Open fills from it as a
-// spare gets its tables (the spare is gone) and numbers its first rows from 1.
+// its AUTO_INCREMENT counters back at 1; a fresh database filled from it as a spare
+// gets its tables (the spare is gone), is the template's to Open's Migrate, and
+// numbers its first rows from 1.
 func TestRecycleEmpties(t *testing.T) {
 	_, name := usedDatabase(t)
 	if err := recycle(owner.db, name); err != nil {
@@ -74,19 +106,16 @@ func TestRecycleEmpties(t *testing.T) {
 		}
 	}
 
-	owner.mu.Lock()
-	saved := owner.spares
-	owner.spares = []string{name}
-	owner.mu.Unlock()
-	defer func() {
-		owner.mu.Lock()
-		owner.spares = append(owner.spares, saved...)
-		owner.mu.Unlock()
-	}()
-	s := Open(t, MySQLDSN(t))
-	if exists(t, name) {
-		t.Errorf("the spare %s is still there after Open took its tables", name)
+	dsn := freshDatabase(t)
+	u, _ := url.Parse(dsn)
+	if !moveSpare(owner.db, name, strings.TrimPrefix(u.Path, "/")) {
+		t.Fatal("moving the spare's tables failed")
 	}
+	if exists(t, name) {
+		t.Errorf("the spare %s is still there after its tables moved", name)
+	}
+	fresh.Delete(dsn) // filled
+	s := Open(t, dsn)
 	id, err := s.AddApp(context.Background(), "first", false, 1)
 	if err != nil || id != 1 {
 		t.Errorf("the first app of a database filled from a spare: id %d, %v; want 1", id, err)
@@ -164,19 +193,16 @@ func TestAdoptOrphan(t *testing.T) {
 		}
 	}
 	adopted := false
-	for !adopted {
-		n := adoptOrphan(owner.db)
+	for {
+		n := adoptOrphan(owner.db, testPrefix)
 		if n == "" {
 			break
 		}
 		if n == good {
 			adopted = true // a spare from now on when the test's cleanup releases it
-			break
+			continue
 		}
-		// Another process's orphan is a spare of ours now, as good as any.
-		owner.mu.Lock()
-		owner.spares = append(owner.spares, n)
-		owner.mu.Unlock()
+		drop(owner.db, n) // an orphan of an earlier run of this test
 	}
 	if !adopted {
 		t.Errorf("the orphan %s was not adopted", good)

@@ -76,7 +76,7 @@ func mysqlEngine(t testing.TB) Engine {
 	if err != nil {
 		t.Fatalf("%s=%s: %v", EnvMySQL, base, err)
 	}
-	name, err := newDatabase(db)
+	name, err := newDatabase(db, dbPrefix)
 	if err != nil {
 		// The tests make their databases beside the one named, which must exist: say
 		// so rather than blame CREATE DATABASE (issue 32).
