@@ -3,10 +3,13 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,6 +249,55 @@ func TestRPCTurns(t *testing.T) {
 		}
 		if st, err := bad(30 * time.Second); err != nil || st != 400 {
 			t.Errorf("a malformed request once the turns are free: status %d, %v; want 400", st, err)
+		}
+	})
+}
+
+// TestRPCTurnNotHeldByReader: a client that sends a request with a large reply (here
+// 100,000 made-up reports, 5.5 MB of acknowledgements, more than the socket buffers
+// take) and never reads it must not hold
+// a turn while the server waits to write (up to the write time-out): with one turn, a
+// second client's request is answered meanwhile.
+func TestRPCTurnNotHeldByReader(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		e := start(t, dsn, server.Config{MaxRPCsInFlight: 1, WriteTimeout: time.Minute}, 4)
+		a, authA := e.newHost(t, 1, 0)
+		var b strings.Builder
+		fmt.Fprintf(&b, "<scheduler_request><hostid>%d</hostid><authenticator>%s</authenticator>", a, authA)
+		for i := range 100000 {
+			fmt.Fprintf(&b, "<result><name>nope_%d</name></result>", i)
+		}
+		b.WriteString("</scheduler_request>")
+		body := b.String()
+		d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+			// A small receive window, so the reply cannot vanish into buffers.
+			return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		}}
+		conn, err := d.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(e.url, "http://"), "/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /scheduler HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(body))
+		if _, err := io.WriteString(conn, body); err != nil {
+			t.Fatal(err)
+		}
+		// Wait until the reply has started (its first bytes are readable), without
+		// reading on: the server is then blocked writing it.
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		first := make([]byte, 1)
+		if _, err := conn.Read(first); err != nil {
+			t.Fatalf("no reply to the large request: %v", err)
+		}
+		c := &http.Client{Timeout: 20 * time.Second}
+		resp, err := c.Post(e.url+"scheduler", "text/xml", strings.NewReader("<scheduler_request><hostid>x</hostid></scheduler_request>"))
+		if err != nil {
+			t.Fatalf("another client's request while a reply waits to be read: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("another client's malformed request: status %d; want 400", resp.StatusCode)
 		}
 	})
 }

@@ -17,7 +17,9 @@ import (
 const DefaultMaxRPCsInFlight = 16
 
 // rpcTurn waits for one of the turns Config.MaxRPCsInFlight allows and returns its
-// release, or false when ctx ends first (the client went away).
+// release (which may be called more than once), or false when ctx ends first (the
+// client went away). The caller releases the turn before it writes a large reply: a
+// client that does not read its reply would hold the turn until the write time-out.
 func (s *Server) rpcTurn(ctx context.Context) (func(), bool) {
 	s.rpcTurnsOnce.Do(func() {
 		if n := orDefault(s.Config.MaxRPCsInFlight, DefaultMaxRPCsInFlight); n > 0 {
@@ -29,7 +31,7 @@ func (s *Server) rpcTurn(ctx context.Context) (func(), bool) {
 	}
 	select {
 	case s.rpcTurns <- struct{}{}:
-		return func() { <-s.rpcTurns }, true
+		return sync.OnceFunc(func() { <-s.rpcTurns }), true
 	case <-ctx.Done():
 		return nil, false
 	}

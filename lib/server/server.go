@@ -316,6 +316,7 @@ func (s *Server) serveScheduler(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusInternalServerError, "server error; try again later")
 		return
 	}
+	release() // before the write, which a client not reading holds up to the write time-out
 	writeXML(w, http.StatusOK, out)
 	note := noteOf(r)
 	note.jobs, note.reports = len(reply.ResultsSent), len(req.Results)
