@@ -72,7 +72,11 @@ func start(tb testing.TB, dsn string, hosts int, rate float64) *Load {
 	l.cancel = cancel
 	go func() { l.served <- (&server.Server{Store: l.st}).Serve(sctx, ln) }()
 	url := server.URLFor(ln) + "scheduler"
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	// At most as many connections as the endpoint lets one address hold: the open
+	// loop's RPCs all come from 127.0.0.1, and past the cap the endpoint closes new
+	// connections (Post: EOF). An RPC that waits here for a connection counts the wait
+	// in its latency, as one that could not be sent on time does.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: server.DefaultMaxConnsPerAddr}}
 	rpc := func(req *boincxml.SchedulerRequest) (*boincxml.SchedulerReply, error) {
 		body, _ := req.Marshal()
 		resp, err := client.Post(url, "text/xml", bytes.NewReader(body))
