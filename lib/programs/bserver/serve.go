@@ -118,7 +118,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.FloatFlag{Name: "account-rate", Usage: "allow `N` account lookups and creations a minute per client network (its /24, or /64 for IPv6), counted in the database for every server of the project, as many at once (0: no limit; behind a proxy all clients share its address)", Value: server.DefaultAccountRequestsPerMinute},
 			&cli.BoolFlag{Name: "anonymous-hosts", Usage: "testing: let a request without an account key create a host of no account (bkit's own and emulated clients); without it every request needs an account key"},
 			&cli.BoolFlag{Name: "no-rsc-apps", Usage: "tell clients which requested resources the project has no app version for (<no_rsc_apps>; seed 002's proposed three-state reply)"},
-			&cli.Int64Flag{Name: "max-body", Usage: "largest request body in `BYTES`", Value: boincxml.MaxRequestBytes},
+			&cli.Int64Flag{Name: "max-body", Usage: "largest request body in `BYTES` (at most the default)", Value: boincxml.MaxRequestBytes},
 			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
 			&cli.Int64Flag{Name: "max-upload", Usage: "largest output file in `BYTES` whatever a result template allows", Value: server.DefaultMaxUploadBytes},
 			&cli.IntFlag{Name: "max-conns-per-addr", Usage: "most connections one client address may hold open at once, `N` (0: no limit; behind a proxy all clients share its address)", Value: server.DefaultMaxConnsPerAddr},
@@ -156,8 +156,10 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 			master += "/" // as BOINC clients canonicalise it
 		}
 	}
-	if cmd.Int64("max-body") < 1 {
-		return cliutil.Usagef("--max-body: must be >= 1, got %d", cmd.Int64("max-body"))
+	// The request parser reads at most boincxml.MaxRequestBytes whatever the HTTP
+	// limit, so a larger --max-body would only seem to take effect.
+	if b := cmd.Int64("max-body"); b < 1 || b > boincxml.MaxRequestBytes {
+		return cliutil.Usagef("--max-body: must be from 1 to %d (the largest request the parser reads), got %d", boincxml.MaxRequestBytes, b)
 	}
 	if r := cmd.Float("account-rate"); !(r >= 0) || math.IsInf(r, 0) {
 		return cliutil.Usagef("--account-rate: must be a number >= 0 (0: no limit), got %g", r)
