@@ -107,7 +107,7 @@ func newDatabase(db *sql.DB, prefix string) (string, error) {
 // if the process ends first, the database is an orphan the next process adopts.
 func release(db *sql.DB, name string) {
 	go func() {
-		if template.loaded.Load() && recycle(db, name) == nil {
+		if template.loaded.Load() && recycle(db, name, time.Second) == nil {
 			owner.mu.Lock()
 			owner.spares = append(owner.spares, name)
 			owner.mu.Unlock()
@@ -161,22 +161,31 @@ func adoptOrphan(db *sql.DB, prefix string) string {
 		if got, err := lockQuery("SELECT IF(IS_USED_LOCK(?) IS NULL, GET_LOCK(?, 0), 0)", n); err != nil || got.Int64 != 1 {
 			continue // in use, by a live process or by us
 		}
-		if recycle(db, n) == nil {
+		switch err := recycle(db, n, 0); {
+		case err == nil:
 			return n
+		case errors.Is(err, errInUse):
+			// Not ours to drop: its owner's lock may be gone with its connection to
+			// the server while its tests still run.
+			lockQuery("SELECT RELEASE_LOCK(?)", n)
+		default:
+			drop(db, n)
 		}
-		drop(db, n)
 	}
 	return ""
 }
+
+// errInUse: a connection is on the database.
+var errInUse = errors.New("connections on the database")
 
 // autoIncrement is the table option SHOW CREATE TABLE shows once rows were inserted.
 var autoIncrement = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
 
 // recycle empties database name and checks it is then exactly what the template
-// makes: no connection on it, the template's tables (SHOW CREATE TABLE alike, so
+// makes: no connection on it (after waiting up to wait for them to go), the template's tables (SHOW CREATE TABLE alike, so
 // every column, key, foreign key and table option, and no AUTO_INCREMENT counter
 // moved), nothing else in it, and the template's version rows.
-func recycle(db *sql.DB, name string) error {
+func recycle(db *sql.DB, name string, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := db.Conn(ctx)
@@ -187,14 +196,18 @@ func recycle(db *sql.DB, name string) error {
 	var n int
 	// A connection still on the database (a killed process's, until the server sees it
 	// gone) may hold locks or commit later. The server takes a closed connection off
-	// its list a little after the client closed it: a second to do so.
-	for wait := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+	// its list a little after the client closed it: a test's own database is given a
+	// second for that.
+	for until := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
 		err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.processlist WHERE db=?", name).Scan(&n)
 		if err == nil && n == 0 {
 			break
 		}
-		if err != nil || time.Now().After(wait) {
-			return fmt.Errorf("%d connections on %s (%v)", n, name, err)
+		if err != nil {
+			return err
+		}
+		if time.Now().After(until) {
+			return fmt.Errorf("%s: %d: %w", name, n, errInUse)
 		}
 	}
 	if err := conn.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM information_schema.triggers WHERE trigger_schema=?) +

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bkit/bkit/lib/store"
 )
@@ -86,7 +87,7 @@ func exists(t *testing.T, name string) bool {
 // numbers its first rows from 1.
 func TestRecycleEmpties(t *testing.T) {
 	_, name := usedDatabase(t)
-	if err := recycle(owner.db, name); err != nil {
+	if err := recycle(owner.db, name, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	for i, tb := range template.tables {
@@ -143,7 +144,7 @@ func TestRecycleRefuses(t *testing.T) {
 			t.Parallel()
 			_, name := usedDatabase(t)
 			exec(t, name, c.stmts...)
-			if err := recycle(owner.db, name); err == nil {
+			if err := recycle(owner.db, name, time.Second); err == nil {
 				t.Errorf("recycled")
 			} else {
 				t.Logf("not recycled: %.200v", err)
@@ -161,7 +162,7 @@ func TestRecycleRefuses(t *testing.T) {
 		if err := s.DB.Ping(); err != nil {
 			t.Fatal(err)
 		}
-		if err := recycle(owner.db, name); err == nil {
+		if err := recycle(owner.db, name, time.Second); err == nil {
 			t.Errorf("recycled")
 		} else {
 			t.Logf("not recycled: %.200v", err)
@@ -173,7 +174,7 @@ func TestRecycleRefuses(t *testing.T) {
 		exec(t, name, fmt.Sprintf("INSERT INTO DB.host (create_time, authenticator) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < 100) SELECT 1, CONCAT('h', a.n, '-', b.n) FROM s a, s b LIMIT %d", spareRowsMax+1))
 		var n int
 		owner.db.QueryRow("SELECT COUNT(*) FROM " + name + ".host").Scan(&n)
-		if err := recycle(owner.db, name); err == nil {
+		if err := recycle(owner.db, name, time.Second); err == nil {
 			t.Errorf("recycled with %d rows", n)
 		} else {
 			t.Logf("not recycled: %.200v", err)
@@ -182,12 +183,22 @@ func TestRecycleRefuses(t *testing.T) {
 }
 
 // TestAdoptOrphan: a database of ours whose lock nobody holds (its process ended) is
-// adopted as a spare when it recycles, and dropped when it does not.
+// adopted as a spare when it recycles, dropped when it does not, and left alone while
+// a connection is on it.
 func TestAdoptOrphan(t *testing.T) {
 	_, good := usedDatabase(t)
 	_, bad := usedDatabase(t)
 	exec(t, bad, "ALTER TABLE DB.app ADD COLUMN extra INT NOT NULL DEFAULT 0")
-	for _, n := range []string{good, bad} {
+	busyDSN, busy := usedDatabase(t)
+	s, err := store.Open(busyDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.DB.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{good, bad, busy} {
 		if got, err := lockQuery("SELECT RELEASE_LOCK(?)", n); err != nil || got.Int64 != 1 {
 			t.Fatalf("releasing %s: %v, %v", n, got, err)
 		}
@@ -202,6 +213,9 @@ func TestAdoptOrphan(t *testing.T) {
 			adopted = true // a spare from now on when the test's cleanup releases it
 			continue
 		}
+		if n == busy {
+			t.Errorf("the orphan %s was adopted with a connection on it", busy)
+		}
 		drop(owner.db, n) // an orphan of an earlier run of this test
 	}
 	if !adopted {
@@ -210,9 +224,12 @@ func TestAdoptOrphan(t *testing.T) {
 	if exists(t, bad) {
 		t.Errorf("the orphan %s, not the template's, is still there", bad)
 	}
+	if !exists(t, busy) {
+		t.Errorf("the orphan %s, with a connection on it, was dropped", busy)
+	}
 	var held bool
 	owner.mu.Lock()
-	err := owner.lock.QueryRowContext(context.Background(), "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", good).Scan(&held)
+	err = owner.lock.QueryRowContext(context.Background(), "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", good).Scan(&held)
 	owner.mu.Unlock()
 	if err != nil || !held {
 		t.Errorf("the adopted %s's lock: held %v (%v)", good, held, err)
