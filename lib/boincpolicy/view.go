@@ -247,6 +247,13 @@ func (w *Workspace) view(doc *state.Document) {
 	w.Sim = w.Sim[:w.nRes]
 
 	w.jobs = w.jobs[:0]
+	if cap(w.jobs) < len(doc.Tasks) {
+		// At most a job a task, in one allocation: a job is large, and a new
+		// workspace's slice grown by append was copied over and over (most of what the
+		// package's tests, which make one per queue, allocate). Doubled at least, as
+		// append would, so that a queue growing a task at a time seldom reallocates.
+		w.jobs = make([]job, 0, max(len(doc.Tasks), 2*cap(w.jobs)))
+	}
 	for i := range doc.Tasks {
 		if !doc.Tasks[i].State.Runnable() {
 			continue
