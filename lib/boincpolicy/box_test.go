@@ -52,17 +52,7 @@ func TestBoxHoldAgainstPass(t *testing.T) {
 				}
 			}
 		}
-		var quiet Workspace
-		quiet.Quiet = true
-		now := t0
-		for range 3 {
-			quiet.Schedule(doc, now)
-			if quiet.hold {
-				break
-			}
-			now += 60
-			quiet.TasksChanged()
-		}
+		quiet, now := firstHold(doc, t0)
 		if !quiet.hold || math.IsInf(quiet.boxEps, 1) {
 			continue
 		}
@@ -110,12 +100,7 @@ func TestBoxHoldAgainstPass(t *testing.T) {
 			if l := quiet.Schedule(doc, now); len(l) != 0 || !quiet.hold {
 				t.Fatalf("trial %d: the quiet pass %.0f s in not held", trial, now-t0)
 			}
-			full := *doc
-			full.Tasks = slices.Clone(doc.Tasks)
-			full.Projects = slices.Clone(doc.Projects)
-			full.CPUSched = nil
-			var w Workspace
-			w.Schedule(&full, now)
+			w := wholePass(doc, now)
 			if w.Changed() || !sameMisses(w.passMissed, misses) {
 				t.Fatalf("trial %d: %.0f s into a hold until %.0f s (box %g), the whole pass changed %v, misses %v, the hold's %v",
 					trial, now-t0, quiet.holdUntil-t0, quiet.boxEps, w.Changed(), w.passMissed, misses)
@@ -127,6 +112,36 @@ func TestBoxHoldAgainstPass(t *testing.T) {
 		t.Errorf("%d holds in a box, %d with a job past its slice, %d for misses; %d moments within them: want more", held, kept, missed, moments)
 	}
 	t.Logf("%d holds in a box, %d with a job past its slice, %d for misses; %d moments within them", held, kept, missed, moments)
+}
+
+// firstHold makes quiet passes on doc from t0, a minute apart, until one is held (at
+// most three), and returns the workspace and the time of its last pass: the start of
+// the randomized tests that follow a hold.
+func firstHold(doc *state.Document, t0 float64) (*Workspace, float64) {
+	quiet := &Workspace{Quiet: true}
+	now := t0
+	for range 3 {
+		quiet.Schedule(doc, now)
+		if quiet.hold {
+			break
+		}
+		now += 60
+		quiet.TasksChanged()
+	}
+	return quiet, now
+}
+
+// wholePass is a pass made from scratch on a copy of doc at now (no hold, no
+// earlier pass's state: the CPU schedule left out), for the randomized tests that
+// check a held pass against the whole one.
+func wholePass(doc *state.Document, now float64) *Workspace {
+	full := *doc
+	full.Tasks = slices.Clone(doc.Tasks)
+	full.Projects = slices.Clone(doc.Projects)
+	full.CPUSched = nil
+	var w Workspace
+	w.Schedule(&full, now)
+	return &w
 }
 
 // sameMisses compares two passes' deadline-miss counts, a count left out being none.

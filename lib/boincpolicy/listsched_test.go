@@ -203,17 +203,7 @@ func TestEDFHoldOnBoundMisses(t *testing.T) {
 				tk.FractionDone = tk.FlopsDone / (tk.EstimatedFlops * 1.6)
 			}
 		}
-		var quiet Workspace
-		quiet.Quiet = true
-		now := t0
-		for range 3 {
-			quiet.Schedule(doc, now)
-			if quiet.hold {
-				break
-			}
-			now += 60
-			quiet.TasksChanged()
-		}
+		quiet, now := firstHold(doc, t0)
 		if !quiet.hold || !quiet.holdMiss {
 			continue
 		}
@@ -262,11 +252,7 @@ func TestEDFHoldOnBoundMisses(t *testing.T) {
 			if l := quiet.Schedule(doc, now); len(l) != 0 || !quiet.hold {
 				t.Fatalf("trial %d: the quiet pass %.0f s in not held", trial, now-t0)
 			}
-			full := *doc
-			full.Tasks = slices.Clone(doc.Tasks)
-			full.CPUSched = nil
-			var w Workspace
-			w.Schedule(&full, now)
+			w := wholePass(doc, now)
 			if w.Changed() || !slices.Equal(w.passMissed, missed) {
 				t.Fatalf("trial %d: %.0f s into a hold until %.0f s, the whole pass changed %v, misses %v, the hold's %v\n%+v",
 					trial, now-t0, quiet.holdUntil-t0, w.Changed(), w.passMissed, missed, doc.Tasks)

@@ -46,21 +46,11 @@ func TestEDFHoldTieLead(t *testing.T) {
 	held, byLead, moments := 0, 0, 0
 	for trial := range 30000 {
 		doc := tieQueue(rng)
-		var quiet Workspace
-		quiet.Quiet = true
-		now := t0
-		for range 3 {
-			quiet.Schedule(doc, now)
-			if quiet.hold {
-				break
-			}
-			now += 60
-			quiet.TasksChanged()
-		}
+		quiet, now := firstHold(doc, t0)
 		if !quiet.hold || !quiet.holdMiss {
 			continue
 		}
-		xs, us := tiePairs(&quiet)
+		xs, us := tiePairs(quiet)
 		if len(us) == 0 {
 			continue
 		}
@@ -110,12 +100,7 @@ func TestEDFHoldTieLead(t *testing.T) {
 			if l := quiet.Schedule(doc, now); len(l) != 0 || !quiet.hold {
 				t.Fatalf("trial %d: the quiet pass %.0f s in not held", trial, now-t0)
 			}
-			full := *doc
-			full.Tasks = slices.Clone(doc.Tasks)
-			full.Projects = slices.Clone(doc.Projects)
-			full.CPUSched = nil
-			var w Workspace
-			w.Schedule(&full, now)
+			w := wholePass(doc, now)
 			if w.Changed() || !sameMisses(w.passMissed, missed) {
 				t.Fatalf("trial %d: %.0f s into a hold until %.0f s, the whole pass changed %v, misses %v, the hold's %v",
 					trial, now-t0, quiet.holdUntil-t0, w.Changed(), w.passMissed, missed)
