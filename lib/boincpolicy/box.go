@@ -86,21 +86,30 @@ func (w *Workspace) inBox(doc *state.Document) bool {
 	if math.IsInf(w.boxEps, 1) {
 		return true
 	}
+	return recDrift(doc, w.boxF) <= w.boxEps // false when NaN
+}
+
+// recDrift is how far the projects' REC fractions have moved from f, the fractions a
+// hold was made at (recFractions; NaN for a project left out): the greatest change of
+// one, each taken of the sum over the projects f keeps (1 when that is 0). NaN when a
+// project's REC is not a number.
+func recDrift(doc *state.Document, f []float64) float64 {
 	var sum float64
-	for p, f := range w.boxF {
-		if !math.IsNaN(f) {
+	for p, fp := range f {
+		if !math.IsNaN(fp) {
 			sum += doc.Projects[p].REC
 		}
 	}
 	if sum == 0 {
 		sum = 1
 	}
-	for p, f := range w.boxF {
-		if !math.IsNaN(f) && !(math.Abs(doc.Projects[p].REC/sum-f) <= w.boxEps) {
-			return false
+	var far float64
+	for p, fp := range f {
+		if !math.IsNaN(fp) {
+			far = max(far, math.Abs(doc.Projects[p].REC/sum-fp))
 		}
 	}
-	return true
+	return far
 }
 
 // pickMargin is the half-width of the box of REC fractions within which

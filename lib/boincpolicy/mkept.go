@@ -49,21 +49,7 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 	}
 	eps := math.Inf(1)
 	if !math.IsInf(w.mkEps, 1) {
-		var sum float64
-		for p, f := range w.mkF {
-			if !math.IsNaN(f) {
-				sum += doc.Projects[p].REC
-			}
-		}
-		if sum == 0 {
-			sum = 1
-		}
-		var far float64 // how far the fractions moved
-		for p, f := range w.mkF {
-			if !math.IsNaN(f) {
-				far = max(far, math.Abs(doc.Projects[p].REC/sum-f))
-			}
-		}
+		far := recDrift(doc, w.mkF) // how far the fractions moved
 		if eps = w.mkEps - far; !(eps > 0) {
 			return false
 		}
