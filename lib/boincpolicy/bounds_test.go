@@ -185,44 +185,6 @@ func (w *Workspace) perJobUsed(doc *state.Document, now float64) bool {
 	return false
 }
 
-// TestPickAgainIsPick: on random queues (ties of priority among them: equal shares
-// and RECs), the simulation whose picks after a job's end are pickAgain's where it
-// may leaves every result as the simulation that picks afresh every time: the
-// misses job by job and in order, each resource's figures, the jobs' times.
-func TestPickAgainIsPick(t *testing.T) {
-	rng := rand.New(rand.NewPCG(30, 7))
-	again := 0
-	for trial := range 20000 {
-		doc := randomQueue(rng)
-		if rng.IntN(3) == 0 {
-			for p := range doc.Projects {
-				doc.Projects[p].ResourceShare, doc.Projects[p].REC = 100, 50
-			}
-		}
-		var a, b Workspace
-		noPickAgain = true
-		a.Simulate(doc, t0)
-		noPickAgain = false
-		b.Simulate(doc, t0)
-		if !slices.Equal(a.Sim, b.Sim) || !slices.Equal(a.missed, b.missed) || !slices.Equal(a.missOrder, b.missOrder) ||
-			!slices.Equal(a.simUsed, b.simUsed) || !slices.Equal(a.simNused, b.simNused) || !slices.Equal(a.recTemp, b.recTemp) {
-			t.Fatalf("trial %d: picked afresh %+v %v %v, with pickAgain %+v %v %v", trial, a.Sim, a.missed, a.missOrder, b.Sim, b.missed, b.missOrder)
-		}
-		for i := range a.jobs {
-			if a.jobs[i] != b.jobs[i] {
-				t.Fatalf("trial %d: job %d picked afresh %+v, with pickAgain %+v", trial, i, a.jobs[i], b.jobs[i])
-			}
-		}
-		if b.pickSame && len(b.jobs) > len(b.pickSeq) {
-			again++
-		}
-	}
-	if again < 5000 {
-		t.Errorf("pickAgain could apply on %d queues only", again)
-	}
-	t.Logf("pickAgain could apply on %d of 20000 queues", again)
-}
-
 // TestSaturatedKth: on random queues of several projects' jobs of one CPU each (their
 // RECs and shares at random, some started, the host often part-time), saturatedBound's
 // n-th longest time is never past the simulation's saturated time; with work_buf_min

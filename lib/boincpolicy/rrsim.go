@@ -126,14 +126,13 @@ func (w *Workspace) prepareRest(doc *state.Document) float64 {
 	for p := range doc.Projects {
 		w.prioBase[p] = Priority(w.rec[p], recSum, doc.Projects[p].ResourceShare, w.shareFrac[p])
 	}
-	// pickAgain's condition: every job a CPU job, and each project's of the same
-	// CPUs and bump as its first (the first in its pending list).
+	// pickAgain's condition: each project's CPU jobs of the same CPUs and bump as
+	// its first (the first in its pending list).
 	w.pickSame = true
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		j.bump = SchedBump(j.peak, w.totalPeak, recSum)
 		if j.res != w.cpuRes {
-			w.pickSame = false
 			continue
 		}
 		if f := &w.jobs[w.pending[j.proj*nR+j.res][0]]; f.cpus != j.cpus || f.bump != j.bump {
@@ -249,12 +248,12 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 	compDeadline := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	simNow := now
 	first, picked := true, false
-	ended := -1 // the project of the job that finished in the last step
+	ended, endedRes := -1, -1 // the project and resource of the job that finished in the last step
 	for {
 		// A step in which no job finished leaves the pending lists, and so the pick,
 		// as they were.
 		if !picked {
-			if first || noPickAgain || !w.pickAgain(ended) {
+			if first || noPickAgain || !w.pickAgain(ended, endedRes) {
 				w.pick(doc, recSum)
 			}
 			picked = true
@@ -288,7 +287,7 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			picked = false
 			j := &w.jobs[best]
 			j.simDone = true
-			ended = j.proj
+			ended, endedRes = j.proj, j.res
 			// Out of its pending list at once (pick reads only the jobs left), the
 			// list's order kept.
 			k := j.proj*nR + j.res
@@ -350,6 +349,9 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	w.pickSeq, w.pickBroke = w.pickSeq[:0], false
 	for _, r := range w.resOrder {
 		limit := float64(doc.Host.Resources[r].Instances)
+		if r == w.cpuRes {
+			w.cpuSeqAt, w.cpuActAt = len(w.pickSeq), len(w.active)
+		}
 		// The projects with jobs left for r (the simulation takes a job out of its
 		// list when it finishes).
 		w.heap = w.heap[:0]
@@ -420,32 +422,38 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 // check pickAgain against).
 var noPickAgain bool
 
-// pickAgain is pick after the simulation took a finished job of project p out of
-// its pending list, where it is known without comparing priorities: it reports
-// whether it was (else pick must run). When every job is a CPU job and each
-// project's jobs take the same CPUs and bump (prepare: pickSame), the last pick's
-// comparisons depended only on how many jobs it had taken from each project (its
-// temporary REC is its REC plus that many bumps, summed in the same order; the CPUs
-// in use are the same sums) and on which projects were left in its heap, which
-// loses a project when pick has taken its last job. The other projects' lists are as
-// they were, and when p still has more jobs than the last pick took of it before
-// its stop (pickBroke: the jobs in use reached the CPUs; else the heap emptied),
-// p's list does not run out sooner either: pick takes the projects in the same
-// order (pickSeq), each project's jobs in its list's order, and stops at the same
-// pick. So the jobs are the projects' first in their lists now, in that order, and
-// every buffer pick leaves (the CPUs in use, the temporary RECs, the priorities)
-// holds what it held.
-func (w *Workspace) pickAgain(p int) bool {
-	if !w.pickSame {
+// pickAgain is pick after the simulation took a finished job of project p and
+// resource r out of its pending list, where it is known without comparing
+// priorities: it reports whether it was (else pick must run). When the job is a CPU
+// job and each project's CPU jobs take the same CPUs and bump (prepare: pickSame),
+// the coprocessors' picks are as they were (their pending lists, RECs and priorities
+// are; each resource's loop starts its projects' temporary RECs and priorities
+// afresh and counts only its own instances), and so are the CPUs they leave the CPU
+// jobs (w.simNused's CPUs, summed in the same order). The CPUs' picks then depended
+// only on how many jobs the last pick had taken from each project (its temporary REC
+// is its REC plus that many bumps, summed in the same order; the CPUs in use are the
+// same sums) and on which projects were left in its heap, which loses a project when
+// pick has taken its last job. The other projects' lists are as they were, and when p
+// still has more jobs than the last pick took of it before its stop (pickBroke: the
+// jobs in use reached the CPUs; else the heap emptied), p's list does not run out
+// sooner either: pick takes the projects in the same order (pickSeq), each project's
+// jobs in its list's order, and stops at the same pick. So the jobs are the projects'
+// first in their lists now, in that order, and every buffer pick leaves (the
+// instances in use, the temporary RECs, the priorities) holds what it held. (Hosts
+// with coprocessor jobs ran a whole pick at almost every job's end: issue 30, twelfth
+// round.)
+func (w *Workspace) pickAgain(p, r int) bool {
+	if !w.pickSame || r != w.cpuRes {
 		return false
 	}
-	nR, r := w.nRes, w.cpuRes
-	n := len(w.pickSeq) // the picks that took a job and went on
+	nR := w.nRes
+	seq := w.pickSeq[w.cpuSeqAt:] // the CPUs' picks
+	n := len(seq)                 // the picks that took a job and went on
 	if w.pickBroke {
 		n--
 	}
 	took := 0
-	for _, q := range w.pickSeq[:n] {
+	for _, q := range seq[:n] {
 		if q == p {
 			took++
 		}
@@ -453,19 +461,26 @@ func (w *Workspace) pickAgain(p int) bool {
 	if took >= len(w.pending[p*nR+r]) {
 		return false // p's list would run out sooner
 	}
-	w.active = w.active[:0]
-	for _, q := range w.pickSeq {
+	w.active = w.active[:w.cpuActAt]
+	for _, q := range seq {
 		w.pendingAt[q*nR+r] = 0
 	}
-	for i, q := range w.pickSeq {
+	for i, q := range seq {
 		k := q*nR + r
 		w.active = append(w.active, w.pending[k][w.pendingAt[k]])
 		if i < n {
 			w.pendingAt[k]++
 		}
 	}
+	if pickAgainAfter != nil && w.cpuActAt > 0 {
+		*pickAgainAfter++
+	}
 	return true
 }
+
+// pickAgainAfter, when set, counts the picks pickAgain made after coprocessor jobs'
+// (a test's).
+var pickAgainAfter *int
 
 // resourceOrder sets w.resOrder: the host resources coprocessors first (in reverse
 // document order, as BOINC loops from the last type down), then the CPU.

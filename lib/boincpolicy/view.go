@@ -57,11 +57,13 @@ type Workspace struct {
 	projReason                       []ProjectReason
 	pending                          [][]int // per project × resource: job indices in arrival order
 	pendingAt                        []int
-	// pickSeq: the projects pick took the CPUs' jobs from, in order, and whether it
-	// stopped because they used the CPUs (pickBroke), for pickAgain; pickSame:
-	// every job is a CPU job, each project's of the same CPUs and bump (prepare).
-	pickSeq []int
-	edfList []RunEntry // edfKeeps' run list
+	// pickSeq: the projects pick took jobs from, in order, and whether it stopped
+	// because they used the CPUs (pickBroke), for pickAgain; pickSame: each
+	// project's CPU jobs of the same CPUs and bump (prepare); cpuSeqAt, cpuActAt:
+	// where the CPUs' picks start in pickSeq and w.active (after the coprocessors').
+	pickSeq            []int
+	cpuSeqAt, cpuActAt int
+	edfList            []RunEntry // edfKeeps' run list
 	// keepFree, keepRuns, keepAt: the CPUs edfKeeps' entries leave free, how many
 	// of them run, and the first entry of the pass's list keepsMore has not seen.
 	keepFree            float64
