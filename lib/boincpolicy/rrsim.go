@@ -327,6 +327,24 @@ func (w *Workspace) resUsed(r int) float64 {
 	return n
 }
 
+// usedNear reports whether run, the instances in use summed as pick added them (at
+// most picks terms ≥ 0, one a pick so far, the same as resUsed sums in another
+// order), may be at or past thr where resUsed's sum is: two sums of the same m terms
+// ≥ 0 are each within (m − 1) × 2⁻⁵³ × their true sum of it, so for m up to maxPicks
+// they differ by less than 1e-9 × (run + 1). Elsewhere pick's stop is known from run,
+// without the sum over every project at every pick (a tenth of policy boinc's run on
+// the corpus's hosts of several projects: issue 30, twelfth round).
+func usedNear(run, thr float64, picks int) bool {
+	return exactUsed || picks > maxPicks || run+1e-9*(run+1) >= thr
+}
+
+// maxPicks: usedNear's bound holds for sums of up to this many terms and more.
+const maxPicks = 100000
+
+// exactUsed: pick sums the instances in use at every pick (a test's, to check
+// usedNear against).
+var exactUsed bool
+
 // updateStats is RSC_WORK_FETCH::update_stats for resource r over [simNow, simNow+dt].
 func (w *Workspace) updateStats(r int, idle, simNow, dt, now, bufEnd float64) {
 	s := &w.Sim[r]
@@ -349,8 +367,14 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	w.pickSeq, w.pickBroke = w.pickSeq[:0], false
 	for _, r := range w.resOrder {
 		limit := float64(doc.Host.Resources[r].Instances)
+		thr := limit // pick stops once the instances in use reach it
+		// The instances in use as pick adds them (run), the exact sum (resUsed, in
+		// the projects' order) taken only where run is near thr: pick's stop reads
+		// the exact one (usedNear).
+		run := 0.0
 		if r == w.cpuRes {
 			w.cpuSeqAt, w.cpuActAt = len(w.pickSeq), len(w.active)
+			thr, run = cpus, w.resUsed(r) // the coprocessor jobs' CPUs
 		}
 		// The projects with jobs left for r (the simulation takes a job out of its
 		// list when it finishes).
@@ -392,10 +416,12 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			}
 			if r != w.cpuRes {
 				w.simNused[k] += j.inst
+				run += j.inst
+			} else {
+				run += j.cpus
 			}
 			w.recTemp[p] += j.bump
-			used := w.resUsed(r)
-			if r == w.cpuRes && used >= cpus || r != w.cpuRes && used >= limit {
+			if usedNear(run, thr, len(w.pickSeq)) && w.resUsed(r) >= thr {
 				w.pickBroke = r == w.cpuRes
 				break
 			}
