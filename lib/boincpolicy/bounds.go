@@ -466,13 +466,16 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 
 // saturatedBound is a bound from below on how long resource r stays saturated in the
 // simulation (prepareJobs done), where workBound's is too loose, and whether there is
-// one: when every job of r takes one instance, and r is the CPUs and no coprocessor
-// job takes a CPU, pick takes jobs until n (r's instances) are taken, so r is
-// saturated exactly while n jobs or more are left, and its saturated time is when the
-// (N − n + 1)th of its N jobs ends; until then n jobs run at their full rate, their
-// simulated times falling by n a second in all, so that the jobs ended then took at
-// least the N − n + 1 shortest times: the saturated time is at least the sum of all
-// its jobs' times but the n − 1 longest, ÷ n. (While the tasks stay as they are it
+// one: when every job of r takes one instance, pick takes jobs until n (r's
+// instances) are in use, so r is saturated while n jobs or more are left, and its
+// saturated time is at least when the (N − n + 1)th of its N jobs ends; until then at
+// most n jobs run at their full rate, their simulated times falling by n a second in
+// all at most, so that the jobs ended then took at least the N − n + 1 shortest times:
+// the saturated time is at least the sum of all its jobs' times but the n − 1
+// longest, ÷ n. (On the CPUs the coprocessor jobs' CPUs, counted before the CPU jobs,
+// only keep them saturated longer and leave fewer CPU jobs running: issue 30, twelfth
+// round, where the corpus's GPU hosts ran the work fetch's simulation at almost every
+// step for a buffer it found full.) (While the tasks stay as they are it
 // falls at most as fast as workBound's: each of at most n + 1 running jobs' times by
 // fall ÷ availability a second, ÷ n.)
 //
@@ -484,7 +487,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 // at most as fast as one job's time, whatever the priorities.
 func (w *Workspace) saturatedBound(h *state.Host, r int) (sum, kth float64, ok bool) {
 	n := h.Resources[r].Instances
-	if n < 1 || n > maxTop || r == w.cpuRes && w.coprocCPUs != 0 {
+	if n < 1 || n > maxTop {
 		return 0, 0, false
 	}
 	top := w.top[:0] // the n longest times, shortest first

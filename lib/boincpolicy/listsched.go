@@ -196,6 +196,9 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 // instances free from now (a job starts when one frees, in order), r is saturated
 // exactly while n jobs or more are left, and so until the first instance of the list
 // schedule is left with no job: the least of its free times once every job is placed.
+// Where coprocessor jobs take CPUs it is a bound from below: they are counted before
+// the CPU jobs, so at most n of these run (each ends no sooner than in the list
+// schedule: listsched.go), and the CPUs are saturated at least while n are left.
 // (saturatedBound's sum of the times but the n − 1 longest ÷ n is a bound from below
 // of the same moment. corpus c124, one project on 7 CPUs, ran the simulation for the
 // work fetch at 4,879 moments of a 10-day run, 4,623 of which asked for nothing, all
@@ -204,7 +207,7 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 // listsched.go), and only the running ones' fall, at most n + 1 of them.
 func (w *Workspace) saturatedList(h *state.Host, r int) (float64, bool) {
 	n := h.Resources[r].Instances
-	if n < 1 || r == w.cpuRes && w.coprocCPUs != 0 {
+	if n < 1 {
 		return 0, false
 	}
 	proj, count := -1, 0
