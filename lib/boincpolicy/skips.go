@@ -3,6 +3,7 @@ package boincpolicy
 import (
 	"math"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -169,8 +170,39 @@ func (w *Workspace) holdFetch(doc *state.Document, now float64) {
 		}
 	}
 	w.boundAt = now
+	w.resAsked(doc, now)
 	if !w.workBound(&doc.Host, WorkBufMin(&doc.Preferences)) {
 		w.fetchHold = false
+	}
+}
+
+// resAsked sets w.noAsk[r] for each resource r no project may be asked for at now by
+// the reasons of setup that need neither the view nor the simulation (noneAskable's,
+// resource by resource): the project waits out its RPC backoff (min_rpc_time), has
+// no app version for r (bsim's convention), or r is backed off for it; and
+// w.noAskUntil, the first moment one of them may end (they change otherwise only in
+// an RPC's reply, which ends the holds: Reset). chooseProject asks for a resource
+// short of work only a project without a reason for it, so whether a resource none
+// may be asked for is short changes nothing: noFetchPossible and workBound pass over
+// it. (The corpus's hosts whose apps are all GPU apps, their CPUs idle, ran the work
+// fetch's simulation at every step, each asking nobody: issue 30, twelfth round.)
+func (w *Workspace) resAsked(doc *state.Document, now float64) {
+	w.noAsk = scratch.Grow(w.noAsk, len(doc.Host.Resources))
+	w.noAskUntil = math.Inf(1)
+	for r, res := range doc.Host.Resources {
+		until := math.Inf(1) // when some project may be asked for r, at the earliest
+		for p := range doc.Projects {
+			pr := &doc.Projects[p]
+			end := math.Inf(1) // until when p has a reason not to be asked for r
+			if doc.BOINCEmulator || hasVersionFor(doc, pr.Name, res.Type) {
+				end = max(math.Inf(-1), pr.MinRPCTime, backoffUntil(pr, res.Type))
+			}
+			until = min(until, end)
+		}
+		w.noAsk[r] = until > now
+		if w.noAsk[r] {
+			w.noAskUntil = min(w.noAskUntil, until)
+		}
 	}
 }
 
@@ -232,13 +264,14 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 func (w *Workspace) noFetchPossible(doc *state.Document, now, recSum float64) bool {
 	h := &doc.Host
 	bufMin := WorkBufMin(&doc.Preferences)
+	w.resAsked(doc, now)
 	if w.workBound(h, bufMin) {
 		return true
 	}
 	w.fetchHold = false
 	w.pick(doc, recSum)
 	for r := range h.Resources {
-		if float64(h.Resources[r].Instances)-w.simUsed[r] > 1e-6 {
+		if float64(h.Resources[r].Instances)-w.simUsed[r] > 1e-6 && !w.noAsk[r] {
 			return w.saturatedLow(doc, now, bufMin)
 		}
 	}
@@ -261,6 +294,9 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 	fall := w.fall
 	hold := math.Inf(1)
 	for r := range h.Resources {
+		if r < len(w.noAsk) && w.noAsk[r] {
+			continue // no project may be asked for it (resAsked)
+		}
 		n := float64(h.Resources[r].Instances)
 		s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
 		b := [3]float64{s[sumW], s[sumMaxT], s[sumMaxU]} // W, t, u
@@ -290,6 +326,9 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 		// availability the simulation runs it at (availFrac) a second, and t only
 		// falls.
 		hold = min(hold, over*availFrac(&h.TimeStats, r != w.cpuRes)/fall)
+	}
+	if len(w.noAsk) == len(h.Resources) {
+		hold = min(hold, w.noAskUntil-w.boundAt)
 	}
 	w.fetchHold, w.fetchHoldUntil = hold > 0, w.boundAt+hold
 	return true

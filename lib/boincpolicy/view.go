@@ -112,6 +112,10 @@ type Workspace struct {
 	// (noneAskable); a Reset ends it.
 	askHold      bool
 	askHoldUntil float64
+	// noAsk, noAskUntil: the resources no project may be asked for, until the
+	// first moment that may end (resAsked); workBound passes over them.
+	noAsk      []bool
+	noAskUntil float64
 	// passMissed, passAt: the deadline-miss counts (as w.missed) of the last pass and
 	// its moment; keep: the next pass at that moment keeps them (Arrived).
 	passMissed []int
