@@ -88,6 +88,9 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			w.slack = min(w.slack, late)
 			continue
 		}
+		if j.res != w.cpuRes {
+			return false // the bounds per job are the CPU jobs' (projectStats)
+		}
 		if !perJob {
 			if w.perJobSkip > 0 {
 				// The bounds per job failed at the last passes that tried them:
@@ -259,9 +262,13 @@ func (w *Workspace) shortFailed() {
 	}
 }
 
-// projectBounds readies missesKnown's bound per job (w.cum[i]: job i ends by now +
-// w.cum[i] in the simulation), on a host whose runnable jobs are all CPU jobs. It
-// reports false when the host has other jobs than CPU jobs.
+// projectBounds readies missesKnown's bound per job (w.cum[i]: CPU job i ends by now
+// + w.cum[i] in the simulation). It reports false when the RECs cannot be bounded
+// over the horizon. Beside coprocessor jobs (issue 30, twelfth round) the argument
+// below holds with their CPUs counted first: pick takes them before the CPU jobs, at
+// most gCoCPUs at once, so the CPUs left the CPU jobs are at least the host's less
+// those (the limit of the CPUs served), and a job that waits does so only while the
+// CPUs are used by other jobs, the coprocessor jobs' CPU-seconds (gCoSecs) among them.
 //
 // Why: pick takes a project's jobs in the jobs' order, the project of highest
 // priority first, each job taken lowering its project's priority (its temporary REC
@@ -310,31 +317,40 @@ func (w *Workspace) cumLate(doc *state.Document, i int, now, comp float64) float
 }
 
 // projectStats is projectBounds' first part, whatever the horizon: per project its
-// jobs, their CPUs, the most CPUs of one, their CPU-seconds and its least and largest
-// bump; the REC sum and every job's CPU-seconds. It reports false when the host has
-// other jobs than CPU jobs.
+// CPU jobs, their CPUs, the most CPUs of one, their CPU-seconds and its least and
+// largest bump; the REC sum and every CPU job's CPU-seconds; the coprocessor jobs'
+// CPUs (gCoCPUs: all of them, at most, taken at once) and CPU-seconds (gCoSecs: each
+// takes its CPUs only while it runs, its time falling a second a second). It reports
+// true (the bounds per job are the CPU jobs'). (The corpus's GPU hosts ran the
+// simulation at almost every pass, for CPU jobs the bound per resource left open:
+// issue 30, twelfth round.)
 func (w *Workspace) projectStats(doc *state.Document) bool {
 	nP := len(doc.Projects)
 	w.gCPUs = scratch.Grow(w.gCPUs, 4*nP) // per project: jobs, their CPUs, the most CPUs of one, CPU-seconds
 	w.gBump = scratch.Grow(w.gBump, 2*nP) // per project: the least and largest bump of its jobs
 	clear(w.gCPUs)
 	clear(w.eligible)
+	var coSecs float64
 	for i := range w.jobs {
 		j := &w.jobs[i]
+		w.eligible[j.proj] = true // as prepare's: every project with a runnable job
 		if j.res != w.cpuRes {
-			return false
+			coSecs += j.cpus * (j.simLeft / j.simRate)
 		}
-		w.eligible[j.proj] = true
 	}
+	w.gCoCPUs, w.gCoSecs = w.coprocCPUs, coSecs
 	w.gPrio = scratch.Grow(w.gPrio, nP)
 	w.gShare = scratch.Grow(w.gShare, nP)
 	recSum := Priorities(doc, w.rec, w.eligible, w.gPrio, w.gShare)
 	for p := range nP {
 		w.gBump[2*p], w.gBump[2*p+1] = math.Inf(1), 0
 	}
-	var cpuSecs float64 // every job's CPUs × time
+	var cpuSecs float64 // every CPU job's CPUs × time
 	for i := range w.jobs {
 		j := &w.jobs[i]
+		if j.res != w.cpuRes {
+			continue
+		}
 		g := w.gCPUs[4*j.proj : 4*j.proj+4]
 		g[0]++
 		g[1] += j.cpus
@@ -390,8 +406,9 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 	track := horizon == 0 && !w.gRECFree
 	w.servedEps = math.Inf(1)
 	cpus := float64(doc.Host.CPU().Instances)
-	// What pick's sums of the CPUs in use may differ by from these, in another order.
-	limit := cpus*(1-1e-12) - 1e-9
+	// What pick's sums of the CPUs in use may differ by from these, in another order;
+	// the coprocessor jobs' CPUs are counted before the CPU jobs' (at most gCoCPUs).
+	limit := (cpus-w.gCoCPUs)*(1-1e-12) - 1e-9
 	for p := range nP {
 		w.gServed[p] = 0
 		if !w.eligible[p] {
@@ -449,10 +466,14 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 	sums, cpuSums := w.gSums[:nP], w.gSums[nP:] // per project: the times of its jobs so far, and their CPU-seconds
 	for i := range w.jobs {
 		j := &w.jobs[i]
+		if j.res != w.cpuRes {
+			continue
+		}
 		p := j.proj
 		t := j.simLeft / j.simRate
-		// The other projects' CPU-seconds (every job's but p's), and p's before i.
-		w.cum[i] = (cpuSecs-w.gCPUs[4*p+3]+cpuSums[p])/cpus + t
+		// The other projects' CPU-seconds (every CPU job's but p's, and the
+		// coprocessor jobs'), and p's before i.
+		w.cum[i] = (cpuSecs+w.gCoSecs-w.gCPUs[4*p+3]+cpuSums[p])/cpus + t
 		if g := w.gServed[p]; g > 0 {
 			w.cum[i] = min(w.cum[i], sums[p]/g+t)
 		}
@@ -533,7 +554,7 @@ func (w *Workspace) missBounds(doc *state.Document) {
 	n := doc.Host.CPU().Instances
 	ones := n <= maxTop
 	for i := range w.jobs {
-		if w.jobs[i].cpus != 1 {
+		if w.jobs[i].cpus != 1 && w.jobs[i].res == w.cpuRes {
 			ones = false
 			break
 		}

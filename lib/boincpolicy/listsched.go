@@ -85,7 +85,7 @@ func (w *Workspace) listFrom(nP, n, blocker int) {
 	}
 	b := w.listFree[blocker*n : blocker*n+n]
 	for i := range w.jobs {
-		if j := &w.jobs[i]; j.proj == blocker {
+		if j := &w.jobs[i]; j.proj == blocker && j.res == w.cpuRes {
 			listEnd(b, j.simLeft/j.simRate)
 		}
 	}
@@ -110,7 +110,7 @@ func (w *Workspace) listLower(nP, n int) {
 	rel := scratch.Grow(w.listRel, nP*n) // per served project, its CPUs' free times on all n, in order
 	w.listRel = rel
 	for i := range w.jobs {
-		if j := &w.jobs[i]; w.gServed[j.proj] >= 1 {
+		if j := &w.jobs[i]; w.gServed[j.proj] >= 1 && j.res == w.cpuRes {
 			listEnd(rel[j.proj*n:j.proj*n+n], j.simLeft/j.simRate)
 		}
 	}
@@ -140,6 +140,10 @@ func (w *Workspace) listLower(nP, n int) {
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		t := j.simLeft / j.simRate
+		if j.res != w.cpuRes {
+			w.low[i] = t
+			continue
+		}
 		w.low[i] = max(t, listEnd(w.listFree[j.proj*n:j.proj*n+n], t))
 	}
 }
@@ -163,9 +167,10 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 			other = p
 		}
 	}
+	// (Not beside coprocessor jobs, whose CPUs the other project then runs fewer by.)
 	exact := eligible == 2 && blocker >= 0 && doc.Host.CPU().Instances <= maxTop
 	for i := range w.jobs {
-		if exact && w.jobs[i].cpus != 1 {
+		if exact && (w.jobs[i].cpus != 1 || w.jobs[i].res != w.cpuRes) {
 			exact = false
 		}
 	}
@@ -176,6 +181,9 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
+		if j.res != w.cpuRes {
+			continue
+		}
 		g := min(int(w.gServed[j.proj]), n)
 		if exact && j.proj == other {
 			g = n

@@ -44,7 +44,7 @@ func (w *Workspace) lowFall(doc *state.Document) {
 	eq, ep, placed := w.lowRunP[:nP], w.lowRunP[nP:2*nP], w.lowRunP[2*nP:]
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		if w.gServed[j.proj] < 1 {
+		if w.gServed[j.proj] < 1 || j.res != w.cpuRes {
 			continue
 		}
 		d := 0.0
@@ -81,6 +81,10 @@ func (w *Workspace) lowFall(doc *state.Document) {
 		d := 0.0
 		if j.running {
 			d = per
+		}
+		if j.res != w.cpuRes {
+			w.lowK[i] = d - 1 // its own time (missBounds)
+			continue
 		}
 		fresh := equal[j.proj] == 1 && eq[j.proj] > 0
 		eq[j.proj]--

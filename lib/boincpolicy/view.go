@@ -151,6 +151,7 @@ type Workspace struct {
 	gCPUs, gBump, gPrio, gShare, cum []float64
 	gSums                            []float64
 	gRecSum, gCPUSecs                float64
+	gCoCPUs, gCoSecs                 float64 // projectStats': the coprocessor jobs' CPUs, CPU-seconds
 	gRECFree                         bool
 	perJobFails, perJobSkip          int       // missesKnown's (perJobFailed)
 	shortFails, shortSkip            int       // missesKnown's (shortFailed)
