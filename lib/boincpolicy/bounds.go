@@ -485,62 +485,6 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 	return true
 }
 
-// saturatedBound is a bound from below on how long resource r stays saturated in the
-// simulation (prepareJobs done), where workBound's is too loose, and whether there is
-// one: when every job of r takes one instance, pick takes jobs until n (r's
-// instances) are in use, so r is saturated while n jobs or more are left, and its
-// saturated time is at least when the (N − n + 1)th of its N jobs ends; until then at
-// most n jobs run at their full rate, their simulated times falling by n a second in
-// all at most, so that the jobs ended then took at least the N − n + 1 shortest times:
-// the saturated time is at least the sum of all its jobs' times but the n − 1
-// longest, ÷ n. (On the CPUs the coprocessor jobs' CPUs, counted before the CPU jobs,
-// only keep them saturated longer and leave fewer CPU jobs running: issue 30, twelfth
-// round, where the corpus's GPU hosts ran the work fetch's simulation at almost every
-// step for a buffer it found full.) (While the tasks stay as they are it
-// falls at most as fast as workBound's: each of at most n + 1 running jobs' times by
-// fall ÷ availability a second, ÷ n.)
-//
-// And at least the n-th longest time (kth): each of the N − n + 1 jobs ended by then
-// ran its whole time, and N − n + 1 jobs take at least the (N − n + 1)th shortest, the
-// n-th longest (issue 30, ninth round: the corpus's hosts of several projects with
-// jobs longer than work_buf_min, c139's 12.9-hour jobs beside 2.9-hour ones, ran the
-// work fetch's simulation at almost every step for a buffer it found full). It falls
-// at most as fast as one job's time, whatever the priorities.
-func (w *Workspace) saturatedBound(h *state.Host, r int) (sum, kth float64, ok bool) {
-	n := h.Resources[r].Instances
-	if n < 1 || n > maxTop {
-		return 0, 0, false
-	}
-	top := w.top[:0] // the n longest times, shortest first
-	count := 0
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		if j.res != r {
-			continue
-		}
-		if j.inst != 1 {
-			return 0, 0, false
-		}
-		t := j.simLeft / j.simRate
-		sum += t
-		count++
-		top = keepLongest(top, t, n)
-	}
-	w.top = top
-	if count < n {
-		return 0, 0, false
-	}
-	var long float64
-	for _, t := range top[1:] {
-		long += t
-	}
-	return (sum - long) / float64(n), top[0], true
-}
-
-// maxTop: saturatedBound keeps the n longest times for hosts of up to this many
-// instances.
-const maxTop = 64
-
 // missBounds readies a bound from below on when each job ends in the simulation
 // (w.low[i], from now), after projectBounds, so that a job may be known to miss its
 // deadline: at least its own simulated time, and on a host whose jobs each take one
@@ -569,23 +513,6 @@ func (w *Workspace) missBounds(doc *state.Document) {
 		j := &w.jobs[i]
 		w.low[i] = j.simLeft / j.simRate
 	}
-}
-
-// keepLongest adds t to top, the k longest times so far in increasing order.
-func keepLongest(top []float64, t float64, k int) []float64 {
-	if k == 0 {
-		return top
-	}
-	if len(top) < k {
-		x, _ := slices.BinarySearch(top, t)
-		return slices.Insert(top, x, t)
-	}
-	if t > top[0] {
-		x, _ := slices.BinarySearch(top, t)
-		copy(top[:x-1], top[1:x])
-		top[x-1] = t
-	}
-	return top
 }
 
 // growJobs is scratch.Grow for a slice per job, with room for twice as many: the
