@@ -2,6 +2,7 @@ package boincpolicy
 
 import (
 	"math"
+	"slices"
 
 	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
@@ -28,6 +29,8 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	if !math.IsInf(w.mkEps, 1) {
 		w.mkF = scratch.Grow(w.mkF, len(doc.Projects))
 		recFractions(doc, w.jobs, w.mkF)
+		// The box is now's served CPUs' (the last horizon missesKnown tried).
+		w.mkServed = append(w.mkServed[:0], w.gServed...)
 	}
 	return true
 }
@@ -51,7 +54,9 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 	if !math.IsInf(w.mkEps, 1) {
 		far := recDrift(doc, w.mkF) // how far the fractions moved
 		if eps = w.mkEps - far; !(eps > 0) {
-			return false
+			if eps = w.reserve(doc, now); !(eps > 0) {
+				return false
+			}
 		}
 	}
 	w.slack, w.recEps = w.mkUntil-now, eps
@@ -64,4 +69,21 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 		}
 	}
 	return true
+}
+
+// reserve is missesKept's answer carried past its box (issue 30, thirteenth round):
+// the bounds read the RECs only through the CPUs each project is served
+// (projectServed, at now for an answer with a box), so when the served CPUs at now
+// are those the answer was found with, every bound at now is one the answer's slack
+// covers (the times only fell since, and a list schedule's ends with them: the same
+// argument as within the box). It reports the new box's half-width (0: not carried),
+// the box then now's. (part-time-4cpu's answers met their box's edge at 167 passes
+// of a 10-day run, each then a whole missesKnown.)
+func (w *Workspace) reserve(doc *state.Document, now float64) float64 {
+	if !w.projectStats(doc) || !w.projectServed(doc, now, 0) || !slices.Equal(w.gServed, w.mkServed) {
+		return 0
+	}
+	recFractions(doc, w.jobs, w.mkF)
+	w.mkEps = w.servedEps
+	return w.servedEps
 }

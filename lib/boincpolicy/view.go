@@ -161,10 +161,11 @@ type Workspace struct {
 	top, low                         []float64
 	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project
 	// missesKnown's answer kept (keepMisses): good until mkUntil, in a box of
-	// mkEps about the REC fractions mkF; each job's misses, the counts.
+	// mkEps about the REC fractions mkF (the served CPUs mkServed's); each job's
+	// misses, the counts.
 	mkKept            bool
 	mkUntil, mkEps    float64
-	mkF               []float64
+	mkF, mkServed     []float64
 	mkMisses          []bool
 	mkMissed          []int
 	mkAny, mkBound    bool
