@@ -66,7 +66,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 		}
 	}
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
-	w.slack = math.Inf(1)
+	w.slack, w.lowSlack = math.Inf(1), math.Inf(1)
 	w.anyMiss, w.boundMiss = false, false
 	// The bounds per job (projectBounds), when the resource's do not decide: first
 	// good until recHorizon, then at now only (now2); and missBounds'.
@@ -138,7 +138,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 					lowK = true
 				}
 				if fall := w.lowK[i]; fall > 0 {
-					w.slack = min(w.slack, over/fall)
+					w.lowSlack = min(w.lowSlack, over/fall)
 				}
 				break
 			}
@@ -191,6 +191,8 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			w.slack = 0
 		}
 	}
+	// The misses by missBounds' bound apart (missesKept may look at them again).
+	w.restSlack, w.slack = w.slack, min(w.slack, w.lowSlack)
 	if w.anyMiss {
 		for i := range w.jobs {
 			j := &w.jobs[i]

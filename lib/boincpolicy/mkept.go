@@ -16,7 +16,8 @@ import (
 func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	// The slack rests on remaining work that only falls: it ends by the first
 	// moment a running job's may grow (noRiseUntil), as the holds do.
-	w.mkUntil, w.mkEps = min(now+w.slack, w.noRiseUntil(doc, now)), w.recEps
+	rise := w.noRiseUntil(doc, now)
+	w.mkUntil, w.mkRest, w.mkEps = min(now+w.slack, rise), min(now+w.restSlack, rise), w.recEps
 	if w.mkKept = w.mkUntil > now; !w.mkKept {
 		return true
 	}
@@ -29,9 +30,9 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	if !math.IsInf(w.mkEps, 1) {
 		w.mkF = scratch.Grow(w.mkF, len(doc.Projects))
 		recFractions(doc, w.jobs, w.mkF)
-		// The box is now's served CPUs' (the last horizon missesKnown tried).
-		w.mkServed = append(w.mkServed[:0], w.gServed...)
 	}
+	// The last horizon's served CPUs missesKnown tried (the box's, when it has one).
+	w.mkServed = append(w.mkServed[:0], w.gServed...)
 	return true
 }
 
@@ -47,7 +48,7 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 // about the fractions now. It reports whether it set them (w.missed, each job's
 // misses, w.Sim's counts, w.anyMiss, w.boundMiss, w.slack, w.recEps).
 func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
-	if !w.mkKept || !(now < w.mkUntil) || len(w.mkMisses) != len(w.jobs) {
+	if !w.mkKept || len(w.mkMisses) != len(w.jobs) || !(now < w.mkUntil) && !(w.mkBound && now < w.mkRest) {
 		return false
 	}
 	eps := math.Inf(1)
@@ -58,6 +59,13 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 				return false
 			}
 		}
+	}
+	if !(now < w.mkUntil) {
+		low, ok := w.relow(doc, now)
+		if !ok {
+			return false
+		}
+		w.mkUntil = min(now+low, w.mkRest)
 	}
 	w.slack, w.recEps = w.mkUntil-now, eps
 	w.anyMiss, w.boundMiss = w.mkAny, w.mkBound
@@ -86,4 +94,39 @@ func (w *Workspace) reserve(doc *state.Document, now float64) float64 {
 	recFractions(doc, w.jobs, w.mkF)
 	w.mkEps = w.servedEps
 	return w.servedEps
+}
+
+// relow is missesKept's answer carried past the slack its misses by missBounds'
+// bound gave (issue 30, thirteenth round), the rest of its slack not yet run out: the
+// served CPUs it was found with hold now (the box or the horizon, within the rest),
+// so missBounds' bound and lowFall's rates at now with them are sound, and where each
+// job that missed by the bound still does, the answer stands, those jobs' slack
+// found afresh (reported, with whether they all still miss). (part-time-4cpu's
+// answers ended at that slack at 193 passes of a 10-day run, each then a whole
+// missesKnown: projectStats, projectServed and listUpper, which the rest's slack
+// still covers.)
+func (w *Workspace) relow(doc *state.Document, now float64) (float64, bool) {
+	copy(w.gServed, w.mkServed)
+	clear(w.eligible)
+	for i := range w.jobs {
+		w.eligible[w.jobs[i].proj] = true
+	}
+	w.missBounds(doc)
+	w.lowFall(doc)
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	slack := math.Inf(1)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if !w.mkMisses[i] || now > j.deadline-comp {
+			continue // missing whatever the simulation does
+		}
+		over := now + w.low[i]*(1-1e-9) - 1e-6 - (j.deadline - comp)
+		if !(over > 0) {
+			return 0, false
+		}
+		if fall := w.lowK[i]; fall > 0 {
+			slack = min(slack, over/fall)
+		}
+	}
+	return slack, true
 }

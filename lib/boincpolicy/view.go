@@ -160,11 +160,13 @@ type Workspace struct {
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
 	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project
+	lowSlack, restSlack              float64   // missesKnown's slack: its misses by missBounds', the rest
 	// missesKnown's answer kept (keepMisses): good until mkUntil, in a box of
 	// mkEps about the REC fractions mkF (the served CPUs mkServed's); each job's
 	// misses, the counts.
 	mkKept            bool
 	mkUntil, mkEps    float64
+	mkRest            float64 // mkUntil but for the misses by missBounds' bound (relow)
 	mkF, mkServed     []float64
 	mkMisses          []bool
 	mkMissed          []int
