@@ -3,10 +3,13 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/bkit/bkit/lib/store"
 	"github.com/bkit/bkit/lib/store/storetest"
 )
 
@@ -78,5 +81,72 @@ func TestPipeline(t *testing.T) {
 	_, recorded, _, _, err = run(0, boom)
 	if !errors.Is(err, boom) || len(recorded) != 0 {
 		t.Errorf("failing file work: err %v, recorded %d; want the error and nothing recorded", err, len(recorded))
+	}
+}
+
+// TestPipelineHoldsShort: on SQLite, while another connection keeps writing (a
+// scheduler's RPCs), a pass's claims and records are sized to hold the write lock a
+// few milliseconds at the rate its last transactions went (store.Batcher), not the
+// most a transaction may take (issue 33: a fixed 500 workunits held it 22–27 ms at
+// p99).
+func TestPipelineHoldsShort(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.SQLiteDSN(t)
+	st := storetest.Open(t, dsn)
+	other := storetest.Open(t, dsn)
+	stopWriting := make(chan struct{})
+	writing := make(chan struct{})
+	go func() { // an RPC's commit every few milliseconds
+		defer close(writing)
+		for i := 0; ; i++ {
+			select {
+			case <-stopWriting:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			if _, err := other.AddApp(ctx, fmt.Sprintf("rpc%d", i), false, 1); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stopWriting); <-writing }()
+	const perItem = 250 * time.Microsecond // 20 items fill the 5 ms
+	hold := func(n int) error {
+		return st.InTx(ctx, func(*store.Tx) error { time.Sleep(time.Duration(n) * perItem); return nil })
+	}
+	const total = 600
+	next := 0
+	var claims, records []int
+	p := pipeline[int, int]{
+		store: st, most: 500, group: 100,
+		claim: func(ctx context.Context, n int) ([]int, bool, error) {
+			claims = append(claims, n)
+			var items []int
+			for ; next < total && len(items) < n; next++ {
+				items = append(items, next)
+			}
+			return items, next == total, hold(len(items))
+		},
+		work: func(items []int) ([]int, error) { return items, nil },
+		record: func(ctx context.Context, outs []int) error {
+			records = append(records, len(outs))
+			return hold(len(outs))
+		},
+	}
+	if _, err := p.run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The first of each is 100 (nothing measured yet); after it the sizes fit 5 ms of
+	// the sleep, and the commit's own time makes them smaller still.
+	for what, sizes := range map[string][]int{"claims": claims, "records": records} {
+		if len(sizes) < 4 {
+			t.Fatalf("%s: %v, want several transactions", what, sizes)
+		}
+		for _, n := range sizes[1:] {
+			if n > 2*int(5*time.Millisecond/perItem) {
+				t.Errorf("%s of %v: %d items hold the lock %v, want about 5 ms", what, sizes, n, time.Duration(n)*perItem)
+			}
+		}
 	}
 }

@@ -46,6 +46,7 @@ type Store struct {
 	trace  atomic.Pointer[func(query string, args []any)]     // TraceStatements
 	timing atomic.Pointer[func(step string, d time.Duration)] // TimeTransactions
 	trips  atomic.Int64                                       // RoundTrips
+	hold   atomic.Int64                                       // LastHold, in ns
 
 	txRetries, txErrors atomic.Int64 // TxStats
 	dataVersion         atomic.Int64 // SQLite's data_version + 1 at the last Pause (0: none yet)
@@ -502,8 +503,11 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 	}
 	done := time.Now()
 	err = tx.Commit()
+	end := time.Now()
+	if err == nil {
+		s.hold.Store(int64(end.Sub(locked)))
+	}
 	if t := s.timing.Load(); t != nil && err == nil {
-		end := time.Now()
 		(*t)("begin", locked.Sub(began))
 		(*t)("body", done.Sub(locked))
 		(*t)("commit", end.Sub(done))
@@ -511,6 +515,12 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 	}
 	return err
 }
+
+// LastHold is how long the last write transaction of s that committed held it, from
+// BEGIN's return to the end of COMMIT (on SQLite the write lock): what a cron job's
+// Batcher sizes its next batch by (Batcher.Held) when the store's call does more
+// than the transaction.
+func (s *Store) LastHold() time.Duration { return time.Duration(s.hold.Load()) }
 
 // TimeTransactions makes each transaction of s that commits tell fn how long its
 // steps took, until TimeTransactions(nil): "begin" (BEGIN, with the wait for a
