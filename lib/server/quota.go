@@ -155,13 +155,16 @@ const exitAbortedByProject = 202
 // adjustQuotas applies the reported errors to the host's daily quotas in the book, as
 // BOINC's scheduler does when it handles them (sched_result.cpp, got_bad_result): an
 // error, not an abort by the project, takes one off its version's quota
-// (quota.AfterError). A reported success changes nothing here: the quota rises when
+// (quota.AfterError). An abort by the project is the client's word, so it is taken
+// only where the project had told the client to abort (store.Report.AbortAsked): a
+// host that reported its every error as one kept its whole quota (issue 27's
+// adversarial probe; docs/decisions.md). A reported success changes nothing here: the quota rises when
 // bretry's validator finds the result valid (quota.AfterSuccess; docs/decisions.md,
 // issue 27), once per result.
 func adjustQuotas(book *quotaBook, recorded []store.Report) error {
 	var errs []store.Report
 	for _, r := range recorded {
-		if !r.Success && r.ExitStatus != exitAbortedByProject {
+		if !r.Success && !(r.ExitStatus == exitAbortedByProject && r.AbortAsked) {
 			errs = append(errs, r)
 		}
 	}

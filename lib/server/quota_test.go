@@ -164,6 +164,57 @@ func TestDailyQuota(t *testing.T) {
 	})
 }
 
+// TestAbortedByProjectBelieved: an error reported as "aborted by project" (exit
+// status 202) costs no quota only where the project had told the client to abort:
+// the task's workunit done (validated or given up) or the task timed out. A host that
+// reports its live tasks' errors so loses quota as for any error (issue 27's
+// adversarial probe).
+func TestAbortedByProjectBelieved(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		st, srv := quotaProject(t, dsn, 20, store.AppRetrySet{DailyQuota: ptr(2), MaxInProgress: ptr(0)})
+		ctx := context.Background()
+		const day = 86400.0
+		t0 := 1000 * day
+		run := func(done bool) int {
+			t.Helper()
+			req := boincxml.SchedulerRequest{Authenticator: accountKey(t, st), CPUReqSecs: 1e6, CPUReqInstances: 1, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
+			ask := func(now float64) *boincxml.SchedulerReply {
+				t.Helper()
+				rep, err := srv.Handle(ctx, &req, now, "http://x/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if req.HostID == 0 {
+					req.HostID = rep.HostID
+				}
+				req.Results = nil
+				return rep
+			}
+			rep := ask(t0)
+			if len(rep.ResultsSent) != 2 {
+				t.Fatalf("first request: %d jobs, want 2", len(rep.ResultsSent))
+			}
+			for _, r := range rep.ResultsSent {
+				if done { // what bretry does when the workunit is given up elsewhere
+					if _, err := st.DB.ExecContext(ctx, `UPDATE workunit SET error_mask=1 WHERE id=(SELECT workunitid FROM result WHERE name=?)`, r.Name); err != nil {
+						t.Fatal(err)
+					}
+				}
+				req.Results = append(req.Results, boincxml.ReportedResult{Name: r.Name, ExitStatus: 202, State: 6}) // RESULT_ABORTED
+			}
+			ask(t0 + 10)
+			return len(ask(t0 + day).ResultsSent)
+		}
+		if n := run(true); n != 2 {
+			t.Errorf("aborts the project asked for: %d jobs the next day, want 2 (no quota lost)", n)
+		}
+		if n := run(false); n != 1 {
+			t.Errorf("aborts of live tasks: %d jobs the next day, want 1 (two errors: 2 -> 1)", n)
+		}
+	})
+}
+
 // TestRetryDeadlineIsDresult: seed 003's "the deadline of these results is now +
 // Dresult": a result a retry made (Dresult 1 h here) goes out with the deadline send
 // time + 1 h, not + the workunit's delay bound (1 d), which the first result keeps.

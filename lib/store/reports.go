@@ -35,6 +35,12 @@ type Report struct {
 	// to the host's quota depends on it), from the read it makes of the reports'
 	// results anyway.
 	AppVersionID int64
+	// AbortAsked is not the host's to say either: RecordReports sets it when the
+	// project had reason to tell the client to abort the task (the scheduler's
+	// abort-if-not-started: its workunit done, validated or given up, or the task
+	// timed out), so that an exit status of "aborted by project" is believed only
+	// then (the quota's exemption, lib/server's adjustQuotas).
+	AbortAsked bool
 }
 
 // MaxStderrBytes is the most of a report's stderr_out kept (it fits a MySQL TEXT);
@@ -118,6 +124,7 @@ func (t *Tx) RecordReports(hostID int64, reports []Report, now float64) ([]Repor
 			outcome = OutcomeSuccess
 		}
 		reports[i].AppVersionID = res.appVersionID
+		reports[i].AbortAsked = res.wuDone || res.serverState == ServerStateOver
 		recs = append(recs, rec{Report: reports[i], id: res.id, wu: res.wu, outcome: outcome, validate: validate})
 		out[i] = ReportRecorded
 	}
@@ -229,6 +236,7 @@ type reportedRow struct {
 	id, wu, hostID       int64
 	appVersionID         int64
 	serverState, outcome int
+	wuDone               bool // its workunit validated or given up
 	declared             []int
 }
 
@@ -251,8 +259,10 @@ func (t *Tx) reportedRows(names []string) (map[string]reportedRow, error) {
 	t.reported = nil // read once: what follows may change the rows
 	for lo := 0; lo < len(missing); lo += 500 {
 		part := missing[lo:min(len(missing), lo+500)]
-		rows, err := t.query(`SELECT r.id, r.name, r.workunitid, r.hostid, r.app_version_id, r.server_state, r.outcome, COALESCE(o.file_num, -1)
-			FROM result r LEFT JOIN wu_output o ON o.workunitid=r.workunitid WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`)`, part...)
+		rows, err := t.query(`SELECT r.id, r.name, r.workunitid, r.hostid, r.app_version_id, r.server_state, r.outcome,
+			w.canonical_resultid<>0 OR w.error_mask<>0, COALESCE(o.file_num, -1)
+			FROM result r JOIN workunit w ON w.id=r.workunitid LEFT JOIN wu_output o ON o.workunitid=r.workunitid
+			WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`)`, part...)
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +270,7 @@ func (t *Tx) reportedRows(names []string) (map[string]reportedRow, error) {
 			var name string
 			var r reportedRow
 			var k int
-			if err := rows.Scan(&r.id, &name, &r.wu, &r.hostID, &r.appVersionID, &r.serverState, &r.outcome, &k); err != nil {
+			if err := rows.Scan(&r.id, &name, &r.wu, &r.hostID, &r.appVersionID, &r.serverState, &r.outcome, &r.wuDone, &k); err != nil {
 				rows.Close()
 				return nil, err
 			}
