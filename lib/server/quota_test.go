@@ -40,6 +40,24 @@ func quotaProject(t *testing.T, dsn string, n int, set store.AppRetrySet) (*stor
 
 func ptr(n int) *int { return &n }
 
+// asker returns a function that sends req at a time and returns the reply: the host
+// id the first reply gives is kept in req, and the reports req carried are cleared
+// (the next request reports only what the test adds).
+func asker(t *testing.T, srv *server.Server, req *boincxml.SchedulerRequest) func(now float64) *boincxml.SchedulerReply {
+	return func(now float64) *boincxml.SchedulerReply {
+		t.Helper()
+		rep, err := srv.Handle(context.Background(), req, now, "http://x/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.HostID == 0 {
+			req.HostID = rep.HostID
+		}
+		req.Results = nil
+		return rep
+	}
+}
+
 // TestQuotaProbe is issue 27's adversarial probe against the defaults: 200 requests
 // without an account key, each claiming 65,536 CPUs and asking for the whole queue,
 // take nothing and write nothing; one host of an account claiming 65,536 CPUs is taken
@@ -97,18 +115,7 @@ func TestDailyQuota(t *testing.T) {
 		const day = 86400.0
 		t0 := 1000 * day // the start of a UTC day
 		req := boincxml.SchedulerRequest{Authenticator: accountKey(t, st), CPUReqSecs: 1e6, CPUReqInstances: 2, HostInfo: boincxml.HostInfo{PNCPUs: 2, PFpops: 1e9}}
-		ask := func(now float64) *boincxml.SchedulerReply {
-			t.Helper()
-			rep, err := srv.Handle(ctx, &req, now, "http://x/")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if req.HostID == 0 {
-				req.HostID = rep.HostID
-			}
-			req.Results = nil
-			return rep
-		}
+		ask := asker(t, srv, &req)
 		if rep := ask(t0); len(rep.ResultsSent) != 4 {
 			t.Fatalf("first request: %d jobs, want 4 (2 a CPU)", len(rep.ResultsSent))
 		}
@@ -179,18 +186,7 @@ func TestAbortedByProjectBelieved(t *testing.T) {
 		run := func(done bool) int {
 			t.Helper()
 			req := boincxml.SchedulerRequest{Authenticator: accountKey(t, st), CPUReqSecs: 1e6, CPUReqInstances: 1, HostInfo: boincxml.HostInfo{PNCPUs: 1, PFpops: 1e9}}
-			ask := func(now float64) *boincxml.SchedulerReply {
-				t.Helper()
-				rep, err := srv.Handle(ctx, &req, now, "http://x/")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if req.HostID == 0 {
-					req.HostID = rep.HostID
-				}
-				req.Results = nil
-				return rep
-			}
+			ask := asker(t, srv, &req)
 			rep := ask(t0)
 			if len(rep.ResultsSent) != 2 {
 				t.Fatalf("first request: %d jobs, want 2", len(rep.ResultsSent))
