@@ -68,7 +68,7 @@ func (w *Workspace) TaskFinished() {
 // again.
 func (w *Workspace) TasksChanged() {
 	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold, w.reportHold = false, false, false, false, false, false
-	w.keep, w.mkKept = false, false
+	w.keep, w.mkKept, w.khCarry = false, false, false
 }
 
 // TasksReceived is TasksChanged for a caller that also dropped tasks (reported) or

@@ -103,7 +103,7 @@ func (w *Workspace) Idle(now float64) {
 }
 
 func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) []RunEntry {
-	w.kept, w.listEps = false, math.Inf(1)
+	w.kept, w.listEps, w.khCarry = false, math.Inf(1), false
 	h := &doc.Host
 	nR := w.nRes
 	nJ := len(w.jobs)

@@ -59,6 +59,16 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			w.holdFetch(doc, now)
 			return true
 		}
+		if w.rehold(doc, now) {
+			// The last keep hold's listing again (rehold): it keeps the jobs
+			// running, its record and misses (for Arrived) those of a whole pass.
+			w.recordPass(doc, now)
+			w.list = w.list[:0]
+			w.passMissed = append(w.passMissed[:0], w.missed...)
+			w.passAt = now
+			w.holdFetch(doc, now)
+			return true
+		}
 		w.list = w.schedule(doc, now, w.list[:0])
 		w.setHold(doc, now, false)
 		if w.anyMiss {
@@ -70,7 +80,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		w.holdFetch(doc, now)
 		return true
 	}
-	w.mkKept = false
+	w.mkKept, w.khCarry = false, false
 	w.simulateAfterJobs(doc, now)
 	w.simDone, w.simAt = true, now
 	if w.passKeeps(doc) {

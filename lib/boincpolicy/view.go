@@ -183,6 +183,14 @@ type Workspace struct {
 	// priority holds in (setKeepHold).
 	kept    bool
 	listEps float64
+	// The last keep hold's listing, carried past the hold (rehold): good before
+	// khUntil (its slices' ends, its ties' and a rise), with misses khMissed (khAny,
+	// khBound) and the RECs within khEps of the fractions khF.
+	khCarry, khAny, khBound bool
+	khUntil, khEps          float64
+	khF                     []float64
+	khMissed                []int
+	reheld                  int // passes rehold made (the tests count them)
 }
 
 // ResourceSim is what the round-robin simulation says about one host resource.
