@@ -208,9 +208,16 @@ func (w *Workspace) setKeepHold(doc *state.Document, now float64) {
 	}
 	w.hold, w.holdUntil, w.holdMiss = true, until, w.anyMiss
 	w.setBox(doc, eps)
-	// What rehold carries: the bounds but the misses' slack and box.
+	w.carryHold(doc, min(ends, sure, rise), w.listEps)
+}
+
+// carryHold keeps, for rehold, what the hold just set at a pass (setKeepHold's or
+// setEDFHold's) rests on besides its misses' slack and box: until, the first of its
+// slices' ends, its ties' order's and a rise; eps, its listing by priority's box
+// about the fractions now (+Inf: none); the misses.
+func (w *Workspace) carryHold(doc *state.Document, until, eps float64) {
 	w.khCarry, w.khAny, w.khBound = true, w.anyMiss, w.boundMiss
-	w.khUntil, w.khEps = min(ends, sure, rise), w.listEps
+	w.khUntil, w.khEps = until, eps
 	w.khMissed = append(w.khMissed[:0], w.missed...)
 	if !math.IsInf(w.khEps, 1) {
 		w.khF = scratch.Grow(w.khF, len(doc.Projects))
@@ -304,20 +311,21 @@ const recHorizon = 3600
 // only.
 var recHorizons = [...]float64{recHorizon, 600, 0}
 
-// rehold is setKeepHold carried past its hold's end (issue 30, fourteenth round): a
-// quiet pass at now whose misses (missesKept or missesKnown, just found: w.missed,
-// w.anyMiss, w.boundMiss, their slack and box) are those of the last keep hold's
-// listing, with the tasks as they were then (a change, a simulation or a listing
+// rehold is setKeepHold's or setEDFHold's hold carried past its end (issue 30,
+// fourteenth round): a quiet pass at now whose misses (missesKept or missesKnown,
+// just found: w.missed, w.anyMiss, w.boundMiss, their slack and box) are those of the
+// last such hold's listing (carryHold), with the tasks as they were then (a change, a simulation or a listing
 // since ends the carry), before the first of that listing's running jobs' time slices
 // ended, its ties' order may change (edfListingSure) or a running job's remaining
 // work may grow since (noRiseUntil then and now), and with the RECs within its
 // listing's box about the fractions then (khEps, khF), makes that listing again:
-// setKeepHold's argument, from that pass's moment, with these misses. It sets the
+// the hold's argument, from that pass's moment, with these misses. It sets the
 // hold (until the first of those and now + the misses' slack; in the box of the
 // misses' about now and what is left of the listing's about then) and reports
 // whether it did; then the pass is not made. (part-time-4cpu's keep holds ended at
 // their misses' slack before 376 of its 781 whole listings a 10-day run; rehold
-// makes 282 of those passes, leaving 529 listings: issue 30, fourteenth round.)
+// makes 282 of those passes, leaving 529 listings; setEDFHold's too, noisy's whole
+// listings 854 → 533: issue 30, fourteenth round.)
 func (w *Workspace) rehold(doc *state.Document, now float64) bool {
 	if noRehold || !w.khCarry || !(now < w.khUntil) || w.anyMiss != w.khAny || w.boundMiss != w.khBound ||
 		!slices.Equal(w.missed, w.khMissed) {

@@ -462,7 +462,7 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	}
 	n := float64(doc.Host.CPU().Instances)
 	period := doc.Preferences.CPUSchedulingPeriod
-	until := now + w.slack
+	ends := math.Inf(1) // the first time slice's end
 	used := 0.0
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -477,9 +477,10 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 			return
 		}
 		used += j.cpus
-		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
+		ends = min(ends, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
 	}
-	until = min(until, w.noRiseUntil(doc, now))
+	rise := w.noRiseUntil(doc, now)
+	until := min(now+w.slack, ends, rise)
 	const slack = 1e-9 // state.CPUsFit's
 	if n-used > slack || !(until > now) {
 		return
@@ -490,6 +491,7 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	}
 	w.hold, w.holdUntil, w.holdMiss = true, until, true
 	w.setBox(doc, w.recEps)
+	w.carryHold(doc, min(ends, sure, rise), math.Inf(1)) // no listing by priority
 }
 
 // quietPiggybackNone reports whether Piggyback would ask project p for nothing at now,
