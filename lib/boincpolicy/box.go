@@ -327,7 +327,7 @@ var recHorizons = [...]float64{recHorizon, 600, 0}
 // makes 282 of those passes, leaving 529 listings; setEDFHold's too, noisy's whole
 // listings 854 → 533: issue 30, fourteenth round.)
 func (w *Workspace) rehold(doc *state.Document, now float64) bool {
-	if noRehold || !w.khCarry || !(now < w.khUntil) || w.anyMiss != w.khAny || w.boundMiss != w.khBound ||
+	if !w.khCarry || !(now < w.khUntil) || w.anyMiss != w.khAny || w.boundMiss != w.khBound ||
 		!slices.Equal(w.missed, w.khMissed) {
 		return false
 	}
@@ -354,6 +354,3 @@ func (w *Workspace) rehold(doc *state.Document, now float64) bool {
 	w.reheld++
 	return true
 }
-
-// noRehold: rehold never carries (a test's, to check it against).
-var noRehold bool

@@ -22,36 +22,7 @@ func TestBoxHoldAgainstPass(t *testing.T) {
 	for trial := range 40000 {
 		doc := randomQueue(rng)
 		period := doc.Preferences.CPUSchedulingPeriod
-		if rng.IntN(2) == 0 {
-			// The RECs in proportion to the shares, give or take a little.
-			for p := range doc.Projects {
-				doc.Projects[p].REC = doc.Projects[p].ResourceShare * (1 + 0.02*(rng.Float64()-0.5))
-			}
-		}
-		late := rng.IntN(2) == 0 // deadlines later: fewer misses, more holds by priority
-		for i := range doc.Tasks {
-			tk := &doc.Tasks[i]
-			if late {
-				tk.ReportDeadline += 2 * (tk.ReportDeadline - t0)
-			}
-			if tk.State != state.TaskRunning && rng.IntN(4) == 0 {
-				tk.State = state.TaskPreempted
-			}
-			if tk.State != state.TaskReady {
-				tk.FlopsDone = tk.EstimatedFlops * 0.5 * rng.Float64()
-				if rng.IntN(3) == 0 {
-					// Near its estimate, which is below its true work (1.6 ×): its
-					// estimated remaining work grows as the work done passes it
-					// (noRiseUntil).
-					tk.FlopsDone = tk.EstimatedFlops * (0.95 + 0.05*rng.Float64())
-				}
-				tk.FractionDone = tk.FlopsDone / (tk.EstimatedFlops * 1.6)
-				tk.ElapsedTime = period * 3 * rng.Float64()
-				if tk.State == state.TaskRunning && rng.IntN(2) == 0 {
-					tk.ElapsedTimeAtLastSched = tk.ElapsedTime - period*rng.Float64()
-				}
-			}
-		}
+		stirQueue(rng, doc, t0)
 		quiet, now := firstHold(doc, t0)
 		if !quiet.hold || math.IsInf(quiet.boxEps, 1) {
 			continue
@@ -112,6 +83,42 @@ func TestBoxHoldAgainstPass(t *testing.T) {
 		t.Errorf("%d holds in a box, %d with a job past its slice, %d for misses; %d moments within them: want more", held, kept, missed, moments)
 	}
 	t.Logf("%d holds in a box, %d with a job past its slice, %d for misses; %d moments within them", held, kept, missed, moments)
+}
+
+// stirQueue moves a random queue toward the holds' hard cases: often its RECs in
+// proportion to the shares, give or take a little (where the projects' priorities
+// meet, as part-time-4cpu's do), often its deadlines later (fewer misses, more holds
+// by priority), some tasks preempted, the started ones part done, a third of them near
+// an estimate below their true work (1.6 ×: their estimated remaining work grows as
+// the work done passes it, noRiseUntil), and running ones often past their time slice.
+func stirQueue(rng *rand.Rand, doc *state.Document, t0 float64) {
+	period := doc.Preferences.CPUSchedulingPeriod
+	if rng.IntN(2) == 0 {
+		for p := range doc.Projects {
+			doc.Projects[p].REC = doc.Projects[p].ResourceShare * (1 + 0.02*(rng.Float64()-0.5))
+		}
+	}
+	late := rng.IntN(2) == 0
+	for i := range doc.Tasks {
+		tk := &doc.Tasks[i]
+		if late {
+			tk.ReportDeadline += 2 * (tk.ReportDeadline - t0)
+		}
+		if tk.State != state.TaskRunning && rng.IntN(4) == 0 {
+			tk.State = state.TaskPreempted
+		}
+		if tk.State != state.TaskReady {
+			tk.FlopsDone = tk.EstimatedFlops * 0.5 * rng.Float64()
+			if rng.IntN(3) == 0 {
+				tk.FlopsDone = tk.EstimatedFlops * (0.95 + 0.05*rng.Float64())
+			}
+			tk.FractionDone = tk.FlopsDone / (tk.EstimatedFlops * 1.6)
+			tk.ElapsedTime = period * 3 * rng.Float64()
+			if tk.State == state.TaskRunning && rng.IntN(2) == 0 {
+				tk.ElapsedTimeAtLastSched = tk.ElapsedTime - period*rng.Float64()
+			}
+		}
+	}
 }
 
 // firstHold makes quiet passes on doc from t0, a minute apart, until one is held (at

@@ -2,7 +2,6 @@ package boincpolicy
 
 import (
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
@@ -18,38 +17,11 @@ import (
 // decide alike: the same tasks started or stopped, and where rehold made the quiet
 // pass the whole one changes nothing and counts the same misses.
 func TestReholdAgainstPass(t *testing.T) {
-	noRehold = os.Getenv("NOREHOLD") != ""
 	rng := rand.New(rand.NewPCG(30, 14))
 	reheld, moments := 0, 0
 	for trial := range 20000 {
 		doc := randomQueue(rng)
-		period := doc.Preferences.CPUSchedulingPeriod
-		if rng.IntN(2) == 0 {
-			for p := range doc.Projects {
-				doc.Projects[p].REC = doc.Projects[p].ResourceShare * (1 + 0.02*(rng.Float64()-0.5))
-			}
-		}
-		late := rng.IntN(2) == 0
-		for i := range doc.Tasks {
-			tk := &doc.Tasks[i]
-			if late {
-				tk.ReportDeadline += 2 * (tk.ReportDeadline - t0)
-			}
-			if tk.State != state.TaskRunning && rng.IntN(4) == 0 {
-				tk.State = state.TaskPreempted
-			}
-			if tk.State != state.TaskReady {
-				tk.FlopsDone = tk.EstimatedFlops * 0.5 * rng.Float64()
-				if rng.IntN(3) == 0 {
-					tk.FlopsDone = tk.EstimatedFlops * (0.95 + 0.05*rng.Float64())
-				}
-				tk.FractionDone = tk.FlopsDone / (tk.EstimatedFlops * 1.6)
-				tk.ElapsedTime = period * 3 * rng.Float64()
-				if tk.State == state.TaskRunning && rng.IntN(2) == 0 {
-					tk.ElapsedTimeAtLastSched = tk.ElapsedTime - period*rng.Float64()
-				}
-			}
-		}
+		stirQueue(rng, doc, t0)
 		if rng.IntN(2) == 0 {
 			// Ties: jobs of a project two of one deadline, both started (part-time-4cpu's
 			// A jobs; edfListingSure's order).
