@@ -12,12 +12,12 @@ import (
 // RPC that comes during a transaction waits for the rest of it; claims and records of
 // a fixed 500 workunits held it 22–27 ms at p99, and the RPCs' p99 during a pass was
 // 5–9× the idle one, issue 33), each followed by a pause that lets the scheduler's
-// writers in (Batcher.LetWritersIn); the file side takes what the transactions claimed in groups
-// of about group items (one or two syncs a group) and works while the database side
-// claims the next group and records the last one, so the pauses cost the pass no
-// time while the files are the slower side (issue 27's assimilation). Claims run at
-// most two groups ahead of the records, so a pass holds a bounded number of claims,
-// well within their leases.
+// writers in (Batcher.LetWritersIn); the file side takes what the transactions
+// claimed in groups of about group items (one or two syncs a group) and works while
+// the database side claims the next group and records the last one, so the pauses
+// cost the pass no time while the files are the slower side (issue 27's
+// assimilation). Claims run at most two groups ahead of the records, so a pass holds
+// a bounded number of claims, well within their leases.
 //
 // J is what a claim returns (a workunit to hand over, a file to delete), O what the
 // file work makes of it and record writes.

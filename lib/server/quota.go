@@ -158,9 +158,9 @@ const exitAbortedByProject = 202
 // (quota.AfterError). An abort by the project is the client's word, so it is taken
 // only where the project had told the client to abort (store.Report.AbortAsked): a
 // host that reported its every error as one kept its whole quota (issue 27's
-// adversarial probe; docs/decisions.md). A reported success changes nothing here: the quota rises when
-// bretry's validator finds the result valid (quota.AfterSuccess; docs/decisions.md,
-// issue 27), once per result.
+// adversarial probe; docs/decisions.md). A reported success changes nothing here:
+// the quota rises when bretry's validator finds the result valid (quota.AfterSuccess;
+// docs/decisions.md, issue 27), once per result.
 func adjustQuotas(book *quotaBook, recorded []store.Report) error {
 	var errs []store.Report
 	for _, r := range recorded {

@@ -260,8 +260,8 @@ func (t *Tx) reportedRows(names []string) (map[string]reportedRow, error) {
 	for lo := 0; lo < len(missing); lo += 500 {
 		part := missing[lo:min(len(missing), lo+500)]
 		rows, err := t.query(`SELECT r.id, r.name, r.workunitid, r.hostid, r.app_version_id, r.server_state, r.outcome,
-			w.canonical_resultid<>0 OR w.error_mask<>0, COALESCE(o.file_num, -1)
-			FROM result r JOIN workunit w ON w.id=r.workunitid LEFT JOIN wu_output o ON o.workunitid=r.workunitid
+			COALESCE(w.canonical_resultid<>0 OR w.error_mask<>0, 0), COALESCE(o.file_num, -1)
+			FROM result r LEFT JOIN workunit w ON w.id=r.workunitid LEFT JOIN wu_output o ON o.workunitid=r.workunitid
 			WHERE r.name IN (?`+strings.Repeat(",?", len(part)-1)+`)`, part...)
 		if err != nil {
 			return nil, err
