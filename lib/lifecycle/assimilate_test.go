@@ -25,8 +25,9 @@ func TestBackoff(t *testing.T) {
 }
 
 // TestAssimilateTo: every validated and every given-up workunit gets its directory
-// once, with the canonical output (not the invalid one) and its description; a
-// second pass finds nothing; the workunits still waiting are left alone.
+// once, with the canonical output (not the invalid one), a given-up one its
+// description; a second pass finds nothing; the workunits still waiting are left
+// alone.
 func TestAssimilateTo(t *testing.T) {
 	t.Parallel()
 	for _, e := range storetest.Engines(t) {
@@ -43,7 +44,7 @@ func TestAssimilateTo(t *testing.T) {
 			for i, name := range p.names {
 				switch (i + 1) % 4 {
 				case 0, 2:
-					want = append(want, "sim/_nobatch/"+name+"/"+name+"_0_0", "sim/_nobatch/"+name+"/workunit.json")
+					want = append(want, "sim/_nobatch/"+name+"/"+name+"_0_0")
 					if got := tree["sim/_nobatch/"+name+"/"+name+"_0_0"]; got != "output of "+name {
 						t.Errorf("%s: output %q", name, got)
 					}
@@ -64,12 +65,6 @@ func TestAssimilateTo(t *testing.T) {
 			}
 			if meta.Outcome != "error" || meta.Error != "errors: 2 error results (NError 2)" || len(meta.Files) != 0 {
 				t.Errorf("given-up workunit's description: %+v", meta)
-			}
-			if err := json.Unmarshal([]byte(tree["sim/_nobatch/"+p.names[1]+"/workunit.json"]), &meta); err != nil {
-				t.Fatal(err)
-			}
-			if meta.Outcome != "success" || meta.Canonical != p.names[1]+"_0" || len(meta.Files) != 1 || meta.Files[0].OpenName != "out" {
-				t.Errorf("validated workunit's description: %+v", meta)
 			}
 			if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once"); out != "assimilated 0, failed 0\n" {
 				t.Fatalf("second pass: %q", out)
@@ -93,6 +88,36 @@ func TestAssimilateTo(t *testing.T) {
 				t.Errorf("status:\n%s", st)
 			}
 		})
+	}
+}
+
+// TestAssimilateToWorkunitJSON: with --workunit-json a success's directory has its
+// description too (canonical result, open names) beside its output; without the
+// flag it has only the output (TestAssimilateTo), and --exec refuses the flag.
+func TestAssimilateToWorkunitJSON(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, storetest.SQLiteDSN(t), 4)
+	to := filepath.Join(p.dir, "results")
+	if code, _, errs := p.bserver(t, "--now", passAt, "assimilate", "--exec", "true", "--workunit-json", "--once"); code != 2 || !strings.Contains(errs, "--workunit-json: only with --to") {
+		t.Errorf("--exec with --workunit-json: exit %d, %q", code, errs)
+	}
+	if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--workunit-json", "--once"); out != "assimilated 3, failed 0\n" {
+		t.Fatalf("pass: %q", out)
+	}
+	tree := readTree(t, to)
+	dir := "sim/_nobatch/" + p.names[1] + "/"
+	if got := tree[dir+p.names[1]+"_0_0"]; got != "output of "+p.names[1] {
+		t.Errorf("output %q", got)
+	}
+	var meta store.AssimilateJob
+	if err := json.Unmarshal([]byte(tree[dir+lifecycle.MetaFile]), &meta); err != nil {
+		t.Fatal(err)
+	}
+	if meta.Outcome != "success" || meta.Canonical != p.names[1]+"_0" || len(meta.Files) != 1 || meta.Files[0].OpenName != "out" {
+		t.Errorf("validated workunit's description: %+v", meta)
+	}
+	if err := json.Unmarshal([]byte(tree["sim/_nobatch/"+p.names[0]+"/"+lifecycle.MetaFile]), &meta); err != nil || meta.Outcome != "error" {
+		t.Errorf("given-up workunit's description: %+v, %v", meta, err)
 	}
 }
 

@@ -117,11 +117,14 @@ Hands over every workunit that has a canonical result (bretry's validator chose 
 or was given up (bretry's retry rules), exactly once, in one of two ways:
 
 --to DIR writes DIR/APP/BATCH/WORKUNIT/ (BATCH is _nobatch outside locality batches)
-  holding the canonical result's output files under their upload names and
-  workunit.json: the workunit's name, app, batch, outcome (success or error), the
-  error a given-up workunit had, the canonical result and its files (open names,
-  sizes, MD5). A directory is written under a temporary name, synced and renamed:
-  it appears whole or not at all.
+  holding the canonical result's output files under their upload names (RESULT_N,
+  N the file's number in the output template). A given-up workunit's directory
+  holds workunit.json instead: its name, app, batch, outcome (error) and the error
+  it was given up for. --workunit-json writes workunit.json for successes too
+  (outcome success, the canonical result and its files' open names, sizes and
+  MD5s): a file more per workunit, about a third more of the pass's time. A
+  directory is written under a temporary name, synced and renamed: it appears
+  whole or not at all.
 --exec CMD runs the shell command CMD once per workunit with, in its environment:
   BKIT_WORKUNIT, BKIT_WORKUNIT_ID, BKIT_APP, BKIT_BATCH, BKIT_OUTCOME (success or
   error), BKIT_ERROR (why it was given up), BKIT_CANONICAL_RESULT, BKIT_FILES (the
@@ -150,6 +153,7 @@ the same machine takes over at once and one elsewhere when the lease ends.
 			&cli.StringFlag{Name: "to", Usage: "write each workunit's files into `DIR`/APP/BATCH/WORKUNIT/"},
 			&cli.StringFlag{Name: "exec", Usage: "run the shell command `CMD` for each workunit"},
 			&cli.DurationFlag{Name: "exec-timeout", Usage: "kill a command running longer than `DURATION`", Value: 10 * time.Minute},
+			&cli.BoolFlag{Name: "workunit-json", Usage: "with --to: write workunit.json into every workunit's directory, not only given-up ones'"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if err := cliutil.NoArgs(cmd); err != nil {
@@ -161,6 +165,9 @@ the same machine takes over at once and one elsewhere when the lease ends.
 				return cliutil.Usagef("want --to DIR or --exec CMD")
 			case to != "" && ex != "":
 				return cliutil.Usagef("--to and --exec: give one")
+			}
+			if cmd.Bool("workunit-json") && to == "" {
+				return cliutil.Usagef("--workunit-json: only with --to")
 			}
 			if d := cmd.Duration("exec-timeout"); d <= 0 {
 				return cliutil.Usagef("--exec-timeout: must be > 0, got %s", d)
@@ -196,7 +203,7 @@ the same machine takes over at once and one elsewhere when the lease ends.
 			}
 			owner := lifecycle.Owner()
 			return passLoop(ctx, cmd, s, func(ctx context.Context, now float64, stop func() bool) (fmt.Stringer, error) {
-				a := &lifecycle.Assimilator{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), To: to, Exec: ex,
+				a := &lifecycle.Assimilator{Store: s, UploadDir: filepath.Join(pdir, uploadSubdir), To: to, MetaAlways: cmd.Bool("workunit-json"), Exec: ex,
 					ExecTimeout: cmd.Duration("exec-timeout"), Batch: batch, Clock: lifecycle.NewClock(now), Owner: owner,
 					Lease: cmd.Duration("exec-timeout").Seconds() + 300, Log: cliutil.Logger(cmd), Stop: stop, Stderr: cmd.Root().ErrWriter}
 				sum, err := a.Run(ctx)
