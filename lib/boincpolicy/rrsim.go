@@ -248,15 +248,18 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 	compDeadline := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	simNow := now
 	first, picked := true, false
-	ended, endedRes := -1, -1 // the project and resource of the job that finished in the last step
+	ended, endedRes, endedJob := -1, -1, -1 // the project, resource and job that finished in the last step
 	for {
 		// A step in which no job finished leaves the pending lists, and so the pick,
 		// as they were.
 		if !picked {
-			if first || noPickAgain || !w.pickAgain(ended, endedRes) {
+			if first || noPickAgain || !w.pickAgain(doc, ended, endedRes, endedJob) {
 				w.pick(doc, recSum)
 			}
 			picked = true
+			if pickHook != nil {
+				pickHook(w)
+			}
 		}
 		if first {
 			for r := range w.Sim {
@@ -287,7 +290,7 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			picked = false
 			j := &w.jobs[best]
 			j.simDone = true
-			ended, endedRes = j.proj, j.res
+			ended, endedRes, endedJob = j.proj, j.res, best
 			// Out of its pending list at once (pick reads only the jobs left), the
 			// list's order kept.
 			k := j.proj*nR + j.res
@@ -365,7 +368,11 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	copy(w.recTemp, w.rec)
 	cpus := float64(doc.Host.CPU().Instances)
 	w.pickSeq, w.pickBroke = w.pickSeq[:0], false
+	w.segAt = scratch.Grow(w.segAt, nR)
+	w.segBroke = scratch.Grow(w.segBroke, nR)
+	clear(w.segBroke)
 	for _, r := range w.resOrder {
+		w.segAt[r] = len(w.pickSeq)
 		limit := float64(doc.Host.Resources[r].Instances)
 		thr := limit // pick stops once the instances in use reach it
 		// The instances in use as pick adds them (run), the exact sum (resUsed, in
@@ -423,6 +430,7 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 			w.recTemp[p] += j.bump
 			if usedNear(run, thr, len(w.pickSeq)) && w.resUsed(r) >= thr {
 				w.pickBroke = r == w.cpuRes
+				w.segBroke[r] = true
 				break
 			}
 			w.pendingAt[k]++
@@ -467,10 +475,11 @@ var noPickAgain bool
 // first in their lists now, in that order, and every buffer pick leaves (the
 // instances in use, the temporary RECs, the priorities) holds what it held. (Hosts
 // with coprocessor jobs ran a whole pick at almost every job's end: issue 30, twelfth
-// round.)
-func (w *Workspace) pickAgain(p, r int) bool {
+// round.) Elsewhere (a coprocessor job's end, p's list run out sooner), pickDrop may
+// know the pick all the same (i: the job that ended).
+func (w *Workspace) pickAgain(doc *state.Document, p, r, i int) bool {
 	if !w.pickSame || r != w.cpuRes {
-		return false
+		return !noPickDrop && w.pickDrop(doc, i)
 	}
 	nR := w.nRes
 	seq := w.pickSeq[w.cpuSeqAt:] // the CPUs' picks
@@ -485,7 +494,9 @@ func (w *Workspace) pickAgain(p, r int) bool {
 		}
 	}
 	if took >= len(w.pending[p*nR+r]) {
-		return false // p's list would run out sooner
+		// p's list would run out sooner: pickDrop's case, where the last pick
+		// took every job.
+		return !noPickDrop && w.pickDrop(doc, i)
 	}
 	w.active = w.active[:w.cpuActAt]
 	for _, q := range seq {

@@ -63,7 +63,11 @@ type Workspace struct {
 	// where the CPUs' picks start in pickSeq and w.active (after the coprocessors').
 	pickSeq            []int
 	cpuSeqAt, cpuActAt int
-	edfList            []RunEntry // edfKeeps' run list
+	// segAt, segBroke: per resource, where its picks start in pickSeq and w.active
+	// (the CPUs' at cpuSeqAt), and whether they stopped at its instances (pickDrop).
+	segAt    []int
+	segBroke []bool
+	edfList  []RunEntry // edfKeeps' run list
 	// keepFree, keepRuns, keepAt: the CPUs edfKeeps' entries leave free, how many
 	// of them run, and the first entry of the pass's list keepsMore has not seen.
 	keepFree            float64
