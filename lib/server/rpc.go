@@ -152,6 +152,16 @@ func (s *Server) newUserHost(tx *store.Tx, u *store.User, req *boincxml.Schedule
 			return nil, err
 		}
 	}
+	if most := orDefault(s.Config.MaxNewHostsPerDay, DefaultMaxNewHostsPerDay); most > 0 {
+		made, err := tx.HostsMadeSince(u.ID, now-86400, most)
+		if err != nil {
+			return nil, err
+		}
+		if made >= most {
+			return nil, &refusal{msg: fmt.Sprintf("This account has attached %d new computers in the last 24 hours, the most this project allows; try again later.", made),
+				delay: newHostsDelay}
+		}
+	}
 	host := &store.Host{UserID: u.ID, Authenticator: store.NewAuthenticator()}
 	fillHost(host, req, now)
 	if err := tx.CreateHost(host, now); err != nil {
@@ -162,6 +172,10 @@ func (s *Server) newUserHost(tx *store.Tx, u *store.User, req *boincxml.Schedule
 	s.log().Info("new host of a user", "host", host.ID, "user", u.ID, "platform", req.PlatformName)
 	return host, nil
 }
+
+// newHostsDelay is the request delay of a client refused a new host: an hour, as for
+// a missing account key (a day's limit frees up over the day).
+const newHostsDelay = 3600
 
 // fillUser puts what BOINC's scheduler tells a client about its account and host in
 // the reply (host is nil for a host not made yet).

@@ -352,3 +352,72 @@ func TestMasterFile(t *testing.T) {
 		t.Errorf("POST /: %d %+v", status, rep)
 	}
 }
+
+// TestNewHostsPerAccount: an account makes at most Config.MaxNewHostsPerDay hosts in
+// 24 hours (issue 27's adversarial probe made 53,000 hosts of one account in 90 s):
+// one more is refused with a notice and an hour's delay and writes nothing; a client
+// attaching again with its host CPID still gets its host back; another account is not
+// held; a day after the first host the account may make one more; a negative limit
+// is none.
+func TestNewHostsPerAccount(t *testing.T) {
+	t.Parallel()
+	forEngine(t, func(t *testing.T, dsn string) {
+		e := start(t, dsn, server.Config{MaxNewHostsPerDay: 3}, 0)
+		u := e.newUser(t)
+		attach := func(u *store.User, cpid string) *boincxml.SchedulerReply {
+			t.Helper()
+			rep, status := e.post(t, &boincxml.SchedulerRequest{Authenticator: u.Authenticator, HostInfo: boincxml.HostInfo{PNCPUs: 1, HostCPID: cpid}})
+			if status != 200 {
+				t.Fatalf("attach %q: status %d", cpid, status)
+			}
+			return rep
+		}
+		var first int64
+		for i := range 3 {
+			rep := attach(u, fmt.Sprintf("cpid%d", i))
+			if rep.HostID == 0 {
+				t.Fatalf("host %d of 3: refused: %q", i+1, messages(rep))
+			}
+			if i == 0 {
+				first = rep.HostID
+			}
+		}
+		before := snapshot(t, e.st, allTables)
+		for _, cpid := range []string{"cpid3", ""} {
+			rep := attach(u, cpid)
+			if want := "This account has attached 3 new computers in the last 24 hours"; rep.HostID != 0 || !strings.Contains(messages(rep), want) || rep.RequestDelay != 3600 {
+				t.Errorf("a fourth host (cpid %q): hostid %d, %q, delay %v; want a refusal saying %q and an hour's delay", cpid, rep.HostID, messages(rep), rep.RequestDelay, want)
+			}
+		}
+		if after := snapshot(t, e.st, allTables); after != before {
+			t.Errorf("a refused new host changed the database:\nbefore %s\nafter  %s", before, after)
+		}
+		if rep := attach(u, "cpid0"); rep.HostID != first {
+			t.Errorf("attaching again with its CPID: hostid %d (%q), want %d", rep.HostID, messages(rep), first)
+		}
+		if rep := attach(e.newUser(t), "cpid3"); rep.HostID == 0 {
+			t.Errorf("another account's first host refused: %q", messages(rep))
+		}
+
+		// 24 hours after the first three, they no longer count: three more, not four.
+		later := &server.Server{Store: e.st, Config: server.Config{MaxNewHostsPerDay: 3}}
+		req := &boincxml.SchedulerRequest{Authenticator: u.Authenticator, HostInfo: boincxml.HostInfo{PNCPUs: 1}}
+		for i := range 4 {
+			req.HostInfo.HostCPID = fmt.Sprintf("next%d", i)
+			rep, err := later.Handle(context.Background(), req, float64(testNow.Unix())+86400, "http://x/")
+			if i < 3 && (err != nil || rep.HostID == 0) {
+				t.Errorf("a day later, host %d of 3: %v", i+1, err)
+			}
+			if i == 3 && (err == nil || !strings.Contains(err.Error(), "attached 3 new computers")) {
+				t.Errorf("a day later, one more than the limit: %v", err)
+			}
+		}
+		unlimited := &server.Server{Store: e.st, Config: server.Config{MaxNewHostsPerDay: -1}}
+		for i := range 5 {
+			req.HostInfo.HostCPID = fmt.Sprintf("free%d", i)
+			if rep, err := unlimited.Handle(context.Background(), req, float64(testNow.Unix())+86400, "http://x/"); err != nil || rep.HostID == 0 {
+				t.Fatalf("no limit, host %d: %v", i+1, err)
+			}
+		}
+	})
+}

@@ -98,6 +98,12 @@ type Config struct {
 	// host authenticator of a host of an account; anything else is refused with
 	// BOINC's "Invalid or missing account key" notice and nothing is written.
 	AnonymousHosts bool
+	// MaxNewHostsPerDay bounds the new hosts one account may make in 24 hours (a
+	// client attaching anew; one attaching again with its host CPID gets its host
+	// back and makes none); a request that would make one more is refused with a
+	// notice and nothing is written. 0 means DefaultMaxNewHostsPerDay, negative no
+	// limit.
+	MaxNewHostsPerDay int
 	// StatusRefresh is how old the status page's and /metrics' database figures may
 	// be (0: DefaultStatusRefresh; negative: read at every view).
 	StatusRefresh time.Duration
@@ -112,6 +118,10 @@ const (
 	DefaultWriteTimeout      = 60 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultDrainTimeout      = 30 * time.Second
+	// A volunteer attaches a new computer now and then, a lab or a cluster a few
+	// hundred in a day; BOINC has no limit, and one account then made 53,000 host
+	// rows in 90 s (issue 27's adversarial probe).
+	DefaultMaxNewHostsPerDay = 500
 	// A killed server's temporary upload files are swept at the next start; the
 	// periodic sweep catches those of a server that shares the directory and was not
 	// restarted.

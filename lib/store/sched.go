@@ -78,6 +78,14 @@ func (t *Tx) HostByUserCPID(userID int64, cpid string) (*Host, error) {
 	return scanHost(t.queryRow(`SELECT `+hostColumns+` FROM host WHERE userid=? AND host_cpid=? ORDER BY id DESC LIMIT 1`, userID, cpid))
 }
 
+// HostsMadeSince counts the hosts of user userID made after since, up to most (it
+// stops counting there).
+func (t *Tx) HostsMadeSince(userID int64, since float64, most int) (int, error) {
+	var n int
+	err := t.queryRow(`SELECT COUNT(*) FROM (SELECT 1 FROM host WHERE userid=? AND create_time>? LIMIT ?) made`, userID, since, most).Scan(&n)
+	return n, err
+}
+
 // CreateHost inserts h (its Authenticator set by the caller) and sets h.ID. A user's
 // host with a BOINC host cpid is unique per user and cpid: when another transaction
 // made it first, CreateHost fails with an error InTx retries, and the transaction run

@@ -55,7 +55,8 @@ Each request is one database transaction. Accounts are required, as in BOINC: a
 request carries an account key ('bserver user add', or an account a client made with
 --account-creation) and its first request makes a new host of that user (the reply
 carries the host id); a client attaching again (host id 0, same <host_cpid>) gets that
-host back. A request without an account key, with an unknown one, or from a host of no
+host back. An account makes at most --max-new-hosts new hosts in 24 hours (default
+%d); a request for one more is refused with a notice and a request delay of an hour. A request without an account key, with an unknown one, or from a host of no
 account is refused with BOINC's notice "Invalid or missing account key.  To fix,
 remove and add this project." and a request delay of an hour, and nothing is written
 (not even a host row). With --anonymous-hosts (testing: bkit's own and emulated
@@ -98,7 +99,7 @@ Testing features, off by default: --anonymous-hosts (above); --now freezes the s
 reads it from FILE (Unix seconds or RFC 3339, as --now takes them) at every request, so
 that a loop of emulated clients (scripts/full-loop.sh) moves the server's time with its
 own. A clock file that cannot be read at start is an error (exit 2); later, a read that
-fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
+fails keeps the last time read and logs a warning.`, server.DefaultMaxNewHostsPerDay, boincxml.MaxRequestBytes),
 			[]string{
 				"bserver serve --db project.db --addr 127.0.0.1:8080",
 				"bserver serve --db mysql://boinc:secret@db:3306/project --addr :80 --url http://project.example/scheduler --request-delay 60",
@@ -122,6 +123,7 @@ fails keeps the last time read and logs a warning.`, boincxml.MaxRequestBytes),
 			&cli.IntFlag{Name: "max-jobs", Usage: "most jobs in one reply (`N`)", Value: server.DefaultMaxJobsPerRPC},
 			&cli.Int64Flag{Name: "max-upload", Usage: "largest output file in `BYTES` whatever a result template allows", Value: server.DefaultMaxUploadBytes},
 			&cli.IntFlag{Name: "max-conns-per-addr", Usage: "most connections one client address may hold open at once, `N` (0: no limit; behind a proxy all clients share its address)", Value: server.DefaultMaxConnsPerAddr},
+			&cli.IntFlag{Name: "max-new-hosts", Usage: "most new hosts one account may make in 24 hours, `N` (0: no limit); a client attaching again with its host CPID reuses its host", Value: server.DefaultMaxNewHostsPerDay},
 			&cli.IntFlag{Name: "max-rpcs", Usage: "most scheduler requests parsed and handled at once, over all clients, `N` (0: no limit); more wait their turn", Value: server.DefaultMaxRPCsInFlight},
 			&cli.DurationFlag{Name: "drain-timeout", Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight", Value: server.DefaultDrainTimeout},
 			&cli.DurationFlag{Name: "read-timeout", Usage: "drop a client that takes longer than `DURATION` to send its request", Value: server.DefaultReadTimeout},
@@ -166,6 +168,9 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 	}
 	if cmd.Int("max-conns-per-addr") < 0 {
 		return cliutil.Usagef("--max-conns-per-addr: must be >= 0 (0: no limit), got %d", cmd.Int("max-conns-per-addr"))
+	}
+	if cmd.Int("max-new-hosts") < 0 {
+		return cliutil.Usagef("--max-new-hosts: must be >= 0 (0: no limit), got %d", cmd.Int("max-new-hosts"))
 	}
 	if cmd.Int("max-rpcs") < 0 {
 		return cliutil.Usagef("--max-rpcs: must be >= 0 (0: no limit), got %d", cmd.Int("max-rpcs"))
@@ -244,6 +249,7 @@ func serve(ctx context.Context, cmd *cli.Command) error {
 			MaxUploadBytes:           cmd.Int64("max-upload"),
 			MaxConnsPerAddr:          noLimitIfZero(cmd.Int("max-conns-per-addr")),
 			MaxRPCsInFlight:          noLimitIfZero(cmd.Int("max-rpcs")),
+			MaxNewHostsPerDay:        noLimitIfZero(cmd.Int("max-new-hosts")),
 			NoMetrics:                cmd.Bool("no-metrics"),
 			NoPages:                  cmd.Bool("no-pages"),
 			StatusRefresh:            statusRefresh(cmd.Duration("status-refresh")),
