@@ -40,8 +40,8 @@ type Assimilator struct {
 	UploadDir string
 	// To is the root of the tree DIR/APP/BATCH/WORKUNIT/ (BATCH is NoBatch outside
 	// batches), each workunit's directory holding its canonical output files under
-	// their upload names (a given-up workunit's, MetaFile). A directory appears whole
-	// or not at all.
+	// their upload names (a given-up workunit's, or a success's without output files,
+	// MetaFile). A directory appears whole or not at all.
 	To string
 	// MetaAlways writes MetaFile into every workunit's directory, successes too. Off
 	// by default: a success's file names already say its canonical result and file
@@ -248,7 +248,9 @@ func (a *Assimilator) writeTmp(tree *filetree.Tree, treeErr error, parents *sync
 			return tmp, err
 		}
 	}
-	if !a.MetaAlways && j.Outcome == store.AssimilateSuccess {
+	// A success without output files gets it too: an empty directory would say
+	// nothing of its canonical result.
+	if !a.MetaAlways && j.Outcome == store.AssimilateSuccess && len(j.Files) > 0 {
 		return tmp, nil
 	}
 	meta, err := json.MarshalIndent(j, "", "  ")

@@ -36,6 +36,10 @@ func TestAssimilateTo(t *testing.T) {
 			t.Parallel()
 			p := newProject(t, e.DSN, 8)
 			to := filepath.Join(p.dir, "results")
+			// A validated workunit whose canonical result has no output file: its
+			// directory has workunit.json, not nothing.
+			bare := p.names[7]
+			p.exec(t, `DELETE FROM result_file WHERE name='`+bare+`_0_0'`)
 			if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once", "--batch", "2"); out != "assimilated 6, failed 0\n" {
 				t.Fatalf("first pass: %q", out)
 			}
@@ -44,6 +48,14 @@ func TestAssimilateTo(t *testing.T) {
 			for i, name := range p.names {
 				switch (i + 1) % 4 {
 				case 0, 2:
+					if name == bare {
+						want = append(want, "sim/_nobatch/"+name+"/workunit.json")
+						var meta store.AssimilateJob
+						if err := json.Unmarshal([]byte(tree["sim/_nobatch/"+name+"/workunit.json"]), &meta); err != nil || meta.Outcome != "success" || len(meta.Files) != 0 {
+							t.Errorf("%s, validated without output files: %+v, %v", name, meta, err)
+						}
+						continue
+					}
 					want = append(want, "sim/_nobatch/"+name+"/"+name+"_0_0")
 					if got := tree["sim/_nobatch/"+name+"/"+name+"_0_0"]; got != "output of "+name {
 						t.Errorf("%s: output %q", name, got)

@@ -120,7 +120,7 @@ or was given up (bretry's retry rules), exactly once, in one of two ways:
   holding the canonical result's output files under their upload names (RESULT_N,
   N the file's number in the output template). A given-up workunit's directory
   holds workunit.json instead: its name, app, batch, outcome (error) and the error
-  it was given up for. --workunit-json writes workunit.json for successes too
+  it was given up for (as does a success's without output files). --workunit-json writes workunit.json for successes too
   (outcome success, the canonical result and its files' open names, sizes and
   MD5s): a file more per workunit, about a third more of the pass's time. A
   directory is written under a temporary name, synced and renamed: it appears
