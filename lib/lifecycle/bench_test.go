@@ -155,6 +155,8 @@ func benchLifecycle(b *testing.B, dsn string) {
 			if sum.Workunits != ready {
 				b.Logf("purge: %v", sum) // why not all of them
 			}
+			skipped, reread := st.PurgeRechecks()
+			b.Logf("purge: batches' second reads: %d left out, %d made", skipped, reread)
 			return sum.Workunits, err
 		}},
 	} {

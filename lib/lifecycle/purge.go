@@ -195,7 +195,8 @@ func (p *Purger) Run(ctx context.Context) (PurgeSummary, error) {
 	// rows deleted: the reading fills the pauses between the deletions' transactions
 	// (on SQLite the pass's one connection is free then), and compressing needs no
 	// connection at all; done one after the other they were a third of a pass
-	// (issue 27's benchmark).
+	// (issue 27's benchmark). (A second connection for the reading, beside the
+	// writing one, made the pass slower: docs/decisions.md.)
 	type prepared struct {
 		bs  []*archived
 		err error

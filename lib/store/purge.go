@@ -99,7 +99,7 @@ func (s *Store) ClaimPurge(ctx context.Context, owner string, after PurgeKey, n,
 		return p, err
 	}
 	var locked time.Time
-	err = s.InTx(ctx, func(tx *Tx) error {
+	err = s.purgeTx(ctx, func(tx *Tx, _ bool) error {
 		locked = time.Now()
 		p.Batches = nil
 		ready, err := purgeReady(tx.query, ready, before, tx.ForUpdate())
@@ -154,7 +154,7 @@ func idsOf(query func(string, ...any) (*sql.Rows, error), q string, args ...any)
 // and returns its id, or 0 when there is none.
 func (s *Store) TakeOverPurge(ctx context.Context, owner string, now, leaseUntil float64) (int64, error) {
 	var id int64
-	err := s.InTx(ctx, func(tx *Tx) error {
+	err := s.purgeTx(ctx, func(tx *Tx, _ bool) error {
 		id = 0
 		ids, err := tx.ids(`SELECT id FROM purge_batch WHERE state=? AND lease<? ORDER BY id LIMIT 1`+tx.ForUpdateSkipLocked(), PurgeClaimed, now)
 		if err != nil || len(ids) == 0 {
@@ -206,11 +206,18 @@ type PurgeRows struct {
 	Workunits []int64
 	Results   []int64
 	Tables    []ArchiveTable // in PurgeTables' order, empty ones too
+
+	epoch int64 // the purge chain's epoch before the rows were read (SQLite)
 }
 
 // ReadPurgeBatch reads the rows of the batch.
 func (s *Store) ReadPurgeBatch(ctx context.Context, batch int64) (*PurgeRows, error) {
-	return readPurgeRows(func(q string, args ...any) (*sql.Rows, error) { return s.DB.QueryContext(ctx, q, args...) }, batch, false)
+	epoch := s.epoch.Load() // before the first row is read
+	p, err := readPurgeRows(func(q string, args ...any) (*sql.Rows, error) { return s.DB.QueryContext(ctx, q, args...) }, batch, false)
+	if p != nil {
+		p.epoch = epoch
+	}
+	return p, err
 }
 
 // purgeChunk bounds the ids of one IN list.
@@ -279,7 +286,7 @@ func (s *Store) WritingPurges(ctx context.Context, owner, archive string, ws []P
 	if err != nil {
 		return 0, err
 	}
-	err = s.InTx(ctx, func(tx *Tx) error {
+	err = s.purgeTx(ctx, func(tx *Tx, _ bool) error {
 		lost = 0
 		for _, w := range ws {
 			r, err := tx.exec(`UPDATE purge_batch SET state=?, archive=?, files=? WHERE id=? AND owner=? AND state=?`,
@@ -354,11 +361,13 @@ func (s *Store) ResetPurgeBatches(ctx context.Context, batches []int64) error {
 // FinishPurge deletes the rows of batch p, which owner has written to the archive
 // and synced, and the batch, in one transaction: the rows are read again (but for
 // immutableTables') and must be as archived (ErrPurgeChanged otherwise), and the
-// batch still owner's (ErrPurgeLost). It returns the transaction's time from BEGIN to
-// the end of COMMIT (on SQLite, the write lock held).
+// batch still owner's (ErrPurgeLost). On SQLite the second read is left out when
+// nothing but the pass's own purge transactions changed the database since the first
+// read began (purgeTx's chain): they change no row of the batch. It returns the
+// transaction's time from BEGIN to the end of COMMIT (on SQLite, the write lock held).
 func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) (time.Duration, error) {
 	var locked time.Time
-	err := s.InTx(ctx, func(tx *Tx) error {
+	err := s.purgeTx(ctx, func(tx *Tx, unchanged bool) error {
 		locked = time.Now()
 		var state int
 		var got string
@@ -369,15 +378,20 @@ func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) (ti
 		if err != nil {
 			return err
 		}
-		// Read again, but for the tables nothing changes (the transaction holds
-		// SQLite's one write lock meanwhile).
-		again, err := readPurgeRows(tx.query, p.Batch, true)
-		if err != nil {
-			return err
-		}
-		for i, t := range again.Tables {
-			if !immutableTables[t.Table] && !bytes.Equal(t.Lines, p.Tables[i].Lines) {
-				return fmt.Errorf("purge batch %d, table %s: %w", p.Batch, t.Table, ErrPurgeChanged)
+		if unchanged && p.epoch == s.epoch.Load() {
+			s.purgeSkipped.Add(1)
+		} else {
+			// Read again, but for the tables nothing changes (the transaction holds
+			// SQLite's one write lock meanwhile).
+			s.purgeReread.Add(1)
+			again, err := readPurgeRows(tx.query, p.Batch, true)
+			if err != nil {
+				return err
+			}
+			for i, t := range again.Tables {
+				if !immutableTables[t.Table] && !bytes.Equal(t.Lines, p.Tables[i].Lines) {
+					return fmt.Errorf("purge batch %d, table %s: %w", p.Batch, t.Table, ErrPurgeChanged)
+				}
 			}
 		}
 		for _, d := range []struct {

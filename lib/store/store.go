@@ -51,6 +51,10 @@ type Store struct {
 	txRetries, txErrors atomic.Int64 // TxStats
 	dataVersion         atomic.Int64 // SQLite's data_version + 1 at the last Pause (0: none yet)
 	othersAt            atomic.Int64 // when a Pause last saw another connection's commit (Unix ns; 0: none yet)
+	// The purge transactions' chain (purgecheck.go).
+	lastMark                  atomic.Pointer[writerMark]
+	epoch                     atomic.Int64
+	purgeSkipped, purgeReread atomic.Int64
 }
 
 // Engine names.
