@@ -315,22 +315,12 @@ func TestPurgeChangedWhileArchived(t *testing.T) {
 				purgeReady(t, p)
 				p.exec(t, c.before)
 				arch := filepath.Join(p.dir, "archive")
-				pu := purger(p, arch)
-				changed := false
-				lifecycle.SetAfterWrite(pu, func(int64) error {
-					if !changed {
-						changed = true
-						p.exec(t, c.after)
-					}
-					return nil
-				})
-				sum, err := pu.Run(context.Background())
-				if err != nil || sum.Workunits != 0 {
-					t.Fatalf("first pass: %v, %v", sum, err)
+				first, second := purgeChangedOnce(t, p, arch, func() { p.exec(t, c.after) })
+				if first.Workunits != 0 {
+					t.Fatalf("first pass: %v", first)
 				}
-				sum, err = pu.Run(context.Background())
-				if err != nil || sum.Workunits != 3 {
-					t.Fatalf("second pass: %v, %v", sum, err)
+				if second.Workunits != 3 {
+					t.Fatalf("second pass: %v", second)
 				}
 				got := archived(t, arch)
 				if len(got["result"]) != 6 || !strings.Contains(strings.Join(got["result"], "\n"), c.want) {
@@ -339,6 +329,31 @@ func TestPurgeChangedWhileArchived(t *testing.T) {
 			})
 		})
 	}
+}
+
+// purgeChangedOnce runs two purge passes of p into arch, the first calling change once,
+// after its first batch is written to the archive and before its rows are deleted,
+// and returns what each pass did.
+func purgeChangedOnce(t *testing.T, p *project, arch string, change func()) (first, second lifecycle.PurgeSummary) {
+	t.Helper()
+	pu := purger(p, arch)
+	changed := false
+	lifecycle.SetAfterWrite(pu, func(int64) error {
+		if !changed {
+			changed = true
+			change()
+		}
+		return nil
+	})
+	first, err := pu.Run(context.Background())
+	if err != nil {
+		t.Fatalf("first pass: %v, %v", first, err)
+	}
+	second, err = pu.Run(context.Background())
+	if err != nil {
+		t.Fatalf("second pass: %v, %v", second, err)
+	}
+	return first, second
 }
 
 // TestPurgeHostileArchive: an archive file that is not gzip, or a day that is a

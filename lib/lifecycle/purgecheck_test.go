@@ -50,24 +50,16 @@ func TestPurgeChangedThroughAnotherConnection(t *testing.T) {
 		purgeReady(t, p)
 		other := storetest.Open(t, dsn)
 		arch := filepath.Join(p.dir, "archive")
-		pu := purger(p, arch)
-		changed := false
-		lifecycle.SetAfterWrite(pu, func(int64) error {
-			if !changed {
-				changed = true
-				if _, err := other.DB.Exec(`UPDATE result SET cpu_time=4242 WHERE id=1`); err != nil {
-					t.Error(err)
-				}
+		first, second := purgeChangedOnce(t, p, arch, func() {
+			if _, err := other.DB.Exec(`UPDATE result SET cpu_time=4242 WHERE id=1`); err != nil {
+				t.Error(err)
 			}
-			return nil
 		})
-		sum, err := pu.Run(context.Background())
-		if err != nil || sum.Workunits != 3 || sum.Changed != 3 {
-			t.Fatalf("first pass: %v, %v", sum, err)
+		if first.Workunits != 3 || first.Changed != 3 {
+			t.Fatalf("first pass: %v", first)
 		}
-		sum, err = pu.Run(context.Background())
-		if err != nil || sum.Workunits != 3 {
-			t.Fatalf("second pass: %v, %v", sum, err)
+		if second.Workunits != 3 {
+			t.Fatalf("second pass: %v", second)
 		}
 		got := archived(t, arch)
 		if len(got["result"]) != 12 || !strings.Contains(strings.Join(got["result"], "\n"), `"cpu_time":4242`) {
