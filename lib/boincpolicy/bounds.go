@@ -45,7 +45,10 @@ import (
 // first are good until recHorizon when they hold for any REC the projects may have
 // by then, else at now only (the slack is then none); missBounds' likewise, and a
 // miss it finds holds while its margin lasts at the pace lowFall gives (issue 30,
-// eighth round: down-2cpu's misses behind P had a whole pass at every step).
+// eighth round: down-2cpu's misses behind P had a whole pass at every step). A
+// coprocessor job its resource's bound leaves open is decided by coprocBounds' bounds
+// (which read no REC) when every job of its resource takes all its instances; a miss
+// so found counts as one by missBounds' bound below (w.boundMiss, w.lowSlack).
 //
 // w.slack is then how long from now no job that does not miss can come to miss (the
 // least margin to the bound), nor a job that misses by missBounds' bound come not to;
@@ -74,7 +77,8 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	// The served CPUs' horizon (recHorizons[level], the last at now only), and
 	// missBounds': its level, and lowFall's.
 	level, lowLevel, lowK := 0, 0, false
-	start := 0 // the first level tried (firstLevel)
+	start := 0      // the first level tried (firstLevel)
+	coDone := false // coprocBounds done
 	last := len(recHorizons) - 1
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -89,7 +93,29 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			continue
 		}
 		if j.res != w.cpuRes {
-			return false // the bounds per job are the CPU jobs' (projectStats)
+			// The coprocessor jobs' bounds per job (coprocBounds), on a resource
+			// whose every job takes all its instances.
+			if !coDone {
+				w.coprocBounds(doc)
+				coDone = true
+			}
+			if !w.coWhole[j.res] {
+				return false // the bounds per job below are the CPU jobs' (projectStats)
+			}
+			if late = j.deadline - comp - (now + w.coUp[i]*(1+1e-9) + 1e-6); late >= 0 {
+				w.slack = min(w.slack, late)
+				continue
+			}
+			over := now + w.coLow[i]*(1-1e-9) - 1e-6 - (j.deadline - comp)
+			if !(over > 0) {
+				return false
+			}
+			w.anyMiss, w.boundMiss = true, true
+			j.misses = true // certainly: counted below
+			if fall := w.coFall(doc, coCPUFall); fall > 0 {
+				w.lowSlack = min(w.lowSlack, over/fall)
+			}
+			continue
 		}
 		if !perJob {
 			if w.perJobSkip > 0 {
@@ -551,4 +577,9 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.low = growJobs(w.low, len(w.jobs)+16)
 	w.lowK = growJobs(w.lowK, len(w.jobs)+16)
 	w.lowRunP = scratch.Grow(w.lowRunP, 3*nP)
+	w.coWhole = scratch.Grow(w.coWhole, w.nRes)
+	w.coSums = scratch.Grow(w.coSums, w.nRes*nP)
+	w.coOthers = scratch.Grow(w.coOthers, w.nRes*nP)
+	w.coUp = growJobs(w.coUp, len(w.jobs)+16)
+	w.coLow = growJobs(w.coLow, len(w.jobs)+16)
 }

@@ -115,16 +115,29 @@ func (w *Workspace) relow(doc *state.Document, now float64) (float64, bool) {
 	w.lowFall(doc)
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	slack := math.Inf(1)
+	coDone := false // coprocBounds done
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if !w.mkMisses[i] || now > j.deadline-comp {
 			continue // missing whatever the simulation does
 		}
-		over := now + w.low[i]*(1-1e-9) - 1e-6 - (j.deadline - comp)
+		low, fall := w.low[i], w.lowK[i]
+		if j.res != w.cpuRes {
+			// A coprocessor job missed by coprocBounds' bound (missesKnown).
+			if !coDone {
+				w.coprocBounds(doc)
+				coDone = true
+			}
+			if !w.coWhole[j.res] {
+				return 0, false
+			}
+			low, fall = w.coLow[i], w.coFall(doc, coRelowCPUFall)
+		}
+		over := now + low*(1-1e-9) - 1e-6 - (j.deadline - comp)
 		if !(over > 0) {
 			return 0, false
 		}
-		if fall := w.lowK[i]; fall > 0 {
+		if fall > 0 {
 			slack = min(slack, over/fall)
 		}
 	}

@@ -164,7 +164,11 @@ type Workspace struct {
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
 	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project
-	lowSlack, restSlack              float64   // missesKnown's slack: its misses by missBounds', the rest
+	// coprocBounds': per resource whether its every job takes all its instances; per
+	// job the bounds; per resource and project its sums
+	coWhole                       []bool
+	coUp, coLow, coSums, coOthers []float64
+	lowSlack, restSlack           float64 // missesKnown's slack: its misses by missBounds', the rest
 	// missesKnown's answer kept (keepMisses): good until mkUntil, in a box of
 	// mkEps about the REC fractions mkF (the served CPUs mkServed's); each job's
 	// misses, the counts.
