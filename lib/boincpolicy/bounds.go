@@ -79,6 +79,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	level, lowLevel, lowK := 0, 0, false
 	start := 0      // the first level tried (firstLevel)
 	coDone := false // coprocBounds done
+	coNow := false  // a coprocessor job decided by pick's order at now (coAheads)
 	last := len(recHorizons) - 1
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -107,6 +108,16 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 				continue
 			}
 			over := now + w.coLow[i]*(1-1e-9) - 1e-6 - (j.deadline - comp)
+			if !(over > 0) && w.coOrdered && !doc.BOINCEmulator {
+				// pick's order of the projects at now (coAheads): the slack is then none.
+				if late = j.deadline - comp - (now + w.coEx[i]*(1+1e-9) + 1e-6); late >= 0 {
+					w.slack, coNow = min(w.slack, late), true
+					continue
+				}
+				if over = now + w.coEx[i]*(1-1e-9) - 1e-6 - (j.deadline - comp); over > 0 {
+					coNow = true
+				}
+			}
 			if !(over > 0) {
 				return false
 			}
@@ -219,6 +230,9 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	}
 	// The misses by missBounds' bound apart (missesKept may look at them again).
 	w.restSlack, w.slack = w.slack, min(w.slack, w.lowSlack)
+	if coNow && !coNowSlack {
+		w.restSlack, w.slack = 0, 0
+	}
 	if w.anyMiss {
 		for i := range w.jobs {
 			j := &w.jobs[i]
@@ -582,4 +596,7 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.coOthers = scratch.Grow(w.coOthers, w.nRes*nP)
 	w.coUp = growJobs(w.coUp, len(w.jobs)+16)
 	w.coLow = growJobs(w.coLow, len(w.jobs)+16)
+	w.coEx = growJobs(w.coEx, len(w.jobs)+16)
+	w.coAhead = scratch.Grow(w.coAhead, w.nRes*nP)
+	w.coPrio = scratch.Grow(w.coPrio, 2*nP)
 }

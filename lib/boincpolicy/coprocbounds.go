@@ -24,6 +24,9 @@ import (
 // the one from below. Both are sums of times, which only fall while the tasks stay as
 // they are: as the bound per resource, a job ends in time for the slack, and one that
 // misses by coLow goes on missing it while its margin lasts at the pace coFall gives.
+// Where they leave a job open, pick's order of the projects gives its end exactly
+// (coAheads, w.coEx): under BOINC's emulator for the slack too (both bounds are then
+// that end), elsewhere at now only.
 func (w *Workspace) coprocBounds(doc *state.Document) {
 	nR, nP := w.nRes, len(doc.Projects)
 	w.coWhole = scratch.Grow(w.coWhole, nR)
@@ -61,7 +64,10 @@ func (w *Workspace) coprocBounds(doc *state.Document) {
 			w.coOthers[r*nP+p] = o
 		}
 	}
+	w.coAhead = scratch.Grow(w.coAhead, nR*nP)
+	w.coOrdered = !noCoprocOrder && w.coAheads(doc)
 	clear(w.coSums)
+	w.coEx = growJobs(w.coEx, len(w.jobs))
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if !w.coWhole[j.res] {
@@ -77,8 +83,84 @@ func (w *Workspace) coprocBounds(doc *state.Document) {
 		if coLowOthers {
 			w.coLow[i] = w.coUp[i]
 		}
+		if w.coOrdered {
+			w.coEx[i] = w.coAhead[k] + w.coLow[i]
+			if doc.BOINCEmulator {
+				// The order reads no REC: both bounds.
+				w.coLow[i], w.coUp[i] = w.coEx[i], w.coEx[i]
+			}
+		}
 		w.coSums[k] += t
 	}
+}
+
+// coAheads sets w.coAhead, per coprocessor whose every job takes all its instances and
+// project, the times of the resource's jobs of the projects pick takes before it, and
+// reports whether it did (not when a priority is NaN). With one job at a time, pick's
+// loop for the resource stops at its first pick, which takes the first project in its
+// heap of the highest priority, the one pick starts every loop from (prioBase, from
+// the REC at the simulation's start), or under BOINC's emulator the last project in
+// the document: the same project at every pick until its jobs of the resource are
+// all done, so the resource runs the projects' jobs one project after another in that
+// order, each project's in its list's. A job's end is then exactly the times of the
+// projects' before its project and of its project's jobs before it, and its own
+// (w.coEx). Under the emulator the order reads no REC; elsewhere it holds at now
+// only (missesKnown's slack is then none).
+func (w *Workspace) coAheads(doc *state.Document) bool {
+	nR, nP := w.nRes, len(doc.Projects)
+	w.coPrio = scratch.Grow(w.coPrio, 2*nP)
+	prio, frac := w.coPrio[:nP], w.coPrio[nP:]
+	if !doc.BOINCEmulator {
+		// prepareRest's: the priorities from the RECs over every project with a job.
+		clear(w.eligible)
+		for i := range w.jobs {
+			w.eligible[w.jobs[i].proj] = true
+		}
+		recSum := Priorities(doc, w.rec, w.eligible, prio, frac)
+		for p := range nP {
+			prio[p] = Priority(w.rec[p], recSum, doc.Projects[p].ResourceShare, frac[p])
+			if prio[p] != prio[p] {
+				return false
+			}
+		}
+	}
+	for r := range nR {
+		if !w.coWhole[r] {
+			continue
+		}
+		// The projects in pick's order, each taken once: the first of the highest
+		// priority among those not yet taken (or the last, under the emulator).
+		var ahead float64
+		taken := w.coAhead[r*nP : r*nP+nP]
+		for p := range nP {
+			taken[p] = -1
+		}
+		for {
+			best := -1
+			for p := range nP {
+				if taken[p] >= 0 {
+					continue // (a project without jobs of r adds none)
+				}
+				switch {
+				case best < 0:
+					best = p
+				case doc.BOINCEmulator != coEmuOrder:
+					best = p // the last
+				case prio[p] > prio[best] || coTieLast && prio[p] == prio[best]:
+					best = p
+				}
+			}
+			if best < 0 {
+				break
+			}
+			taken[best] = ahead
+			ahead += w.coSums[r*nP+best]
+		}
+		for p := range nP {
+			taken[p] = max(taken[p], 0)
+		}
+	}
+	return true
 }
 
 // coFall is how much faster than time a coprocessor job's simulated end by coLow,
@@ -99,3 +181,9 @@ func (w *Workspace) coFall(doc *state.Document, cpu bool) float64 {
 // instances (coAnyWhole), the misses' pace at the CPUs' availability in missesKnown
 // (coCPUFall) and in relow (coRelowCPUFall).
 var noCoprocBounds, coUpNoOthers, coLowOthers, coAnyWhole, coCPUFall, coRelowCPUFall bool
+
+// More of them: noCoprocOrder, no bound by pick's order of the projects (coAheads);
+// the order wrong: equal priorities the last first (coTieLast), the emulator's order
+// and the others' exchanged (coEmuOrder); the order's bound at now kept for a slack
+// (coNowSlack).
+var noCoprocOrder, coTieLast, coEmuOrder, coNowSlack bool

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bkit/bkit/lib/credit"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -25,7 +26,9 @@ func TestCoprocBoundsAgainstSimulation(t *testing.T) {
 		name  string
 		wrong *bool
 	}{{"right", nil}, {"without the others above", &coUpNoOthers}, {"with others below", &coLowOthers},
-		{"any resource", &coAnyWhole}, {"the CPUs' availability", &coCPUFall}} {
+		{"any resource", &coAnyWhole}, {"the CPUs' availability", &coCPUFall},
+		{"ties the last first", &coTieLast}, {"the emulator's order exchanged", &coEmuOrder},
+		{"the order's bound for a slack", &coNowSlack}} {
 		if c.wrong != nil {
 			*c.wrong = true
 		}
@@ -47,12 +50,23 @@ func TestCoprocBoundsAgainstSimulation(t *testing.T) {
 // first failure ("" if none); count: check and log that they decided enough.
 func coprocBoundsTrials(t *testing.T, count bool) string {
 	rng := rand.New(rand.NewPCG(30, 16))
-	known, byCo, misses, later := 0, 0, 0, 0
+	known, byCo, misses, later, ordered := 0, 0, 0, 0, 0
 	for trial := range 20000 {
 		doc := randomGPUQueue(rng)
 		gpu := &doc.Host.Resources[len(doc.Host.Resources)-1]
 		if rng.IntN(3) == 0 {
 			doc.Host.TimeStats.GPUActiveFrac = 0.3
+		}
+		switch rng.IntN(3) {
+		case 0: // RECs near one another: pick's order moves with them
+			base := 20 + rng.Float64()*100
+			for p := range doc.Projects {
+				doc.Projects[p].REC = base * (1 + 0.05*rng.NormFloat64())
+			}
+		case 1: // ties of priority
+			for p := range doc.Projects {
+				doc.Projects[p].REC, doc.Projects[p].ResourceShare = 50, 100
+			}
 		}
 		for v := range doc.AppVersions {
 			if co := doc.AppVersions[v].Coproc; co != nil && rng.IntN(4) != 0 {
@@ -91,6 +105,9 @@ func coprocBoundsTrials(t *testing.T, count bool) string {
 				}
 			case !q.coWhole[j.res]:
 				tk.ReportDeadline = t0 + comp + (q.sums[sumsPer*j.res+sumSerial]+1)*rng.Float64()
+			case q.coOrdered && rng.IntN(2) == 0:
+				// About its end in pick's order, either side.
+				tk.ReportDeadline = t0 + comp + q.coEx[i]*(1+0.01*(2*rng.Float64()-1)) + 2*rng.Float64() - 1
 			case rng.IntN(2) == 0:
 				tk.ReportDeadline = t0 + comp + q.coUp[i]*(1+0.01*rng.Float64()) + 1
 			case rng.IntN(2) == 0:
@@ -112,6 +129,15 @@ func coprocBoundsTrials(t *testing.T, count bool) string {
 				break
 			}
 		}
+		q.coprocBounds(doc)
+		for i := range q.jobs { // decided by pick's order only
+			j := &q.jobs[i]
+			if j.res != q.cpuRes && q.coWhole[j.res] && t0 <= j.deadline-comp &&
+				t0+q.coUp[i]*(1+1e-9)+1e-6 > j.deadline-comp && !(t0+q.coLow[i]*(1-1e-9)-1e-6 > j.deadline-comp) {
+				ordered++
+				break
+			}
+		}
 		q.missesKnown(doc, t0)
 		var sim Workspace
 		sim.Simulate(doc, t0)
@@ -127,8 +153,22 @@ func coprocBoundsTrials(t *testing.T, count bool) string {
 			continue
 		}
 		// The running jobs compute for a while within the slack, each at any rate up
-		// to its speed, none to its end (its remaining work never grows).
-		dt := min(q.slack, 86400) * (0.5 + 0.5*rng.Float64())
+		// to its speed, none to its end (its remaining work never grows); the RECs
+		// move meanwhile, every instance to one project.
+		dt := min(q.slack, recHorizon) * (0.5 + 0.5*rng.Float64())
+		favoured := rng.IntN(len(doc.Projects))
+		used := make([][]float64, len(doc.Projects))
+		for p := range used {
+			used[p] = make([]float64, len(doc.Host.Resources))
+		}
+		for r, res := range doc.Host.Resources {
+			used[favoured][r] = float64(res.Instances)
+		}
+		var d credit.Decay
+		rel := RelativeSpeeds(&doc.Host, nil)
+		for k := 1; k <= 20; k++ {
+			AccountDecay(doc, used, dt/20, t0+dt*float64(k)/20, rel, &d)
+		}
 		for i := range q.jobs {
 			j := &q.jobs[i]
 			tk := &doc.Tasks[j.task]
@@ -151,12 +191,12 @@ func coprocBoundsTrials(t *testing.T, count bool) string {
 		later++
 	}
 	if count {
-		if byCo < 2000 || misses < 500 || later < 1000 {
-			t.Errorf("%d queues known, %d with a coprocessor job the resource's bound left open, %d coprocessor jobs missing, %d checked later: want more",
-				known, byCo, misses, later)
+		if byCo < 2000 || misses < 500 || later < 1000 || ordered < 300 {
+			t.Errorf("%d queues known, %d with a coprocessor job the resource's bound left open, %d by pick's order only, %d coprocessor jobs missing, %d checked later: want more",
+				known, byCo, ordered, misses, later)
 		}
-		t.Logf("%d queues known, %d with a coprocessor job the resource's bound left open, %d coprocessor jobs missing, %d checked later",
-			known, byCo, misses, later)
+		t.Logf("%d queues known, %d with a coprocessor job the resource's bound left open, %d by pick's order only, %d coprocessor jobs missing, %d checked later",
+			known, byCo, ordered, misses, later)
 	}
 	return ""
 }

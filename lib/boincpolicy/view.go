@@ -166,8 +166,12 @@ type Workspace struct {
 	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project
 	// coprocBounds': per resource whether its every job takes all its instances; per
 	// job the bounds; per resource and project its sums
+	// and coAheads': the order's times per resource and project, and per job the end
+	// (when coOrdered); its priorities
 	coWhole                       []bool
 	coUp, coLow, coSums, coOthers []float64
+	coOrdered                     bool
+	coAhead, coEx, coPrio         []float64
 	lowSlack, restSlack           float64 // missesKnown's slack: its misses by missBounds', the rest
 	// missesKnown's answer kept (keepMisses): good until mkUntil, in a box of
 	// mkEps about the REC fractions mkF (the served CPUs mkServed's); each job's
