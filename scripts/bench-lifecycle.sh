@@ -2,11 +2,12 @@
 # bench-lifecycle.sh: one assimilate (--to), one delete-files and one purge pass over
 # 1,000,000 workunits of which 100,000 are ready for each (one result, one 100-byte
 # output file each; the other 900,000 assimilated and cleaned lately, too young to
-# purge), in the jobs' default batches, while four hosts make scheduler RPCs to a
-# bserver endpoint on the same database: each pass's wall time, its CPU seconds (the
-# process's, the endpoint's included: on a shared machine much of the wall time is
-# waiting for a processor), workunits per second, and the RPCs' p50/p99 latency during
-# it and with no pass running (idle: 10 s before the passes), and what a mkdir costs
+# purge), each run as bserver's cron job (bserver assimilate / delete-files / purge
+# --once, a process of its own, in the jobs' default batches), while four hosts make
+# scheduler RPCs to a bserver endpoint on the same database: each pass's wall time,
+# its CPU seconds (the job's: on a shared machine much of the wall time is waiting for
+# a processor), workunits per second, and the RPCs' p50/p99 latency during it and
+# with no pass running (idle: 10 s before the passes and 10 s after), and what a mkdir costs
 # on the files' file system just before the passes (assimilation's main kernel cost,
 # which the file system's state moves more than the code does). Runs lib/lifecycle's
 # BenchmarkLifecycle (SQLite) and, when BKIT_TEST_MYSQL_DSN is set,
@@ -22,6 +23,11 @@
 #   bash scripts/bench-lifecycle.sh
 #   LIFECYCLE_BENCH_WUS=200000 bash scripts/bench-lifecycle.sh
 #   BKIT_BENCH_RPC_RATE=50 bash scripts/bench-lifecycle.sh
+#   LIFECYCLE_BENCH_INPROCESS=1 bash scripts/bench-lifecycle.sh   # the passes as calls in the benchmark's process
+#
+# LIFECYCLE_BENCH_INPROCESS=1 also reports each pass's transactions' hold p99 and, with
+# LIFECYCLE_BENCH_PROFILE=DIR, writes a CPU profile of each pass; the passes then share
+# one Go scheduler with the endpoint, which lengthens the RPCs' tail.
 set -eu
 cd "$(dirname "$0")/.."
 pattern='^BenchmarkLifecycle$'
