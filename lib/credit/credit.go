@@ -37,32 +37,61 @@ func UpdateAverage(now, start, work, avg, avgTime float64) (newAvg, newTime floa
 // the one function for credit (a week) and for its client's recent estimated credit
 // (REC, lib/boincpolicy: ten days by default).
 func DecayedAverage(now, start, work, halfLife, avg, avgTime float64) (newAvg, newTime float64) {
-	var d Decay
-	return d.Average(now, start, work, halfLife, avg, avgTime)
+	switch {
+	case avgTime > 0:
+		diff := max(now-avgTime, 0)
+		weight := math.Exp(-diff * math.Ln2 / halfLife)
+		avg *= weight
+		if 1-weight > 1e-6 {
+			avg += (1 - weight) * work / (diff / 86400)
+		} else {
+			// The limit as diff → 0, where the quotient above is 0 × ∞.
+			avg += math.Ln2 * work * 86400 / halfLife
+		}
+	case work > 0:
+		if days := (now - start) / 86400; days > 0 {
+			avg = work / days
+		} else {
+			avg = math.Ln2 * work * 86400 / halfLife // no time yet: as for a burst
+		}
+	}
+	return avg, now
 }
 
 // Decay is DecayedAverage for a caller that brings averages up to date interval after
 // interval of one length (an emulator's steps): it keeps the last interval's weight,
-// the math.Exp that is most of the function's time, for the next interval of the same
-// length and half-life. The zero value is ready; the averages are DecayedAverage's, to
-// the last bit.
+// the math.Exp that is most of the function's time, and the interval in days, for the
+// next interval of the same length and half-life, and it adds nothing for no work
+// (below). The zero value is ready; the averages are DecayedAverage's, to the last bit
+// (TestDecayIsDecayedAverage).
 type Decay struct {
-	diff, halfLife, weight float64
-	known                  bool
+	diff, halfLife, weight, days float64
+	known                        bool
 }
 
-// Average is DecayedAverage with d's weight.
+// Average is DecayedAverage with d's weight. Without work (±0) and with a half-life
+// above 0 the new work's term is a zero, (1 − w) × ±0 ÷ days or ln 2 × ±0 × a day ÷
+// the half-life, and adding a zero changes no average but −0 (−0 + +0 is +0), so it is
+// added only to a decayed average of 0; the steps of an emulated host's projects that
+// ran nothing (every one while the host is off) are then a multiplication, not two
+// divisions. (A half-life of ±0 or NaN can make the term NaN: always added.)
 func (d *Decay) Average(now, start, work, halfLife, avg, avgTime float64) (newAvg, newTime float64) {
 	switch {
 	case avgTime > 0:
 		diff := max(now-avgTime, 0)
-		if !d.known || diff != d.diff || halfLife != d.halfLife {
+		// The half-life by its bits: −0 and +0 are equal but give weights of
+		// another sign's infinity.
+		if !d.known || diff != d.diff || math.Float64bits(halfLife) != math.Float64bits(d.halfLife) {
 			d.diff, d.halfLife, d.weight, d.known = diff, halfLife, math.Exp(-diff*math.Ln2/halfLife), true
+			d.days = diff / 86400
 		}
 		weight := d.weight
 		avg *= weight
+		if work == 0 && avg != 0 && halfLife > 0 {
+			break
+		}
 		if 1-weight > 1e-6 {
-			avg += (1 - weight) * work / (diff / 86400)
+			avg += (1 - weight) * work / d.days
 		} else {
 			// The limit as diff → 0, where the quotient above is 0 × ∞.
 			avg += math.Ln2 * work * 86400 / halfLife

@@ -2,6 +2,7 @@ package credit
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -66,4 +67,57 @@ func TestDecayKeepsTheWeight(t *testing.T) {
 		}
 		avg, at = got, gotAt
 	}
+}
+
+// TestDecayIsDecayedAverage: Decay.Average, its weight and days kept and no work's
+// zero term left out, gives DecayedAverage's (the whole computation's) averages to the
+// last bit (any NaN as any other: a product of two NaNs has either's payload, as the
+// compiler orders the operands) over random intervals, half-lives, works and averages, with the zeros of
+// either sign, subnormals, infinities and NaN among them. It fails with the zero term
+// left out for an average of −0 (−0 + +0 is +0) or for a half-life of ±0 (the term is
+// then NaN where a decayed average is ±∞), or with the kept days of another interval.
+func TestDecayIsDecayedAverage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 30))
+	pick := func(xs ...float64) float64 { return xs[rng.IntN(len(xs))] }
+	odd := func() float64 {
+		return pick(0, math.Copysign(0, -1), 5e-324, -5e-324, math.Inf(1), math.Inf(-1), math.NaN(), 1e-300, -1)
+	}
+	var d Decay
+	skipped := 0
+	for trial := range 2_000_000 {
+		now := 1.7e9 + float64(rng.IntN(1000))*pick(60, 17, 0.5)
+		at := now - pick(60, 60, 60, 17, 0, 3600, 1e-9, 5e-324, 1e9)
+		if rng.IntN(50) == 0 {
+			at = odd()
+		}
+		half := pick(10*86400, 10*86400, 7*86400, 1e-3)
+		if rng.IntN(50) == 0 {
+			half = odd()
+		}
+		work := pick(0, 0, 0, math.Copysign(0, -1), 1.5, 1e-20, 3e5)
+		avg := pick(0, math.Copysign(0, -1), 1, 123.456, 1e-310, 7e300)
+		if rng.IntN(30) == 0 {
+			avg = odd()
+		}
+		if rng.IntN(20) == 0 {
+			work = odd()
+		}
+		want, wantAt := DecayedAverage(now, 1.6e9, work, half, avg, at)
+		got, gotAt := d.Average(now, 1.6e9, work, half, avg, at)
+		if !sameBits(got, want) || !sameBits(gotAt, wantAt) {
+			t.Fatalf("trial %d: Average(now %v, work %v, half-life %v, avg %v, at %v) = %v at %v, want %v at %v",
+				trial, now, work, half, avg, at, got, gotAt, want, wantAt)
+		}
+		if work == 0 && at > 0 {
+			skipped++
+		}
+	}
+	if skipped < 100_000 {
+		t.Fatalf("only %d averages without work", skipped)
+	}
+}
+
+// sameBits: a and b are the same float64 to the last bit, or both NaN.
+func sameBits(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b
 }
