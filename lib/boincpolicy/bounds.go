@@ -377,7 +377,7 @@ func (w *Workspace) projectStats(doc *state.Document) bool {
 		j := &w.jobs[i]
 		w.eligible[j.proj] = true // as prepare's: every project with a runnable job
 		if j.res != w.cpuRes {
-			coSecs += j.cpus * (j.simLeft / j.simRate)
+			coSecs += j.cpus * j.simT
 		}
 	}
 	w.gCoCPUs, w.gCoSecs = w.coprocCPUs, coSecs
@@ -397,7 +397,7 @@ func (w *Workspace) projectStats(doc *state.Document) bool {
 		g[0]++
 		g[1] += j.cpus
 		g[2] = max(g[2], j.cpus)
-		x := j.cpus * (j.simLeft / j.simRate)
+		x := j.cpus * j.simT
 		g[3] += x
 		cpuSecs += x
 		// The least and largest peak FLOPS, and below their bumps (SchedBump grows
@@ -512,7 +512,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 			continue
 		}
 		p := j.proj
-		t := j.simLeft / j.simRate
+		t := j.simT
 		// The other projects' CPU-seconds (every CPU job's but p's, and the
 		// coprocessor jobs'), and p's before i.
 		w.cum[i] = (cpuSecs+w.gCoSecs-w.gCPUs[4*p+3]+cpuSums[p])/cpus + t
@@ -553,7 +553,7 @@ func (w *Workspace) missBounds(doc *state.Document) {
 	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		w.low[i] = j.simLeft / j.simRate
+		w.low[i] = j.simT
 	}
 }
 

@@ -45,7 +45,7 @@ func (w *Workspace) coprocBounds(doc *state.Document) {
 	clear(w.coSums)
 	for i := range w.jobs {
 		if j := &w.jobs[i]; w.coWhole[j.res] {
-			w.coSums[j.res*nP+j.proj] += j.simLeft / j.simRate
+			w.coSums[j.res*nP+j.proj] += j.simT
 		}
 	}
 	w.coUp, w.coLow = growJobs(w.coUp, len(w.jobs)), growJobs(w.coLow, len(w.jobs))
@@ -74,7 +74,7 @@ func (w *Workspace) coprocBounds(doc *state.Document) {
 			continue
 		}
 		k := j.res*nP + j.proj
-		t := j.simLeft / j.simRate
+		t := j.simT
 		w.coLow[i] = w.coSums[k] + t
 		w.coUp[i] = w.coOthers[k] + w.coLow[i]
 		if coUpNoOthers {

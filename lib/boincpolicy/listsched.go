@@ -86,7 +86,7 @@ func (w *Workspace) listFrom(nP, n, blocker int) {
 	b := w.listFree[blocker*n : blocker*n+n]
 	for i := range w.jobs {
 		if j := &w.jobs[i]; j.proj == blocker && j.res == w.cpuRes {
-			listEnd(b, j.simLeft/j.simRate)
+			listEnd(b, j.simT)
 		}
 	}
 	for p := range nP {
@@ -111,7 +111,7 @@ func (w *Workspace) listLower(nP, n int) {
 	w.listRel = rel
 	for i := range w.jobs {
 		if j := &w.jobs[i]; w.gServed[j.proj] >= 1 && j.res == w.cpuRes {
-			listEnd(rel[j.proj*n:j.proj*n+n], j.simLeft/j.simRate)
+			listEnd(rel[j.proj*n:j.proj*n+n], j.simT)
 		}
 	}
 	served := 0
@@ -139,7 +139,7 @@ func (w *Workspace) listLower(nP, n int) {
 	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		t := j.simLeft / j.simRate
+		t := j.simT
 		if j.res != w.cpuRes {
 			w.low[i] = t
 			continue
@@ -191,7 +191,7 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 		if g < 1 {
 			continue
 		}
-		w.cum[i] = min(w.cum[i], listEnd(w.listFree[j.proj*n:j.proj*n+g], j.simLeft/j.simRate))
+		w.cum[i] = min(w.cum[i], listEnd(w.listFree[j.proj*n:j.proj*n+g], j.simT))
 	}
 }
 
@@ -237,7 +237,7 @@ func (w *Workspace) saturatedList(h *state.Host, r int) (float64, bool) {
 	w.satFree = free
 	for i := range w.jobs {
 		if j := &w.jobs[i]; j.res == r {
-			listEnd(free, j.simLeft/j.simRate)
+			listEnd(free, j.simT)
 		}
 	}
 	return free[0], true
@@ -332,7 +332,7 @@ func (w *Workspace) saturatedBound(h *state.Host, r int) (sum, kth float64, ok b
 		if j.inst != 1 {
 			return 0, 0, false
 		}
-		t := j.simLeft / j.simRate
+		t := j.simT
 		sum += t
 		count++
 		top = keepLongest(top, t, n)

@@ -173,6 +173,7 @@ func (w *Workspace) prepareJobs(doc *state.Document) {
 				j.simRate = 1e6 // BOINC's "just in case"
 			}
 			t := j.simLeft / j.simRate
+			j.simT = t
 			serial += t
 			work += j.inst * t
 			maxT = max(maxT, t)
@@ -196,6 +197,7 @@ func (w *Workspace) prepareJobs(doc *state.Document) {
 		}
 		// The bounds' sums (missesKnown, workBound), in the jobs' order.
 		t := j.simLeft / j.simRate
+		j.simT = t
 		s := w.sums[sumsPer*j.res : sumsPer*j.res+sumsPer]
 		s[sumSerial] += t
 		s[sumW] += j.inst * t
@@ -273,7 +275,7 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 		best := -1
 		for _, a := range w.active {
 			j := &w.jobs[a]
-			j.finishAt = j.simLeft / j.simRate
+			j.finishAt = j.simT
 			if best < 0 || j.finishAt < w.jobs[best].finishAt {
 				best = a
 			}
@@ -308,6 +310,7 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 		for _, a := range w.active {
 			j := &w.jobs[a]
 			j.simLeft = max(0, j.simLeft-j.simRate*dt)
+			j.simT = j.simLeft / j.simRate
 		}
 		for r := range w.Sim {
 			w.updateStats(r, float64(h.Resources[r].Instances)-w.simUsed[r], simNow, dt, now, bufEnd)

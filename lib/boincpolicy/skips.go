@@ -287,7 +287,7 @@ func (w *Workspace) noFetchPossible(doc *state.Document, now, recSum float64) bo
 	}
 	for _, a := range w.active {
 		j := &w.jobs[a]
-		if j.simLeft/j.simRate < bufMin {
+		if j.simT < bufMin {
 			return w.saturatedLow(doc, now, bufMin)
 		}
 	}

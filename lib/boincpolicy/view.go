@@ -22,9 +22,11 @@ type job struct {
 	peak                float64 // the peak FLOPS it takes (cpu_sched.cpp peak_flops)
 	bump                float64 // SchedBump of it at the simulation's REC sum (prepare)
 
-	// the round-robin simulation's
-	simLeft, simRate, finishAt float64
-	simDone, misses            bool
+	// the round-robin simulation's; simT is simLeft ÷ simRate, found again wherever
+	// either is set (prepareJobs, the simulation's steps), for the bounds that read
+	// it several times a pass (issue 30, seventeenth round)
+	simLeft, simRate, finishAt, simT float64
+	simDone, misses                  bool
 }
 
 // Workspace holds one document's view and the buffers of every step, kept from call
