@@ -471,6 +471,7 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 		if horizon > 0 && !w.gRECFree {
 			x = (x + grow) / decay
 		}
+		slopeP := prioSlope(doc.Projects[p].ResourceShare, w.gShare[p]) // (box margins' slopes: out of the loops)
 		for k := 1.0; k <= g[0]; k++ {
 			base := Priority(x, recSum, doc.Projects[p].ResourceShare, w.gShare[p])
 			ahead := (k - 1) * g[2]
@@ -483,11 +484,11 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 				if horizon > 0 && !w.gRECFree {
 					y = decay * recSum * y / (recSum + grow)
 				}
+				slopeQ := prioSlope(doc.Projects[q].ResourceShare, w.gShare[q])
 				for c := 0.0; c < gq[0] && ahead < limit; c++ {
 					pq := Priority(y, recSum, doc.Projects[q].ResourceShare, w.gShare[q])
 					if track {
-						w.servedEps = min(w.servedEps, boxMargin(pq, base,
-							prioSlope(doc.Projects[q].ResourceShare, w.gShare[q]), prioSlope(doc.Projects[p].ResourceShare, w.gShare[p])))
+						w.servedEps = min(w.servedEps, boxMargin(pq, base, slopeQ, slopeP))
 					}
 					if pq < base {
 						break

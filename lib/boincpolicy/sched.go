@@ -317,11 +317,13 @@ func cmpBool(a, b bool) int {
 // earliestMiss is earliest_deadline_result for resource r: the unchosen job with the
 // earliest deadline among the projects with misses left on r.
 func (w *Workspace) earliestMiss(doc *state.Document, r int) int {
+	// Per project, whether its jobs are looked at (its correction factor puts them
+	// all in EDF, or it has misses left on r), once a call rather than once a job.
+	w.edfProj = scratch.Grow(w.edfProj, len(doc.Projects))
 	none := true // no project with misses left on r: no job to look at
 	for p := range doc.Projects {
 		if doc.Projects[p].DCF() > EDFDCF || w.missedCopy[p*w.nRes+r] > 0 {
-			none = false
-			break
+			w.edfProj[p], none = true, false
 		}
 	}
 	if none {
@@ -330,10 +332,7 @@ func (w *Workspace) earliestMiss(doc *state.Document, r int) int {
 	best := -1
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		if j.res != r || w.chosen[i] {
-			continue
-		}
-		if doc.Projects[j.proj].DCF() <= EDFDCF && w.missedCopy[j.proj*w.nRes+r] <= 0 {
+		if j.res != r || w.chosen[i] || !w.edfProj[j.proj] {
 			continue
 		}
 		if best < 0 || j.deadline < w.jobs[best].deadline {

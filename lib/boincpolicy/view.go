@@ -55,6 +55,7 @@ type Workspace struct {
 	// per project × resource (p*nRes + r)
 	nusedTotal, simNused, fetchShare []float64
 	missed, missedCopy, nRunnable    []int
+	edfProj                          []bool // earliestMiss's, per project
 	reason                           []Reason
 	projReason                       []ProjectReason
 	pending                          [][]int // per project × resource: job indices in arrival order
