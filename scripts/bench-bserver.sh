@@ -28,11 +28,21 @@ set -eu
 cd "$(dirname "$0")/.."
 began=$(date +%s)
 RPCS=${RPCS:-5000}
+# bench runs go test with these arguments into $out; when it fails, it prints the test's
+# output (a failing benchmark's log says why) and stops here, rather than leaving a table
+# cut short with nothing said.
+bench() {
+	if ! out=$(go test "$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		echo "bench-bserver.sh: go test $* failed (its output is above)" >&2
+		exit 1
+	fi
+}
 RUNS=${RUNS:-3}
 pattern='^BenchmarkSchedulerRPC(SQLiteNormal|10)?$'
 if [ -n "${BKIT_TEST_MYSQL_DSN:-}" ]; then pattern='^BenchmarkSchedulerRPC(SQLiteNormal|MySQL|10)?$'; fi
 if [ -z "${SCALE_ONLY:-}" ]; then
-out=$(go test -run '^$' -bench "$pattern" -benchtime "${RPCS}x" -count "$RUNS" ./lib/server/)
+bench -run '^$' -bench "$pattern" -benchtime "${RPCS}x" -count "$RUNS" ./lib/server/
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$out" | awk -v rpcs="$RPCS" '
 BEGIN { printf "%-62s %8s %9s %9s %9s %9s %9s %9s %9s\n", "figure (loopback, 16 hosts)", "RPCs", "RPC/s", "p50 ms", "p99 ms", "stmts/RPC", "trips/RPC", "proc ms", "db ms" }
@@ -64,8 +74,8 @@ fi
 # stay within 2x).
 bretry=1
 if [ -n "${NO_BRETRY:-}" ]; then bretry=; fi
-out=$(BKIT_BENCH_BRETRY="$bretry" BKIT_BENCH_WORKUNITS="${WORKUNITS:-10000,1000000}" go test -run '^$' -bench '^BenchmarkSchedulerRPCScale$' \
-	-benchtime "${RPCS}x" -count "$RUNS" -timeout 0 ./lib/server/)
+export BKIT_BENCH_BRETRY="$bretry" BKIT_BENCH_WORKUNITS="${WORKUNITS:-10000,1000000}"
+bench -run '^$' -bench '^BenchmarkSchedulerRPCScale$' -benchtime "${RPCS}x" -count "$RUNS" -timeout 0 ./lib/server/
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$out" | awk -v rpcs="$RPCS" '
 BEGIN { printf "%-66s %8s %9s %9s %9s %9s %9s %9s %9s\n", "figure at scale (loopback, 16 hosts)", "RPCs", "RPC/s", "p50 ms", "p99 ms", "stmts/RPC", "trips/RPC", "proc ms", "db ms" }
@@ -102,7 +112,7 @@ END {
 # Output uploads of 1 MB files (BOINC's upload protocol, 4 uploaders at once, each file
 # checked, synced, renamed and recorded), SQLite.
 UPLOADS=${UPLOADS:-200}
-out=$(go test -run '^$' -bench '^BenchmarkUpload1MB$' -benchtime "${UPLOADS}x" -count "$RUNS" ./lib/server/)
+bench -run '^$' -bench '^BenchmarkUpload1MB$' -benchtime "${UPLOADS}x" -count "$RUNS" ./lib/server/
 echo "$out" | awk -v n="$UPLOADS" '
 BEGIN { printf "%-40s %8s %10s %10s\n", "figure (loopback, 4 uploaders)", "files", "uploads/s", "MB/s" }
 /^BenchmarkUpload1MB/ {
