@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math"
 	"slices"
 
 	"github.com/bkit/bkit/lib/boincpolicy"
@@ -37,9 +36,8 @@ type boincPolicy struct {
 	jitter replyRand
 	g      *glibcrand.Rand // BOINC's stream under --emulate boinc (boincstream.go), else nil
 	work   boincpolicy.Workspace
-	rel    []float64        // the host's RelativeSpeeds (relSpeeds)
-	relOf  []state.Resource // the resources rel is of
-	decay  credit.Decay     // REC's decay of a step (Account)
+	rel    []float64
+	decay  credit.Decay // REC's decay of a step (Account)
 	// busyTimes' buffers: per host resource, each instance's busy time, and the delay.
 	busy  [][]float64
 	delay []float64
@@ -124,22 +122,6 @@ func (bp *boincPolicy) overestimate(x float64) { bp.work.Overestimate = x }
 // settles it (TaskFinished).
 func (bp *boincPolicy) taskFinished() { bp.work.TaskFinished() }
 
-// relSpeeds sets bp.rel to boincpolicy.RelativeSpeeds of h, found again only when h's
-// resources are not those it was found for (they do not change in a run: found at
-// every step, they were a tenth of the step's REC accounting). RelativeSpeeds reads
-// nothing else of h; the FLOPS are compared by their bits (−0 is not +0).
-func (bp *boincPolicy) relSpeeds(h *state.Host) {
-	same := bp.rel != nil && len(bp.relOf) == len(h.Resources)
-	for i := 0; same && i < len(h.Resources); i++ {
-		a, b := &bp.relOf[i], &h.Resources[i]
-		same = a.Type == b.Type && a.Instances == b.Instances && math.Float64bits(a.Flops) == math.Float64bits(b.Flops)
-	}
-	if !same {
-		bp.rel = boincpolicy.RelativeSpeeds(h, bp.rel)
-		bp.relOf = append(bp.relOf[:0], h.Resources...)
-	}
-}
-
 // Account adds the step to every project's REC. BOINC's client counts every task's
 // CPUs on the CPU, a coprocessor task's too, beside its coprocessor instances
 // (client/work_fetch.cpp WORK_FETCH::accumulate_inst_sec: avg_ncpus to resource 0,
@@ -149,7 +131,7 @@ func (bp *boincPolicy) relSpeeds(h *state.Host) {
 // it is each task's avg_ncpus, not scaled down when the CPUs are overcommitted
 // (StepUsage.cpuSecs), on any host.
 func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
-	bp.relSpeeds(&doc.Host)
+	bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
 	used := u.Used
 	cpuSecs := u.CPUTime
 	if doc.BOINCEmulator {
@@ -254,7 +236,7 @@ func (bp *boincPolicy) adjustREC(doc *state.Document, now float64) {
 	case elapsed < 1:
 		return
 	default:
-		bp.relSpeeds(&doc.Host)
+		bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
 		for p := range bp.recSecs {
 			for r := range bp.recSecs[p] {
 				bp.recSecs[p][r] /= elapsed // the mean instances used over the interval
