@@ -528,36 +528,6 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 	return true
 }
 
-// missBounds readies a bound from below on when each job ends in the simulation
-// (w.low[i], from now), after projectBounds, so that a job may be known to miss its
-// deadline: at least its own simulated time, and on a host whose jobs each take one
-// CPU, its project's list schedule on the CPUs the projects served some (projectServed)
-// leave it (listLower). (The sixth round's bounds there, the sums of a project's jobs'
-// times but the n − 1 longest ÷ n, after the sum of a project served every CPU but its
-// n − 1 longest ÷ n, are never above these: the list schedules place the same jobs
-// one by one.)
-func (w *Workspace) missBounds(doc *state.Document) {
-	w.low = growJobs(w.low, len(w.jobs))
-	n := doc.Host.CPU().Instances
-	ones := n <= maxTop
-	for i := range w.jobs {
-		if w.jobs[i].cpus != 1 && w.jobs[i].res == w.cpuRes {
-			ones = false
-			break
-		}
-	}
-	w.lowList = ones
-	if ones {
-		// The list schedules' bounds, which are at least the sums' below.
-		w.listLower(len(doc.Projects), n)
-		return
-	}
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		w.low[i] = j.simT
-	}
-}
-
 // growJobs is scratch.Grow for a slice per job, with room for twice as many: the
 // jobs' count grows by a few at a time in a run, and a slice grown to each new
 // count would allocate at every one (TestStepLoopAllocatesNothing).

@@ -5,6 +5,36 @@ import (
 	"github.com/bkit/bkit/lib/state"
 )
 
+// missBounds readies a bound from below on when each job ends in the simulation
+// (w.low[i], from now), after projectBounds, so that a job may be known to miss its
+// deadline: at least its own simulated time, and on a host whose jobs each take one
+// CPU, its project's list schedule on the CPUs the projects served some (projectServed)
+// leave it (listLower). (The sixth round's bounds there, the sums of a project's jobs'
+// times but the n − 1 longest ÷ n, after the sum of a project served every CPU but its
+// n − 1 longest ÷ n, are never above these: the list schedules place the same jobs
+// one by one.)
+func (w *Workspace) missBounds(doc *state.Document) {
+	w.low = growJobs(w.low, len(w.jobs))
+	n := doc.Host.CPU().Instances
+	ones := n <= maxTop
+	for i := range w.jobs {
+		if w.jobs[i].cpus != 1 && w.jobs[i].res == w.cpuRes {
+			ones = false
+			break
+		}
+	}
+	w.lowList = ones
+	if ones {
+		// The list schedules' bounds, which are at least the sums' below.
+		w.listLower(len(doc.Projects), n)
+		return
+	}
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		w.low[i] = j.simT
+	}
+}
+
 // lowFall sets w.lowK[i], how much faster than time job i's simulated end by
 // missBounds' bound, now + w.low[i], may come nearer while the tasks stay as they
 // are; only the running jobs' times fall, each by at most d = workBound's fall ÷ the
