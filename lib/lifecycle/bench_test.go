@@ -140,7 +140,7 @@ func benchLifecycle(b *testing.B, dsn string) {
 	for _, pass := range []struct {
 		name string
 		run  func() (int, error)
-		args []string       // the same pass as bserver's cron job (benchProcess)
+		args []string       // the same pass as bserver's cron job (unless benchInProcess)
 		done *regexp.Regexp // its count in the job's output
 	}{
 		{"assimilate", func() (int, error) {
@@ -290,8 +290,8 @@ var passHolds struct {
 // goroutines and the endpoint's share two Ps of one Go scheduler, so an RPC ready to
 // run may wait for a pass's goroutine to be preempted (up to 10 ms), a wait the
 // endpoint, its own process, does not have beside a cron job: at 50 RPC/s the RPCs'
-// p99 during assimilation was 18–19 ms in one process against the idle 4.4
-// (docs/decisions.md, issue 33's passes in their own processes).
+// p99 during assimilation was 27.4 ms with the pass in this process and 17.3 ms with
+// it in its own (docs/decisions.md, "the lifecycle passes measured as cron jobs").
 func benchInProcess() bool { return os.Getenv("LIFECYCLE_BENCH_INPROCESS") == "1" }
 
 // runJob runs one pass as bserver's cron job does (bserver --db DSN --project-dir DIR
