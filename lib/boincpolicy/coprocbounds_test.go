@@ -22,17 +22,28 @@ import (
 // whose jobs take part of its instances is bounded so, and when the misses' slack
 // reads the CPUs' availability (coFall); the switches below check each.
 func TestCoprocBoundsAgainstSimulation(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		wrong *bool
-	}{{"right", nil}, {"without the others above", &coUpNoOthers}, {"with others below", &coLowOthers},
+	breakEach(t, []breakage{{"right", nil}, {"without the others above", &coUpNoOthers}, {"with others below", &coLowOthers},
 		{"any resource", &coAnyWhole}, {"the CPUs' availability", &coCPUFall},
 		{"ties the last first", &coTieLast}, {"the emulator's order exchanged", &coEmuOrder},
-		{"the order's bound for a slack", &coNowSlack}} {
+		{"the order's bound for a slack", &coNowSlack}}, coprocBoundsTrials)
+}
+
+// breakage is one of a randomized test's runs: with wrong nil the code as it is,
+// which must pass; else with the test switch *wrong set, which must fail.
+type breakage struct {
+	name  string
+	wrong *bool
+}
+
+// breakEach runs trials once per breakage, with its switch set (and cleared after):
+// the right run must find no failure (trials' count: it checks and logs that the
+// trials decided enough), and each broken one must find one, which is logged.
+func breakEach(t *testing.T, runs []breakage, trials func(t *testing.T, count bool) string) {
+	for _, c := range runs {
 		if c.wrong != nil {
 			*c.wrong = true
 		}
-		bad := coprocBoundsTrials(t, c.wrong == nil)
+		bad := trials(t, c.wrong == nil)
 		if c.wrong != nil {
 			*c.wrong = false
 			if bad == "" {
@@ -210,25 +221,7 @@ func coprocBoundsTrials(t *testing.T, count bool) string {
 // CPUs' availability for a coprocessor job's pace (coRelowCPUFall) or the bound from
 // below with the other projects' jobs (coLowOthers).
 func TestCoprocRelowAgainstSimulation(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		wrong *bool
-	}{{"right", nil}, {"the CPUs' availability", &coRelowCPUFall}, {"with others below", &coLowOthers}} {
-		if c.wrong != nil {
-			*c.wrong = true
-		}
-		bad := coprocRelowTrials(t, c.wrong == nil)
-		if c.wrong != nil {
-			*c.wrong = false
-			if bad == "" {
-				t.Errorf("%s: no trial failed", c.name)
-			} else {
-				t.Logf("%s: %s", c.name, bad)
-			}
-		} else if bad != "" {
-			t.Fatal(bad)
-		}
-	}
+	breakEach(t, []breakage{{"right", nil}, {"the CPUs' availability", &coRelowCPUFall}, {"with others below", &coLowOthers}}, coprocRelowTrials)
 }
 
 // coprocRelowTrials runs TestCoprocRelowAgainstSimulation's trials and returns the
