@@ -48,6 +48,15 @@ func UpdateAverage(now, start, work, halfLife, avg, avgTime float64) (float64, f
 // coprocessor its instances × their FLOPS ÷ the CPU's. (BOINC takes 0.2 × peak_flops
 // for a GPU instance; the document's flops is already what an instance gives.)
 func RelativeSpeeds(h *state.Host, out []float64) []float64 {
+	out, _ = RelativeSpeedsCPU(h, out)
+	return out
+}
+
+// RelativeSpeedsCPU is RelativeSpeeds, with the CPU's FLOPS it read (h.CPU().Flops),
+// for AccountDecayCPU: a caller that accounts at every step finds the CPU once
+// there, not twice (the search was about a tenth of the step's REC accounting in
+// part-time-4cpu's profile, issue 30's eighteenth round).
+func RelativeSpeedsCPU(h *state.Host, out []float64) ([]float64, float64) {
 	out = out[:0]
 	cpu := h.CPU().Flops
 	for _, r := range h.Resources {
@@ -60,7 +69,7 @@ func RelativeSpeeds(h *state.Host, out []float64) []float64 {
 			out = append(out, 0)
 		}
 	}
-	return out
+	return out, cpu
 }
 
 // Credit is the credit BOINC's client estimates a project earned with instSecs[r]
@@ -162,7 +171,15 @@ func AccountDecay(doc *state.Document, used [][]float64, dt, now float64, relSpe
 	if dt <= 0 {
 		return
 	}
-	cpu := doc.Host.CPU().Flops
+	AccountDecayCPU(doc, used, dt, now, relSpeed, doc.Host.CPU().Flops, d)
+}
+
+// AccountDecayCPU is AccountDecay with the host's CPU FLOPS given (doc.Host.CPU().Flops,
+// as RelativeSpeedsCPU returns it).
+func AccountDecayCPU(doc *state.Document, used [][]float64, dt, now float64, relSpeed []float64, cpu float64, d *credit.Decay) {
+	if dt <= 0 {
+		return
+	}
 	for p := range doc.Projects {
 		var x float64
 		if p < len(used) {

@@ -131,7 +131,8 @@ func (bp *boincPolicy) taskFinished() { bp.work.TaskFinished() }
 // it is each task's avg_ncpus, not scaled down when the CPUs are overcommitted
 // (StepUsage.cpuSecs), on any host.
 func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
-	bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
+	var cpuFlops float64
+	bp.rel, cpuFlops = boincpolicy.RelativeSpeedsCPU(&doc.Host, bp.rel)
 	used := u.Used
 	cpuSecs := u.CPUTime
 	if doc.BOINCEmulator {
@@ -155,7 +156,7 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 		}
 	}
 	if !doc.BOINCEmulator {
-		boincpolicy.AccountDecay(doc, used, u.DT, u.Now, bp.rel, &bp.decay)
+		boincpolicy.AccountDecayCPU(doc, used, u.DT, u.Now, bp.rel, cpuFlops, &bp.decay)
 		return
 	}
 	// In BOINC's emulator the step's instance-seconds wait for adjust_rec, which
