@@ -238,7 +238,34 @@ func (w *Workspace) carryHold(doc *state.Document, until, eps float64) {
 // a job's remaining time 2,826 s became 5,184 s in a step, and an A job came to miss
 // behind it 60 s into a hold whose slack was 1,064 s. Under BOINC's emulator a started
 // job's remaining work is its true one (EmulatorFlopsLeft), which only falls.
+//
+// It is kept for the moment (w.riseAt, w.riseUntil) until the jobs or the tasks may
+// change (view, refresh, TasksChanged, TaskFinished): a listing pass asks it two to
+// four times at one moment (keepMisses, setHold, setKeepHold or setEDFHold, rehold),
+// about half of its calls in part-time-4cpu, noisy and down-2cpu (issue 30,
+// eighteenth round). riseCheck (the tests') computes it at every call and counts
+// where a kept one differs (riseDiffs).
 func (w *Workspace) noRiseUntil(doc *state.Document, now float64) float64 {
+	kept := w.riseKept && w.riseAt == now
+	if kept && !riseCheck {
+		return w.riseUntil
+	}
+	until := w.noRiseFrom(doc, now)
+	if kept && math.Float64bits(until) != math.Float64bits(w.riseUntil) {
+		riseDiffs++
+	}
+	w.riseKept, w.riseAt, w.riseUntil = true, now, until
+	return until
+}
+
+// riseCheck, riseDiffs: noRiseUntil's check (tests only).
+var (
+	riseCheck bool
+	riseDiffs int
+)
+
+// noRiseFrom is noRiseUntil computed.
+func (w *Workspace) noRiseFrom(doc *state.Document, now float64) float64 {
 	until := math.Inf(1)
 	for i := range w.jobs {
 		j := &w.jobs[i]

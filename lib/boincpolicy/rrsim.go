@@ -60,6 +60,7 @@ func (w *Workspace) Reset() {
 // still run exactly the jobs running (setHold).
 func (w *Workspace) TaskFinished() {
 	w.simDone, w.viewDone = false, false
+	w.riseKept = false
 }
 
 // TasksChanged is Reset for a caller that changed only the tasks, as the emulator's
@@ -68,7 +69,7 @@ func (w *Workspace) TaskFinished() {
 // again.
 func (w *Workspace) TasksChanged() {
 	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold, w.reportHold = false, false, false, false, false, false
-	w.keep, w.mkKept, w.khCarry = false, false, false
+	w.keep, w.mkKept, w.khCarry, w.riseKept = false, false, false, false
 }
 
 // TasksReceived is TasksChanged for a caller that also dropped tasks (reported) or

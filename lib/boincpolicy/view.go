@@ -94,6 +94,9 @@ type Workspace struct {
 	// fetch's view serves the pass that follows it.
 	viewAt   float64
 	viewDone bool
+	// riseAt, riseUntil: noRiseUntil at that moment, while riseKept (box.go).
+	riseAt, riseUntil float64
+	riseKept          bool
 	// viewKept: the jobs were built since the last Reset (refresh brings them up to
 	// date; TasksChanged keeps them); from viewTasks tasks, none received or dropped
 	// since unless received (TasksReceived).
@@ -225,6 +228,7 @@ type ResourceSim struct {
 // view builds the jobs of doc at now: the runnable tasks, in document order (BOINC's
 // results are in arrival order, and bsim's documents keep tasks so).
 func (w *Workspace) view(doc *state.Document) {
+	w.riseKept = false
 	w.avIx.SetAppVersions(doc.AppVersions)
 	w.pIx.SetProjects(doc.Projects)
 	h := &doc.Host
@@ -356,6 +360,7 @@ func (w *Workspace) quietView(doc *state.Document, now float64) {
 // the jobs after it, to be built again; the loop only drops tasks and adds new ones
 // at the end, keeping the others' order.)
 func (w *Workspace) refresh(doc *state.Document) {
+	w.riseKept = false
 	w.dcf = scratch.Grow(w.dcf, len(doc.Projects))
 	for i := range doc.Projects {
 		w.rec[i] = doc.Projects[i].REC
