@@ -372,7 +372,8 @@ func (w *Workspace) refresh(doc *state.Document) {
 		out := 0
 		for i := range w.jobs {
 			t := &doc.Tasks[w.jobs[i].task]
-			if !t.State.Runnable() {
+			runnable, started, running := runState(t.State)
+			if !runnable {
 				continue
 			}
 			if out != i {
@@ -380,7 +381,7 @@ func (w *Workspace) refresh(doc *state.Document) {
 			}
 			j := &w.jobs[out]
 			out++
-			j.started, j.running = t.State != state.TaskReady, t.State == state.TaskRunning
+			j.started, j.running = started, running
 			j.left, j.est = remaining(doc, t, w.dcf[j.proj])
 		}
 		w.jobs = w.jobs[:out]
@@ -423,6 +424,22 @@ func (w *Workspace) refresh(doc *state.Document) {
 		out++
 	}
 	w.jobs = w.jobs[:out]
+}
+
+// runState is what refresh reads of a task's state, in one switch: whether it is
+// runnable (state.TaskState.Runnable), started (not ready) and running. (The three
+// tests took up to five comparisons of strings, a fifth of refresh's time in
+// part-time-4cpu's profile: issue 30, eighteenth round.)
+func runState(s state.TaskState) (runnable, started, running bool) {
+	switch s {
+	case state.TaskReady:
+		return true, false, false
+	case state.TaskRunning:
+		return true, true, true
+	case state.TaskPreempted:
+		return true, true, false
+	}
+	return false, false, false
 }
 
 // is reports whether j is a job for task t: the same key (refresh).
