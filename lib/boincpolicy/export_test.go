@@ -6,3 +6,10 @@ func SetRiseCheck(on bool) { riseCheck, riseDiffs = on, 0 }
 
 // RiseDiffs is how many of noRiseUntil's kept answers differed from the computed one.
 func RiseDiffs() int { return riseDiffs }
+
+// SetNoneYetCheck turns Next's check of NoneYet on or off and zeroes its count
+// (rise_test.go).
+func SetNoneYetCheck(on bool) { noneYetCheck, noneYetDiffs = on, 0 }
+
+// NoneYetDiffs is how many of NoneYet's answers next contradicted.
+func NoneYetDiffs() int { return noneYetDiffs }

@@ -13,6 +13,14 @@ import (
 // step: after one RPC there is none. The plan is recorded in doc.Request (rpc.Record) for the server and for the
 // reply; its Coprocs are the workspace's.
 func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Plan, bool) {
+	if w.NoneYet(doc, now, asked) {
+		return rpc.Plan{}, false
+	}
+	return w.next(doc, now, asked)
+}
+
+// next is Next past NoneYet.
+func (w *Workspace) next(doc *state.Document, now float64, asked []int) (rpc.Plan, bool) {
 	if len(asked) > 0 {
 		return rpc.Plan{}, false
 	}
@@ -42,4 +50,34 @@ func (w *Workspace) Next(doc *state.Document, now float64, asked []int) (rpc.Pla
 	plan := rpc.Plan{Project: c.Project, Request: c.Request, Why: c.Request.Reason}
 	rpc.Record(doc, &plan, now)
 	return plan, true
+}
+
+// NoneYet reports, without reading the document, that Next makes no RPC at now, where Next's
+// first tests show it and change nothing: a project already asked, or, on the quiet
+// paths, no report due before reportHoldUntil (OverdueReport's hold) and no project
+// askable before askHoldUntil or no resource short of work before fetchHoldUntil
+// (quietNoFetch's first tests). Next begins with it; a caller may ask it first and
+// spare Next's call and its plan (most of a run's steps: issue 30, eighteenth round).
+func (w *Workspace) NoneYet(doc *state.Document, now float64, asked []int) bool {
+	none := len(asked) > 0 || w.Quiet && w.reportHold && now < w.reportHoldUntil &&
+		(w.askHold && now < w.askHoldUntil || w.fetchHold && now < w.fetchHoldUntil)
+	if none && noneYetCheck {
+		w.checkNoneYet(doc, now, asked)
+	}
+	return none
+}
+
+// noneYetCheck, noneYetDiffs: with the check on (tests only), NoneYet runs next
+// where it answers, and counts where it would have made an RPC or changed the
+// holds NoneYet reads.
+var (
+	noneYetCheck bool
+	noneYetDiffs int
+)
+
+func (w *Workspace) checkNoneYet(doc *state.Document, now float64, asked []int) {
+	holds := [...]any{w.reportHold, w.reportHoldUntil, w.askHold, w.askHoldUntil, w.fetchHold, w.fetchHoldUntil}
+	if _, ok := w.next(doc, now, asked); ok || holds != [...]any{w.reportHold, w.reportHoldUntil, w.askHold, w.askHoldUntil, w.fetchHold, w.fetchHoldUntil} {
+		noneYetDiffs++
+	}
 }

@@ -12,7 +12,9 @@ import (
 
 // TestNoRiseUntilKept: noRiseUntil's answer kept for the moment is the one computed
 // again, bit for bit, at every call of runs of policy boinc on random corpus
-// scenarios, the public ones and noisy (random seeds, both conventions, 2 to 10 days).
+// scenarios, the public ones and noisy (random seeds, both conventions, 2 to 10 days);
+// and wherever Next's NoneYet answers, the rest of Next would make no RPC and change
+// none of the holds NoneYet reads.
 func TestNoRiseUntilKept(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 1818))
 	dirs := []string{"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu",
@@ -22,6 +24,8 @@ func TestNoRiseUntilKept(t *testing.T) {
 	}
 	boincpolicy.SetRiseCheck(true)
 	defer boincpolicy.SetRiseCheck(false)
+	boincpolicy.SetNoneYetCheck(true)
+	defer boincpolicy.SetNoneYetCheck(false)
 	for _, dir := range dirs {
 		for _, emulate := range []bool{false, true} {
 			sc, err := boincxml.LoadScenario(dir)
@@ -32,6 +36,9 @@ func TestNoRiseUntilKept(t *testing.T) {
 				Seed: 1 + r.Uint64N(1000), EmulateBOINC: emulate}
 			if _, err := sim.Run(sc, cfg); err != nil {
 				t.Fatalf("%s: %v", dir, err)
+			}
+			if n := boincpolicy.NoneYetDiffs(); n > 0 {
+				t.Fatalf("%s (seed %d, emulate %v): %d of NoneYet's answers contradicted by Next", dir, cfg.Seed, emulate, n)
 			}
 			if n := boincpolicy.RiseDiffs(); n > 0 {
 				t.Fatalf("%s (seed %d, emulate %v): %d of noRiseUntil's kept answers differ from the computed ones", dir, cfg.Seed, emulate, n)

@@ -83,6 +83,9 @@ func (bp *boincPolicy) runList() []int { return bp.order }
 
 func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (RPC, bool) {
 	bp.work.Quiet = !noSkips
+	if bp.work.NoneYet(doc, now, asked) {
+		return RPC{}, false // (Next's answer, without its plan copied)
+	}
 	r, ok := bp.work.Next(doc, now, asked)
 	if !ok {
 		return RPC{}, false
