@@ -122,8 +122,13 @@ func syncFS(dir string) error {
 // filesPerSync is about how many workunits' files a pass writes or unlinks between
 // two syncs (syncFS), claimed or decided in batches of their own (short transactions):
 // a sync per batch of 500 was hundreds of syncfs calls a pass over 100,000 workunits,
-// each waiting for the shared disk (issue 27's benchmark).
-const filesPerSync = 4000
+// each waiting for the shared disk (issue 27's benchmark). But each sync is a burst of
+// writes and a cache flush that a scheduler RPC's commit, on the same disk, waits
+// behind: with the pass as a cron process beside the endpoint at 50 RPC/s, 1,000
+// instead of 4,000 cut the RPCs' p99 during assimilation from 18–39 ms to 13–26 ms
+// (their COMMIT p99 from 11–17 to 6–12 ms), for a pass 3–15 % longer (issue 33;
+// docs/decisions.md, "Smaller sync groups").
+const filesPerSync = 1000
 
 // fileWorkers is how many file operations (writes, renames, unlinks) a pass has in
 // flight at once. An unlink waits on the file system far more than it uses a
