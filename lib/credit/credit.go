@@ -37,33 +37,16 @@ func UpdateAverage(now, start, work, avg, avgTime float64) (newAvg, newTime floa
 // the one function for credit (a week) and for its client's recent estimated credit
 // (REC, lib/boincpolicy: ten days by default).
 func DecayedAverage(now, start, work, halfLife, avg, avgTime float64) (newAvg, newTime float64) {
-	switch {
-	case avgTime > 0:
-		diff := max(now-avgTime, 0)
-		weight := math.Exp(-diff * math.Ln2 / halfLife)
-		avg *= weight
-		if 1-weight > 1e-6 {
-			avg += (1 - weight) * work / (diff / 86400)
-		} else {
-			// The limit as diff → 0, where the quotient above is 0 × ∞.
-			avg += math.Ln2 * work * 86400 / halfLife
-		}
-	case work > 0:
-		if days := (now - start) / 86400; days > 0 {
-			avg = work / days
-		} else {
-			avg = math.Ln2 * work * 86400 / halfLife // no time yet: as for a burst
-		}
-	}
-	return avg, now
+	var d Decay
+	return d.Average(now, start, work, halfLife, avg, avgTime)
 }
 
 // Decay is DecayedAverage for a caller that brings averages up to date interval after
 // interval of one length (an emulator's steps): it keeps the last interval's weight,
 // the math.Exp that is most of the function's time, and the interval in days, for the
 // next interval of the same length and half-life, and it adds nothing for no work
-// (below). The zero value is ready; the averages are DecayedAverage's, to the last bit
-// (TestDecayIsDecayedAverage).
+// (below). The zero value is ready; the averages are the plain formula's, to the last
+// bit (TestDecayIsDecayedAverage, whose decayedAverageFormula is that formula).
 type Decay struct {
 	diff, halfLife, weight, days float64
 	known                        bool

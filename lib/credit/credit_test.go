@@ -70,7 +70,7 @@ func TestDecayKeepsTheWeight(t *testing.T) {
 }
 
 // TestDecayIsDecayedAverage: Decay.Average, its weight and days kept and no work's
-// zero term left out, gives DecayedAverage's (the whole computation's) averages to the
+// zero term left out, gives decayedAverageFormula's (the whole computation's) averages to the
 // last bit (any NaN as any other: a product of two NaNs has either's payload, as the
 // compiler orders the operands) over random intervals, half-lives, works and averages, with the zeros of
 // either sign, subnormals, infinities and NaN among them. It fails with the zero term
@@ -102,7 +102,7 @@ func TestDecayIsDecayedAverage(t *testing.T) {
 		if rng.IntN(20) == 0 {
 			work = odd()
 		}
-		want, wantAt := DecayedAverage(now, 1.6e9, work, half, avg, at)
+		want, wantAt := decayedAverageFormula(now, 1.6e9, work, half, avg, at)
 		got, gotAt := d.Average(now, 1.6e9, work, half, avg, at)
 		if !sameBits(got, want) || !sameBits(gotAt, wantAt) {
 			t.Fatalf("trial %d: Average(now %v, work %v, half-life %v, avg %v, at %v) = %v at %v, want %v at %v",
@@ -120,4 +120,29 @@ func TestDecayIsDecayedAverage(t *testing.T) {
 // sameBits: a and b are the same float64 to the last bit, or both NaN.
 func sameBits(a, b float64) bool {
 	return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b
+}
+
+// decayedAverageFormula is BOINC's update_average computed whole at every call, the
+// oracle Decay.Average (and so DecayedAverage) is held to: the weight exp(−Δt·ln 2 ÷
+// half-life) each time, the new work's term always added.
+func decayedAverageFormula(now, start, work, halfLife, avg, avgTime float64) (newAvg, newTime float64) {
+	switch {
+	case avgTime > 0:
+		diff := max(now-avgTime, 0)
+		weight := math.Exp(-diff * math.Ln2 / halfLife)
+		avg *= weight
+		if 1-weight > 1e-6 {
+			avg += (1 - weight) * work / (diff / 86400)
+		} else {
+			// The limit as diff → 0, where the quotient above is 0 × ∞.
+			avg += math.Ln2 * work * 86400 / halfLife
+		}
+	case work > 0:
+		if days := (now - start) / 86400; days > 0 {
+			avg = work / days
+		} else {
+			avg = math.Ln2 * work * 86400 / halfLife // no time yet: as for a burst
+		}
+	}
+	return avg, now
 }
