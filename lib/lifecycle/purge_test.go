@@ -323,12 +323,18 @@ func TestPurgeChangedWhileArchived(t *testing.T) {
 					t.Fatalf("second pass: %v", second)
 				}
 				got := archived(t, arch)
-				if len(got["result"]) != 6 || !strings.Contains(strings.Join(got["result"], "\n"), c.want) {
+				if !resultsHold(got, 6, c.want) {
 					t.Errorf("results archived: %q", got["result"])
 				}
 			})
 		})
 	}
+}
+
+// resultsHold says whether the archive's result lines (archived) are n, one of them
+// holding want.
+func resultsHold(got map[string][]string, n int, want string) bool {
+	return len(got["result"]) == n && strings.Contains(strings.Join(got["result"], "\n"), want)
 }
 
 // purgeChangedOnce runs two purge passes of p into arch, the first calling change once,

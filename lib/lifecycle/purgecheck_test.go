@@ -3,7 +3,6 @@ package lifecycle_test
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/bkit/bkit/lib/lifecycle"
@@ -62,7 +61,7 @@ func TestPurgeChangedThroughAnotherConnection(t *testing.T) {
 			t.Fatalf("second pass: %v", second)
 		}
 		got := archived(t, arch)
-		if len(got["result"]) != 12 || !strings.Contains(strings.Join(got["result"], "\n"), `"cpu_time":4242`) {
+		if !resultsHold(got, 12, `"cpu_time":4242`) {
 			t.Errorf("results archived: %q", got["result"])
 		}
 		if n := p.count(t, `SELECT COUNT(*) FROM workunit`); n != 0 {
