@@ -458,12 +458,19 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 		}
 		g := w.gCPUs[4*p : 4*p+4]
 		if doc.BOINCEmulator {
+			// pick takes the projects by address, the last first, each until its
+			// jobs run out or the CPUs are used: before p's k-th job come every
+			// later project's jobs (their CPUs, ahead) and p's k − 1 before it, so
+			// p is served k while those are fewer than the CPUs left. (Served one
+			// at most, part-time-4cpu's 10-day run under BOINC's emulator ran the
+			// simulation at 5,523 of its 6,106 passes, 10 with this: issue 30,
+			// nineteenth round.)
 			var ahead float64
 			for q := p + 1; q < nP; q++ {
 				ahead += w.gCPUs[4*q+1]
 			}
-			if ahead < limit {
-				w.gServed[p] = 1
+			for k := 1.0; k <= g[0] && ahead+(k-1)*g[2] < limit; k++ {
+				w.gServed[p] = k
 			}
 			continue
 		}
