@@ -13,3 +13,10 @@ func SetNoneYetCheck(on bool) { noneYetCheck, noneYetDiffs = on, 0 }
 
 // NoneYetDiffs is how many of NoneYet's answers next contradicted.
 func NoneYetDiffs() int { return noneYetDiffs }
+
+// SetFallCheck turns prepareJobs' fall check on or off and zeroes its count
+// (fall_test.go).
+func SetFallCheck(on bool) { fallCheck, fallBreaks = on, 0; clear(fallSeen) }
+
+// FallBreaks is how many jobs fell faster than prepareJobs' fall allowed.
+func FallBreaks() int { return fallBreaks }

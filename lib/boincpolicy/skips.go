@@ -36,6 +36,9 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 	// without it: the pass reads nothing else of it.
 	w.quietView(doc, now)
 	w.prepareJobs(doc)
+	if fallCheck {
+		w.checkFall(doc, now)
+	}
 	if w.missesKept(doc, now) || w.missesKnown(doc, now) && w.keepMisses(doc, now) {
 		if w.setHold(doc, now, true); w.hold {
 			// The pass would run exactly the jobs running: it changes nothing
