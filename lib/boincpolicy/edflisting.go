@@ -85,12 +85,15 @@ func (w *Workspace) edfListingSure(doc *state.Document, now float64) (float64, b
 // or when u's or a running x's estimated remaining work may jump: a task with a true
 // remaining work (state.Task.EmulatorFlopsLeft) that has not yet computed reads its
 // estimate until it has, and then its true remaining work, which may be far less or
-// more.
+// more. Two jobs exactly tied (exactTie) stay so: +Inf.
 func (w *Workspace) tieLead(doc *state.Document, x, u *job) (float64, bool) {
 	for _, j := range [2]*job{x, u} {
 		if t := &doc.Tasks[j.task]; j.running && t.EmulatorFlopsLeft > 0 && !(t.FlopsDone > 0 && t.FractionDone < 1) {
 			return 0, false
 		}
+	}
+	if exactTie(doc, x, u) {
+		return math.Inf(1), true // no lead to eat: the listing stands
 	}
 	lead := (u.est/u.speed-x.est/x.speed)*(1-1e-9) - 1e-6
 	if !(lead > 0) || !(u.speed > 0) || !(x.speed > 0) {
@@ -135,4 +138,24 @@ func (w *Workspace) listedEDF(task int) bool {
 		}
 	}
 	return false
+}
+
+// exactTie reports whether running jobs x, listed for its miss, and u, not listed, of
+// one deadline, stay tied in earliest_deadline_result's order for as long as both
+// run, x first: under BOINC's emulator, of one app version, with equal true remaining
+// works (state.Task.EmulatorFlopsLeft, which their estimated remaining works are once
+// they have computed), work done and progress, x before u in the jobs' order. The
+// loop takes each step's work off a running task's true remaining work and adds it to
+// its work done (its version's speed × the step, the same for both), so the two stay
+// equal, bit for bit, their progress too (their true works are equal), and the ties'
+// order keeps the first in the jobs' order. (part-time-4cpu's A jobs come two of one
+// deadline and one work a reply, both running, one listed: under --emulate boinc 506
+// holds a 10-day run were refused for want of a lead; issue 30, nineteenth round.)
+func exactTie(doc *state.Document, x, u *job) bool {
+	if !doc.BOINCEmulator || !x.running || !u.running || x.task > u.task || !state.SameName(x.appVersion, u.appVersion) {
+		return false
+	}
+	tx, tu := &doc.Tasks[x.task], &doc.Tasks[u.task]
+	return tx.EmulatorFlopsLeft > 0 && tx.FlopsDone > 0 && tx.FractionDone < 1 && tx.EmulatorFlopsLeft == tu.EmulatorFlopsLeft &&
+		tx.FlopsDone == tu.FlopsDone && tx.FractionDone == tu.FractionDone
 }
