@@ -77,6 +77,10 @@ func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
 	return bp.work.Changed()
 }
 
+// rpcMade: the policy hears in Replied of an RPC that reported and received no task
+// (rpcWatcher).
+func (*boincPolicy) rpcMade() {}
+
 // runList: the tasks the last pass that changed a task ran, in its run list's order
 // (Sim.noteStarts).
 func (bp *boincPolicy) runList() []int { return bp.order }
@@ -94,7 +98,11 @@ func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (R
 }
 
 func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
-	bp.work.TasksReceived() // the RPC's backoffs and the tasks reported and received
+	if rep.tasks {
+		bp.work.TasksReceived() // the RPC's backoffs and the tasks reported and received
+	} else {
+		bp.work.RPCMade() // the RPC's backoffs only (Serve told no tasksChanged)
+	}
 	if rep.Failed {
 		return
 	}

@@ -69,6 +69,8 @@ type Reply struct {
 	// reply without jobs says "no work, but the resource is supported" and leaves
 	// D(P,R) set (Config.ThreeState).
 	ThreeState bool
+	// tasks: the RPC reported or received a task (Serve), for an rpcWatcher.
+	tasks bool
 }
 
 // StepUsage is what happened in one step of DT seconds ending at Now: per project
@@ -127,6 +129,14 @@ type watcher interface {
 type finishWatcher interface {
 	watcher
 	taskFinished()
+}
+
+// rpcWatcher is a watcher not told tasksChanged by an RPC that reported and received no
+// task (Serve): it hears of every RPC in Replied, whose reply says whether the tasks
+// changed (policy boinc: such an RPC changed only what its work fetch reads).
+type rpcWatcher interface {
+	watcher
+	rpcMade()
 }
 
 // dueSkip asks cpusched's Due only when its answer may have changed, for a policy that

@@ -90,7 +90,14 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		return Reply{Failed: true}
 	}
 	s.m.rpcs++
-	defer s.tasksChanged() // reported and received
+	tasks := false // whether the RPC reported or received a task
+	defer func() {
+		// (A policy that hears of every RPC apart, rpcWatcher, is told in Replied
+		// when it changed no task.)
+		if _, ok := s.policy.(rpcWatcher); tasks || !ok {
+			s.tasksChanged() // reported and received
+		}
+	}()
 	// The delay the request reports, from the client's own estimator where the policy
 	// has one (BOINC's emulator's server reads its client's; busyEstimator), taken
 	// before the reports change the tasks the policy's simulation saw.
@@ -118,9 +125,11 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	}
 	for _, n := range jobs {
 		s.m.jobs += n
+		tasks = tasks || n > 0
 	}
+	tasks = tasks || reported
 	rpc.RPCSucceeded(p, now, 0)
-	return Reply{Jobs: jobs, Seed: s.rng.Uint64(), ThreeState: s.cfg.ThreeState}
+	return Reply{Jobs: jobs, Seed: s.rng.Uint64(), ThreeState: s.cfg.ThreeState, tasks: tasks}
 }
 
 var errServerDown = errors.New("the project's server is down")
