@@ -9,7 +9,7 @@
 #   run   sim.Run alone (the scenario loaded outside the timer): BenchmarkTenDays in
 #         lib/sim, median over COUNT rounds (default 5) of BENCHTIME runs (default 10x);
 #   wall  the whole program, `bsim run SCENARIO --duration 10d --policy P`, median of
-#         RUNS (default 11) runs, seed and boinc alternating (public scenarios only).
+#         RUNS (default 11) runs, seed and boinc alternating.
 # The machine should be quiet: the figures are times.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +47,9 @@ awk '/^BenchmarkTenDays\// {
 echo
 go build -o "$tmp/" ./cmd/bsim
 printf '%-24s %-14s %9s %9s %7s\n' scenario convention "seed ms" "boinc ms" ratio
-for s in scenarios/{example-2cpu-2to1,deadlines-4cpu,down-2cpu,part-time-4cpu,seed002-gpu,share-75-25} lib/sim/testdata/noisy; do
+scens=(scenarios/{example-2cpu-2to1,deadlines-4cpu,down-2cpu,part-time-4cpu,seed002-gpu,share-75-25} lib/sim/testdata/noisy)
+[ "${CORPUS:-0}" = 1 ] && scens+=(scenarios/corpus/c*)
+for s in "${scens[@]}"; do
   for conv in bsim emulate-boinc; do
     flag=(); [ "$conv" = emulate-boinc ] && flag=(--emulate boinc)
     for _ in $(seq "$RUNS"); do
