@@ -20,3 +20,10 @@ func SetFallCheck(on bool) { fallCheck, fallBreaks = on, 0; clear(fallSeen) }
 
 // FallBreaks is how many jobs fell faster than prepareJobs' fall allowed.
 func FallBreaks() int { return fallBreaks }
+
+// SetFetchCheck turns the work fetch hold's check on or off and zeroes its count
+// (fetchhold_test.go).
+func SetFetchCheck(on bool) { fetchCheck, fetchDiffs = on, 0 }
+
+// FetchDiffs is how many of the fetch hold's answers a whole work fetch contradicted.
+func FetchDiffs() int { return fetchDiffs }

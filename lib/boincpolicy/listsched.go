@@ -1,6 +1,7 @@
 package boincpolicy
 
 import (
+	"math"
 	"slices"
 
 	"github.com/bkit/bkit/lib/scratch"
@@ -256,6 +257,7 @@ func (w *Workspace) saturatedLow(doc *state.Document, now, bufMin float64) bool 
 	}
 	if low, ok := w.saturatedLowAt(doc, now); ok && low*(1-1e-9)-1e-6 >= bufMin*(1+1e-9)+1e-6 {
 		w.lowFails = 0
+		w.lowHold(doc, now, low, bufMin)
 		return true
 	}
 	if w.lowFails++; w.lowFails >= perJobTries {
@@ -367,4 +369,42 @@ func keepLongest(top []float64, t float64, k int) []float64 {
 		top[x-1] = t
 	}
 	return top
+}
+
+// lowHold sets the work fetch's hold (fetchHold) after saturatedLow's bound at now put
+// the CPUs' saturated time at now + low, past bufMin, where the served CPUs the bound
+// rests on read no REC (gRECFree: BOINC's emulator's pick by address, or one
+// project), so that they hold while the tasks stay as they are: each job's bound from
+// below on its end, now + w.low[i], comes nearer by at most lowFall's rate a second,
+// so w.low[i] falls by at most that rate + 1, and the (N − n + 1)th least of them with
+// it; the hold lasts until the margin past bufMin may be eaten (and, as workBound's,
+// until a reason not to ask a resource may end). The view must show the jobs running
+// as they are (a pass at the moment may have started or stopped one since: no hold).
+// (Corpus c029's work fetch found the CPUs saturated past work_buf_min by this bound
+// at 4,969 moments of a 10-day run under --emulate boinc, each bound found afresh;
+// c139 and c063 likewise: issue 30, nineteenth round.)
+func (w *Workspace) lowHold(doc *state.Document, now, low, bufMin float64) {
+	if !w.gRECFree {
+		return // the served CPUs found at now are good at now only
+	}
+	for i := range w.jobs {
+		if w.jobs[i].running != (doc.Tasks[w.jobs[i].task].State == state.TaskRunning) {
+			// A pass at this moment started or stopped it after the view was
+			// made: lowFall's rates would read the jobs as they were.
+			return
+		}
+	}
+	w.lowFall(doc)
+	rate := 0.0
+	for i := range w.jobs {
+		rate = max(rate, w.lowK[i]+1)
+	}
+	hold := math.Inf(1)
+	if over := low*(1-1e-9) - 1e-6 - (bufMin*(1+1e-9) + 1e-6); rate > 0 {
+		hold = over / rate
+	}
+	if len(w.noAsk) == len(doc.Host.Resources) {
+		hold = min(hold, w.noAskUntil-now)
+	}
+	w.fetchHold, w.fetchHoldUntil = hold > 0, now+hold
 }

@@ -143,7 +143,10 @@ func (w *Workspace) quietNoFetch(doc *state.Document, now float64) bool {
 	}
 	if w.fetchHold && now < w.fetchHoldUntil {
 		// The work bound showed no resource short of work until fetchHoldUntil
-		// (workBound), the tasks unchanged since.
+		// (workBound, or lowHold), the tasks unchanged since.
+		if fetchCheck {
+			w.checkFetchHold(doc, now)
+		}
 		return true
 	}
 	if w.simDone && w.simAt == now {
