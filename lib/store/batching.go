@@ -11,9 +11,16 @@ import (
 // p99 without one). Batches of a fixed 1,000 workunits held it 50 ms on this project's
 // 2-core machine and the p99 during a pass was 3–12× the idle one; 10 ms batches with
 // 5 ms pauses, 1.5–2.5×; 5 ms batches each followed by a pause as long (LetWritersIn),
-// 1.9×, with half the p50 and the RPCs' throughput during a pass 72 % of idle instead
-// of about half, for a pass twice as long (docs/scaling.md).
-const sqliteBatchHold = 5 * time.Millisecond
+// 1.9× there. While RPCs come, a pass holds the lock about half the time, so about
+// half the RPCs meet a batch: the tail it adds is a batch's hold, which must stay
+// below the scheduler's own idle p99. On a machine whose idle p99 is 3.5–7 ms, 5 ms
+// batches (7 ms at their p99) were 1.5–3.7× in 5 quiet bretry passes (4 over 2×);
+// 3 ms batches (4 ms at their p99), 1.4–2.1× in 4, with the RPCs' p99 during the pass
+// 7.6–10.4 ms instead of 11–12.8, for a pass 1.5–2.3× longer beside the RPCs (a quiet
+// server's batches are sqliteQuietHold's, so a pass with nobody else writing is as
+// fast as before). 2 ms batches made the pass 4× longer (docs/decisions.md, "Shorter
+// batches").
+const sqliteBatchHold = 3 * time.Millisecond
 
 // sqliteQuietHold is how long a batch may hold the write lock once no other
 // connection has committed for sqliteQuietWindow (a server with no RPCs coming, a

@@ -9,7 +9,7 @@ import (
 	"github.com/bkit/bkit/lib/store/storetest"
 )
 
-// TestBatcher: on SQLite a batch holds the write lock about 5 ms whatever a row
+// TestBatcher: on SQLite a batch holds the write lock about 3 ms whatever a row
 // costs, within [10, most], growing at most twofold a batch; on MySQL every batch is
 // the most.
 func TestBatcher(t *testing.T) {
@@ -30,19 +30,19 @@ func TestBatcher(t *testing.T) {
 			if b.Size() != 100 {
 				t.Fatalf("first SQLite batch %d, want 100", b.Size())
 			}
-			b.Held(100, 100*time.Millisecond) // 1 ms a row: 5, so the least, 10
+			b.Held(100, 100*time.Millisecond) // 1 ms a row: 3, so the least, 10
 			if b.Size() != 10 {
 				t.Fatalf("after 1 ms a row: %d, want 10", b.Size())
 			}
-			for range 50 { // 5 µs a row: 1,000 rows fit, reached by doubling
+			for range 50 { // 3 µs a row: 1,000 rows fit, reached by doubling
 				prev := b.Size()
-				b.Held(prev, time.Duration(prev)*5*time.Microsecond)
+				b.Held(prev, time.Duration(prev)*3*time.Microsecond)
 				if b.Size() > 2*prev {
 					t.Fatalf("grew from %d to %d in one batch", prev, b.Size())
 				}
 			}
 			if b.Size() != 1000 {
-				t.Fatalf("after 5 µs a row: %d, want the most, 1000", b.Size())
+				t.Fatalf("after 3 µs a row: %d, want the most, 1000", b.Size())
 			}
 			b.Held(1000, 10*time.Second)
 			if b.Size() < 10 || b.Size() > 100 {
