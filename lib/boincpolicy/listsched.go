@@ -372,20 +372,27 @@ func keepLongest(top []float64, t float64, k int) []float64 {
 }
 
 // lowHold sets the work fetch's hold (fetchHold) after saturatedLow's bound at now put
-// the CPUs' saturated time at now + low, past bufMin, where the served CPUs the bound
-// rests on read no REC (gRECFree: BOINC's emulator's pick by address, or one
-// project), so that they hold while the tasks stay as they are: each job's bound from
-// below on its end, now + w.low[i], comes nearer by at most lowFall's rate a second,
-// so w.low[i] falls by at most that rate + 1, and the (N − n + 1)th least of them with
-// it; the hold lasts until the margin past bufMin may be eaten (and, as workBound's,
-// until a reason not to ask a resource may end). The view must show the jobs running
-// as they are (a pass at the moment may have started or stopped one since: no hold).
-// (Corpus c029's work fetch found the CPUs saturated past work_buf_min by this bound
-// at 4,969 moments of a 10-day run under --emulate boinc, each bound found afresh;
-// c139 and c063 likewise: issue 30, nineteenth round.)
+// the CPUs' saturated time at now + low, past bufMin. The served CPUs the bound rests
+// on read no REC under BOINC's emulator (pick by address) or with one project
+// (gRECFree), and otherwise hold while the REC fractions stay in the box of
+// projectServed's comparisons at now (servedEps: the box missesKept's answers keep,
+// box.go), which the hold then keeps too (fetchHeld); with them, while the tasks stay
+// as they are, each job's bound from below on its end, now + w.low[i], comes nearer by
+// at most lowFall's rate a second, so w.low[i] falls by at most that rate + 1, and the
+// (N − n + 1)th least of them with it; the hold lasts until the margin past bufMin may
+// be eaten (and, as workBound's, until a reason not to ask a resource may end). The
+// view must show the jobs running as they are (a pass at the moment may have started or
+// stopped one since: no hold). (Corpus c029's work fetch found the CPUs saturated past
+// work_buf_min by this bound at 4,969 moments of a 10-day run under --emulate boinc,
+// each bound found afresh; c139 and c063 likewise: issue 30, nineteenth round. Under
+// bsim's conventions, with the served CPUs read from the RECs, c139's found it afresh
+// at 12,753 moments of a 10-day run, c060's at 10,511: issue 30, twentieth round.)
 func (w *Workspace) lowHold(doc *state.Document, now, low, bufMin float64) {
+	eps := math.Inf(1) // the box of REC fractions the served CPUs hold in
 	if !w.gRECFree {
-		return // the served CPUs found at now are good at now only
+		if eps = w.servedEps; !(eps > 0) {
+			return // the served CPUs found at now are good at now only
+		}
 	}
 	for i := range w.jobs {
 		if w.jobs[i].running != (doc.Tasks[w.jobs[i].task].State == state.TaskRunning) {
@@ -407,4 +414,9 @@ func (w *Workspace) lowHold(doc *state.Document, now, low, bufMin float64) {
 		hold = min(hold, w.noAskUntil-now)
 	}
 	w.fetchHold, w.fetchHoldUntil = hold > 0, now+hold
+	if w.fetchBoxed = !math.IsInf(eps, 1); w.fetchBoxed {
+		w.fetchEps = eps
+		w.fetchF = scratch.Grow(w.fetchF, len(doc.Projects))
+		recFractions(doc, w.jobs, w.fetchF)
+	}
 }

@@ -52,15 +52,16 @@ func (w *Workspace) next(doc *state.Document, now float64, asked []int) (rpc.Pla
 	return plan, true
 }
 
-// NoneYet reports, without reading the document, that Next makes no RPC at now, where Next's
-// first tests show it and change nothing: a project already asked, or, on the quiet
-// paths, no report due before reportHoldUntil (OverdueReport's hold) and no project
-// askable before askHoldUntil or no resource short of work before fetchHoldUntil
-// (quietNoFetch's first tests). Next begins with it; a caller may ask it first and
-// spare Next's call and its plan (most of a run's steps: issue 30, eighteenth round).
+// NoneYet reports, reading of the document at most the RECs (fetchHeld's box), that
+// Next makes no RPC at now, where Next's first tests show it and change nothing: a
+// project already asked, or, on the quiet paths, no report due before reportHoldUntil
+// (OverdueReport's hold) and no project askable before askHoldUntil or no resource
+// short of work before fetchHoldUntil (quietNoFetch's first tests). Next begins with
+// it; a caller may ask it first and spare Next's call and its plan (most of a run's
+// steps: issue 30, eighteenth round).
 func (w *Workspace) NoneYet(doc *state.Document, now float64, asked []int) bool {
 	none := len(asked) > 0 || w.Quiet && w.reportHold && now < w.reportHoldUntil &&
-		(w.askHold && now < w.askHoldUntil || w.fetchHold && now < w.fetchHoldUntil)
+		(w.askHold && now < w.askHoldUntil || w.fetchHeld(doc, now))
 	if none && noneYetCheck {
 		w.checkNoneYet(doc, now, asked)
 	}

@@ -141,7 +141,7 @@ func (w *Workspace) quietNoFetch(doc *state.Document, now float64) bool {
 	if w.askHold && now < w.askHoldUntil {
 		return true // no project may be asked before askHoldUntil (noneAskable)
 	}
-	if w.fetchHold && now < w.fetchHoldUntil {
+	if w.fetchHeld(doc, now) {
 		// The work bound showed no resource short of work until fetchHoldUntil
 		// (workBound, or lowHold), the tasks unchanged since.
 		if fetchCheck {
@@ -175,7 +175,7 @@ func (w *Workspace) quietNoFetch(doc *state.Document, now float64) bool {
 // or stopped leave the bound good, but for a job that has not run yet under BOINC's
 // emulator (setHold): then it is not set.
 func (w *Workspace) holdFetch(doc *state.Document, now float64) {
-	if w.fetchHold && now < w.fetchHoldUntil {
+	if w.fetchHeld(doc, now) {
 		return
 	}
 	if doc.BOINCEmulator {
@@ -346,8 +346,15 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 	if len(w.noAsk) == len(h.Resources) {
 		hold = min(hold, w.noAskUntil-w.boundAt)
 	}
-	w.fetchHold, w.fetchHoldUntil = hold > 0, w.boundAt+hold
+	w.fetchHold, w.fetchHoldUntil, w.fetchBoxed = hold > 0, w.boundAt+hold, false
 	return true
+}
+
+// fetchHeld reports whether the work fetch's hold (fetchHold) holds at now: before
+// its end and, for lowHold's resting on served CPUs that read the RECs, while the
+// REC fractions stay in its box (fetchBoxed).
+func (w *Workspace) fetchHeld(doc *state.Document, now float64) bool {
+	return w.fetchHold && now < w.fetchHoldUntil && (!w.fetchBoxed || recDrift(doc, w.fetchF) <= w.fetchEps)
 }
 
 // setHold finds, after a pass at now that missesKnown let through without a

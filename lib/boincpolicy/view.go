@@ -118,6 +118,12 @@ type Workspace struct {
 	// job ends it.
 	fetchHold               bool
 	fetchHoldUntil, boundAt float64
+	// fetchBoxed, fetchEps, fetchF: lowHold's hold where the served CPUs it rests on
+	// read the RECs holds only while the REC fractions stay within fetchEps of
+	// fetchF (fetchHeld; box.go).
+	fetchBoxed bool
+	fetchEps   float64
+	fetchF     []float64
 	// askHold, askHoldUntil: no project may be asked before askHoldUntil
 	// (noneAskable); a Reset ends it.
 	askHold      bool
