@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/bkit/bkit/lib/boincpolicy"
-	"github.com/bkit/bkit/lib/boincxml"
-	"github.com/bkit/bkit/lib/sim"
 )
 
 // TestFallBound: in runs of policy boinc on random corpus scenarios, the public ones
@@ -25,22 +23,6 @@ func TestFallBound(t *testing.T) {
 	for range 16 {
 		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
 	}
-	defer boincpolicy.SetFallCheck(false)
-	for _, dir := range dirs {
-		for _, emulate := range []bool{false, true} {
-			sc, err := boincxml.LoadScenario(dir)
-			if err != nil {
-				t.Skipf("%s: %v", dir, err)
-			}
-			boincpolicy.SetFallCheck(true)
-			cfg := sim.Config{Duration: float64(2+r.IntN(9)) * 86400, Delta: 60, Policy: "boinc",
-				Seed: 1 + r.Uint64N(1000), EmulateBOINC: emulate}
-			if _, err := sim.Run(sc, cfg); err != nil {
-				t.Fatalf("%s: %v", dir, err)
-			}
-			if n := boincpolicy.FallBreaks(); n > 0 {
-				t.Errorf("%s (seed %d, emulate %v): %d jobs' simulated times fell faster than prepareJobs' fall allows", dir, cfg.Seed, emulate, n)
-			}
-		}
-	}
+	checkedRuns(t, r, dirs, boincpolicy.SetFallCheck,
+		checked{boincpolicy.FallBreaks, "jobs' simulated times fell faster than prepareJobs' fall allows"})
 }

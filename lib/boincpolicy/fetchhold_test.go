@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/bkit/bkit/lib/boincpolicy"
-	"github.com/bkit/bkit/lib/boincxml"
-	"github.com/bkit/bkit/lib/sim"
 )
 
 // TestFetchHoldKept: in runs of policy boinc on the corpus scenarios whose work fetch
@@ -26,24 +24,6 @@ func TestFetchHoldKept(t *testing.T) {
 	for range 12 {
 		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
 	}
-	defer boincpolicy.SetFetchCheck(false)
-	defer boincpolicy.SetNoneYetCheck(false)
-	for _, dir := range dirs {
-		for _, emulate := range []bool{false, true} {
-			sc, err := boincxml.LoadScenario(dir)
-			if err != nil {
-				t.Skipf("%s: %v", dir, err)
-			}
-			boincpolicy.SetFetchCheck(true)
-			boincpolicy.SetNoneYetCheck(true)
-			cfg := sim.Config{Duration: float64(2+r.IntN(9)) * 86400, Delta: 60, Policy: "boinc",
-				Seed: 1 + r.Uint64N(1000), EmulateBOINC: emulate}
-			if _, err := sim.Run(sc, cfg); err != nil {
-				t.Fatalf("%s: %v", dir, err)
-			}
-			if n := boincpolicy.FetchDiffs(); n > 0 {
-				t.Errorf("%s (seed %d, emulate %v): %d of the work fetch hold's answers contradicted by a whole work fetch", dir, cfg.Seed, emulate, n)
-			}
-		}
-	}
+	checkedRuns(t, r, dirs, func(on bool) { boincpolicy.SetFetchCheck(on); boincpolicy.SetNoneYetCheck(on) },
+		checked{boincpolicy.FetchDiffs, "of the work fetch hold's answers contradicted by a whole work fetch"})
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/bkit/bkit/lib/boincpolicy"
-	"github.com/bkit/bkit/lib/boincxml"
-	"github.com/bkit/bkit/lib/sim"
 )
 
 // TestNoRiseUntilKept: noRiseUntil's answer kept for the moment is the one computed
@@ -22,27 +20,7 @@ func TestNoRiseUntilKept(t *testing.T) {
 	for range 16 {
 		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
 	}
-	boincpolicy.SetRiseCheck(true)
-	defer boincpolicy.SetRiseCheck(false)
-	boincpolicy.SetNoneYetCheck(true)
-	defer boincpolicy.SetNoneYetCheck(false)
-	for _, dir := range dirs {
-		for _, emulate := range []bool{false, true} {
-			sc, err := boincxml.LoadScenario(dir)
-			if err != nil {
-				t.Skipf("%s: %v", dir, err)
-			}
-			cfg := sim.Config{Duration: float64(2+r.IntN(9)) * 86400, Delta: 60, Policy: "boinc",
-				Seed: 1 + r.Uint64N(1000), EmulateBOINC: emulate}
-			if _, err := sim.Run(sc, cfg); err != nil {
-				t.Fatalf("%s: %v", dir, err)
-			}
-			if n := boincpolicy.NoneYetDiffs(); n > 0 {
-				t.Fatalf("%s (seed %d, emulate %v): %d of NoneYet's answers contradicted by Next", dir, cfg.Seed, emulate, n)
-			}
-			if n := boincpolicy.RiseDiffs(); n > 0 {
-				t.Fatalf("%s (seed %d, emulate %v): %d of noRiseUntil's kept answers differ from the computed ones", dir, cfg.Seed, emulate, n)
-			}
-		}
-	}
+	checkedRuns(t, r, dirs, func(on bool) { boincpolicy.SetRiseCheck(on); boincpolicy.SetNoneYetCheck(on) },
+		checked{boincpolicy.NoneYetDiffs, "of NoneYet's answers contradicted by Next"},
+		checked{boincpolicy.RiseDiffs, "of noRiseUntil's kept answers differ from the computed ones"})
 }

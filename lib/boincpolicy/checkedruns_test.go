@@ -1,0 +1,45 @@
+package boincpolicy_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bkit/bkit/lib/boincxml"
+	"github.com/bkit/bkit/lib/sim"
+)
+
+// checked is one count a shortcut's check keeps during a run: how many of its answers
+// the full computation contradicted, and what each one is ("of NoneYet's answers
+// contradicted by Next"), for the failure's message.
+type checked struct {
+	count func() int
+	what  string
+}
+
+// checkedRuns runs policy boinc on each of dirs under both conventions (a random seed,
+// 2 to 10 days each) with a shortcut's check on: set(true) before each run (it zeroes
+// the counts and whatever the check keeps from run to run), set(false) at the end.
+// After each run every count must be zero.
+func checkedRuns(t *testing.T, r *rand.Rand, dirs []string, set func(on bool), counts ...checked) {
+	t.Helper()
+	defer set(false)
+	for _, dir := range dirs {
+		for _, emulate := range []bool{false, true} {
+			sc, err := boincxml.LoadScenario(dir)
+			if err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			set(true)
+			cfg := sim.Config{Duration: float64(2+r.IntN(9)) * 86400, Delta: 60, Policy: "boinc",
+				Seed: 1 + r.Uint64N(1000), EmulateBOINC: emulate}
+			if _, err := sim.Run(sc, cfg); err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			for _, c := range counts {
+				if n := c.count(); n > 0 {
+					t.Errorf("%s (seed %d, emulate %v): %d %s", dir, cfg.Seed, emulate, n, c.what)
+				}
+			}
+		}
+	}
+}
