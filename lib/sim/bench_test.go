@@ -5,20 +5,10 @@ import "testing"
 // benchRun runs the public example for days simulated days at delta 60 s per iteration
 // (loading the scenario is part of the work, as it is for the program).
 func benchRun(b *testing.B, dir, policy string, days float64) {
-	benchRunConfig(b, dir, Config{Duration: days * 86400, Delta: 60, Policy: policy, Seed: 1})
-}
-
-// benchRunEmulate is benchRun under BOINC's emulator's conventions (--emulate boinc),
-// which issue 30 compares policy boinc's speed under.
-func benchRunEmulate(b *testing.B, dir, policy string, days float64) {
-	benchRunConfig(b, dir, Config{Duration: days * 86400, Delta: 60, Policy: policy, Seed: 1, EmulateBOINC: true})
-}
-
-func benchRunConfig(b *testing.B, dir string, cfg Config) {
 	load(b, dir) // skips when the scenario is absent
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Run(load(b, dir), cfg); err != nil {
+		if _, err := Run(load(b, dir), Config{Duration: days * 86400, Delta: 60, Policy: policy, Seed: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -49,24 +39,8 @@ func BenchmarkDown10Days(b *testing.B)       { benchRun(b, "../../scenarios/down
 func BenchmarkPartTime10Days(b *testing.B)   { benchRun(b, "../../scenarios/part-time-4cpu", "seed", 10) }
 func BenchmarkSeed002GPU10Days(b *testing.B) { benchRun(b, seed002GPU, "seed", 10) }
 
-// The same under --emulate boinc, policy boinc's beside seed's (issue 30 asks for
-// boinc within 1.5x of seed under BOINC's emulator's conventions).
-func BenchmarkBOINCPartTime10DaysEmulate(b *testing.B) {
-	benchRunEmulate(b, "../../scenarios/part-time-4cpu", "boinc", 10)
-}
-func BenchmarkPartTime10DaysEmulate(b *testing.B) {
-	benchRunEmulate(b, "../../scenarios/part-time-4cpu", "seed", 10)
-}
-func BenchmarkBOINCDown10DaysEmulate(b *testing.B) {
-	benchRunEmulate(b, "../../scenarios/down-2cpu", "boinc", 10)
-}
-func BenchmarkDown10DaysEmulate(b *testing.B) {
-	benchRunEmulate(b, "../../scenarios/down-2cpu", "seed", 10)
-}
-func BenchmarkBOINCNoisy10DaysEmulate(b *testing.B) {
-	benchRunEmulate(b, "testdata/noisy", "boinc", 10)
-}
-func BenchmarkNoisy10DaysEmulate(b *testing.B) { benchRunEmulate(b, "testdata/noisy", "seed", 10) }
+// The same under --emulate boinc, and policy boinc over seed's on every public scenario
+// under both conventions: BenchmarkTenDays (speed_bench_test.go).
 
 // benchStep is one step of a run already under way (two simulated days in, so that
 // the buffers have their steady-state size): its allocations per op are the step
