@@ -11,16 +11,16 @@ import (
 // p99 without one). Batches of a fixed 1,000 workunits held it 50 ms on this project's
 // 2-core machine and the p99 during a pass was 3–12× the idle one; 10 ms batches with
 // 5 ms pauses, 1.5–2.5×; 5 ms batches each followed by a pause as long (LetWritersIn),
-// 1.9× there. While RPCs come, a pass holds the lock about half the time, so about
-// half the RPCs meet a batch: the tail it adds is a batch's hold, which must stay
-// below the scheduler's own idle p99. On a machine whose idle p99 is 3.5–7 ms, 5 ms
-// batches (7 ms at their p99) were 1.5–3.7× in 5 quiet bretry passes (4 over 2×);
-// 3 ms batches (4 ms at their p99), 1.4–2.1× in 4, with the RPCs' p99 during the pass
-// 7.6–10.4 ms instead of 11–12.8, for a pass 1.5–2.3× longer beside the RPCs (a quiet
-// server's batches are sqliteQuietHold's, so a pass with nobody else writing is as
-// fast as before). 2 ms batches made the pass 4× longer (docs/decisions.md, "Shorter
-// batches").
-const sqliteBatchHold = 3 * time.Millisecond
+// 1.9× there. The tail a pass adds is about a batch's hold, which must stay well below
+// the scheduler's own idle p99 (3–7 ms on a quiet 2-core machine): 5 ms batches were
+// 1.5–3.7× in 5 quiet bretry passes there, 3 ms batches (with 5 ms pauses) 1.4–2.5×.
+// 2 ms batches with 3 ms pauses (sqliteYield) were 1.25–1.64× in 4 passes, where 3 ms
+// batches in the same hour were 2.2–2.5×: the RPCs that waited for the lock longer than
+// the busy handler's 2 ms fell from about 150 a pass to 5–10. The pass beside the RPCs
+// took 7.4–7.7 s instead of 6.0–6.7 (1.5 ms batches: 1.2–1.6×, 9.6–10.4 s). A quiet
+// server's batches are sqliteQuietHold's, so a pass with nobody else writing is as fast
+// as before (docs/decisions.md, "2 ms batches, 3 ms pauses").
+const sqliteBatchHold = 2 * time.Millisecond
 
 // sqliteQuietHold is how long a batch may hold the write lock once no other
 // connection has committed for sqliteQuietWindow (a server with no RPCs coming, a
@@ -127,12 +127,14 @@ func (b *Batcher) LetWritersIn(ctx context.Context) {
 	b.s.letWritersIn(ctx, b.s.Pause(ctx, b.last))
 }
 
-// sqliteYield is LetWritersIn's pause: several times the widest gap between a
-// waiting writer's tries for the lock (begin: sqliteBusyPoll, then again 1 ms
-// later), with room for a loaded machine's scheduling. Once one RPC has the lock,
-// the RPCs queued behind it in bserver's pool begin as soon as it commits, ahead of
-// the job's next try.
-const sqliteYield = 5 * time.Millisecond
+// sqliteYield is LetWritersIn's pause: longer than the widest gap between a waiting
+// writer's tries for the lock (begin: sqliteBusyPoll, then again 1 ms later), and the
+// job's WAL checkpoint before it (1.5 ms at its median) lets writers in too. Once one
+// RPC has the lock, the RPCs queued behind it in bserver's pool begin as soon as it
+// commits, ahead of the job's next try. 5 ms made a pass of short batches beside the
+// RPCs 2–3× longer than 3 ms did (a bretry pass of 1.5 ms batches: 25 s against
+// 10 s) for no shorter tail.
+const sqliteYield = 3 * time.Millisecond
 
 // LetWritersIn is a cron job's pause between two write transactions (batches of a
 // pass): on SQLite, whose one write lock a job that commits batch after batch would

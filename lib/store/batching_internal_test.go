@@ -37,7 +37,7 @@ func TestBatcherQuiet(t *testing.T) {
 		job.Pause(ctx, time.Duration(n)*perRow)
 		return b.Size()
 	}
-	busy := int(sqliteBatchHold / perRow) // 300
+	busy := int(sqliteBatchHold / perRow) // 200
 	quiet := int(sqliteQuietHold / perRow)
 	// Before any pause, and within the window after the first: short batches.
 	for range 20 {

@@ -9,7 +9,7 @@ import (
 	"github.com/bkit/bkit/lib/store/storetest"
 )
 
-// TestBatcher: on SQLite a batch holds the write lock about 3 ms whatever a row
+// TestBatcher: on SQLite a batch holds the write lock about 2 ms whatever a row
 // costs, within [10, most], growing at most twofold a batch; on MySQL every batch is
 // the most.
 func TestBatcher(t *testing.T) {
@@ -30,19 +30,19 @@ func TestBatcher(t *testing.T) {
 			if b.Size() != 100 {
 				t.Fatalf("first SQLite batch %d, want 100", b.Size())
 			}
-			b.Held(100, 100*time.Millisecond) // 1 ms a row: 3, so the least, 10
+			b.Held(100, 100*time.Millisecond) // 1 ms a row: 2, so the least, 10
 			if b.Size() != 10 {
 				t.Fatalf("after 1 ms a row: %d, want 10", b.Size())
 			}
-			for range 50 { // 3 µs a row: 1,000 rows fit, reached by doubling
+			for range 50 { // 1 µs a row: 2,000 rows fit, the most reached by doubling
 				prev := b.Size()
-				b.Held(prev, time.Duration(prev)*3*time.Microsecond)
+				b.Held(prev, time.Duration(prev)*time.Microsecond)
 				if b.Size() > 2*prev {
 					t.Fatalf("grew from %d to %d in one batch", prev, b.Size())
 				}
 			}
 			if b.Size() != 1000 {
-				t.Fatalf("after 3 µs a row: %d, want the most, 1000", b.Size())
+				t.Fatalf("after 1 µs a row: %d, want the most, 1000", b.Size())
 			}
 			b.Held(1000, 10*time.Second)
 			if b.Size() < 10 || b.Size() > 100 {
@@ -71,7 +71,7 @@ func TestBatchJob(t *testing.T) {
 }
 
 // TestPause: a cron job's pause after a write transaction is a full one (at least
-// 5 ms, and as long as the transaction held the lock) on SQLite when another
+// 3 ms, and as long as the transaction held the lock) on SQLite when another
 // connection committed since the last pause, or on the first; a short one (2 ms) when
 // none did; none on MySQL.
 func TestPause(t *testing.T) {
@@ -91,8 +91,8 @@ func TestPause(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer other.Close()
-			if d := job.Pause(ctx, time.Millisecond); d != 5*time.Millisecond {
-				t.Fatalf("first pause %v, want 5ms", d)
+			if d := job.Pause(ctx, time.Millisecond); d != 3*time.Millisecond {
+				t.Fatalf("first pause %v, want 3ms", d)
 			}
 			// The job's own commits do not count.
 			if _, err := job.AddApp(ctx, "own", false, 1); err != nil {
