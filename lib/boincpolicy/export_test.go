@@ -27,3 +27,10 @@ func SetFetchCheck(on bool) { fetchCheck, fetchDiffs = on, 0 }
 
 // FetchDiffs is how many of the fetch hold's answers a whole work fetch contradicted.
 func FetchDiffs() int { return fetchDiffs }
+
+// SetEDFCheck turns earliestMiss's check against edfScan on or off and zeroes its
+// count; noSort leaves edfOrder's jobs unsorted (edf_test.go).
+func SetEDFCheck(on, noSort bool) { edfCheck, edfNoSort, edfDiffs = on, noSort && on, 0 }
+
+// EDFDiffs is how many of earliestMiss's answers edfScan contradicted.
+func EDFDiffs() int { return edfDiffs }

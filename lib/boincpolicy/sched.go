@@ -104,6 +104,7 @@ func (w *Workspace) Idle(now float64) {
 
 func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) []RunEntry {
 	w.kept, w.listEps, w.khCarry = false, math.Inf(1), false
+	w.edfRes = -1 // earliestMiss's order, made afresh at each pass
 	h := &doc.Host
 	nR := w.nRes
 	nJ := len(w.jobs)
@@ -312,42 +313,6 @@ func cmpBool(a, b bool) int {
 		return 1
 	}
 	return -1
-}
-
-// earliestMiss is earliest_deadline_result for resource r: the unchosen job with the
-// earliest deadline among the projects with misses left on r.
-func (w *Workspace) earliestMiss(doc *state.Document, r int) int {
-	// Per project, whether its jobs are looked at (its correction factor puts them
-	// all in EDF, or it has misses left on r), once a call rather than once a job.
-	w.edfProj = scratch.Grow(w.edfProj, len(doc.Projects))
-	none := true // no project with misses left on r: no job to look at
-	for p := range doc.Projects {
-		if doc.Projects[p].DCF() > EDFDCF || w.missedCopy[p*w.nRes+r] > 0 {
-			w.edfProj[p], none = true, false
-		}
-	}
-	if none {
-		return -1
-	}
-	best := -1
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		if j.res != r || w.chosen[i] || !w.edfProj[j.proj] {
-			continue
-		}
-		if best < 0 || j.deadline < w.jobs[best].deadline {
-			best = i
-			continue
-		}
-		b := &w.jobs[best]
-		if j.deadline > b.deadline || b.started && !j.started {
-			continue
-		}
-		if j.est/j.speed < b.est/b.speed || !b.started && j.started {
-			best = i
-		}
-	}
-	return best
 }
 
 // bestByPriority is the next job of resource r by project priority: for a

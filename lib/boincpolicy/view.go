@@ -56,10 +56,17 @@ type Workspace struct {
 	nusedTotal, simNused, fetchShare []float64
 	missed, missedCopy, nRunnable    []int
 	edfProj                          []bool // earliestMiss's, per project
-	reason                           []Reason
-	projReason                       []ProjectReason
-	pending                          [][]int // per project × resource: job indices in arrival order
-	pendingAt                        []int
+	// earliestMiss's walk at a pass (edfOrder): r's jobs by deadline (kept per
+	// resource from pass to pass: edfOrds), the resource
+	// (−1: none yet), the next to look at, and whether it goes through every job
+	edfOrd        []int
+	edfOrds       [][]int
+	edfRes, edfAt int
+	edfFull       bool
+	reason        []Reason
+	projReason    []ProjectReason
+	pending       [][]int // per project × resource: job indices in arrival order
+	pendingAt     []int
 	// pickSeq: the projects pick took jobs from, in order, and whether it stopped
 	// because they used the CPUs (pickBroke), for pickAgain; pickSame: each
 	// project's CPU jobs of the same CPUs and bump (prepare); cpuSeqAt, cpuActAt:

@@ -1,0 +1,192 @@
+package boincpolicy
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/bkit/bkit/lib/scratch"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// earliestMiss is earliest_deadline_result for resource r: the unchosen job with the
+// earliest deadline among the projects with misses left on r (ties: a started job,
+// then the least remaining time, then the first in the jobs' order).
+//
+// A pass lists its deadline misses one call at a time, and going through every job
+// at each call was 8 % of corpus c143's run under BOINC's emulator (about 35 jobs,
+// 13 calls a pass: issue 30, twenty-first round). So the first call of a pass on r
+// puts r's jobs in order by deadline (edfOrder: the jobs' order is arrival's, most
+// often already the deadlines'), and each call walks on from where the last stopped:
+// within a pass the jobs passed over stay out, as a job chosen stays chosen and a
+// project whose misses on r are used up has none again (missedCopy only falls, the
+// correction factors do not change). Each call then looks only at the first deadline's
+// jobs left, whose ties it settles as edfScan would in the jobs' order.
+func (w *Workspace) earliestMiss(doc *state.Document, r int) int {
+	// Per project, whether its jobs are looked at (its correction factor puts them
+	// all in EDF, or it has misses left on r), once a call rather than once a job.
+	w.edfProj = scratch.Grow(w.edfProj, len(doc.Projects))
+	none := true // no project with misses left on r: no job to look at
+	for p := range doc.Projects {
+		if doc.Projects[p].DCF() > EDFDCF || w.missedCopy[p*w.nRes+r] > 0 {
+			w.edfProj[p], none = true, false
+		}
+	}
+	if none {
+		return -1
+	}
+	if w.edfRes != r {
+		w.edfOrder(r)
+	}
+	best := -1
+	if w.edfFull {
+		best = w.edfScan(r)
+	} else {
+		ord := w.edfOrd
+		for w.edfAt < len(ord) && (w.chosen[ord[w.edfAt]] || !w.edfProj[w.jobs[ord[w.edfAt]].proj]) {
+			w.edfAt++
+		}
+		if w.edfAt < len(ord) {
+			best = ord[w.edfAt]
+			d := w.jobs[best].deadline
+			for _, i := range ord[w.edfAt+1:] {
+				j := &w.jobs[i]
+				if j.deadline != d {
+					break // in order: every job after is later
+				}
+				if !w.chosen[i] && w.edfProj[j.proj] && edfBefore(j, &w.jobs[best]) {
+					best = i
+				}
+			}
+		}
+	}
+	if edfCheck {
+		if b := w.edfScan(r); b != best {
+			edfDiffs++
+		}
+	}
+	return best
+}
+
+// edfBefore is whether job j of the same deadline as b, after b in the jobs' order,
+// comes before it in earliest_deadline_result: a started job before an unstarted one,
+// else the least remaining time (equals: the first).
+func edfBefore(j, b *job) bool {
+	if b.started && !j.started {
+		return false
+	}
+	return j.est/j.speed < b.est/b.speed || !b.started && j.started
+}
+
+// edfOrder readies earliestMiss's walk on resource r (w.edfOrd): r's jobs by
+// deadline, equals in the jobs' order. The order is kept per resource from pass to
+// pass and made again only when it is not the jobs' (a job received or gone): it is
+// theirs when it holds as many entries as r has jobs, each one of r's, each strictly
+// after the one before it by (deadline, index), which makes them distinct, so all of
+// r's jobs in order. (Sorted at every pass, c150's two apps' jobs, whose deadlines
+// come out of arrival order, cost more than the walk saved.) With a deadline that is
+// not a number the order would not be earliestMiss's, which then goes through every
+// job (edfFull).
+func (w *Workspace) edfOrder(r int) {
+	w.edfRes, w.edfAt, w.edfFull = r, 0, false
+	for len(w.edfOrds) <= r {
+		w.edfOrds = append(w.edfOrds, nil)
+	}
+	ord := w.edfOrds[r]
+	n := 0
+	for i := range w.jobs {
+		if w.jobs[i].res == r {
+			n++
+		}
+	}
+	kept := len(ord) == n
+	for k := 0; kept && k < len(ord); k++ {
+		i := ord[k]
+		if kept = i < len(w.jobs) && w.jobs[i].res == r; kept && k > 0 {
+			a, b := w.jobs[ord[k-1]].deadline, w.jobs[i].deadline
+			kept = a < b || a == b && ord[k-1] < i
+		}
+	}
+	if !kept {
+		ord = ord[:0]
+		sorted := true
+		for i := range w.jobs {
+			j := &w.jobs[i]
+			if j.res != r {
+				continue
+			}
+			if math.IsNaN(j.deadline) {
+				w.edfOrds[r], w.edfFull = ord[:0], true
+				return
+			}
+			if n := len(ord); n > 0 && w.jobs[ord[n-1]].deadline > j.deadline {
+				sorted = false
+			}
+			ord = append(ord, i)
+		}
+		if !sorted && !edfNoSort {
+			sortByDeadline(w.jobs, ord)
+		}
+		w.edfOrds[r] = ord
+	}
+	w.edfOrd = ord
+}
+
+// edfScan is earliestMiss going through every job (w.edfProj set): the unchosen job
+// of r, of a project looked at, first in earliest_deadline_result's order.
+func (w *Workspace) edfScan(r int) int {
+	best := -1
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != r || w.chosen[i] || !w.edfProj[j.proj] {
+			continue
+		}
+		if best < 0 || j.deadline < w.jobs[best].deadline {
+			best = i
+			continue
+		}
+		b := &w.jobs[best]
+		if j.deadline > b.deadline || b.started && !j.started {
+			continue
+		}
+		if j.est/j.speed < b.est/b.speed || !b.started && j.started {
+			best = i
+		}
+	}
+	return best
+}
+
+// edfCheck: earliestMiss's every answer is checked against edfScan, the differences
+// counted in edfDiffs (a test's); edfNoSort: edfOrder leaves the jobs in their order
+// (a test's, to show the check catches it).
+var (
+	edfCheck, edfNoSort bool
+	edfDiffs            int
+)
+
+// sortByDeadline sorts ord (indices in jobs, in increasing order) by the jobs'
+// deadlines, equals in ord's order: by insertion, as each app's jobs come in the
+// order of their deadlines and the moves are few, else (past a budget of moves that
+// makes it no cheaper) by slices.SortFunc, which gives the same order: (deadline,
+// index) has no equals.
+func sortByDeadline(jobs []job, ord []int) {
+	budget := 8 * len(ord)
+	for a := 1; a < len(ord); a++ {
+		x := ord[a]
+		d := jobs[x].deadline
+		b := a
+		for ; b > 0 && jobs[ord[b-1]].deadline > d; b-- {
+			ord[b] = ord[b-1]
+		}
+		ord[b] = x
+		if budget -= a - b; budget < 0 {
+			slices.SortFunc(ord, func(a, b int) int {
+				if c := cmp.Compare(jobs[a].deadline, jobs[b].deadline); c != 0 {
+					return c
+				}
+				return cmp.Compare(a, b)
+			})
+			return
+		}
+	}
+}

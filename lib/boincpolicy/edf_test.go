@@ -1,0 +1,28 @@
+package boincpolicy_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bkit/bkit/lib/boincpolicy"
+)
+
+// TestEarliestMissWalk: in runs of policy boinc on corpus scenarios with many jobs a
+// pass lists for their deadlines (c143, c124), with several apps whose deadlines come
+// out of arrival order (c026, c080, c105), random ones, the public scenarios and noisy
+// (random seeds, both conventions, 2 to 10 days), every answer of earliestMiss's walk
+// in deadline order is the one going through every job gives (edfScan). It fails with
+// the jobs left in arrival order (c026, c080, c105 among others).
+func TestEarliestMissWalk(t *testing.T) {
+	r := rand.New(rand.NewPCG(30, 2121))
+	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
+		"../../scenarios/corpus/c026", "../../scenarios/corpus/c080", "../../scenarios/corpus/c105",
+		"../../scenarios/deadlines-4cpu", "../../scenarios/seed002-gpu", "../../scenarios/part-time-4cpu",
+		"../../lib/sim/testdata/noisy"}
+	for range 8 {
+		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
+	}
+	checkedRuns(t, r, dirs, func(on bool) { boincpolicy.SetEDFCheck(on, false) },
+		checked{boincpolicy.EDFDiffs, "of earliestMiss's answers differed from edfScan's"})
+}
