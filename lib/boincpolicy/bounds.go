@@ -561,6 +561,7 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.gSums = scratch.Grow(w.gSums, 2*nP)
 	w.listFree = scratch.Grow(w.listFree, nP*n)
 	w.listRel = scratch.Grow(w.listRel, nP*n)
+	w.listNow = scratch.Grow(w.listNow, nP)
 	if cap(w.top) < n {
 		w.top = make([]float64, 0, n)
 	}

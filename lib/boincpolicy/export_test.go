@@ -34,3 +34,11 @@ func SetEDFCheck(on, noSort bool) { edfCheck, edfNoSort, edfDiffs = on, noSort &
 
 // EDFDiffs is how many of earliestMiss's answers edfScan contradicted.
 func EDFDiffs() int { return edfDiffs }
+
+// SetLowCheck turns missBounds' check of listLower's kept ends on or off and zeroes
+// its count (listlower_test.go).
+func SetLowCheck(on bool) { lowCheck, lowDiffs = on, 0 }
+
+// LowDiffs is how many of listLower's bounds differed from those with every job placed
+// again.
+func LowDiffs() int { return lowDiffs }

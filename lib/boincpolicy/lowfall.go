@@ -1,6 +1,8 @@
 package boincpolicy
 
 import (
+	"slices"
+
 	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
@@ -26,7 +28,16 @@ func (w *Workspace) missBounds(doc *state.Document) {
 	w.lowList = ones
 	if ones {
 		// The list schedules' bounds, which are at least the sums' below.
+		if lowCheck {
+			listLowerAgain = true
+			w.listLower(len(doc.Projects), n)
+			listLowerAgain = false
+			w.lowCopy = append(w.lowCopy[:0], w.low[:len(w.jobs)]...)
+		}
 		w.listLower(len(doc.Projects), n)
+		if lowCheck && !slices.Equal(w.lowCopy, w.low[:len(w.jobs)]) {
+			lowDiffs++
+		}
 		return
 	}
 	for i := range w.jobs {
@@ -34,6 +45,14 @@ func (w *Workspace) missBounds(doc *state.Document) {
 		w.low[i] = j.simT
 	}
 }
+
+// lowCheck: missBounds' list schedules from below are also worked out with every
+// job placed again (listLowerAgain), and the passes whose bounds differ bit for bit
+// counted in lowDiffs (a test's).
+var (
+	lowCheck bool
+	lowDiffs int
+)
 
 // lowFall sets w.lowK[i], how much faster than time job i's simulated end by
 // missBounds' bound, now + w.low[i], may come nearer while the tasks stay as they

@@ -180,6 +180,8 @@ type Workspace struct {
 	shortFails, shortSkip            int       // missesKnown's (shortFailed)
 	longFails, longSkip              int       // missesKnown's (firstLevel)
 	listFree, listRel                []float64 // listLower's and listUpper's (listsched.go)
+	listNow                          []bool    // listLower's: per project, its CPUs all free from now
+	lowCopy                          []float64 // lowCheck's
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
 	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project

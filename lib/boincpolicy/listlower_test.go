@@ -1,0 +1,29 @@
+package boincpolicy_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bkit/bkit/lib/boincpolicy"
+)
+
+// TestListLowerKeptEnds: in runs of policy boinc on corpus hosts of one project
+// (c143, c124), of several (c060, c159, c063), random ones, the public scenarios and
+// noisy (random seeds, both conventions, 2 to 10 days), missBounds' list schedules
+// from below, which keep a served project's ends on CPUs all free from now rather
+// than place its jobs again, are bit for bit those with every job placed again. It
+// fails with the CPUs' test dropped (other served projects' CPUs ahead: c060, c159,
+// part-time-4cpu, ...).
+func TestListLowerKeptEnds(t *testing.T) {
+	r := rand.New(rand.NewPCG(30, 2122))
+	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
+		"../../scenarios/corpus/c060", "../../scenarios/corpus/c159", "../../scenarios/corpus/c063",
+		"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu", "../../scenarios/deadlines-4cpu",
+		"../../lib/sim/testdata/noisy"}
+	for range 8 {
+		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
+	}
+	checkedRuns(t, r, dirs, boincpolicy.SetLowCheck,
+		checked{boincpolicy.LowDiffs, "of listLower's bounds differed from those with every job placed again"})
+}
