@@ -35,10 +35,18 @@ func SetEDFCheck(on, noSort bool) { edfCheck, edfNoSort, edfDiffs = on, noSort &
 // EDFDiffs is how many of earliestMiss's answers edfScan contradicted.
 func EDFDiffs() int { return edfDiffs }
 
-// SetLowCheck turns missBounds' check of listLower's kept ends on or off and zeroes
-// its count (listlower_test.go).
+// SetLowCheck turns the checks of listLower's kept ends and of lowFall's rates on or
+// off and zeroes their count (listlower_test.go).
 func SetLowCheck(on bool) { lowCheck, lowDiffs = on, 0 }
 
-// LowDiffs is how many of listLower's bounds differed from those with every job placed
-// again.
+// LowDiffs is how many of listLower's bounds and lowFall's rates differed from those
+// worked out in full.
 func LowDiffs() int { return lowDiffs }
+
+// SetEDFSureCheck turns edfListingSure's check against the pairs of every job on or
+// off and zeroes its count (edf_test.go).
+func SetEDFSureCheck(on bool) { edfSureCheck, edfSureDiffs = on, 0 }
+
+// EDFSureDiffs is how many of edfListingSure's answers differed from those over the
+// pairs of every job.
+func EDFSureDiffs() int { return edfSureDiffs }

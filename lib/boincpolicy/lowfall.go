@@ -47,12 +47,17 @@ func (w *Workspace) missBounds(doc *state.Document) {
 }
 
 // lowCheck: missBounds' list schedules from below are also worked out with every
-// job placed again (listLowerAgain), and the passes whose bounds differ bit for bit
-// counted in lowDiffs (a test's).
+// job placed again (listLowerAgain), and lowFall's rates with every served project's
+// eq (lowFallAll), and the passes whose bounds or rates differ bit for bit counted in
+// lowDiffs (a test's).
 var (
 	lowCheck bool
 	lowDiffs int
 )
+
+// lowFallAll: lowFall works out every served project's eq, read or not (a test's, to
+// check lowFall's rates against).
+var lowFallAll bool
 
 // lowFall sets w.lowK[i], how much faster than time job i's simulated end by
 // missBounds' bound, now + w.low[i], may come nearer while the tasks stay as they
@@ -74,6 +79,21 @@ var (
 // this still gives up to 4d − 1: docs/decisions.md).
 // (The served CPUs the bound reads are the horizon's unless lowExact.)
 func (w *Workspace) lowFall(doc *state.Document) {
+	if lowCheck {
+		lowFallAll = true
+		w.lowFallOnce(doc)
+		lowFallAll = false
+		w.lowCopy = append(w.lowCopy[:0], w.lowK[:len(w.jobs)]...)
+		w.lowFallOnce(doc)
+		if !slices.Equal(w.lowCopy, w.lowK[:len(w.jobs)]) {
+			lowDiffs++
+		}
+		return
+	}
+	w.lowFallOnce(doc)
+}
+
+func (w *Workspace) lowFallOnce(doc *state.Document) {
 	per := w.fall / availFrac(&doc.Host.TimeStats, false)
 	w.lowK = growJobs(w.lowK, len(w.jobs))
 	if !w.lowList {
@@ -91,7 +111,22 @@ func (w *Workspace) lowFall(doc *state.Document) {
 	// (served projects, rel in listLower), and, while its own is placed, how far its
 	// CPUs' free times (in order) may have, and how many of its jobs are placed.
 	eq, ep, placed := w.lowRunP[:nP], w.lowRunP[nP:2*nP], w.lowRunP[2*nP:]
+	served, nElig := 0, 0
+	for q := range nP {
+		if w.gServed[q] >= 1 {
+			served += min(int(w.gServed[q]), n)
+		}
+		if w.eligible[q] {
+			nElig++
+		}
+	}
+	// eq is read below only for a served project beside another project with jobs:
+	// on a host of one project it is not worked out (a third of lowFall's time on
+	// corpus c143: issue 30, twenty-first round).
 	for i := range w.jobs {
+		if nElig < 2 && !lowFallAll {
+			break
+		}
 		j := &w.jobs[i]
 		if w.gServed[j.proj] < 1 || j.res != w.cpuRes {
 			continue
@@ -101,12 +136,6 @@ func (w *Workspace) lowFall(doc *state.Document) {
 			d = per
 		}
 		eq[j.proj], placed[j.proj] = shiftAfter(eq[j.proj], d, placed[j.proj] < float64(n)), placed[j.proj]+1
-	}
-	served := 0
-	for q := range nP {
-		if w.gServed[q] >= 1 {
-			served += min(int(w.gServed[q]), n)
-		}
 	}
 	// Each project's CPUs: from now (all equal), or with the other served
 	// projects' last CPUs, each falling as its schedule may.

@@ -182,6 +182,7 @@ type Workspace struct {
 	listFree, listRel                []float64 // listLower's and listUpper's (listsched.go)
 	listNow                          []bool    // listLower's: per project, its CPUs all free from now
 	lowCopy                          []float64 // lowCheck's
+	edfStarted                       []int     // edfListingSure's: the started jobs
 	listUp                           bool      // w.cum has listUpper's since projectServed
 	top, low                         []float64
 	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project
