@@ -567,6 +567,7 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	}
 	w.satFree = scratch.Grow(w.satFree, cpus)
 	w.cum = growJobs(w.cum, len(w.jobs)+16)
+	w.ownEnd = growJobs(w.ownEnd, len(w.jobs)+16)
 	w.low = growJobs(w.low, len(w.jobs)+16)
 	w.lowK = growJobs(w.lowK, len(w.jobs)+16)
 	w.lowRunP = scratch.Grow(w.lowRunP, 3*nP)

@@ -14,9 +14,11 @@ import (
 // from below, which keep a served project's ends on CPUs all free from now rather
 // than place its jobs again, are bit for bit those with every job placed again, and
 // lowFall's rates, which leave out how far the served projects' schedules may fall on
-// a host of one project, those with it worked out. It fails with the CPUs' test
-// dropped (other served projects' CPUs ahead: c060, c159, part-time-4cpu, ...) and
-// with lowFall's test of one project dropped (c060, c159, part-time-4cpu, ...).
+// a host of one project, those with it worked out; where listUpper's ends of a host's
+// only project are read, those placed afresh. It fails with the CPUs' test dropped
+// (other served projects' CPUs ahead: c060, c159, part-time-4cpu, ...), with lowFall's
+// test of one project dropped (c060, c159, part-time-4cpu, ...) and with the kept
+// ends read whatever the jobs' times (simGen: c143, c124, part-time-4cpu, ...).
 func TestListLowerKeptEnds(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 2122))
 	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",

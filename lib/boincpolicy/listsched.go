@@ -110,10 +110,20 @@ func (w *Workspace) listFrom(nP, n, blocker int) {
 func (w *Workspace) listLower(nP, n int) {
 	rel := scratch.Grow(w.listRel, nP*n) // per served project, its CPUs' free times on all n, in order
 	w.listRel = rel
+	// The only project with jobs, whose ends here listUpper kept (its CPUs' free
+	// times are then read by no other project): its ends as they are.
+	kept := w.ownOK && w.ownGen == w.simGen && !listLowerAgain
+	for p := 0; p < nP && kept; p++ {
+		kept = w.eligible[p] == (p == w.ownP)
+	}
 	for i := range w.jobs {
 		if j := &w.jobs[i]; w.gServed[j.proj] >= 1 && j.res == w.cpuRes {
 			// Its end in its project's list schedule on n CPUs from now, kept for
 			// below.
+			if kept {
+				w.low[i] = w.ownEnd[i]
+				continue
+			}
 			w.low[i] = listEnd(rel[j.proj*n:j.proj*n+n], j.simT)
 		}
 	}
@@ -197,6 +207,14 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 	} else {
 		w.listFree = scratch.Grow(w.listFree, nP*n)
 	}
+	// On a host of one project (blocker: it is served) served every CPU, its
+	// schedule here is the one missBounds' listLower places first, the project's
+	// own on n CPUs from now: its ends are kept for it while the jobs' times stay
+	// as they are (simGen).
+	own := eligible == 1 && blocker >= 0 && n == doc.Host.CPU().Instances && min(int(w.gServed[blocker]), n) == n
+	if own {
+		w.ownEnd = growJobs(w.ownEnd, len(w.jobs))
+	}
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if j.res != w.cpuRes {
@@ -209,8 +227,13 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 		if g < 1 {
 			continue
 		}
-		w.cum[i] = min(w.cum[i], listEnd(w.listFree[j.proj*n:j.proj*n+g], j.simT))
+		e := listEnd(w.listFree[j.proj*n:j.proj*n+g], j.simT)
+		w.cum[i] = min(w.cum[i], e)
+		if own {
+			w.ownEnd[i] = e
+		}
 	}
+	w.ownOK, w.ownP, w.ownGen = own, blocker, w.simGen
 }
 
 // saturatedList is how long resource r stays saturated in the simulation, exactly but

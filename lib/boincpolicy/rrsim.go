@@ -173,6 +173,7 @@ func (w *Workspace) prepareRest(doc *state.Document) float64 {
 // pass of part-time-4cpu, down-2cpu and noisy, which shortened every hold: issue 30,
 // nineteenth round.) fallCheck's test holds it to the runs (TestFallBound).
 func (w *Workspace) prepareJobs(doc *state.Document) {
+	w.simGen++ // the jobs' simulated times afresh (listUpper's kept ends)
 	h := &doc.Host
 	for r := range w.Sim {
 		w.Sim[r] = ResourceSim{Type: h.Resources[r].Type}
@@ -272,6 +273,7 @@ func (w *Workspace) simulateAfterJobs(doc *state.Document, now float64) {
 // since but by noFetchPossible, which reads prepare's work and picks (which the
 // simulation's first pick does afresh).
 func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
+	w.simGen++ // its steps change the jobs' simulated times
 	h := &doc.Host
 	nR := w.nRes
 	w.missOrder = w.missOrder[:0]

@@ -183,9 +183,16 @@ type Workspace struct {
 	listNow                          []bool    // listLower's: per project, its CPUs all free from now
 	lowCopy                          []float64 // lowCheck's
 	edfStarted                       []int     // edfListingSure's: the started jobs
-	listUp                           bool      // w.cum has listUpper's since projectServed
-	top, low                         []float64
-	lowK, lowRunP                    []float64 // lowFall's per job, and its running jobs per project
+	// simGen counts the changes of the jobs' simulated times (prepareJobs, the
+	// simulation, the view); ownEnd: listUpper's ends of the only project's jobs on
+	// all n CPUs from now (ownOK), project ownP, at simGen ownGen, for listLower
+	simGen, ownGen int
+	ownP           int
+	ownOK          bool
+	ownEnd         []float64
+	listUp         bool // w.cum has listUpper's since projectServed
+	top, low       []float64
+	lowK, lowRunP  []float64 // lowFall's per job, and its running jobs per project
 	// coprocBounds': per resource whether its every job takes all its instances; per
 	// job the bounds; per resource and project its sums
 	// and coAheads': the order's times per resource and project, and per job the end
@@ -245,6 +252,7 @@ type ResourceSim struct {
 // results are in arrival order, and bsim's documents keep tasks so).
 func (w *Workspace) view(doc *state.Document) {
 	w.riseKept = false
+	w.simGen++
 	w.avIx.SetAppVersions(doc.AppVersions)
 	w.pIx.SetProjects(doc.Projects)
 	h := &doc.Host
@@ -377,6 +385,7 @@ func (w *Workspace) quietView(doc *state.Document, now float64) {
 // at the end, keeping the others' order.)
 func (w *Workspace) refresh(doc *state.Document) {
 	w.riseKept = false
+	w.simGen++
 	w.dcf = scratch.Grow(w.dcf, len(doc.Projects))
 	for i := range doc.Projects {
 		w.rec[i] = doc.Projects[i].REC
