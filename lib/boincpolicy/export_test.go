@@ -50,3 +50,10 @@ func SetEDFSureCheck(on bool) { edfSureCheck, edfSureDiffs = on, 0 }
 // EDFSureDiffs is how many of edfListingSure's answers differed from those over the
 // pairs of every job.
 func EDFSureDiffs() int { return edfSureDiffs }
+
+// SetViewCheck turns the check of refreshed views against views built afresh on or off
+// and zeroes its count (viewcheck_test.go).
+func SetViewCheck(on bool) { viewCheck, viewDiffs = on, 0 }
+
+// ViewDiffs is how many refreshed views differed from views built afresh.
+func ViewDiffs() int { return viewDiffs }

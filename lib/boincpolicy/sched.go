@@ -63,6 +63,10 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 		// the moment's deadline-miss counts kept.
 		w.keep = false
 		w.view(doc)
+		// The view kept, as quietView keeps its own: the next moment's brings it up
+		// to date (refresh) rather than build it again (a second whole view at each
+		// moment jobs arrived: issue 30, twenty-first round).
+		w.viewKept, w.received, w.viewTasks = true, false, len(doc.Tasks)
 		w.prepareJobs(doc)
 		clear(w.missed) // (none when the moment had no pass: Idle)
 		copy(w.missed, w.passMissed)

@@ -365,6 +365,9 @@ func (w *Workspace) quietView(doc *state.Document, now float64) {
 	}
 	if w.viewKept {
 		w.refresh(doc)
+		if viewCheck {
+			w.checkView(doc)
+		}
 	} else {
 		w.view(doc)
 		w.viewKept, w.received, w.viewTasks = true, false, len(doc.Tasks)
