@@ -17,7 +17,7 @@ import (
 // 2 ms batches with 3 ms pauses (sqliteYield) were 1.25–1.64× in 4 passes, where 3 ms
 // batches in the same hour were 2.2–2.5×: the RPCs that waited for the lock longer than
 // the busy handler's 2 ms fell from about 150 a pass to 5–10. The pass beside the RPCs
-// took 7.4–7.7 s instead of 6.0–6.7 (1.5 ms batches: 1.2–1.6×, 9.6–10.4 s). A quiet
+// took 7.4–7.7 s instead of 6.0–7.3 (1.5 ms batches: 1.2–1.6×, 9.6–10.4 s). A quiet
 // server's batches are sqliteQuietHold's, so a pass with nobody else writing is as fast
 // as before (docs/decisions.md, "2 ms batches, 3 ms pauses").
 const sqliteBatchHold = 2 * time.Millisecond
