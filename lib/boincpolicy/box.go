@@ -128,6 +128,23 @@ func (w *Workspace) pickMargin(doc *state.Document, bp int) float64 {
 	return eps
 }
 
+// coPickMargin is pickMargin for bestByPriority's choice of project bp (just made) on
+// coprocessor r: the half-width of the box within which bp's priority stays above
+// that of every other project with a job of r not chosen yet. (Its ties of priority
+// are broken by a started job first: a margin of none, as boxMargin gives them.)
+func (w *Workspace) coPickMargin(doc *state.Document, r, bp int) float64 {
+	eps := math.Inf(1)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != r || w.chosen[i] || j.proj == bp {
+			continue
+		}
+		eps = min(eps, boxMargin(w.prio[bp], w.prio[j.proj],
+			prioSlope(doc.Projects[bp].ResourceShare, w.shareFrac[bp]), prioSlope(doc.Projects[j.proj].ResourceShare, w.shareFrac[j.proj])))
+	}
+	return eps
+}
+
 // offers reports whether project q has a CPU job not chosen yet (rankCPUJobs' lists).
 func (w *Workspace) offers(q int) bool {
 	for k := 3 * q; k < 3*q+3; k++ {
@@ -157,11 +174,22 @@ func (w *Workspace) offers(q int) bool {
 //     one of highest priority, and within the box each comparison keeps its outcome
 //     (box.go); within a project the order is its jobs' ranks (running, preempted,
 //     the others), which the tasks keep;
-//   - so edfKeeps and keepsMore see the same entries and keep the jobs running.
+//   - so edfKeeps and keepsMore see the same entries and keep the jobs running,
+//     whether they found the CPUs filled or the listing over with some CPU free
+//     (schedule's keepsRunning at its end: the running jobs fill the CPUs in the
+//     first case, and need not in the second).
 //
-// On a host whose jobs are all CPU jobs of the same CPUs (keepsMore's), none of a
-// project whose correction factor puts its jobs in EDF; under BOINC's emulator every
-// running job has run (its remaining work is its true one: setHold).
+// On a host whose CPU jobs all take the same CPUs (keepsMore's), none of a project
+// whose correction factor puts its jobs in EDF; under BOINC's emulator every running
+// job has run (its remaining work is its true one: setHold). On a host with
+// coprocessor jobs (issue 30, twenty-first round) the coprocessors' listings come
+// first and are in the list edfKeeps reads whole: their picks by priority are kept by
+// the box too (coPickMargin), their misses' listing by coEDFSure, and a running
+// coprocessor job's time slice bounds the hold as a CPU job's does (its entry's
+// place in the run list and enforce_run_list's entry for it depend on it); under
+// BOINC's emulator a coprocessor task's slice (sliceRun) counts to the end of the
+// last step it computed in, which may jump ahead by the steps it did not compute in,
+// so its end is taken no later than its start + the period.
 func (w *Workspace) setKeepHold(doc *state.Document, now float64) {
 	w.hold, w.holdMiss = false, false
 	if w.changed || !w.kept {
@@ -171,14 +199,24 @@ func (w *Workspace) setKeepHold(doc *state.Document, now float64) {
 	if !(eps > 0) {
 		return
 	}
-	n := float64(doc.Host.CPU().Instances)
 	period := doc.Preferences.CPUSchedulingPeriod
+	nR := w.nRes
 	ends := math.Inf(1) // the first time slice's end
-	used := 0.0
+	first := -1         // the first CPU job
+	coMiss := false     // a coprocessor job misses (coEDFSure)
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF || j.cpus != w.jobs[0].cpus {
+		if doc.Projects[j.proj].DCF() > EDFDCF {
 			return
+		}
+		if co := j.res != w.cpuRes; !co {
+			if first < 0 {
+				first = i
+			} else if j.cpus != w.jobs[first].cpus {
+				return
+			}
+		} else if w.missed[j.proj*nR+j.res] > 0 {
+			coMiss = true
 		}
 		if !j.running {
 			continue
@@ -187,15 +225,23 @@ func (w *Workspace) setKeepHold(doc *state.Document, now float64) {
 		if doc.BOINCEmulator && !(t.EmulatorFlopsLeft > 0) {
 			return
 		}
-		used += j.cpus
 		if run := sliceRun(doc, t); run <= period {
 			ends = min(ends, now+period-run, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
+			if j.res != w.cpuRes && doc.BOINCEmulator && t.EmulatorRunStart > 0 {
+				// A coprocessor task computes only while the GPUs are active, and
+				// its slice's run (sliceRun) then jumps to the step's end: it
+				// passes the period at its slice's start + the period at the
+				// earliest.
+				ends = min(ends, t.EmulatorRunStart+period)
+			}
 		}
+	}
+	if coMiss && !w.coEDFSure(doc) {
+		return
 	}
 	rise := w.noRiseUntil(doc, now)
 	until := min(now+w.slack, ends, rise)
-	const slack = 1e-9 // state.CPUsFit's
-	if n-used > slack || !(until > now) {
+	if !(until > now) {
 		return
 	}
 	sure := math.Inf(1)

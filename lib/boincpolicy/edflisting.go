@@ -14,7 +14,7 @@ import (
 // reports whether they do, and until when (+Inf: for the whole hold).
 //
 // Where a started job X listed for its miss shares its deadline with a running job U
-// not listed, of a project with misses, on a host whose jobs all take the same CPUs,
+// not listed, of a project with misses, on a host whose CPU jobs all take the same CPUs,
 // earliest_deadline_result takes X before U while X's estimated remaining time is
 // the less (the ties' order: started, then that time, then the jobs' order), and only
 // U's overtaking X could list U instead: X's time does not grow within a hold (a
@@ -41,12 +41,9 @@ func (w *Workspace) edfListingSure(doc *state.Document, now float64) (float64, b
 
 func (w *Workspace) edfListingSureOnce(doc *state.Document, now float64) (float64, bool) {
 	nR := w.nRes
-	listed := 0 // the jobs listed for their misses
-	for k := range w.list {
-		if w.list[k].Why == WhyEDF {
-			listed++
-		}
-	}
+	// The CPU jobs listed for their misses (a coprocessor's listing is
+	// coEDFSure's; the pairs below are of CPU jobs, as only they have CPU misses).
+	listed := w.edfCPUs
 	misses := 0
 	for p := range doc.Projects {
 		misses += w.missed[p*nR+w.cpuRes]
@@ -58,10 +55,16 @@ func (w *Workspace) edfListingSureOnce(doc *state.Document, now float64) (float6
 	// looked at in the same order. (Each job against every job after it was 4 % of
 	// corpus c143's run under the emulator, about 35 jobs of which 7 to 14 started:
 	// issue 30, twenty-first round.)
-	sameCPUs := true
+	sameCPUs := true // every CPU job of the first's CPUs
+	first := -1
 	w.edfStarted = w.edfStarted[:0]
 	for i := range w.jobs {
-		sameCPUs = sameCPUs && w.jobs[i].cpus == w.jobs[0].cpus
+		if w.jobs[i].res == w.cpuRes {
+			if first < 0 {
+				first = i
+			}
+			sameCPUs = sameCPUs && w.jobs[i].cpus == w.jobs[first].cpus
+		}
 		if w.jobs[i].started || edfSureAll {
 			w.edfStarted = append(w.edfStarted, i)
 		}
@@ -69,12 +72,12 @@ func (w *Workspace) edfListingSureOnce(doc *state.Document, now float64) (float6
 	until := math.Inf(1)
 	for k, a := range w.edfStarted {
 		ja := &w.jobs[a]
-		if w.missed[ja.proj*nR+ja.res] == 0 || !ja.started {
-			continue
+		if ja.res != w.cpuRes || w.missed[ja.proj*nR+ja.res] == 0 || !ja.started {
+			continue // (a coprocessor's ties are coEDFSure's)
 		}
 		for _, b := range w.edfStarted[k+1:] {
 			jb := &w.jobs[b]
-			if jb.deadline == ja.deadline && jb.started && (ja.running || jb.running) &&
+			if jb.res == w.cpuRes && jb.deadline == ja.deadline && jb.started && (ja.running || jb.running) &&
 				w.missed[jb.proj*nR+jb.res] > 0 && !(sameCPUs && w.tieListed(ja, jb)) {
 				if !sameCPUs {
 					return 0, false
@@ -185,4 +188,42 @@ func exactTie(doc *state.Document, x, u *job) bool {
 	tx, tu := &doc.Tasks[x.task], &doc.Tasks[u.task]
 	return tx.EmulatorFlopsLeft > 0 && tx.FlopsDone > 0 && tx.FractionDone < 1 && tx.EmulatorFlopsLeft == tu.EmulatorFlopsLeft &&
 		tx.FlopsDone == tu.FlopsDone && tx.FractionDone == tu.FractionDone
+}
+
+// coEDFSure is edfListingSure for the coprocessors (setKeepHold, on a host with
+// coprocessor jobs): it reports whether every pass of the hold lists the same
+// coprocessor jobs for their misses, in the same order. earliest_deadline_result
+// takes, on coprocessor r, the job of the earliest deadline among those of the
+// projects with misses left on r, ties by a started job first, then the least
+// estimated remaining time, then the jobs' order: a total order, in which only
+// ties of deadline can change places within a hold, and only by a running job's
+// time falling (a preempted or unstarted job's stands still; noRiseUntil ends the
+// hold before a running one's may grow). So when every running job of such a
+// project is ahead of every other job of its deadline on r, of a project with
+// misses there, the order stays the order, and the listing with it: the same counts
+// (the hold's misses are the same), the same instances taken. Under BOINC's emulator a
+// running job that has not computed yet reads its estimate until it has, and then its
+// true remaining work (tieLead): such a one is not looked at further.
+func (w *Workspace) coEDFSure(doc *state.Document) bool {
+	nR := w.nRes
+	for a := range w.jobs {
+		ja := &w.jobs[a]
+		if ja.res == w.cpuRes || !ja.running || w.missed[ja.proj*nR+ja.res] == 0 {
+			continue
+		}
+		if t := &doc.Tasks[ja.task]; t.EmulatorFlopsLeft > 0 && !(t.FlopsDone > 0 && t.FractionDone < 1) {
+			return false
+		}
+		ta := ja.est / ja.speed
+		for b := range w.jobs {
+			jb := &w.jobs[b]
+			if b == a || jb.res != ja.res || jb.deadline != ja.deadline || w.missed[jb.proj*nR+jb.res] == 0 || !jb.started {
+				continue // (an unstarted job comes after every started one)
+			}
+			if tb := jb.est / jb.speed; !(ta < tb || ta == tb && a < b) {
+				return false // behind jb: it may come ahead (NaN: not looked at)
+			}
+		}
+	}
+	return true
 }

@@ -57,3 +57,12 @@ func SetViewCheck(on bool) { viewCheck, viewDiffs = on, 0 }
 
 // ViewDiffs is how many refreshed views differed from views built afresh.
 func ViewDiffs() int { return viewDiffs }
+
+// SetPassCheck turns the check of the passes cut short and held on hosts with
+// coprocessor jobs on or off and zeroes its counts (copasses_test.go).
+func SetPassCheck(on bool) { passCheck, passDiffs, passChecks = on, 0, 0 }
+
+// PassDiffs is how many of those passes a whole pass contradicted; PassChecks how
+// many were checked.
+func PassDiffs() int  { return passDiffs }
+func PassChecks() int { return passChecks }

@@ -3,6 +3,7 @@ package boincpolicy
 import (
 	"math"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -19,28 +20,48 @@ const (
 	keepOpen
 )
 
-// edfKeeps tells whether a pass (schedule) whose run list so far is list, the jobs
-// listed for their deadline misses (every job a CPU job), runs exactly the jobs
-// running, whatever it lists by priority after them; it leaves in w.edfList the run
-// list's entries that run or are deadline misses, in its order, each run or skipped
-// (what a quiet pass's caller reads of it: setEDFHold), and in w.keepFree, keepRuns
-// and keepAt what keepsMore goes on from. The run list's order (sortRunList:
-// more_important) puts the deadline misses before every other entry, in an order
-// among themselves that the entries after them do not change (a stable sort by keys
-// of their own), so which of them run is decided by them alone; then come the
-// running jobs within their time slice, each in the list whether listed by priority
-// or for its slice, and then the others. When the misses leave some CPU free
-// (state.CPUsFit: a CPU job starts only while some CPU is free), the running jobs
-// within their slice not listed for a miss must each find a CPU free in any order
+// edfKeeps tells whether a pass (schedule) whose run list so far is list, the
+// coprocessors' entries and the CPU jobs listed for their deadline misses, runs
+// exactly the jobs running, whatever it lists by priority after them; it leaves in
+// w.edfList the run list's entries that run, are deadline misses or are coprocessor
+// jobs', in its order, each run or skipped (what a quiet pass's caller reads of it:
+// setEDFHold), and in w.keepFree, keepRuns and keepAt what keepsMore goes on from.
+// The run list's order (sortRunList: more_important) puts the deadline misses before
+// every other entry and the coprocessor jobs' before the CPU jobs' that are not
+// misses, in an order among themselves that the entries after them do not change (a
+// stable sort by keys of their own): every coprocessor job's entry is in list already
+// (the coprocessors are listed before the CPUs) but for the running ones within their
+// time slice not listed, which enforce_run_list adds (and which are added here), so
+// which of these entries run is decided by them alone, by enforce_run_list's rules (a
+// coprocessor job while its instances are free and state.CPUsFit's rule for it: the
+// CPUs may be overcommitted by less than one). Then come the CPU jobs: first the
+// running ones within their time slice, each in the list whether listed by priority
+// or for its slice, and then the others. When the entries before them leave some CPU
+// free (state.CPUsFit: a CPU job starts only while some CPU is free), the running CPU
+// jobs within their slice not listed for a miss must each find a CPU free in any order
 // (the others leave some: passKeeps' argument), and then run. When they leave no CPU
 // free either, nothing after them runs: when the jobs that run are then the jobs
 // running, the pass starts and stops nothing, and its entries by priority change
 // nothing but the list. When they leave a CPU free, the entries listed by priority
 // decide (keepOpen). (down-2cpu and noisy made a whole pass after almost every
-// simulation, for misses that filled the CPUs with the jobs running.)
-func (w *Workspace) edfKeeps(doc *state.Document, list []RunEntry) int {
+// simulation, for misses that filled the CPUs with the jobs running; the corpus's
+// hosts with coprocessor jobs about 950,000 whole passes a convention over 10-day
+// runs, none cut short before issue 30's twenty-first round.)
+func (w *Workspace) edfKeeps(doc *state.Document, list []RunEntry, coJobs bool) int {
 	period := doc.Preferences.CPUSchedulingPeriod
 	w.edfList = append(w.edfList[:0], list...)
+	if coJobs {
+		// enforce_run_list's entries for the running coprocessor jobs within their
+		// slice not listed (none while the GPUs are suspended: schedule marks them
+		// chosen), in the jobs' order, after the list's, as schedule appends them.
+		for i := range w.jobs {
+			j := &w.jobs[i]
+			if j.res != w.cpuRes && j.running && !w.chosen[i] && sliceRun(doc, &doc.Tasks[j.task]) <= period {
+				w.edfList = append(w.edfList, RunEntry{Task: i, Why: WhyTimeSlice, Priority: w.prio[j.proj]})
+			}
+		}
+		w.keepCo = scratch.Grow(w.keepCo, w.nRes)
+	}
 	w.sortRunList(doc, w.edfList, period)
 	const slack = 1e-9 // state.CPUsFit's
 	free := float64(doc.Host.CPU().Instances)
@@ -48,8 +69,13 @@ func (w *Workspace) edfKeeps(doc *state.Document, list []RunEntry) int {
 	for k := range w.edfList {
 		e := &w.edfList[k]
 		j := &w.jobs[e.Task]
+		co := j.res != w.cpuRes
 		e.Runs, e.Skipped = false, ""
-		if !state.CPUsFit(free, j.cpus, false) {
+		if co && w.keepCo[j.res]+j.inst > float64(doc.Host.Resources[j.res].Instances)+1e-9 {
+			e.Skipped = "its coprocessor is taken"
+			continue
+		}
+		if !state.CPUsFit(free, j.cpus, co) {
 			e.Skipped = "the CPUs are committed"
 			continue
 		}
@@ -58,14 +84,17 @@ func (w *Workspace) edfKeeps(doc *state.Document, list []RunEntry) int {
 		}
 		e.Runs = true
 		free -= j.cpus
+		if co {
+			w.keepCo[j.res] += j.inst
+		}
 		runs++
 	}
-	// The running jobs within their time slice not listed for a miss (the pass's
+	// The running CPU jobs within their time slice not listed for a miss (the pass's
 	// time-slice entries' and sortRunList's test).
 	used, least := 0.0, math.Inf(1)
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		if !j.running || w.chosen[i] {
+		if !j.running || w.chosen[i] || j.res != w.cpuRes {
 			continue
 		}
 		if t := &doc.Tasks[j.task]; sliceRun(doc, t) <= period {
@@ -87,8 +116,8 @@ func (w *Workspace) edfKeeps(doc *state.Document, list []RunEntry) int {
 
 // keepsMore is edfKeeps' decision after the pass listed more jobs by priority (list:
 // its run list so far), where the misses and the running jobs within their slice
-// left some CPU free, on a host whose jobs all take the same CPUs. The entries listed
-// by priority that are not running jobs within their slice (those edfKeeps counted)
+// left some CPU free, on a host whose CPU jobs all take the same CPUs. The entries
+// listed by priority that are not running jobs within their slice (those edfKeeps counted)
 // then come after those in the run list in the order they are listed (sortRunList:
 // the CPUs they take, the same, and then the list's order), before every entry
 // listed after them: each runs while some CPU is free (one that is not running

@@ -107,7 +107,7 @@ func (w *Workspace) Idle(now float64) {
 }
 
 func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) []RunEntry {
-	w.kept, w.listEps, w.khCarry = false, math.Inf(1), false
+	w.kept, w.listEps, w.khCarry, w.edfCPUs = false, math.Inf(1), false, 0
 	w.edfRes = -1 // earliestMiss's order, made afresh at each pass
 	h := &doc.Host
 	nR := w.nRes
@@ -117,12 +117,20 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	// runnable jobs (the work fetch's setup, which may have run at this moment, takes
 	// every project).
 	clear(w.eligible)
-	allCPU := true   // every job a CPU job (edfKeeps)
-	sameCPUs := true // every job of the first's CPUs (keepsMore)
+	coJobs := false  // some job a coprocessor job (edfKeeps, coPickMargin)
+	sameCPUs := true // every CPU job of the first's CPUs (keepsMore)
+	first := -1      // the first CPU job
 	for i := range w.jobs {
-		w.eligible[w.jobs[i].proj] = true
-		allCPU = allCPU && w.jobs[i].res == w.cpuRes
-		sameCPUs = sameCPUs && w.jobs[i].cpus == w.jobs[0].cpus
+		j := &w.jobs[i]
+		w.eligible[j.proj] = true
+		switch {
+		case j.res != w.cpuRes:
+			coJobs = true
+		case first < 0:
+			first = i
+		default:
+			sameCPUs = sameCPUs && j.cpus == w.jobs[first].cpus
+		}
 	}
 	copy(w.recTemp, w.rec)
 	recSum := Priorities(doc, w.recTemp, w.eligible, w.prio, w.shareFrac)
@@ -139,6 +147,9 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			w.coprocUsed[j.res] += j.inst
 		} else {
 			cpusListed += j.cpus
+			if why == WhyEDF {
+				w.edfCPUs++
+			}
 		}
 		w.recTemp[j.proj] += SchedBump(j.peak, w.totalPeak, recSum)
 		w.prio[j.proj] = Priority(w.recTemp[j.proj], recSum, doc.Projects[j.proj].ResourceShare, w.shareFrac[j.proj])
@@ -188,8 +199,8 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 		// Whether the pass keeps the jobs running, known from the entries listed
 		// so far (edfKeeps, keepsMore): then its list is cut short.
 		keeps := keepNo
-		if rr == w.cpuRes && w.Quiet && allCPU && !noEDFKeeps {
-			if keeps = w.edfKeeps(doc, list); keeps == keepOpen && !sameCPUs {
+		if rr == w.cpuRes && w.Quiet && !noEDFKeeps {
+			if keeps = w.edfKeeps(doc, list, coJobs); keeps == keepOpen && !sameCPUs {
 				keeps = keepNo
 			}
 		}
@@ -212,8 +223,10 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 					// How far the RECs may move with this pick the same (setKeepHold).
 					w.listEps = min(w.listEps, w.pickMargin(doc, w.jobs[i].proj))
 				}
-			} else {
-				i = w.bestByPriority(rr)
+			} else if i = w.bestByPriority(rr); i >= 0 && w.Quiet {
+				// How far the RECs may move with this pick the same (setKeepHold):
+				// every coprocessor job's entry is in the run list edfKeeps reads.
+				w.listEps = min(w.listEps, w.coPickMargin(doc, rr, w.jobs[i].proj))
 			}
 			if i < 0 {
 				break
@@ -227,6 +240,17 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 				if keeps = w.keepsMore(doc, list); keeps == keepYes {
 					return w.keptPass(doc, now, list)
 				}
+			}
+		}
+		if keeps == keepOpen {
+			// The listing is over with some CPU free: the run list holds nothing
+			// more than edfKeeps and keepsMore saw (enforce_run_list adds only the
+			// running jobs within their slice, which edfKeeps counted), and they
+			// ran every entry they saw that fits. (The corpus's hosts whose CPUs
+			// are idle beside their GPUs listed every pass whole: c138, c075 about
+			// 14,000 a 10-day run; issue 30, twenty-first round.)
+			if w.keepsRunning(doc) == keepYes {
+				return w.keptPass(doc, now, list)
 			}
 		}
 	}

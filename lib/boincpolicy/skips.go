@@ -27,6 +27,9 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			clear(w.passMissed)
 		}
 		w.passAt = now
+		if passCheck {
+			w.checkPass(doc, now)
+		}
 		return true
 	}
 	if w.simDone && w.simAt == now {
@@ -70,9 +73,15 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			w.passMissed = append(w.passMissed[:0], w.missed...)
 			w.passAt = now
 			w.holdFetch(doc, now)
+			if passCheck {
+				w.checkPass(doc, now)
+			}
 			return true
 		}
 		w.list = w.schedule(doc, now, w.list[:0])
+		if passCheck && w.kept {
+			w.checkPass(doc, now)
+		}
 		w.setHold(doc, now, false)
 		if w.anyMiss {
 			w.setEDFHold(doc, now)

@@ -78,6 +78,8 @@ type Workspace struct {
 	segAt    []int
 	segBroke []bool
 	edfList  []RunEntry // edfKeeps' run list
+	keepCo   []float64  // edfKeeps': per resource, the instances its entries take
+	edfCPUs  int        // the CPU jobs the last listing listed for their misses (edfListingSure)
 	// keepFree, keepRuns, keepAt: the CPUs edfKeeps' entries leave free, how many
 	// of them run, and the first entry of the pass's list keepsMore has not seen.
 	keepFree            float64

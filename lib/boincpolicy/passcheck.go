@@ -1,0 +1,34 @@
+package boincpolicy
+
+import (
+	"slices"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// passCheck, passDiffs, passChecks: the tests' check of the passes cut short
+// (edfKeeps, keepsMore, the listing's end) and held (every hold, setKeepHold's and
+// rehold's among them) (TestCoprocPassesKept; issue 30, twenty-first round, which
+// carried them to hosts with coprocessor jobs). Wherever a quiet pass is cut short or
+// held, a whole pass on a copy of the document, by a workspace of its own with no
+// skips (the whole simulation, the whole listing), must start and stop no task and
+// count the same deadline misses (for Arrived); passDiffs counts where it did not,
+// passChecks the passes checked.
+var (
+	passCheck             bool
+	passDiffs, passChecks int
+)
+
+// checkPass is passCheck's test of the quiet pass just made at now.
+func (w *Workspace) checkPass(doc *state.Document, now float64) {
+	passChecks++
+	full := *doc
+	full.Tasks = slices.Clone(doc.Tasks)
+	full.Projects = slices.Clone(doc.Projects)
+	full.CPUSched = nil
+	whole := Workspace{Overestimate: w.Overestimate}
+	whole.Schedule(&full, now)
+	if whole.Changed() || !slices.Equal(whole.passMissed, w.passMissed) {
+		passDiffs++
+	}
+}
