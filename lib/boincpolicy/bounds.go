@@ -33,8 +33,8 @@ import (
 //
 // A second bound holds for a resource of n instances: while some of its jobs wait,
 // those running use at least n instances (pick takes jobs until they do), of which
-// the coprocessor jobs' CPUs take at most G on the CPUs (G: the CPUs of every
-// coprocessor job), so its jobs' instance-seconds W are done at n − G a second at
+// the coprocessor jobs' CPUs take at most G on the CPUs (G: those at once,
+// coCPUsOnce), so its jobs' instance-seconds W are done at n − G a second at
 // least; once none waits, each running job ends within t, the longest time ÷ rate
 // any of them has left. Its last job therefore ends by W ÷ (n − G) + t. The
 // smaller of the two bounds is taken.
@@ -56,13 +56,14 @@ import (
 func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	nR := w.nRes
 	w.bound = scratch.Grow(w.bound, 3*nR) // per resource: the bound on its last finish
+	coCPUs := w.coCPUsOnce(doc)
 	for r := range nR {
 		s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
 		b := w.bound[3*r : 3*r+3]
 		b[0] = s[sumSerial]
 		n := float64(doc.Host.Resources[r].Instances)
 		if r == w.cpuRes {
-			n -= w.coprocCPUs
+			n -= coCPUs
 		}
 		if n > 0 {
 			b[0] = min(b[0], s[sumW]/n+s[sumMaxT])
@@ -243,6 +244,9 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			}
 		}
 	}
+	if coOnceCheck {
+		w.checkCoOnceMisses(doc, now)
+	}
 	return true
 }
 
@@ -361,7 +365,7 @@ func (w *Workspace) cumLate(doc *state.Document, i int, now, comp float64) float
 // projectStats is projectBounds' first part, whatever the horizon: per project its
 // CPU jobs, their CPUs, the most CPUs of one, their CPU-seconds and its least and
 // largest bump; the REC sum and every CPU job's CPU-seconds; the coprocessor jobs'
-// CPUs (gCoCPUs: all of them, at most, taken at once) and CPU-seconds (gCoSecs: each
+// CPUs (gCoCPUs: at most those taken at once, coCPUsOnce) and CPU-seconds (gCoSecs: each
 // takes its CPUs only while it runs, its time falling a second a second). It reports
 // true (the bounds per job are the CPU jobs'). (The corpus's GPU hosts ran the
 // simulation at almost every pass, for CPU jobs the bound per resource left open:
@@ -380,7 +384,7 @@ func (w *Workspace) projectStats(doc *state.Document) bool {
 			coSecs += j.cpus * j.simT
 		}
 	}
-	w.gCoCPUs, w.gCoSecs = w.coprocCPUs, coSecs
+	w.gCoCPUs, w.gCoSecs = w.coCPUsOnce(doc), coSecs
 	w.gPrio = scratch.Grow(w.gPrio, nP)
 	w.gShare = scratch.Grow(w.gShare, nP)
 	recSum := Priorities(doc, w.rec, w.eligible, w.gPrio, w.gShare)
@@ -579,4 +583,5 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.coEx = growJobs(w.coEx, len(w.jobs)+16)
 	w.coAhead = scratch.Grow(w.coAhead, w.nRes*nP)
 	w.coPrio = scratch.Grow(w.coPrio, 2*nP)
+	w.coOnce = scratch.Grow(w.coOnce, 4*w.nRes)
 }

@@ -66,3 +66,18 @@ func SetPassCheck(on bool) { passCheck, passDiffs, passChecks = on, 0, 0 }
 // many were checked.
 func PassDiffs() int  { return passDiffs }
 func PassChecks() int { return passChecks }
+
+// SetCoOnceCheck turns coOnceCheck on or off and zeroes its count; wrong > 0 makes
+// coCPUsOnce's bound wrong (coOnceWrong).
+func SetCoOnceCheck(on bool, wrong int) {
+	coOnceCheck, coOnceDiffs, coOnceChecks, coOnceWrong = on, 0, 0, 0
+	if on {
+		coOnceWrong = wrong
+	}
+}
+
+// CoOnceDiffs is how many picks took more coprocessor jobs' CPUs than coCPUsOnce's bound.
+func CoOnceDiffs() int { return coOnceDiffs }
+
+// CoOnceChecks is how many of missesKnown's answers coOnceCheck held to a simulation.
+func CoOnceChecks() int { return coOnceChecks }

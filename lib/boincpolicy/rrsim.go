@@ -295,6 +295,9 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			if pickHook != nil {
 				pickHook(w)
 			}
+			if coOnceCheck {
+				w.checkCoOnce(doc)
+			}
 		}
 		if first {
 			for r := range w.Sim {

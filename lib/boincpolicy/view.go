@@ -176,7 +176,8 @@ type Workspace struct {
 	gCPUs, gBump, gPrio, gShare, cum []float64
 	gSums                            []float64
 	gRecSum, gCPUSecs                float64
-	gCoCPUs, gCoSecs                 float64 // projectStats': the coprocessor jobs' CPUs, CPU-seconds
+	gCoCPUs, gCoSecs                 float64   // projectStats': the coprocessor jobs' CPUs at once (coCPUsOnce), CPU-seconds
+	coOnce                           []float64 // coCPUsOnce's, per resource
 	gRECFree                         bool
 	perJobFails, perJobSkip          int       // missesKnown's (perJobFailed)
 	shortFails, shortSkip            int       // missesKnown's (shortFailed)
