@@ -1,6 +1,7 @@
 package boincpolicy_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -42,4 +43,13 @@ func checkedRuns(t *testing.T, r *rand.Rand, dirs []string, set func(on bool), c
 			}
 		}
 	}
+}
+
+// withCorpus returns dirs and n corpus scenarios drawn from r (a scenario may come
+// twice): the checks' runs on hosts nobody picked for them.
+func withCorpus(r *rand.Rand, n int, dirs ...string) []string {
+	for range n {
+		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
+	}
+	return dirs
 }

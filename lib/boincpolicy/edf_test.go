@@ -1,7 +1,6 @@
 package boincpolicy_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -20,9 +19,7 @@ func TestEarliestMissWalk(t *testing.T) {
 		"../../scenarios/corpus/c026", "../../scenarios/corpus/c080", "../../scenarios/corpus/c105",
 		"../../scenarios/deadlines-4cpu", "../../scenarios/seed002-gpu", "../../scenarios/part-time-4cpu",
 		"../../lib/sim/testdata/noisy"}
-	for range 8 {
-		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
-	}
+	dirs = withCorpus(r, 8, dirs...)
 	checkedRuns(t, r, dirs, func(on bool) { boincpolicy.SetEDFCheck(on, false) },
 		checked{boincpolicy.EDFDiffs, "of earliestMiss's answers differed from edfScan's"})
 }
@@ -37,9 +34,7 @@ func TestEDFListingSureStarted(t *testing.T) {
 	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
 		"../../scenarios/corpus/c153", "../../scenarios/deadlines-4cpu", "../../scenarios/part-time-4cpu",
 		"../../lib/sim/testdata/noisy"}
-	for range 4 {
-		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
-	}
+	dirs = withCorpus(r, 4, dirs...)
 	checkedRuns(t, r, dirs, boincpolicy.SetEDFSureCheck,
 		checked{boincpolicy.EDFSureDiffs, "of edfListingSure's answers differed from those over every pair"})
 }

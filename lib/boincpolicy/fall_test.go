@@ -1,7 +1,6 @@
 package boincpolicy_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -20,9 +19,7 @@ func TestFallBound(t *testing.T) {
 	dirs := []string{"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu",
 		"../../scenarios/deadlines-4cpu", "../../scenarios/share-75-25", "../../lib/sim/testdata/noisy",
 		"../../scenarios/corpus/c143"} // c143: estimates well below the true work
-	for range 16 {
-		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
-	}
+	dirs = withCorpus(r, 16, dirs...)
 	checkedRuns(t, r, dirs, boincpolicy.SetFallCheck,
 		checked{boincpolicy.FallBreaks, "jobs' simulated times fell faster than prepareJobs' fall allows"})
 }

@@ -1,7 +1,6 @@
 package boincpolicy_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -21,9 +20,7 @@ func TestFetchHoldKept(t *testing.T) {
 	dirs := []string{"../../scenarios/corpus/c029", "../../scenarios/corpus/c139", "../../scenarios/corpus/c063",
 		"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu", "../../scenarios/deadlines-4cpu",
 		"../../scenarios/share-75-25", "../../lib/sim/testdata/noisy"}
-	for range 12 {
-		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
-	}
+	dirs = withCorpus(r, 12, dirs...)
 	checkedRuns(t, r, dirs, func(on bool) { boincpolicy.SetFetchCheck(on); boincpolicy.SetNoneYetCheck(on) },
 		checked{boincpolicy.FetchDiffs, "of the work fetch hold's answers contradicted by a whole work fetch"})
 }

@@ -1,7 +1,6 @@
 package boincpolicy_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -25,9 +24,7 @@ func TestListLowerKeptEnds(t *testing.T) {
 		"../../scenarios/corpus/c060", "../../scenarios/corpus/c159", "../../scenarios/corpus/c063",
 		"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu", "../../scenarios/deadlines-4cpu",
 		"../../lib/sim/testdata/noisy"}
-	for range 8 {
-		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
-	}
+	dirs = withCorpus(r, 8, dirs...)
 	checkedRuns(t, r, dirs, boincpolicy.SetLowCheck,
 		checked{boincpolicy.LowDiffs, "of listLower's bounds or lowFall's rates differed from those worked out in full"})
 }

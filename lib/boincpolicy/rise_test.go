@@ -1,7 +1,6 @@
 package boincpolicy_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -17,9 +16,7 @@ func TestNoRiseUntilKept(t *testing.T) {
 	r := rand.New(rand.NewPCG(30, 1818))
 	dirs := []string{"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu",
 		"../../scenarios/deadlines-4cpu", "../../scenarios/share-75-25", "../../lib/sim/testdata/noisy"}
-	for range 16 {
-		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
-	}
+	dirs = withCorpus(r, 16, dirs...)
 	checkedRuns(t, r, dirs, func(on bool) { boincpolicy.SetRiseCheck(on); boincpolicy.SetNoneYetCheck(on) },
 		checked{boincpolicy.NoneYetDiffs, "of NoneYet's answers contradicted by Next"},
 		checked{boincpolicy.RiseDiffs, "of noRiseUntil's kept answers differ from the computed ones"})

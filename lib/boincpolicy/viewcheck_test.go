@@ -1,7 +1,6 @@
 package boincpolicy_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -19,9 +18,7 @@ func TestRefreshedViews(t *testing.T) {
 	dirs := []string{"../../scenarios/corpus/c150", "../../scenarios/corpus/c143", "../../scenarios/corpus/c175",
 		"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu", "../../scenarios/seed002-gpu",
 		"../../lib/sim/testdata/noisy"}
-	for range 4 {
-		dirs = append(dirs, fmt.Sprintf("../../scenarios/corpus/c%03d", r.IntN(200)))
-	}
+	dirs = withCorpus(r, 4, dirs...)
 	checkedRuns(t, r, dirs, boincpolicy.SetViewCheck,
 		checked{boincpolicy.ViewDiffs, "refreshed views differed from views built afresh"})
 }
