@@ -584,4 +584,5 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.coAhead = scratch.Grow(w.coAhead, w.nRes*nP)
 	w.coPrio = scratch.Grow(w.coPrio, 2*nP)
 	w.coOnce = scratch.Grow(w.coOnce, 4*w.nRes)
+	w.coServed = scratch.Grow(w.coServed, n)
 }

@@ -11,8 +11,10 @@ import (
 // seeds, both conventions, 2 to 10 days), at every pick of every simulation the
 // coprocessor jobs' CPUs are within coCPUsOnce's bound, and wherever missesKnown
 // decides the misses with it below every coprocessor job's CPUs, a whole simulation
-// counts the same misses. It fails with the least CPUs of one job taken for the most
-// (coOnceWrong 2: c073, c014, c026, c030); the corpus's coprocessors have one
+// counts the same misses, and so after listUpper's exact case beside coprocessor jobs.
+// It fails with the least CPUs of one job taken for the most (coOnceWrong 2: c073,
+// c014, c026, c030) and with no CPU taken out for the coprocessor jobs in listUpper's
+// exact case (3: c103, c030, c117); the corpus's coprocessors have one
 // instance each, so every coprocessor taken one job at a time (1) passes here, and
 // TestBoundsPerJobBesideCoprocessors' random queues (two instances, half-instance
 // jobs) catch it.

@@ -85,7 +85,8 @@ var noCoCPUsOnce bool
 
 // coOnceCheck: at every pick of every simulation, the CPUs of the coprocessor jobs
 // picked (as pick counts them) are held to coCPUsOnce's bound, and wherever
-// missesKnown decides the misses with the bound below every coprocessor job's CPUs,
+// missesKnown decides the misses with the bound below every coprocessor job's CPUs
+// or after listUpper's exact case beside coprocessor jobs (coExactBlocked),
 // the whole simulation on a copy, by a workspace of its own, must count the same
 // misses per project and resource; coOnceDiffs counts where either failed (a test's),
 // coOnceChecks the answers so checked; coOnceWrong makes the bound wrong for the test
@@ -100,7 +101,7 @@ var (
 
 // checkCoOnceMisses is coOnceCheck's test of missesKnown's answer at now.
 func (w *Workspace) checkCoOnceMisses(doc *state.Document, now float64) {
-	if !(w.coCPUsOnce(doc) < w.coprocCPUs) {
+	if !(w.coCPUsOnce(doc) < w.coprocCPUs) && !w.coExactUsed {
 		return
 	}
 	coOnceChecks++
@@ -128,3 +129,35 @@ func (w *Workspace) checkCoOnce(doc *state.Document) {
 		coOnceDiffs++
 	}
 }
+
+// coExactBlocked takes out of f (the other project's CPUs in listUpper's exact case,
+// where the blocker's list schedule leaves them: a heap) as many CPUs as the
+// coprocessor jobs may take at once, ⌈coCPUsOnce⌉, the first to free: beside
+// coprocessor jobs that project runs at least min(its jobs left, n − G − q's) at
+// every pick (pick takes CPU jobs until the CPUs in use, the coprocessor jobs' G among
+// them, reach n, or its jobs run out; q the blocker's running, all of which pick
+// takes), a whole number, so at least n − ⌈G⌉ − q's; the list schedule on f less its
+// first ⌈G⌉ free times (+Inf at the end) runs exactly max(0, that) at every moment,
+// never falling, so the other project's ends there bound its ends from above
+// (listsched.go's argument). (corpus c117: its CPU jobs beside a project of GPU jobs
+// only were served 3 CPUs for the whole bound, where the blocker's jobs free 8 as they
+// end, and the bounds per job failed at most passes.)
+func (w *Workspace) coExactBlocked(f []float64) {
+	b := int(math.Ceil(w.gCoCPUs + 1e-9))
+	if coExactWrong {
+		b = 0
+	}
+	if b <= 0 {
+		return
+	}
+	slices.Sort(f)
+	b = min(b, len(f))
+	copy(f, f[b:])
+	for i := len(f) - b; i < len(f); i++ {
+		f[i] = math.Inf(1)
+	}
+}
+
+// noCoExact: listUpper's exact case not beside coprocessor jobs, as before (a
+// measurement's switch); coExactWrong: no CPU taken out for them (a test's).
+var noCoExact, coExactWrong bool

@@ -68,11 +68,11 @@ func PassDiffs() int  { return passDiffs }
 func PassChecks() int { return passChecks }
 
 // SetCoOnceCheck turns coOnceCheck on or off and zeroes its count; wrong > 0 makes
-// coCPUsOnce's bound wrong (coOnceWrong).
+// coCPUsOnce's bound wrong (coOnceWrong), 3 coExactBlocked's (coExactWrong).
 func SetCoOnceCheck(on bool, wrong int) {
-	coOnceCheck, coOnceDiffs, coOnceChecks, coOnceWrong = on, 0, 0, 0
+	coOnceCheck, coOnceDiffs, coOnceChecks, coOnceWrong, coExactWrong = on, 0, 0, 0, false
 	if on {
-		coOnceWrong = wrong
+		coOnceWrong, coExactWrong = wrong, wrong == 3
 	}
 }
 

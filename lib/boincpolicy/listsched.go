@@ -179,31 +179,45 @@ var listLowerAgain bool
 // listUpper lowers projectServed's w.cum to the list schedules' ends on the CPUs each
 // project is served (w.gServed), and, with exactly two projects with jobs, each job
 // one CPU and one of them served every CPU or as many as it has jobs, the other's on
-// the CPUs that one leaves.
+// the CPUs that one leaves (beside coprocessor jobs, two projects with CPU jobs, each
+// one CPU, and the CPUs the coprocessor jobs may take at once taken out:
+// coExactBlocked).
 func (w *Workspace) listUpper(doc *state.Document, nP int) {
 	w.listUp = true
 	n := min(doc.Host.CPU().Instances, maxTop)
-	blocker, other, eligible := -1, -1, 0
+	blocker, other, eligible, cpuProjects := -1, -1, 0, 0
+	co := w.coprocCPUs > 0 && !noCoExact
 	for p := range nP {
 		if !w.eligible[p] {
 			continue
 		}
 		eligible++
+		if co && w.gCPUs[4*p] == 0 {
+			continue // coprocessor jobs only: in none of the CPUs' picks
+		}
+		cpuProjects++
 		if (w.gServed[p] >= float64(doc.Host.CPU().Instances) || w.gServed[p] >= w.gCPUs[4*p]) && blocker < 0 {
 			blocker = p
 		} else {
 			other = p
 		}
 	}
-	// (Not beside coprocessor jobs, whose CPUs the other project then runs fewer by.)
-	exact := eligible == 2 && blocker >= 0 && doc.Host.CPU().Instances <= maxTop
+	// Beside coprocessor jobs the other project runs fewer by their CPUs at once
+	// (coExactBlocked).
+	exact := cpuProjects == 2 && blocker >= 0 && doc.Host.CPU().Instances <= maxTop
 	for i := range w.jobs {
-		if exact && (w.jobs[i].cpus != 1 || w.jobs[i].res != w.cpuRes) {
+		if exact && (w.jobs[i].res != w.cpuRes && !co || w.jobs[i].res == w.cpuRes && w.jobs[i].cpus != 1) {
 			exact = false
 		}
 	}
+	w.coExactUsed = exact && co
 	if exact {
 		w.listFrom(nP, n, blocker)
+		if co {
+			w.coExactBlocked(w.listFree[other*n : other*n+n])
+			w.coServed = scratch.Grow(w.coServed, n)
+			clear(w.coServed)
+		}
 	} else {
 		w.listFree = scratch.Grow(w.listFree, nP*n)
 	}
@@ -222,6 +236,16 @@ func (w *Workspace) listUpper(doc *state.Document, nP int) {
 		}
 		g := min(int(w.gServed[j.proj]), n)
 		if exact && j.proj == other {
+			if co {
+				// No longer exact: the CPUs it is served from now too, on a
+				// heap of their own.
+				e := listEnd(w.listFree[j.proj*n:j.proj*n+n], j.simT)
+				if g >= 1 {
+					e = min(e, listEnd(w.coServed[:g], j.simT))
+				}
+				w.cum[i] = min(w.cum[i], e)
+				continue
+			}
 			g = n
 		}
 		if g < 1 {

@@ -178,6 +178,8 @@ type Workspace struct {
 	gRecSum, gCPUSecs                float64
 	gCoCPUs, gCoSecs                 float64   // projectStats': the coprocessor jobs' CPUs at once (coCPUsOnce), CPU-seconds
 	coOnce                           []float64 // coCPUsOnce's, per resource
+	coServed                         []float64 // listUpper's beside coprocessor jobs (coExactBlocked)
+	coExactUsed                      bool      // listUpper's last: its exact case beside coprocessor jobs (coOnceCheck's)
 	gRECFree                         bool
 	perJobFails, perJobSkip          int       // missesKnown's (perJobFailed)
 	shortFails, shortSkip            int       // missesKnown's (shortFailed)
