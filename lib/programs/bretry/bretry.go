@@ -72,8 +72,8 @@ bserver serves. A pass over the app --app does, in order:
 
 DWU, Dresult, NError, Ndet and Nredundancy come from the flags, or else from the
 app's values in the database ('bserver app set'). Work goes in transactions of at
-most --batch workunits (default 1000; on SQLite fewer, as many as take about 5 ms,
-each followed by a pause as long, since each holds the one write lock), so the
+most --batch workunits (default 1000; on SQLite fewer, as many as take about 2 ms,
+each followed by a pause of at least 3 ms, since each holds the one write lock), so the
 scheduler keeps answering during a pass
 over millions of rows, and any number of bretry processes may run at once: each batch
 takes its rows (FOR UPDATE SKIP LOCKED on MySQL/MariaDB; one writer at a time on
