@@ -142,44 +142,67 @@ func (bp *boincPolicy) taskFinished() { bp.work.TaskFinished() }
 // it is each task's avg_ncpus, not scaled down when the CPUs are overcommitted
 // (StepUsage.cpuSecs), on any host.
 func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
+	if doc.BOINCEmulator {
+		bp.accountEmulator(doc, u)
+		return
+	}
 	var cpuFlops float64
 	bp.rel, cpuFlops = boincpolicy.RelativeSpeedsCPU(&doc.Host, bp.rel)
 	used := u.Used
-	cpuSecs := u.CPUTime
-	if doc.BOINCEmulator {
-		cpuSecs = u.cpuSecs
-	}
 	// (The CPUs looked for only where their column is replaced: on a host of CPUs
 	// alone, outside the emulator, the search was a twentieth of the step's REC
 	// accounting.)
-	if (len(doc.Host.Resources) > 1 || doc.BOINCEmulator) && u.DT > 0 {
+	if len(doc.Host.Resources) > 1 && u.DT > 0 {
 		if cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU }); cpu >= 0 {
 			if len(bp.used) != len(u.Used) {
 				bp.used = make([][]float64, len(u.Used))
 			}
 			for p := range u.Used {
 				bp.used[p] = append(bp.used[p][:0], u.Used[p]...)
-				if p < len(cpuSecs) {
-					bp.used[p][cpu] = cpuSecs[p] / u.DT
+				if p < len(u.CPUTime) {
+					bp.used[p][cpu] = u.CPUTime[p] / u.DT
 				}
 			}
 			used = bp.used
 		}
 	}
-	if !doc.BOINCEmulator {
-		boincpolicy.AccountDecayCPU(doc, used, u.DT, u.Now, bp.rel, cpuFlops, &bp.decay)
-		return
+	boincpolicy.AccountDecayCPU(doc, used, u.DT, u.Now, bp.rel, cpuFlops, &bp.decay)
+}
+
+// accountEmulator is Account under BOINC's emulator, where the step's
+// instance-seconds wait for adjust_rec, which handle_finished_apps calls when a task
+// has ended, on or off. The usage is added to the interval's instance-seconds as it
+// comes, the CPUs' column each task's avg_ncpus (StepUsage.cpuSecs ÷ the step, × the
+// step: the same figure bit for bit as a copy of the usage with that column replaced
+// made), and no relative speeds, which only adjustREC reads and finds itself. (Account
+// runs at every step, the host off too, and under the emulator the copy and the
+// speeds were about half of it: issue 30, twenty-third round.)
+func (bp *boincPolicy) accountEmulator(doc *state.Document, u *StepUsage) {
+	cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU })
+	used, cpuSecs, dt := u.Used, u.cpuSecs, u.DT
+	col := cpu // the column replaced: none for a step of no length
+	if !(dt > 0) {
+		col = -1
 	}
-	// In BOINC's emulator the step's instance-seconds wait for adjust_rec, which
-	// handle_finished_apps calls when a task has ended, on or off.
+	var before [][]float64
+	if accountCheck != nil {
+		before = cloneRows(bp.recSecs)
+	}
 	if len(bp.recSecs) != len(used) {
 		bp.recSecs = make([][]float64, len(used))
 	}
 	for p := range used {
-		bp.recSecs[p] = slices.Grow(bp.recSecs[p], len(used[p]))[:len(used[p])]
+		secs := slices.Grow(bp.recSecs[p], len(used[p]))[:len(used[p])]
+		bp.recSecs[p] = secs
 		for r, x := range used[p] {
-			bp.recSecs[p][r] += x * u.DT
+			if r == col && p < len(cpuSecs) {
+				x = cpuSecs[p] / dt
+			}
+			secs[r] += x * dt
 		}
+	}
+	if accountCheck != nil {
+		accountCheck(doc, u, before, bp.recSecs)
 	}
 	// A task that ended counts for the whole step, scheduled as it still is when
 	// adjust_rec totals the scheduled tasks' instance-seconds, and the first one
@@ -188,7 +211,6 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 	// CLIENT_STATE::app_finished, accumulate_inst_sec). handle_finished_apps walks its
 	// list of active tasks, in the order they first started (job.started), so the
 	// first is the one that started first, not the first in the document.
-	cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU })
 	first := 0
 	for i, e := range u.ended {
 		if e.started < u.ended[first].started {
@@ -214,6 +236,18 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 	if u.Ended > 0 {
 		bp.adjustREC(doc, u.Now)
 	}
+}
+
+// accountCheck, with the check on (tests only), is told of each step's instance-seconds
+// accountEmulator added: the interval's before and after the usage.
+var accountCheck func(doc *state.Document, u *StepUsage, before, after [][]float64)
+
+func cloneRows(x [][]float64) [][]float64 {
+	y := make([][]float64, len(x))
+	for i := range x {
+		y[i] = slices.Clone(x[i])
+	}
+	return y
 }
 
 // creditScheduled adds to policy boinc's REC instance-seconds what a task scheduled
