@@ -105,11 +105,8 @@ func (w *Workspace) checkCoOnceMisses(doc *state.Document, now float64) {
 		return
 	}
 	coOnceChecks++
-	full := *doc
-	full.Tasks = slices.Clone(doc.Tasks)
-	full.Projects = slices.Clone(doc.Projects)
 	whole := Workspace{Overestimate: w.Overestimate}
-	whole.Simulate(&full, now)
+	whole.Simulate(checkCopy(doc), now)
 	if !slices.Equal(whole.missed, w.missed) {
 		coOnceDiffs++
 	}

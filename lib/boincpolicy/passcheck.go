@@ -22,13 +22,20 @@ var (
 // checkPass is passCheck's test of the quiet pass just made at now.
 func (w *Workspace) checkPass(doc *state.Document, now float64) {
 	passChecks++
-	full := *doc
-	full.Tasks = slices.Clone(doc.Tasks)
-	full.Projects = slices.Clone(doc.Projects)
+	full := checkCopy(doc)
 	full.CPUSched = nil
 	whole := Workspace{Overestimate: w.Overestimate}
-	whole.Schedule(&full, now)
+	whole.Schedule(full, now)
 	if whole.Changed() || !slices.Equal(whole.passMissed, w.passMissed) {
 		passDiffs++
 	}
+}
+
+// checkCopy is a copy of doc a check's whole computation may change (its tasks and
+// projects), leaving the run's document as it is.
+func checkCopy(doc *state.Document) *state.Document {
+	full := *doc
+	full.Tasks = slices.Clone(doc.Tasks)
+	full.Projects = slices.Clone(doc.Projects)
+	return &full
 }
