@@ -153,7 +153,7 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 	for i, j := range jobs {
 		outs[i].WorkunitID = j.WorkunitID
 	}
-	parallelN(len(jobs), treeWorkers, func(i int) {
+	parallelN(len(jobs), treeWorkers, sideWork(a.Store, func(i int) {
 		j := jobs[i]
 		// Written even when an earlier pass that died before the database heard put
 		// it in place: the rename below then fails and finds it there (a stat first,
@@ -172,14 +172,14 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 			return
 		}
 		tmps[i] = tmp
-	})
+	}))
 	if err := syncFS(a.To); err != nil {
 		for i := range outs {
 			outs[i].Failed, outs[i].Message = true, "sync: "+err.Error()
 		}
 		return outs
 	}
-	parallelN(len(jobs), treeWorkers, func(i int) {
+	parallelN(len(jobs), treeWorkers, sideWork(a.Store, func(i int) {
 		if tmps[i] == "" {
 			return
 		}
@@ -193,7 +193,7 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 			}
 			outs[i].Failed, outs[i].Message = true, err.Error()
 		}
-	})
+	}))
 	if err := syncFS(a.To); err != nil {
 		for i := range outs {
 			outs[i].Failed, outs[i].Message = true, "sync: "+err.Error()

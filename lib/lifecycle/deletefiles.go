@@ -165,10 +165,10 @@ func (d *FileDeleter) delete(files []store.PendingFile, sum *DeleteSummary) ([]g
 		err           error
 	}
 	done := make([]removal, len(files))
-	parallel(len(files), func(i int) {
+	parallel(len(files), sideWork(d.Store, func(i int) {
 		r := &done[i]
 		r.gone, r.msg, r.refused, r.err = remove(roots[files[i].Directory], tree, files[i])
-	})
+	}))
 	gone := make([]goneFile, 0, len(files))
 	for i, f := range files {
 		ok, msg, refused, err := done[i].gone, done[i].msg, done[i].refused, done[i].err

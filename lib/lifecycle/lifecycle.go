@@ -150,6 +150,12 @@ const treeWorkers = 2
 // Each f writes only its own index's results.
 func parallel(n int, f func(i int)) { parallelN(n, fileWorkers, f) }
 
+// sideWork is f with each call run as st's side work (store.Store.SideWork): a cron
+// job's file work waits while one of its transactions holds SQLite's write lock.
+func sideWork(st *store.Store, f func(i int)) func(i int) {
+	return func(i int) { st.SideWork(func() { f(i) }) }
+}
+
 // parallelN runs f(0) … f(n-1), workers at once.
 func parallelN(n, workers int, f func(i int)) {
 	if n <= 1 {

@@ -196,7 +196,8 @@ func (p *Purger) Run(ctx context.Context) (PurgeSummary, error) {
 	// (on SQLite the pass's one connection is free then), and compressing needs no
 	// connection at all; done one after the other they were a third of a pass
 	// (issue 27's benchmark). (A second connection for the reading, beside the
-	// writing one, made the pass slower: docs/decisions.md.)
+	// writing one, made the pass slower: docs/decisions.md.) The compressing, too,
+	// runs between the transactions (Store.SideWork), not beside them.
 	type prepared struct {
 		bs  []*archived
 		err error
@@ -295,7 +296,7 @@ func (ps *pass) prepare(ctx context.Context, ids []int64) ([]*archived, error) {
 		if err != nil {
 			return nil, err
 		}
-		bs = append(bs, compress(rows, ps.Clock.Now()))
+		ps.Store.SideWork(func() { bs = append(bs, compress(rows, ps.Clock.Now())) })
 	}
 	return bs, nil
 }

@@ -113,3 +113,78 @@ func TestPause(t *testing.T) {
 		})
 	}
 }
+
+// TestSideWork: a cron job's side work (Store.SideWork) waits while one of the job's
+// write transactions is open on SQLite, and runs at once on a store that is not a
+// job's and on MySQL.
+func TestSideWork(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range storetest.Engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Require(t)
+			job := storetest.Open(t, e.DSN)
+			// open holds a write transaction of job open until release is called.
+			open := func() (release func(), done <-chan error) {
+				in, rel, d := make(chan struct{}, 1), make(chan struct{}), make(chan error, 1)
+				go func() {
+					d <- job.InTx(ctx, func(*store.Tx) error {
+						select {
+						case in <- struct{}{}:
+						default:
+						}
+						<-rel
+						return nil
+					})
+				}()
+				<-in
+				return func() { close(rel) }, d
+			}
+			ran := make(chan struct{}, 1)
+			side := func() { go job.SideWork(func() { ran <- struct{}{} }) }
+			wait := func(within time.Duration) bool {
+				select {
+				case <-ran:
+					return true
+				case <-time.After(within):
+					return false
+				}
+			}
+
+			release, done := open()
+			side()
+			if !wait(5 * time.Second) {
+				t.Fatal("side work waited for a transaction of a store that is not a job's")
+			}
+			release()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+
+			if err := job.BatchJob(ctx); err != nil {
+				t.Fatal(err)
+			}
+			release, done = open()
+			side()
+			if job.Engine() == store.MySQL {
+				if !wait(5 * time.Second) {
+					t.Fatal("side work waited for a transaction on MySQL")
+				}
+				release()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if wait(100 * time.Millisecond) {
+				t.Fatal("a job's side work ran while its transaction was open")
+			}
+			release()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !wait(5 * time.Second) {
+				t.Fatal("a job's side work did not run once its transaction committed")
+			}
+		})
+	}
+}

@@ -47,6 +47,7 @@ type Store struct {
 	timing atomic.Pointer[func(step string, d time.Duration)] // TimeTransactions
 	trips  atomic.Int64                                       // RoundTrips
 	hold   atomic.Int64                                       // LastHold, in ns
+	side   atomic.Pointer[sync.RWMutex]                       // SideWork's gate: a cron job's on SQLite (BatchJob); nil else
 
 	txRetries, txErrors atomic.Int64 // TxStats
 	dataVersion         atomic.Int64 // SQLite's data_version + 1 at the last Pause (0: none yet)
@@ -491,6 +492,11 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 
 func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 	s.trips.Add(2) // BEGIN and COMMIT (or ROLLBACK)
+	// A cron job's side work waits for the transaction (SideWork).
+	if g := s.side.Load(); g != nil {
+		g.Lock()
+		defer g.Unlock()
+	}
 	began := time.Now()
 	tx, err := s.begin(ctx)
 	if err != nil {
