@@ -321,7 +321,7 @@ func (w *Workspace) saturatedLow(doc *state.Document, now, bufMin float64) bool 
 	}
 	if low, ok := w.saturatedLowAt(doc, now); ok && low*(1-1e-9)-1e-6 >= bufMin*(1+1e-9)+1e-6 {
 		w.lowFails = 0
-		w.lowHold(doc, now, low, bufMin)
+		w.lowHold(doc, now, bufMin)
 		return true
 	}
 	if w.lowFails++; w.lowFails >= perJobTries {
@@ -436,22 +436,22 @@ func keepLongest(top []float64, t float64, k int) []float64 {
 }
 
 // lowHold sets the work fetch's hold (fetchHold) after saturatedLow's bound at now put
-// the CPUs' saturated time at now + low, past bufMin. The served CPUs the bound rests
+// the CPUs' saturated time past bufMin at now. The served CPUs the bound rests
 // on read no REC under BOINC's emulator (pick by address) or with one project
 // (gRECFree), and otherwise hold while the REC fractions stay in the box of
 // projectServed's comparisons at now (servedEps: the box missesKept's answers keep,
 // box.go), which the hold then keeps too (fetchHeld); with them, while the tasks stay
 // as they are, each job's bound from below on its end, now + w.low[i], comes nearer by
-// at most lowFall's rate a second, so w.low[i] falls by at most that rate + 1, and the
-// (N − n + 1)th least of them with it; the hold lasts until the margin past bufMin may
-// be eaten (and, as workBound's, until a reason not to ask a resource may end). The
+// at most lowFall's rate a second, so w.low[i] falls by at most that rate + 1; the
+// hold lasts while the (N − n + 1)th least of them stays past bufMin (lowHoldFor: job
+// by job) (and, as workBound's, until a reason not to ask a resource may end). The
 // view must show the jobs running as they are (a pass at the moment may have started or
 // stopped one since: no hold). (Corpus c029's work fetch found the CPUs saturated past
 // work_buf_min by this bound at 4,969 moments of a 10-day run under --emulate boinc,
 // each bound found afresh; c139 and c063 likewise: issue 30, nineteenth round. Under
 // bsim's conventions, with the served CPUs read from the RECs, c139's found it afresh
 // at 12,753 moments of a 10-day run, c060's at 10,511: issue 30, twentieth round.)
-func (w *Workspace) lowHold(doc *state.Document, now, low, bufMin float64) {
+func (w *Workspace) lowHold(doc *state.Document, now, bufMin float64) {
 	eps := math.Inf(1) // the box of REC fractions the served CPUs hold in
 	if !w.gRECFree {
 		if eps = w.servedEps; !(eps > 0) {
@@ -466,14 +466,7 @@ func (w *Workspace) lowHold(doc *state.Document, now, low, bufMin float64) {
 		}
 	}
 	w.lowFall(doc)
-	rate := 0.0
-	for i := range w.jobs {
-		rate = max(rate, w.lowK[i]+1)
-	}
-	hold := math.Inf(1)
-	if over := low*(1-1e-9) - 1e-6 - (bufMin*(1+1e-9) + 1e-6); rate > 0 {
-		hold = over / rate
-	}
+	hold := w.lowHoldFor(doc.Host.CPU().Instances, bufMin*(1+1e-9)+1e-6)
 	if len(w.noAsk) == len(doc.Host.Resources) {
 		hold = min(hold, w.noAskUntil-now)
 	}
@@ -483,4 +476,27 @@ func (w *Workspace) lowHold(doc *state.Document, now, low, bufMin float64) {
 		w.fetchF = scratch.Grow(w.fetchF, len(doc.Projects))
 		recFractions(doc, w.jobs, w.fetchF)
 	}
+}
+
+// lowHoldFor is how long the (N − n + 1)th least of the jobs' bounds w.low[i] stays at
+// or past x (lowFall done), n the CPUs: while at least n of them do, that is until the
+// n-th longest of the jobs' own times to x, job i's margin past x eaten at its own
+// rate, w.lowK[i] + 1 a second. (Until issue 30's twenty-fourth round every margin was
+// taken at the greatest rate of any job: a job placed after others' running jobs, its
+// rate their falls summed, shortened the hold even where its bound was far past x or
+// was not among the n deciding ones. Corpus c060 under BOINC's emulator found the bound
+// afresh at 2,741 moments of a 10-day run, 1,384 with the rates job by job.)
+func (w *Workspace) lowHoldFor(n int, x float64) float64 {
+	top := w.top[:0] // the n longest times, shortest first
+	for i := range w.jobs {
+		h := math.Inf(1)
+		if over, rate := w.low[i]*(1-1e-9)-1e-6-x, w.lowK[i]+1; !(over >= 0) {
+			h = -1 // short of x already
+		} else if rate > 0 {
+			h = over / rate
+		}
+		top = keepLongest(top, h, n)
+	}
+	w.top = top
+	return top[0]
 }
