@@ -30,7 +30,7 @@ func command() *cli.Command {
 	return &cli.Command{
 		Name:      "bserver",
 		Usage:     "a project's database and scheduler endpoint (BOINC-style scheduler RPCs over HTTP)",
-		UsageText: "bserver init | user add | user list | keys | app add | app set | app-version add | work create | status | serve [flags]",
+		UsageText: "bserver init | user add | user list | keys | app add | app set | app-version add | work create | status | serve | assimilate | delete-files | purge | stats export [flags]",
 		Description: cliutil.Help(`
 The server side of bkit: one database (SQLite file or MySQL/MariaDB) that the
 scheduler endpoint shares with the project's cron jobs: bretry (seed 003's retries and
@@ -52,6 +52,7 @@ Set up a project:
 The lifecycle after validation (cron jobs, safe to overlap and to kill):
   bserver assimilate            hand validated and given-up workunits to the scientist
   bserver delete-files          delete the files of assimilated workunits that nothing needs
+  bserver purge                 move old finished workunits out of the database into archive files
   bserver stats export DIR      write the statistics export (user.gz, host.gz, team.gz)
 
 --db (or $BSERVER_DB) names the database: sqlite:PATH or a bare PATH for SQLite,
