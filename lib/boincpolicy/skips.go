@@ -164,12 +164,13 @@ func (w *Workspace) quietNoFetch(doc *state.Document, now float64) bool {
 	if w.noneAskable(doc, now) {
 		return true
 	}
-	// No request when the first pick or the work queued shows every resource full
+	// No request when the work queued or the first pick shows every resource full
 	// past work_buf_min.
 	w.quietView(doc, now)
 	w.boundAt = now
-	recSum := w.prepare(doc)
-	if w.noFetchPossible(doc, now, recSum) {
+	w.prepareJobs(doc)
+	recSum, none := w.noFetchPossible(doc, now)
+	if none {
 		return true
 	}
 	w.simulateFrom(doc, now, recSum)
@@ -270,8 +271,14 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 	return true
 }
 
-// noFetchPossible reports whether ChooseProject would find no resource to ask for,
-// from the simulation's first pick alone (prepare done): a resource whose instances
+// noFetchPossible reports whether ChooseProject would find no resource to ask for
+// (prepareJobs done), and, where it is not known so, the REC sum of prepare's rest, made
+// for the simulation that then decides. Its bounds first: workBound's below, then
+// saturatedLow's (listsched.go), which read only prepareJobs' work; then, prepare made
+// whole, the simulation's first pick alone. (Until issue 30's twenty-fourth round the
+// pick came before saturatedLow, prepare made whole for it at every look; in 10-day
+// runs of c008, c060, c063 and c159, both conventions, it answered none of the looks
+// the two bounds left.) The first pick: a resource whose instances
 // are all busy at the start stays so until the first active job finishes (the pick
 // does not change before), so its saturated time is at least that job's finish. When
 // every resource is saturated at the start and no active job finishes before
@@ -286,27 +293,31 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 // jobs' instance-seconds. (The CPUs' count of a coprocessor job's CPUs only makes
 // them saturated longer; the bound leaves them out.) When that is at least
 // work_buf_min for every resource, no resource's saturated time is below it either.
-func (w *Workspace) noFetchPossible(doc *state.Document, now, recSum float64) bool {
+func (w *Workspace) noFetchPossible(doc *state.Document, now float64) (recSum float64, none bool) {
 	h := &doc.Host
 	bufMin := WorkBufMin(&doc.Preferences)
 	w.resAsked(doc, now)
 	if w.workBound(h, bufMin) {
-		return true
+		return 0, true
 	}
 	w.fetchHold = false
+	if w.saturatedLow(doc, now, bufMin) {
+		return 0, true
+	}
+	recSum = w.prepareRest(doc)
 	w.pick(doc, recSum)
 	for r := range h.Resources {
 		if float64(h.Resources[r].Instances)-w.simUsed[r] > 1e-6 && !w.noAsk[r] {
-			return w.saturatedLow(doc, now, bufMin)
+			return recSum, false
 		}
 	}
 	for _, a := range w.active {
 		j := &w.jobs[a]
 		if j.simT < bufMin {
-			return w.saturatedLow(doc, now, bufMin)
+			return recSum, false
 		}
 	}
-	return true
+	return recSum, true
 }
 
 // workBound reports whether the work bound of noFetchPossible puts every resource's
