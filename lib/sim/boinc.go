@@ -125,6 +125,23 @@ func (bp *boincPolicy) useBOINCStream(g *glibcrand.Rand) { bp.g = g }
 // simulation runs again, the workspace's view brought up to date (TasksChanged).
 func (bp *boincPolicy) tasksChanged() { bp.work.TasksChanged() }
 
+// gpusChanged: the loop changed whether GPU computing is suspended. The workspace reads
+// doc.GPUsSuspended only for coprocessor jobs (the pass's, the round-robin
+// simulation's CPUs of coprocessor jobs, the work fetch's pick), so while no app
+// version uses a coprocessor, and so no task can (a task that arrives with one comes
+// with TasksReceived), its holds and view stay good; else TasksChanged. (Under
+// --emulate boinc the GPUs' activity follows the host's, so on a CPU-only host such
+// as part-time-4cpu each change of activity ended the holds: issue 30, twenty-fifth
+// round.)
+func (bp *boincPolicy) gpusChanged(doc *state.Document) {
+	for k := range doc.AppVersions {
+		if doc.AppVersions[k].Coproc != nil {
+			bp.work.TasksChanged()
+			return
+		}
+	}
+}
+
 // overestimate: the loop's bound on a job's estimate ÷ real work (noteJobs), which the
 // work fetch's hold allows for.
 func (bp *boincPolicy) overestimate(x float64) { bp.work.Overestimate = x }

@@ -30,7 +30,7 @@ func (s *Sim) boincStep(now float64) {
 		// scheduler runs no coprocessor job while it holds, and its simulation
 		// counts no coprocessor job's CPUs (state.Document.GPUsSuspended).
 		s.doc.GPUsSuspended = s.gpuSuspended
-		s.tasksChanged()
+		s.gpusChanged()
 	}
 	if s.finishing > 0 {
 		s.Settle()
@@ -57,6 +57,21 @@ func (s *Sim) boincStep(now float64) {
 	// scheduler has run (inside if (on): an off step leaves it as it was).
 	s.gpuPrev = s.avail.GPUActive
 }
+
+// gpusChanged tells the policy that the loop changed doc.GPUsSuspended: a gpuWatcher
+// apart, any other watcher as tasksChanged.
+func (s *Sim) gpusChanged() {
+	if g, ok := s.policy.(gpuWatcher); ok && !noGPUWatch {
+		s.runningHold = false
+		g.gpusChanged(s.doc)
+		return
+	}
+	s.tasksChanged()
+}
+
+// noGPUWatch: every change of the GPUs' suspension is told as tasksChanged (a test's,
+// to check gpuWatcher against).
+var noGPUWatch bool
 
 // knowsGPUSuspension reports whether the run's client is told when its GPU computing is
 // suspended (state.Document.GPUsSuspended), as BOINC's client knows it

@@ -131,6 +131,15 @@ type finishWatcher interface {
 	taskFinished()
 }
 
+// gpuWatcher is a watcher told apart when the loop changes whether GPU computing is
+// suspended (state.Document.GPUsSuspended, under --emulate boinc), instead of
+// tasksChanged (policy boinc: the suspension changes nothing it reads while no task
+// can use a coprocessor).
+type gpuWatcher interface {
+	watcher
+	gpusChanged(doc *state.Document)
+}
+
 // rpcWatcher is a watcher not told tasksChanged by an RPC that reported and received no
 // task (Serve): it hears of every RPC in Replied, whose reply says whether the tasks
 // changed (policy boinc: such an RPC changed only what its work fetch reads).
