@@ -81,6 +81,10 @@ func (bp *boincPolicy) Schedule(doc *state.Document, now float64) bool {
 // (rpcWatcher).
 func (*boincPolicy) rpcMade() {}
 
+// reportMade: the policy hears in Replied of an RPC that reported tasks and received
+// none (reportWatcher).
+func (*boincPolicy) reportMade() {}
+
 // runList: the tasks the last pass that changed a task ran, in its run list's order
 // (Sim.noteStarts).
 func (bp *boincPolicy) runList() []int { return bp.order }
@@ -98,9 +102,12 @@ func (bp *boincPolicy) NextRPC(doc *state.Document, now float64, asked []int) (R
 }
 
 func (bp *boincPolicy) Replied(doc *state.Document, r RPC, rep Reply, now float64) {
-	if rep.tasks {
+	switch {
+	case rep.received || rep.tasks && noReportWatch:
 		bp.work.TasksReceived() // the RPC's backoffs and the tasks reported and received
-	} else {
+	case rep.tasks:
+		bp.work.TasksReported() // the RPC's backoffs and the tasks reported (dropped)
+	default:
 		bp.work.RPCMade() // the RPC's backoffs only (Serve told no tasksChanged)
 	}
 	if rep.Failed {

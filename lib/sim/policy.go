@@ -69,8 +69,9 @@ type Reply struct {
 	// reply without jobs says "no work, but the resource is supported" and leaves
 	// D(P,R) set (Config.ThreeState).
 	ThreeState bool
-	// tasks: the RPC reported or received a task (Serve), for an rpcWatcher.
-	tasks bool
+	// tasks: the RPC reported or received a task (Serve), for an rpcWatcher;
+	// received: it received one, for a reportWatcher.
+	tasks, received bool
 }
 
 // StepUsage is what happened in one step of DT seconds ending at Now: per project
@@ -129,6 +130,15 @@ type watcher interface {
 type finishWatcher interface {
 	watcher
 	taskFinished()
+}
+
+// reportWatcher is an rpcWatcher not told tasksChanged either by an RPC that reported
+// tasks and received none (Serve): it hears of it in Replied, whose reply says so
+// (policy boinc: the tasks reported were done, none of its jobs, so its held pass
+// goes on).
+type reportWatcher interface {
+	rpcWatcher
+	reportMade()
 }
 
 // gpuWatcher is a watcher told apart when the loop changes whether GPU computing is

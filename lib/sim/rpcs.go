@@ -90,12 +90,20 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 		return Reply{Failed: true}
 	}
 	s.m.rpcs++
-	tasks := false // whether the RPC reported or received a task
+	tasks := false    // whether the RPC reported or received a task
+	received := false // whether it received one
 	defer func() {
 		// (A policy that hears of every RPC apart, rpcWatcher, is told in Replied
 		// when it changed no task.)
-		if _, ok := s.policy.(rpcWatcher); tasks || !ok {
+		// (One that hears apart of an RPC that only reported, reportWatcher, is
+		// told that in Replied too.)
+		_, rw := s.policy.(rpcWatcher)
+		_, pw := s.policy.(reportWatcher)
+		switch {
+		case !rw || received || tasks && (!pw || noReportWatch):
 			s.tasksChanged() // reported and received
+		case tasks:
+			s.runningHold = false // the tasks reported are dropped (the policy hears in Replied)
 		}
 	}()
 	// The delay the request reports, from the client's own estimator where the policy
@@ -125,11 +133,11 @@ func (s *Sim) Serve(r RPC, now float64) Reply {
 	}
 	for _, n := range jobs {
 		s.m.jobs += n
-		tasks = tasks || n > 0
+		received = received || n > 0
 	}
-	tasks = tasks || reported
+	tasks = received || reported
 	rpc.RPCSucceeded(p, now, 0)
-	return Reply{Jobs: jobs, Seed: s.rng.Uint64(), ThreeState: s.cfg.ThreeState, tasks: tasks}
+	return Reply{Jobs: jobs, Seed: s.rng.Uint64(), ThreeState: s.cfg.ThreeState, tasks: tasks, received: received}
 }
 
 var errServerDown = errors.New("the project's server is down")
@@ -238,6 +246,10 @@ func (s *Sim) taskFinished() {
 	}
 	s.tasksChanged()
 }
+
+// noReportWatch: an RPC that only reported tasks is told as tasksChanged to every
+// watcher (a test's, to check reportWatcher against).
+var noReportWatch bool
 
 // tasksChanged tells a watcher policy that the loop changed the tasks, and lets go of
 // the running tasks' list.
