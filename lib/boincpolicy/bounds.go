@@ -70,7 +70,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 		}
 	}
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
-	w.slack, w.lowSlack = math.Inf(1), math.Inf(1)
+	w.slack, w.lowSlack, w.capSlack = math.Inf(1), math.Inf(1), math.Inf(1)
 	w.anyMiss, w.boundMiss = false, false
 	// The bounds per job (projectBounds), when the resource's do not decide: first
 	// good until recHorizon, then at now only (now2); and missBounds'.
@@ -145,10 +145,11 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			for !w.projectServed(doc, now, recHorizons[level]) {
 				level++
 			}
-			w.slack = min(w.slack, recHorizon)
+			w.capSlack = recHorizon
 			if h := recHorizons[level]; h > 0 {
-				w.slack = min(w.slack, h)
+				w.capSlack = min(w.capSlack, h)
 			}
+			w.slack = min(w.slack, w.capSlack)
 		}
 		for {
 			if late = w.cumLate(doc, i, now, comp); late >= 0 {
@@ -208,6 +209,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			}
 			if h := recHorizons[level]; h > 0 {
 				w.slack = min(w.slack, h)
+				w.capSlack = min(w.capSlack, h)
 			}
 			lower = false
 		}
@@ -226,13 +228,13 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 		if w.servedEps > 0 {
 			w.recEps = w.servedEps
 		} else {
-			w.slack = 0
+			w.slack, w.capSlack = 0, 0
 		}
 	}
 	// The misses by missBounds' bound apart (missesKept may look at them again).
 	w.restSlack, w.slack = w.slack, min(w.slack, w.lowSlack)
 	if coNow && !coNowSlack {
-		w.restSlack, w.slack = 0, 0
+		w.restSlack, w.slack, w.capSlack = 0, 0, 0
 	}
 	if w.anyMiss {
 		for i := range w.jobs {

@@ -81,3 +81,14 @@ func CoOnceDiffs() int { return coOnceDiffs }
 
 // CoOnceChecks is how many of missesKnown's answers coOnceCheck held to a simulation.
 func CoOnceChecks() int { return coOnceChecks }
+
+// SetRelistCheck turns the check of missesRelist's carried answers against the whole
+// simulation on or off and zeroes its counts (relist_test.go).
+func SetRelistCheck(on bool) { relistCheck, relistDiffs, relistChecks = on, 0, 0 }
+
+// RelistDiffs is how many of the answers missesRelist carried the simulation
+// contradicted; RelistChecks how many were checked.
+func RelistDiffs() int { return relistDiffs }
+
+// RelistChecks is how many of the answers missesRelist carried were checked.
+func RelistChecks() int { return relistChecks }

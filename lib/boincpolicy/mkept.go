@@ -33,7 +33,120 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	}
 	// The last horizon's served CPUs missesKnown tried (the box's, when it has one).
 	w.mkServed = append(w.mkServed[:0], w.gServed...)
+	// For missesRelist: the rest's cap (its horizons') and the rise.
+	if w.mkRelist = w.relistable(); w.mkRelist {
+		w.mkCapAt, w.mkRiseAt = now+w.capSlack, rise
+	}
 	return true
+}
+
+// relistable reports whether missesRelist may carry the answer just kept: a host
+// whose runnable jobs are all CPU jobs of one CPU, of one project.
+func (w *Workspace) relistable() bool {
+	if len(w.jobs) == 0 {
+		return false
+	}
+	p := w.jobs[0].proj
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.res != w.cpuRes || j.cpus != 1 || j.proj != p {
+			return false
+		}
+	}
+	return true
+}
+
+// missesRelist carries the answer keepMisses kept past the end of its rest (the jobs'
+// margins to their bounds from above, restSlack) at now, by each job's end in the
+// project's list schedule now (issue 30, twenty-fourth round): it reports whether
+// every job the answer has in time still ends in time by it, and then sets the rest
+// (mkRest and, with no miss by missBounds' bound, mkUntil) to the least margin so
+// found, but not past the answer's horizons' cap nor the first moment a running job's
+// work may grow (noRiseUntil at the answer's moment).
+//
+// Why: on a host of relistable's (one project, every job one CPU) the simulation runs
+// the project's jobs exactly as its list schedule on the n CPUs from now in their
+// order (pick takes its first min(n, jobs left) at every pick: listsched.go), whose
+// ends listUpper's bound reads there (on maxTop CPUs at most: fewer CPUs, later
+// ends); a job that misses its deadline still takes its CPU. So a job in time by it
+// (with missesKnown's margin for rounding) is in time in the simulation, and the
+// least margin is how long from now none can come to miss (the times only fall while
+// the tasks stay as they are: a change ends the answer). The misses are the
+// answer's: a job whose computation deadline is past stays so, and a miss by
+// missBounds' bound is found again by relow past mkUntil. One list schedule costs a
+// listEnd a job where missesKnown's whole answer costs its sums, projectStats,
+// projectServed, listUpper's and listLower's list schedules and lowFall. (Corpus
+// c143, one project with 35 jobs of one deadline per RPC: the rest of its answers
+// ran out within two minutes at 4,395 of its 7,302 missesKnown of a 10-day run under
+// BOINC's emulator, the margins kept by the running jobs' work.)
+func (w *Workspace) missesRelist(doc *state.Document, now float64) bool {
+	rest := min(w.mkCapAt, w.mkRiseAt)
+	if !w.mkRelist || len(w.mkMisses) != len(w.jobs) || !(rest > now) {
+		return false
+	}
+	n := min(doc.Host.CPU().Instances, maxTop)
+	w.relistFree = scratch.Grow(w.relistFree, n)
+	free := w.relistFree
+	clear(free)
+	// On every CPU (listUpper's own: as many jobs as CPUs, at most maxTop), the
+	// schedule is the one listLower places first: its ends are kept for it (relow's
+	// missBounds at this moment) as listUpper keeps its own.
+	own := n == doc.Host.CPU().Instances && len(w.jobs) >= n
+	if own {
+		w.ownEnd = growJobs(w.ownEnd, len(w.jobs))
+	}
+	w.ownOK = false
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		end := listEnd(free, j.simT)
+		if own {
+			w.ownEnd[i] = end
+		}
+		if w.mkMisses[i] {
+			continue
+		}
+		// A margin for rounding: the simulation sums the same times in another
+		// order (missesKnown's).
+		late := j.deadline - comp - (now + end*(1+1e-9) + 1e-6)
+		if !(late >= 0) {
+			return false
+		}
+		rest = min(rest, now+late)
+	}
+	if !(rest > now) {
+		return false
+	}
+	if !w.mkBound {
+		w.mkUntil = rest
+	}
+	w.mkRest, w.mkRelisted = rest, true
+	w.ownOK, w.ownP, w.ownGen = own, w.jobs[0].proj, w.simGen
+	return true
+}
+
+// relistCheck, relistDiffs, relistChecks: the tests' check of missesRelist. Wherever
+// missesKept gives an answer missesRelist carried (at this pass or an earlier one), a
+// whole simulation on a copy of the document, by a workspace of its own, must find
+// the same jobs missing their deadlines (and the same counts per project and
+// resource); relistDiffs counts where it did not, relistChecks the answers checked.
+var (
+	relistCheck               bool
+	relistDiffs, relistChecks int
+)
+
+// checkRelist is relistCheck's test of missesKept's answer at now.
+func (w *Workspace) checkRelist(doc *state.Document, now float64) {
+	relistChecks++
+	whole := Workspace{Overestimate: w.Overestimate}
+	whole.Simulate(checkCopy(doc), now)
+	same := len(whole.jobs) == len(w.jobs) && slices.Equal(whole.missed, w.missed)
+	for i := 0; same && i < len(w.jobs); i++ {
+		same = whole.jobs[i].task == w.jobs[i].task && whole.jobs[i].misses == w.jobs[i].misses
+	}
+	if !same {
+		relistDiffs++
+	}
 }
 
 // missesKept is missesKnown at now from the answer keepMisses kept at an earlier pass
@@ -48,7 +161,10 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 // about the fractions now. It reports whether it set them (w.missed, each job's
 // misses, w.Sim's counts, w.anyMiss, w.boundMiss, w.slack, w.recEps).
 func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
-	if !w.mkKept || len(w.mkMisses) != len(w.jobs) || !(now < w.mkUntil) && !(w.mkBound && now < w.mkRest) {
+	if !w.mkKept || len(w.mkMisses) != len(w.jobs) {
+		return false
+	}
+	if !(now < w.mkRest) && !w.missesRelist(doc, now) || !(now < w.mkUntil) && !(w.mkBound && now < w.mkRest) {
 		return false
 	}
 	eps := math.Inf(1)
@@ -75,6 +191,9 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 		if j.misses = w.mkMisses[i]; j.misses {
 			w.Sim[j.res].Misses++
 		}
+	}
+	if relistCheck && w.mkRelisted {
+		w.checkRelist(doc, now)
 	}
 	return true
 }

@@ -207,6 +207,7 @@ type Workspace struct {
 	coOrdered                     bool
 	coAhead, coEx, coPrio         []float64
 	lowSlack, restSlack           float64 // missesKnown's slack: its misses by missBounds', the rest
+	capSlack                      float64 // missesKnown's slack: its horizons' part (restSlack's but the jobs' margins)
 	// missesKnown's answer kept (keepMisses): good until mkUntil, in a box of
 	// mkEps about the REC fractions mkF (the served CPUs mkServed's); each job's
 	// misses, the counts.
@@ -220,6 +221,14 @@ type Workspace struct {
 	lowList           bool      // w.low is listLower's
 	satFree           []float64 // saturatedList's
 	lowFails, lowSkip int       // saturatedLow's
+
+	// keepMisses' answer carried by the project's list schedule (missesRelist):
+	// whether it may be, whether it was, the rest's cap (its horizons'), the first
+	// moment a running job's work may grow; the CPUs' free times
+	mkRelist, mkRelisted bool
+	mkCapAt, mkRiseAt    float64
+	relistFree           []float64
+
 	// The box of REC fractions a hold is good in (box.go): servedEps, projectServed's
 	// at now; recEps, missesKnown's (+Inf: its answer and slack read no REC, or the
 	// horizon's); boxEps and boxF, the hold's half-width (+Inf: none) and centre.
