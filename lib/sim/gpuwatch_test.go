@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"fmt"
-	"testing"
-)
+import "testing"
 
 // TestGPUWatchChangesNothing runs policy boinc under BOINC's emulator's conventions
 // with the loop's changes of the GPUs' suspension told apart (gpuWatcher: the holds
@@ -20,18 +17,12 @@ func TestGPUWatchChangesNothing(t *testing.T) {
 			cfg := Config{Duration: 5 * 86400, Delta: 60, Policy: BOINCPolicy, Seed: seed, EmulateBOINC: true}
 			flips := 0
 			run := func(off bool) string {
-				noGPUWatch = off
-				defer func() { noGPUWatch = false }()
-				s, err := New(load(t, dir), cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for s.Step() {
+				_, figures := runSwitched(t, dir, cfg, &noGPUWatch, off, func(s *Sim) {
 					if s.doc.GPUsSuspended != s.gpuPrev {
 						flips++
 					}
-				}
-				return fmt.Sprintf("%+v rpcs %d jobs %d", *s.Result(), s.m.rpcs, s.m.jobs)
+				})
+				return figures
 			}
 			if got, want := run(false), run(true); got != want {
 				t.Errorf("%s, seed %d: with the GPUs' changes told apart\n%s\nwant (told as tasksChanged)\n%s", dir, seed, got, want)

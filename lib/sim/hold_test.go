@@ -20,16 +20,9 @@ func TestHoldAfterRPCChangesNothing(t *testing.T) {
 			for _, delta := range []float64{17, 60, 300} {
 				cfg := Config{Duration: 4 * 86400, Delta: delta, Policy: "seed", Seed: seed}
 				run := func(noHold bool) (string, int) {
-					noHoldAfterRPC = noHold
-					defer func() { noHoldAfterRPC = false }()
-					s, err := New(load(t, dir), cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for s.Step() {
-					}
+					s, figures := runSwitched(t, dir, cfg, &noHoldAfterRPC, noHold, nil)
 					sp, _ := s.policy.(*seedPolicy)
-					return fmt.Sprintf("%+v rpcs %d jobs %d master %d", *s.Result(), s.m.rpcs, s.m.jobs, s.m.masterFetches), sp.decisions
+					return fmt.Sprintf("%s master %d", figures, s.m.masterFetches), sp.decisions
 				}
 				want, fresh := run(true)
 				got, kept := run(false)
@@ -43,4 +36,24 @@ func TestHoldAfterRPCChangesNothing(t *testing.T) {
 	if held <= 0 {
 		t.Errorf("the decision was never held across an RPC (%d decisions fewer)", held)
 	}
+}
+
+// runSwitched runs the scenario in dir under cfg to its end with a test's switch (a
+// package variable: such runs are sequential) set to on, and put back to false after;
+// each, when not nil, is called after every step. It returns the run and its figures
+// and counts, for a test that compares a shortcut's run with the run without it.
+func runSwitched(t *testing.T, dir string, cfg Config, sw *bool, on bool, each func(*Sim)) (*Sim, string) {
+	t.Helper()
+	*sw = on
+	defer func() { *sw = false }()
+	s, err := New(load(t, dir), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s.Step() {
+		if each != nil {
+			each(s)
+		}
+	}
+	return s, fmt.Sprintf("%+v rpcs %d jobs %d", *s.Result(), s.m.rpcs, s.m.jobs)
 }
