@@ -53,11 +53,14 @@ const clientPrefs = `<global_preferences>
 `
 
 // clientConfig makes the client report each result once its output is uploaded (at
-// its next scheduler poll, every few seconds) rather than when it next needs work:
-// the test waits for the reports.
+// its next scheduler poll, every 5 s) rather than when it next needs work, and ask for
+// work once only (fetch_minimal_work: its first request gets every job, and a second,
+// sent as the first job ends, would take the poll the reports wait for, and the next
+// poll 5 s after its reply): the test waits for the reports.
 const clientConfig = `<cc_config>
 <options>
 <report_results_immediately>1</report_results_immediately>
+<fetch_minimal_work>1</fetch_minimal_work>
 </options>
 </cc_config>
 `
@@ -91,32 +94,10 @@ func TestRealBOINCClient(t *testing.T) {
 	proj, cdir := filepath.Join(dir, "project"), filepath.Join(dir, "client")
 	os.MkdirAll(proj, 0o755)
 	os.MkdirAll(cdir, 0o755)
-	appBin := filepath.Join(dir, "boinc-app")
-	build := exec.Command("go", "build", "-o", appBin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the example app: %v\n%s", err, out)
-	}
-	input := filepath.Join(dir, "input.txt")
-	os.WriteFile(input, []byte("hello from bkit"), 0o644)
-
-	db := filepath.Join(proj, "project.db")
-	runOut(t, "init", "--db", db)
-	runOut(t, "keys", "--db", db)
-	runOut(t, "app", "add", "--db", db, "upper")
-	runOut(t, "app-version", "add", "--db", db, "--app", "upper", "--version", "1", "--platform", "x86_64-pc-linux-gnu", "--file", appBin)
-	// Jobs estimated at 0.1 s: a client's first request to a project asks for 1 s of
-	// work (BOINC's initial work request), so its first reply carries all of them
-	// instead of one, and the rest a work fetch later. The bound stays far above what
-	// the job takes, so the client never aborts one for its elapsed time.
-	runOut(t, "work", "create", "--db", db, "--app", "upper", "--count", strconv.Itoa(njobs), "--fpops-est", "1e8", "--fpops-bound", "1e12",
-		"--delay-bound", "1d", "--input", "in="+input, "--output", "out:100000")
-	// Accounts are made by clients here (create_account.php), as on most BOINC projects.
-	url, ok := strings.CutPrefix(scripttest.Start(t, true, "bserver", "serve", "--db", db, "--addr", "127.0.0.1:0", "--account-creation"), "listening on ")
-	if !ok {
-		t.Fatalf("bserver serve did not start")
-	}
-
+	// The client starts first: its start-up (a look at every library directory for a
+	// 32-bit libc, no option skips it) goes on while the app is built and the project
+	// made. Its scheduler poll comes every 5 s from its start; the attach below waits
+	// for the next one.
 	os.WriteFile(filepath.Join(cdir, "global_prefs_override.xml"), []byte(clientPrefs), 0o644)
 	os.WriteFile(filepath.Join(cdir, "cc_config.xml"), []byte(clientConfig), 0o644)
 	os.WriteFile(filepath.Join(cdir, "gui_rpc_auth.cfg"), []byte("bkit-test\n"), 0o600)
@@ -147,6 +128,32 @@ func TestRealBOINCClient(t *testing.T) {
 			<-done
 		}
 	})
+	appBin := filepath.Join(dir, "boinc-app")
+	build := exec.Command("go", "build", "-o", appBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the example app: %v\n%s", err, out)
+	}
+	input := filepath.Join(dir, "input.txt")
+	os.WriteFile(input, []byte("hello from bkit"), 0o644)
+
+	db := filepath.Join(proj, "project.db")
+	runOut(t, "init", "--db", db)
+	runOut(t, "keys", "--db", db)
+	runOut(t, "app", "add", "--db", db, "upper")
+	runOut(t, "app-version", "add", "--db", db, "--app", "upper", "--version", "1", "--platform", "x86_64-pc-linux-gnu", "--file", appBin)
+	// Jobs estimated at 0.1 s: a client's first request to a project asks for 1 s of
+	// work (BOINC's initial work request), so its first reply carries all of them
+	// instead of one, and the rest a work fetch later. The bound stays far above what
+	// the job takes, so the client never aborts one for its elapsed time.
+	runOut(t, "work", "create", "--db", db, "--app", "upper", "--count", strconv.Itoa(njobs), "--fpops-est", "1e8", "--fpops-bound", "1e12",
+		"--delay-bound", "1d", "--input", "in="+input, "--output", "out:100000")
+	// Accounts are made by clients here (create_account.php), as on most BOINC projects.
+	url, ok := strings.CutPrefix(scripttest.Start(t, true, "bserver", "serve", "--db", db, "--addr", "127.0.0.1:0", "--account-creation"), "listening on ")
+	if !ok {
+		t.Fatalf("bserver serve did not start")
+	}
+
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := cmd("--get_cc_status"); err == nil {
