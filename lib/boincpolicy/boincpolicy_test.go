@@ -11,6 +11,11 @@ import (
 
 const t0 = 1.7e9
 
+// A test that sets one of the package's switches (a check turned on, a shortcut broken
+// on purpose: every checked run, breakEach, samePicks, picksDiffer, TestEDFKeeps) runs
+// alone; a test that sets none calls t.Parallel, so that Go runs it after every such
+// test has ended, with every switch off, beside the others.
+
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
 
 // TestUpdateAverage: BOINC's update_average by hand. A half-life of 10 days halves an

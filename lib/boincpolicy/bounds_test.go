@@ -53,6 +53,7 @@ func randomQueue(rng *rand.Rand) *state.Document {
 // saturatedBound's) puts every resource's saturated time past work_buf_min, the
 // simulation's is.
 func TestBoundsAgainstSimulation(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 6))
 	var known, unknown, full, notFull int
 	for trial := range 20000 {
@@ -96,6 +97,7 @@ func TestBoundsAgainstSimulation(t *testing.T) {
 // moment within it, the RECs brought up to date meanwhile step by step with any use
 // of the CPUs (AccountDecay), the jobs' remaining work as it was (it may only fall).
 func TestBoundsHoldAsRECMoves(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 7))
 	var held, tried int
 	for trial := range 20000 {
@@ -193,6 +195,7 @@ func (w *Workspace) perJobUsed(doc *state.Document, now float64) bool {
 // work done at their speed (at most one a CPU), the simulation's saturated time
 // stays past work_buf_min, and so do the bounds.
 func TestSaturatedKth(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 12))
 	checked, onlyKth, held := 0, 0, 0
 	for trial := range 10000 {

@@ -17,6 +17,7 @@ import (
 // running, by one project's, or by none, as the host computes or not), the quiet pass
 // is held and a whole pass changes nothing and counts the hold's misses.
 func TestBoxHoldAgainstPass(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 10))
 	held, kept, missed, moments := 0, 0, 0, 0
 	for trial := range 40000 {

@@ -18,6 +18,7 @@ import (
 // behind), or when the list schedule beside a project served every CPU is taken as
 // exact beside them.
 func TestBoundsPerJobBesideCoprocessors(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 22))
 	known, held := 0, 0
 	for trial := range 20000 {

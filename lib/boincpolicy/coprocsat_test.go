@@ -22,6 +22,7 @@ import (
 // work_buf_min. It fails when a coprocessor's jobs of half an instance are taken as
 // one each, or saturatedList takes several projects' jobs.
 func TestSaturatedWithCoprocessorCPUs(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 19))
 	checked, listed, bounded, held := 0, 0, 0, 0
 	for trial := range 10000 {

@@ -23,6 +23,7 @@ import (
 // preempted: exactTie must not hold those, and the test fails when it does (its app
 // versions' test dropped: trial 841).
 func TestEDFHoldExactTie(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 19))
 	held, moments := 0, 0
 	for trial := range 20000 {

@@ -47,6 +47,7 @@ func TestFirstLevelRests(t *testing.T) {
 // with the hour's horizon resting (firstLevel 1), the slack is within the 600 s the
 // served CPUs were found for.
 func TestRestedHorizonSlack(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 13))
 	tried := 0
 	for range 20000 {

@@ -18,6 +18,7 @@ import (
 // above, it does not. (Its deadline is read only by the miss test, so the simulation
 // is the same whatever it is.)
 func TestListBoundsAgainstSimulation(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 8))
 	comp := WorkBufMin(&host(1).Preferences) + DeadlineCushion
 	exact := 0
@@ -188,6 +189,7 @@ func listBoundsBesideAServedProject(t *testing.T, emulator bool) {
 // wants many holds with some miss found by missBounds' bound, and many where a
 // running job runs for its time slice, not listed for a miss.
 func TestEDFHoldOnBoundMisses(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 9))
 	held, bound, slice, moments := 0, 0, 0, 0
 	for trial := range 20000 {
@@ -343,6 +345,7 @@ func TestEDFHoldTiesListed(t *testing.T) {
 // not, and says it where only saturatedList shows it; within the work fetch's hold it
 // sets, the running jobs' work done, the simulation's saturated time stays past it.
 func TestSaturatedListIsSimulation(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 11))
 	exact, onlyList, held := 0, 0, 0
 	for trial := range 10000 {
@@ -423,6 +426,7 @@ func TestSaturatedListIsSimulation(t *testing.T) {
 // time, and with work_buf_min just below it saturatedLow says "past" where workBound
 // often does not.
 func TestSaturatedLow(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 13))
 	checked, beyond := 0, 0
 	for trial := range 20000 {

@@ -15,6 +15,7 @@ import (
 // running jobs placed before the job and the other served projects') against the sum
 // over every running job: the slack is longer, and still good.
 func TestLowFallPerJob(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 10))
 	checked, moments, longer := 0, 0, 0
 	for trial := range 12000 {

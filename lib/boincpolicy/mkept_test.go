@@ -18,6 +18,7 @@ import (
 // job by job. It wants many such moments, and fails with the box not shrunk by the
 // RECs' moves, or with the slack read as twice as long.
 func TestMissesKeptAgainstSimulation(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 14))
 	kept, moments, missing, bounded, carried, relowed := 0, 0, 0, 0, 0, 0
 	for trial := range 20000 {

@@ -17,6 +17,7 @@ import (
 // a backoff's end does not end the hold, or when a resource a project may be asked
 // for with its RPC backoff over is passed over.
 func TestNoAskChangesNothing(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 20))
 	passed, asked := 0, 0
 	for trial := range 3000 {

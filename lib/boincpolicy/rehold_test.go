@@ -17,6 +17,7 @@ import (
 // decide alike: the same tasks started or stopped, and where rehold made the quiet
 // pass the whole one changes nothing and counts the same misses.
 func TestReholdAgainstPass(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 14))
 	reheld, moments := 0, 0
 	for trial := range 20000 {

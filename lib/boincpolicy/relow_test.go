@@ -17,6 +17,7 @@ import (
 // It wants many such moments and some refused, and fails with the bound's misses not
 // found again.
 func TestRelowAgainstSimulation(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 13))
 	answers, relowed, refused := 0, 0, 0
 	for trial := range 40000 {

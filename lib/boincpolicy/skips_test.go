@@ -284,6 +284,7 @@ func TestBestCPUByPriority(t *testing.T) {
 // nothing; and it says so on some of the cases where that is true (a queue past
 // work_buf_total, a project of higher priority askable), without a simulation.
 func TestPiggybackNoneKnown(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 4))
 	var known, empty, asked int
 	for trial := range 2000 {

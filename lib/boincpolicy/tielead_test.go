@@ -42,6 +42,7 @@ func tiePairs(w *Workspace) (xs, us []int) {
 // such holds, and many of them ended by the lead; it fails with the lead not divided
 // by the fall (×2: docs/decisions.md, issue 30's eleventh round).
 func TestEDFHoldTieLead(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 12))
 	held, byLead, moments := 0, 0, 0
 	for trial := range 30000 {
