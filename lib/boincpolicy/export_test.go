@@ -84,7 +84,14 @@ func CoOnceChecks() int { return coOnceChecks }
 
 // SetRelistCheck turns the check of missesRelist's carried answers against the whole
 // simulation on or off and zeroes its counts (relist_test.go).
-func SetRelistCheck(on bool) { relistCheck, relistDiffs, relistChecks = on, 0, 0 }
+func SetRelistCheck(on bool) {
+	relistCheck, relistDiffs, relistChecks, stayDiffs, stayChecks = on, 0, 0, 0, 0
+}
+
+// StayDiffs and StayChecks are RelistDiffs and RelistChecks for the answers
+// missesStay carried.
+func StayDiffs() int  { return stayDiffs }
+func StayChecks() int { return stayChecks }
 
 // RelistDiffs is how many of the answers missesRelist carried the simulation
 // contradicted; RelistChecks how many were checked.

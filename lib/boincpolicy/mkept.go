@@ -18,6 +18,7 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	// moment a running job's may grow (noRiseUntil), as the holds do.
 	rise := w.noRiseUntil(doc, now)
 	w.mkUntil, w.mkRest, w.mkEps = min(now+w.slack, rise), min(now+w.restSlack, rise), w.recEps
+	w.mkStayed = false
 	if w.mkKept = w.mkUntil > now; !w.mkKept {
 		return true
 	}
@@ -37,6 +38,61 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	if w.mkRelist = w.relistable(); w.mkRelist {
 		w.mkCapAt, w.mkRiseAt = now+w.capSlack, rise
 	}
+	return true
+}
+
+// missesStay reports whether every job the answer kept misses its deadline by (its
+// computation deadline not yet past) still misses it at every moment until the
+// answer's rest (mkRest), on a host of relistable's whose CPUs are at most maxTop
+// (issue 30, twenty-sixth round): then missesKept carries the misses by missBounds'
+// bound to the rest without relow (and the pass's hold, rehold's or setEDFHold's,
+// lasts as long). It is tried only where the misses' own slack has run out: tried
+// when the answer is kept too, it cost more than it saved on corpus c150 (1,525
+// tries for 110 relows saved in a 10-day run under BOINC's emulator).
+//
+// Why: on such a host the simulation is exactly the project's list schedule on the
+// n CPUs from now in the jobs' order (missesRelist), and a job's end in it only
+// falls, by no more than the times fall (a job's time lowered by d moves each CPU's
+// free time, in order, by d at most). While the answer holds (the tasks as they
+// are, no pass starting or stopping a job, no running job's work growing before the
+// rest) only the running jobs' times fall, each by per a second at most (lowFall's
+// rate). So with H the rest from now, the ends e of the schedule with every running
+// job's time lowered by per × H are at most the ends at any moment t in [now, now +
+// H]: t + e_t ≥ now + e, and a job with now + e past its computation deadline
+// misses it at every such t. (Corpus c143, 35 jobs of one deadline on 7 CPUs: the
+// misses' own slack, their margins eaten at the running jobs' falls summed, ran out
+// within minutes, so nearly every answer missesRelist carried went on to relow and
+// setEDFHold's holds were as short.)
+func (w *Workspace) missesStay(doc *state.Document, now float64) bool {
+	n := doc.Host.CPU().Instances
+	if n > maxTop || len(w.mkMisses) != len(w.jobs) {
+		return false
+	}
+	h := w.mkRest - now
+	if !(h > 0) || math.IsInf(h, 1) {
+		return false
+	}
+	cut := h * w.fall / availFrac(&doc.Host.TimeStats, false)
+	w.relistFree = scratch.Grow(w.relistFree, n)
+	free := w.relistFree
+	clear(free)
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		t := j.simT
+		if j.running {
+			t = max(t-cut, 0)
+		}
+		end := listEnd(free, t)
+		if !w.mkMisses[i] || now > j.deadline-comp {
+			continue // in time (the rest's), or missing whatever the simulation does
+		}
+		// A margin for rounding, as missesKnown's.
+		if over := now + end*(1-1e-9) - 1e-6 - (j.deadline - comp); !(over > 0) {
+			return false
+		}
+	}
+	w.mkStayed = true
 	return true
 }
 
@@ -133,6 +189,7 @@ func (w *Workspace) missesRelist(doc *state.Document, now float64) bool {
 var (
 	relistCheck               bool
 	relistDiffs, relistChecks int
+	stayDiffs, stayChecks     int // of those, the answers missesStay carried
 )
 
 // checkRelist is relistCheck's test of missesKept's answer at now.
@@ -146,6 +203,12 @@ func (w *Workspace) checkRelist(doc *state.Document, now float64) {
 	}
 	if !same {
 		relistDiffs++
+	}
+	if w.mkStayed {
+		stayChecks++
+		if !same {
+			stayDiffs++
+		}
 	}
 }
 
@@ -176,6 +239,9 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 			}
 		}
 	}
+	if !(now < w.mkUntil) && w.mkRelist && w.mkBound && w.missesStay(doc, now) {
+		w.mkUntil = w.mkRest
+	}
 	if !(now < w.mkUntil) {
 		low, ok := w.relow(doc, now)
 		if !ok {
@@ -192,7 +258,7 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 			w.Sim[j.res].Misses++
 		}
 	}
-	if relistCheck && w.mkRelisted {
+	if relistCheck && (w.mkRelisted || w.mkStayed) {
 		w.checkRelist(doc, now)
 	}
 	return true

@@ -31,3 +31,26 @@ func TestMissesRelistAgainstSimulation(t *testing.T) {
 	}
 	t.Logf("%d answers missesRelist carried checked", checks)
 }
+
+// TestMissesStayAgainstSimulation: as TestMissesRelistAgainstSimulation, wherever
+// missesKept gives an answer whose misses by missBounds' bound missesStay carried to
+// the rest (at that pass or an earlier one), the whole simulation finds the
+// same jobs missing their deadlines. It wants many such answers, and fails with
+// missesStay's test that each job still misses at the lowered times dropped, and
+// with the running jobs' times not lowered (c160, drawn from the corpus).
+func TestMissesStayAgainstSimulation(t *testing.T) {
+	r := rand.New(rand.NewPCG(30, 2631))
+	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
+		"../../scenarios/corpus/c065", "../../scenarios/corpus/c150", "../../scenarios/corpus/c052",
+		"../../scenarios/deadlines-4cpu", "../../lib/sim/testdata/noisy"}
+	dirs = withCorpus(r, 8, dirs...)
+	checks := 0
+	checkedRuns(t, r, dirs, func(on bool) {
+		checks += boincpolicy.StayChecks()
+		boincpolicy.SetRelistCheck(on)
+	}, checked{boincpolicy.StayDiffs, "of the answers missesStay carried differed from the whole simulation's"})
+	if checks < 500 {
+		t.Errorf("%d answers missesStay carried checked: want more", checks)
+	}
+	t.Logf("%d answers missesStay carried checked", checks)
+}
