@@ -130,7 +130,7 @@ func (s *Store) BatchJob(ctx context.Context) error {
 // for it to commit; on a 2-core machine the job's side goroutines took the processor
 // the transaction's goroutine needed, and stretched the wait: with the files written
 // or unlinked only between transactions, an assimilation pass's transactions held the
-// lock 4.4–5.2 ms at p99 instead of 7.7–9.0 (file deletion: 5.1 instead of 6.4–7.0),
+// lock 4.4–5.2 ms at p99 instead of 7.7–9.0 (file deletion: 4.8–5.1 instead of 6.4–7.0),
 // for the same pass times (issue 33; docs/decisions.md, "The job's file work between
 // its transactions"). On a store that is not a cron job's (BatchJob) and on MySQL, f
 // runs at once. f must not begin a transaction of s itself.
