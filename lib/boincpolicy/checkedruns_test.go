@@ -45,6 +45,22 @@ func checkedRuns(t *testing.T, r *rand.Rand, dirs []string, set func(on bool), c
 	}
 }
 
+// checkedAtLeast is checkedRuns for a check that counts what it checked: checks
+// (read before each set, so it gives the run just ended) must come to least, or the
+// check passed for want of anything to check; what names the things checked.
+func checkedAtLeast(t *testing.T, r *rand.Rand, dirs []string, set func(on bool), checks func() int, least int, what string, counts ...checked) {
+	t.Helper()
+	n := 0
+	checkedRuns(t, r, dirs, func(on bool) {
+		n += checks()
+		set(on)
+	}, counts...)
+	if n < least {
+		t.Errorf("%d %s checked: want more", n, what)
+	}
+	t.Logf("%d %s checked", n, what)
+}
+
 // withCorpus returns dirs and n corpus scenarios drawn from r (a scenario may come
 // twice): the checks' runs on hosts nobody picked for them.
 func withCorpus(r *rand.Rand, n int, dirs ...string) []string {

@@ -21,15 +21,8 @@ func TestMissesRelistAgainstSimulation(t *testing.T) {
 		"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu", "../../scenarios/deadlines-4cpu",
 		"../../lib/sim/testdata/noisy"}
 	dirs = withCorpus(r, 8, dirs...)
-	checks := 0
-	checkedRuns(t, r, dirs, func(on bool) {
-		checks += boincpolicy.RelistChecks()
-		boincpolicy.SetRelistCheck(on)
-	}, checked{boincpolicy.RelistDiffs, "of the answers missesRelist carried differed from the whole simulation's"})
-	if checks < 1000 {
-		t.Errorf("%d answers missesRelist carried checked: want more", checks)
-	}
-	t.Logf("%d answers missesRelist carried checked", checks)
+	checkedAtLeast(t, r, dirs, boincpolicy.SetRelistCheck, boincpolicy.RelistChecks, 1000, "answers missesRelist carried",
+		checked{boincpolicy.RelistDiffs, "of the answers missesRelist carried differed from the whole simulation's"})
 }
 
 // TestMissesStayAgainstSimulation: as TestMissesRelistAgainstSimulation, wherever
@@ -44,13 +37,6 @@ func TestMissesStayAgainstSimulation(t *testing.T) {
 		"../../scenarios/corpus/c065", "../../scenarios/corpus/c150", "../../scenarios/corpus/c052",
 		"../../scenarios/deadlines-4cpu", "../../lib/sim/testdata/noisy"}
 	dirs = withCorpus(r, 8, dirs...)
-	checks := 0
-	checkedRuns(t, r, dirs, func(on bool) {
-		checks += boincpolicy.StayChecks()
-		boincpolicy.SetRelistCheck(on)
-	}, checked{boincpolicy.StayDiffs, "of the answers missesStay carried differed from the whole simulation's"})
-	if checks < 500 {
-		t.Errorf("%d answers missesStay carried checked: want more", checks)
-	}
-	t.Logf("%d answers missesStay carried checked", checks)
+	checkedAtLeast(t, r, dirs, boincpolicy.SetRelistCheck, boincpolicy.StayChecks, 500, "answers missesStay carried",
+		checked{boincpolicy.StayDiffs, "of the answers missesStay carried differed from the whole simulation's"})
 }
