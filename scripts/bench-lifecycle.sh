@@ -24,6 +24,7 @@
 #   LIFECYCLE_BENCH_WUS=200000 bash scripts/bench-lifecycle.sh
 #   BKIT_BENCH_RPC_RATE=50 bash scripts/bench-lifecycle.sh
 #   LIFECYCLE_BENCH_INPROCESS=1 bash scripts/bench-lifecycle.sh   # the passes as calls in the benchmark's process
+#   LIFECYCLE_BENCH_LAYOUT=flat bash scripts/bench-lifecycle.sh   # assimilation's --layout flat
 #
 # LIFECYCLE_BENCH_INPROCESS=1 also reports each pass's transactions' hold p99 and, with
 # LIFECYCLE_BENCH_PROFILE=DIR, writes a CPU profile of each pass; the passes then share

@@ -43,6 +43,8 @@ type Assimilator struct {
 	// their upload names (a given-up workunit's, or a success's without output files,
 	// MetaFile). A directory appears whole or not at all.
 	To string
+	// Layout is how To holds a workunit: LayoutDirs (the default) or LayoutFlat.
+	Layout Layout
 	// MetaAlways writes MetaFile into every workunit's directory, successes too. Off
 	// by default: a success's file names already say its canonical result and file
 	// numbers (RESULT_N), the database and purge's archive keep the rest, and the
@@ -137,41 +139,33 @@ func (a *Assimilator) Run(ctx context.Context) (AssimilateSummary, error) {
 	return sum, err
 }
 
-// toTree writes the jobs' directories: every one into a temporary directory, then
-// one sync, then each renamed into place, then one sync, so the database is told of
-// no directory that a crash could still take back.
+// toTree writes the jobs into the tree: every one under temporary names (its
+// directory, or in LayoutFlat its output files linked into place at once and what
+// must be moved after them), then one sync, then each moved into place, then one
+// sync, so the database is told of nothing that a crash could still take back.
 func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutcome {
 	outs := make([]store.AssimilateOutcome, len(jobs))
-	tmps := make([]string, len(jobs))
+	moves := make([][]move, len(jobs))
 	tree, treeErr := filetree.OpenTree(a.UploadDir)
 	if treeErr == nil {
 		defer tree.Close()
 	}
 	var parents sync.Map // the directories of app and batch made (or found) so far
-	// Each job's directory apart (treeWorkers at once): one job writes only its
-	// own temporary directory and its own outs[i] and tmps[i].
+	// Each job apart (treeWorkers at once): one job writes only its own temporary
+	// names and its own outs[i] and moves[i].
 	for i, j := range jobs {
 		outs[i].WorkunitID = j.WorkunitID
 	}
 	parallelN(len(jobs), treeWorkers, sideWork(a.Store, func(i int) {
-		j := jobs[i]
-		// Written even when an earlier pass that died before the database heard put
-		// it in place: the rename below then fails and finds it there (a stat first,
-		// in a batch directory of 100,000 entries, cost every workunit a look-up for
-		// the rare rerun's sake).
-		final := a.jobDir(j)
-		tmp, err := a.writeTmp(tree, treeErr, &parents, j, final)
-		if err != nil {
-			if tmp != "" {
-				os.RemoveAll(tmp)
-			}
-			if _, serr := os.Stat(final); serr == nil {
-				return // in place already: done
-			}
-			outs[i].Failed, outs[i].Message = true, err.Error()
-			return
+		var err error
+		if a.Layout == LayoutFlat {
+			moves[i], err = a.writeFlat(tree, treeErr, &parents, jobs[i])
+		} else {
+			moves[i], err = a.writeDir(tree, treeErr, &parents, jobs[i])
 		}
-		tmps[i] = tmp
+		if err != nil {
+			outs[i].Failed, outs[i].Message = true, err.Error()
+		}
 	}))
 	if err := syncFS(a.To); err != nil {
 		for i := range outs {
@@ -179,19 +173,25 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 		}
 		return outs
 	}
+	moved := false
+	for _, m := range moves {
+		moved = moved || len(m) > 0
+	}
+	if !moved {
+		return outs // links only: the sync above made them durable
+	}
 	parallelN(len(jobs), treeWorkers, sideWork(a.Store, func(i int) {
-		if tmps[i] == "" {
-			return
-		}
-		final := a.jobDir(jobs[i])
-		if err := os.Rename(tmps[i], final); err != nil {
-			os.RemoveAll(tmps[i])
-			if _, serr := os.Stat(final); serr == nil {
-				// An earlier pass (killed, or another assimilator's lapsed claim)
-				// wrote the same.
+		for _, m := range moves[i] {
+			if err := os.Rename(m.from, m.to); err != nil {
+				os.RemoveAll(m.from)
+				if _, serr := os.Stat(m.to); serr == nil {
+					// An earlier pass (killed, or another assimilator's lapsed claim)
+					// wrote the same.
+					continue
+				}
+				outs[i].Failed, outs[i].Message = true, err.Error()
 				return
 			}
-			outs[i].Failed, outs[i].Message = true, err.Error()
 		}
 	}))
 	if err := syncFS(a.To); err != nil {
@@ -202,34 +202,102 @@ func (a *Assimilator) toTree(jobs []store.AssimilateJob) []store.AssimilateOutco
 	return outs
 }
 
+// move is a rename toTree makes after its first sync: a temporary name into its place.
+type move struct{ from, to string }
+
+// writeDir writes job j's directory under a temporary name (LayoutDirs), to be moved
+// into place. It is written even when an earlier pass that died before the database
+// heard put it in place: the rename then fails and finds it there (a stat first, in
+// a batch directory of 100,000 entries, cost every workunit a look-up for the rare
+// rerun's sake).
+func (a *Assimilator) writeDir(tree *filetree.Tree, treeErr error, parents *sync.Map, j store.AssimilateJob) ([]move, error) {
+	final := a.jobDir(j)
+	tmp, err := a.writeTmp(tree, treeErr, parents, j, final)
+	if err != nil {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+		if _, serr := os.Stat(final); serr == nil {
+			return nil, nil // in place already: done
+		}
+		return nil, err
+	}
+	return []move{{tmp, final}}, nil
+}
+
 func (a *Assimilator) jobDir(j store.AssimilateJob) string {
+	return filepath.Join(a.batchDir(j), j.Workunit)
+}
+
+// batchDir is the directory of job j's app and batch.
+func (a *Assimilator) batchDir(j store.AssimilateJob) string {
 	b := j.Batch
 	if b == "" {
 		b = NoBatch
 	}
-	return filepath.Join(a.To, j.App, b, j.Workunit)
+	return filepath.Join(a.To, j.App, b)
+}
+
+// validNames refuses a job whose app, workunit or batch is no name for a directory.
+func validNames(j store.AssimilateJob) error {
+	if !filetree.Valid(j.App) || !filetree.Valid(j.Workunit) || (j.Batch != "" && !filetree.Valid(j.Batch)) {
+		return fmt.Errorf("workunit %q of app %q, batch %q: not a name for a directory", j.Workunit, j.App, j.Batch)
+	}
+	return nil
+}
+
+// madeDir makes directory dir once per pass: parents holds those made (or found)
+// so far (one stat each saved per workunit).
+func madeDir(parents *sync.Map, dir string) error {
+	if _, ok := parents.Load(dir); ok {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	parents.Store(dir, true)
+	return nil
+}
+
+// writesMeta says whether job j gets MetaFile: a given-up workunit always (its error
+// is what the scientist must know), a success without output files too (nothing
+// else would say its canonical result), any other success only with MetaAlways.
+func (a *Assimilator) writesMeta(j store.AssimilateJob) bool {
+	return a.MetaAlways || j.Outcome != store.AssimilateSuccess || len(j.Files) == 0
+}
+
+// writeMeta writes job j's description to path.
+func writeMeta(path string, j store.AssimilateJob) error {
+	meta, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(append(meta, '\n'))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // writeTmp writes a job's directory under a temporary name beside its final place.
-// parents holds the parent directories already made in this pass (one stat each
-// saved per workunit).
 func (a *Assimilator) writeTmp(tree *filetree.Tree, treeErr error, parents *sync.Map, j store.AssimilateJob, final string) (string, error) {
-	if !filetree.Valid(j.App) || !filetree.Valid(j.Workunit) || (j.Batch != "" && !filetree.Valid(j.Batch)) {
-		return "", fmt.Errorf("workunit %q of app %q, batch %q: not a name for a directory", j.Workunit, j.App, j.Batch)
+	if err := validNames(j); err != nil {
+		return "", err
 	}
 	parent := filepath.Dir(final)
-	if _, ok := parents.Load(parent); !ok {
-		if err := os.MkdirAll(parent, 0o755); err != nil {
-			return "", err
-		}
-		parents.Store(parent, true)
+	if err := madeDir(parents, parent); err != nil {
+		return "", err
 	}
 	// One temporary name per workunit: only its claim's holder writes it, so what is
 	// there is a killed pass's leftover, found by name. (A name of its own per pass
 	// needed a look through the whole directory for leftovers, per workunit: with
 	// 100,000 workunits in a batch's directory most of a pass.) Made at once, and
 	// removed first only when a leftover is there.
-	tmp := filepath.Join(parent, ".tmp-"+j.Workunit)
+	tmp := filepath.Join(parent, tempPrefix+j.Workunit)
 	if err := os.Mkdir(tmp, 0o755); errors.Is(err, fs.ErrExist) {
 		if err := os.RemoveAll(tmp); err != nil {
 			return "", err
@@ -248,25 +316,10 @@ func (a *Assimilator) writeTmp(tree *filetree.Tree, treeErr error, parents *sync
 			return tmp, err
 		}
 	}
-	// A success without output files gets it too: an empty directory would say
-	// nothing of its canonical result.
-	if !a.MetaAlways && j.Outcome == store.AssimilateSuccess && len(j.Files) > 0 {
+	if !a.writesMeta(j) {
 		return tmp, nil
 	}
-	meta, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return tmp, err
-	}
-	// A new file in a new directory: nothing to truncate.
-	out, err := os.OpenFile(filepath.Join(tmp, MetaFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return tmp, err
-	}
-	_, err = out.Write(append(meta, '\n'))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return tmp, err
+	return tmp, writeMeta(filepath.Join(tmp, MetaFile), j)
 }
 
 // copyOut copies output file f from the upload tree to dst, refusing a name that
@@ -279,23 +332,51 @@ func (a *Assimilator) writeTmp(tree *filetree.Tree, treeErr error, parents *sync
 // (tree.Find: a regular file, one name component), so neither the link nor the copy
 // leaves the tree.
 func copyOut(tree *filetree.Tree, f store.AssimilateFile, dst string) error {
-	found, ok, err := tree.Find(f.Name)
+	found, err := findOut(tree, f)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return fmt.Errorf("output file %q: not in the upload directory", f.Name)
-	}
-	if float64(found.Size) == f.NBytes && unix.Linkat(found.DirFD, found.Name, unix.AT_FDCWD, dst, 0) == nil {
+	if linked, _ := linkOut(found, f, dst); linked {
 		return nil
 	}
+	return copyFrom(found, f, dst)
+}
+
+// findOut finds output file f in the upload tree.
+func findOut(tree *filetree.Tree, f store.AssimilateFile) (filetree.Found, error) {
+	found, ok, err := tree.Find(f.Name)
+	if err == nil && !ok {
+		err = fmt.Errorf("output file %q: not in the upload directory", f.Name)
+	}
+	return found, err
+}
+
+// linkOut hard-links the upload found to dst when it is the size recorded: false
+// when it is not, or when the link fails (the error says why: fs.ErrExist for dst
+// there already, another file system, ...) and the file must be copied.
+func linkOut(found filetree.Found, f store.AssimilateFile, dst string) (bool, error) {
+	if float64(found.Size) != f.NBytes {
+		return false, nil
+	}
+	if err := linkFile(found.DirFD, found.Name, unix.AT_FDCWD, dst, 0); err != nil {
+		return false, &os.LinkError{Op: "link", Old: found.Rel, New: dst, Err: err}
+	}
+	return true, nil
+}
+
+// linkFile is unix.Linkat; a test makes it fail to take the copy's way.
+var linkFile = unix.Linkat
+
+// copyFrom copies the upload found to dst, which it makes or empties first (a
+// killed pass's leftover), and checks its size against the one recorded.
+func copyFrom(found filetree.Found, f store.AssimilateFile, dst string) error {
 	fd, err := unix.Openat(found.DirFD, found.Name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "openat", Path: found.Rel, Err: err}
 	}
 	in := os.NewFile(uintptr(fd), found.Rel)
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}

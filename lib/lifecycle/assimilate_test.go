@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bkit/bkit/lib/lifecycle"
@@ -24,112 +25,140 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-// TestAssimilateTo: every validated and every given-up workunit gets its directory
-// once, with the canonical output (not the invalid one), a given-up one its
+// treeLayout is a layout of the --to tree, for the tests: the flags that ask for it
+// and where it puts a workunit's file (an output's upload name, or MetaFile).
+type treeLayout struct {
+	name  string
+	flags []string
+	path  func(workunit, file string) string
+}
+
+var treeLayouts = []treeLayout{
+	{"dirs", nil, func(wu, file string) string { return "sim/_nobatch/" + wu + "/" + file }},
+	{"flat", []string{"--layout", "flat"}, func(wu, file string) string {
+		if file == lifecycle.MetaFile {
+			return "sim/_nobatch/" + wu + ".json"
+		}
+		return "sim/_nobatch/" + file
+	}},
+}
+
+// TestAssimilateTo: in each layout, every validated and every given-up workunit is
+// written once, with the canonical output (not the invalid one), a given-up one its
 // description; a second pass finds nothing; the workunits still waiting are left
 // alone.
 func TestAssimilateTo(t *testing.T) {
 	t.Parallel()
 	for _, e := range storetest.Engines(t) {
-		t.Run(e.Name, func(t *testing.T) {
-			e.Require(t)
-			t.Parallel()
-			p := newProject(t, e.DSN, 8)
-			to := filepath.Join(p.dir, "results")
-			// A validated workunit whose canonical result has no output file: its
-			// directory has workunit.json, not nothing.
-			bare := p.names[7]
-			p.exec(t, `DELETE FROM result_file WHERE name='`+bare+`_0_0'`)
-			if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once", "--batch", "2"); out != "assimilated 6, failed 0\n" {
-				t.Fatalf("first pass: %q", out)
-			}
-			tree := readTree(t, to)
-			var want []string
-			for i, name := range p.names {
-				switch (i + 1) % 4 {
-				case 0, 2:
-					if name == bare {
-						want = append(want, "sim/_nobatch/"+name+"/workunit.json")
-						var meta store.AssimilateJob
-						if err := json.Unmarshal([]byte(tree["sim/_nobatch/"+name+"/workunit.json"]), &meta); err != nil || meta.Outcome != "success" || len(meta.Files) != 0 {
-							t.Errorf("%s, validated without output files: %+v, %v", name, meta, err)
-						}
-						continue
-					}
-					want = append(want, "sim/_nobatch/"+name+"/"+name+"_0_0")
-					if got := tree["sim/_nobatch/"+name+"/"+name+"_0_0"]; got != "output of "+name {
-						t.Errorf("%s: output %q", name, got)
-					}
-				case 1:
-					want = append(want, "sim/_nobatch/"+name+"/workunit.json")
-				}
-			}
-			var got []string
-			for k := range tree {
-				got = append(got, k)
-			}
-			if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
-				t.Fatalf("tree (-want +got):\n%s", diff)
-			}
-			var meta store.AssimilateJob
-			if err := json.Unmarshal([]byte(tree["sim/_nobatch/"+p.names[0]+"/workunit.json"]), &meta); err != nil {
-				t.Fatal(err)
-			}
-			if meta.Outcome != "error" || meta.Error != "errors: 2 error results (NError 2)" || len(meta.Files) != 0 {
-				t.Errorf("given-up workunit's description: %+v", meta)
-			}
-			if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once"); out != "assimilated 0, failed 0\n" {
-				t.Fatalf("second pass: %q", out)
-			}
-			if diff := cmp.Diff(tree, readTree(t, to)); diff != "" {
-				t.Errorf("the second pass changed the tree:\n%s", diff)
-			}
-			if got := p.rows(t, `SELECT assimilate_state, COUNT(*) FROM workunit GROUP BY assimilate_state`); !cmp.Equal(got, []string{"0 2", "2 6"}) {
-				t.Errorf("assimilate states: %v", got)
-			}
-			if left := p.rows(t, `SELECT name FROM workunit WHERE lifecycle_owner<>'' OR lifecycle_lease<>0`); len(left) != 0 {
-				t.Errorf("claims left: %v", left)
-			}
-			// A workunit validated later is handed over by the next pass.
-			p.exec(t, `UPDATE workunit SET canonical_resultid=1 WHERE id=3`)
-			if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once"); out != "assimilated 1, failed 0\n" {
-				t.Fatalf("third pass: %q", out)
-			}
-			st := p.must(t, "status")
-			if !strings.Contains(st, "assimilation: 0 waiting (0 failing, 0 failures), 7 assimilated") {
-				t.Errorf("status:\n%s", st)
-			}
-		})
+		for _, l := range treeLayouts {
+			t.Run(e.Name+"/"+l.name, func(t *testing.T) {
+				e.Require(t)
+				t.Parallel()
+				testAssimilateTo(t, freshDSN(t, e.Name), l)
+			})
+		}
 	}
 }
 
-// TestAssimilateToWorkunitJSON: with --workunit-json a success's directory has its
-// description too (canonical result, open names) beside its output; without the
+func testAssimilateTo(t *testing.T, dsn string, l treeLayout) {
+	p := newProject(t, dsn, 8)
+	to := filepath.Join(p.dir, "results")
+	// A validated workunit whose canonical result has no output file: its
+	// directory has workunit.json, not nothing.
+	bare := p.names[7]
+	p.exec(t, `DELETE FROM result_file WHERE name='`+bare+`_0_0'`)
+	if out := p.must(t, append([]string{"--now", passAt, "assimilate", "--to", to, "--once", "--batch", "2"}, l.flags...)...); out != "assimilated 6, failed 0\n" {
+		t.Fatalf("first pass: %q", out)
+	}
+	tree := readTree(t, to)
+	var want []string
+	for i, name := range p.names {
+		switch (i + 1) % 4 {
+		case 0, 2:
+			if name == bare {
+				want = append(want, l.path(name, lifecycle.MetaFile))
+				var meta store.AssimilateJob
+				if err := json.Unmarshal([]byte(tree[l.path(name, lifecycle.MetaFile)]), &meta); err != nil || meta.Outcome != "success" || len(meta.Files) != 0 {
+					t.Errorf("%s, validated without output files: %+v, %v", name, meta, err)
+				}
+				continue
+			}
+			want = append(want, l.path(name, name+"_0_0"))
+			if got := tree[l.path(name, name+"_0_0")]; got != "output of "+name {
+				t.Errorf("%s: output %q", name, got)
+			}
+		case 1:
+			want = append(want, l.path(name, lifecycle.MetaFile))
+		}
+	}
+	var got []string
+	for k := range tree {
+		got = append(got, k)
+	}
+	if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+		t.Fatalf("tree (-want +got):\n%s", diff)
+	}
+	var meta store.AssimilateJob
+	if err := json.Unmarshal([]byte(tree[l.path(p.names[0], lifecycle.MetaFile)]), &meta); err != nil {
+		t.Fatal(err)
+	}
+	if meta.Outcome != "error" || meta.Error != "errors: 2 error results (NError 2)" || len(meta.Files) != 0 {
+		t.Errorf("given-up workunit's description: %+v", meta)
+	}
+	if out := p.must(t, append([]string{"--now", passAt, "assimilate", "--to", to, "--once"}, l.flags...)...); out != "assimilated 0, failed 0\n" {
+		t.Fatalf("second pass: %q", out)
+	}
+	if diff := cmp.Diff(tree, readTree(t, to)); diff != "" {
+		t.Errorf("the second pass changed the tree:\n%s", diff)
+	}
+	if got := p.rows(t, `SELECT assimilate_state, COUNT(*) FROM workunit GROUP BY assimilate_state`); !cmp.Equal(got, []string{"0 2", "2 6"}) {
+		t.Errorf("assimilate states: %v", got)
+	}
+	if left := p.rows(t, `SELECT name FROM workunit WHERE lifecycle_owner<>'' OR lifecycle_lease<>0`); len(left) != 0 {
+		t.Errorf("claims left: %v", left)
+	}
+	// A workunit validated later is handed over by the next pass.
+	p.exec(t, `UPDATE workunit SET canonical_resultid=1 WHERE id=3`)
+	if out := p.must(t, append([]string{"--now", passAt, "assimilate", "--to", to, "--once"}, l.flags...)...); out != "assimilated 1, failed 0\n" {
+		t.Fatalf("third pass: %q", out)
+	}
+	st := p.must(t, "status")
+	if !strings.Contains(st, "assimilation: 0 waiting (0 failing, 0 failures), 7 assimilated") {
+		t.Errorf("status:\n%s", st)
+	}
+}
+
+// TestAssimilateToWorkunitJSON: with --workunit-json a success has its description
+// too (canonical result, open names) beside its output, in each layout; without the
 // flag it has only the output (TestAssimilateTo), and --exec refuses the flag.
 func TestAssimilateToWorkunitJSON(t *testing.T) {
 	t.Parallel()
-	p := newProject(t, storetest.SQLiteDSN(t), 4)
-	to := filepath.Join(p.dir, "results")
-	if code, _, errs := p.bserver(t, "--now", passAt, "assimilate", "--exec", "true", "--workunit-json", "--once"); code != 2 || !strings.Contains(errs, "--workunit-json: only with --to") {
-		t.Errorf("--exec with --workunit-json: exit %d, %q", code, errs)
-	}
-	if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--workunit-json", "--once"); out != "assimilated 3, failed 0\n" {
-		t.Fatalf("pass: %q", out)
-	}
-	tree := readTree(t, to)
-	dir := "sim/_nobatch/" + p.names[1] + "/"
-	if got := tree[dir+p.names[1]+"_0_0"]; got != "output of "+p.names[1] {
-		t.Errorf("output %q", got)
-	}
-	var meta store.AssimilateJob
-	if err := json.Unmarshal([]byte(tree[dir+lifecycle.MetaFile]), &meta); err != nil {
-		t.Fatal(err)
-	}
-	if meta.Outcome != "success" || meta.Canonical != p.names[1]+"_0" || len(meta.Files) != 1 || meta.Files[0].OpenName != "out" {
-		t.Errorf("validated workunit's description: %+v", meta)
-	}
-	if err := json.Unmarshal([]byte(tree["sim/_nobatch/"+p.names[0]+"/"+lifecycle.MetaFile]), &meta); err != nil || meta.Outcome != "error" {
-		t.Errorf("given-up workunit's description: %+v, %v", meta, err)
+	for _, l := range treeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			p := newProject(t, storetest.SQLiteDSN(t), 4)
+			to := filepath.Join(p.dir, "results")
+			if code, _, errs := p.bserver(t, "--now", passAt, "assimilate", "--exec", "true", "--workunit-json", "--once"); code != 2 || !strings.Contains(errs, "--workunit-json: only with --to") {
+				t.Errorf("--exec with --workunit-json: exit %d, %q", code, errs)
+			}
+			if out := p.must(t, append([]string{"--now", passAt, "assimilate", "--to", to, "--workunit-json", "--once"}, l.flags...)...); out != "assimilated 3, failed 0\n" {
+				t.Fatalf("pass: %q", out)
+			}
+			tree := readTree(t, to)
+			if got := tree[l.path(p.names[1], p.names[1]+"_0_0")]; got != "output of "+p.names[1] {
+				t.Errorf("output %q", got)
+			}
+			var meta store.AssimilateJob
+			if err := json.Unmarshal([]byte(tree[l.path(p.names[1], lifecycle.MetaFile)]), &meta); err != nil {
+				t.Fatal(err)
+			}
+			if meta.Outcome != "success" || meta.Canonical != p.names[1]+"_0" || len(meta.Files) != 1 || meta.Files[0].OpenName != "out" {
+				t.Errorf("validated workunit's description: %+v", meta)
+			}
+			if err := json.Unmarshal([]byte(tree[l.path(p.names[0], lifecycle.MetaFile)]), &meta); err != nil || meta.Outcome != "error" {
+				t.Errorf("given-up workunit's description: %+v, %v", meta, err)
+			}
+		})
 	}
 }
 
@@ -239,10 +268,78 @@ func TestAssimilateUsage(t *testing.T) {
 		{[]string{"assimilate", "--to", "x", "--once", "--batch", "0"}, "bserver: --batch: must be 1 to 10000, got 0\n"},
 		{[]string{"assimilate", "--exec", "true", "--once", "--exec-timeout", "0s"}, "bserver: --exec-timeout: must be > 0, got 0s\n"},
 		{[]string{"assimilate", "--exec", "true", "--interval", "1m", "--once"}, "bserver: --once and --interval: give one\n"},
+		{[]string{"assimilate", "--to", "x", "--once", "--layout", "tree"}, "bserver: --layout: \"tree\": want dirs or flat\n"},
+		{[]string{"assimilate", "--exec", "true", "--once", "--layout", "flat"}, "bserver: --layout: only with --to\n"},
 	} {
 		code, _, errs := p.bserver(t, c.args...)
 		if code != 2 || errs != c.msg {
 			t.Errorf("%v: exit %d, %q; want 2, %q", c.args, code, errs, c.msg)
 		}
+	}
+}
+
+// TestAssimilateFlatRerun: a flat pass after one killed before the database heard
+// finds the output it linked in place (the same file) and replaces the description
+// it was writing; nothing temporary is left.
+func TestAssimilateFlatRerun(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, storetest.SQLiteDSN(t), 4)
+	to := filepath.Join(p.dir, "results")
+	dir := filepath.Join(to, "sim", lifecycle.NoBatch)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, p.names[1]+"_0_0"), []byte("output of "+p.names[1]), 0o644)
+	os.WriteFile(filepath.Join(dir, ".tmp-"+p.names[0]+".json"), []byte("{half"), 0o644)
+	if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--layout", "flat", "--once"); out != "assimilated 3, failed 0\n" {
+		t.Fatalf("pass: %q", out)
+	}
+	tree := readTree(t, to)
+	var got []string
+	for k := range tree {
+		got = append(got, k)
+	}
+	l := treeLayouts[1]
+	want := []string{l.path(p.names[0], lifecycle.MetaFile), l.path(p.names[1], p.names[1]+"_0_0"), l.path(p.names[3], p.names[3]+"_0_0")}
+	if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+		t.Fatalf("tree (-want +got):\n%s", diff)
+	}
+	var meta store.AssimilateJob
+	if err := json.Unmarshal([]byte(tree[want[0]]), &meta); err != nil || meta.Outcome != "error" {
+		t.Errorf("given-up workunit's description: %+v, %v", meta, err)
+	}
+}
+
+// TestAssimilateFlatCopies: where an output cannot be linked (the tree on another
+// file system) a flat pass copies it under a temporary name, a killed pass's
+// leftover there included, and moves it into place; in the other layout the copy
+// goes into the workunit's directory. Not parallel: it replaces the link for every
+// pass in the process.
+func TestAssimilateFlatCopies(t *testing.T) {
+	defer lifecycle.SetLinkFile(func(int, string, int, string, int) error { return syscall.EXDEV })()
+	for _, l := range treeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			p := newProject(t, storetest.SQLiteDSN(t), 4)
+			to := filepath.Join(p.dir, "results")
+			dir := filepath.Join(to, "sim", lifecycle.NoBatch)
+			if l.name == "flat" {
+				os.MkdirAll(dir, 0o755)
+				os.WriteFile(filepath.Join(dir, ".tmp-"+p.names[1]+"_0_0"), []byte("output of som"), 0o644)
+			}
+			if out := p.must(t, append([]string{"--now", passAt, "assimilate", "--to", to, "--once"}, l.flags...)...); out != "assimilated 3, failed 0\n" {
+				t.Fatalf("pass: %q", out)
+			}
+			tree := readTree(t, to)
+			for _, name := range []string{p.names[1], p.names[3]} {
+				path := l.path(name, name+"_0_0")
+				if got := tree[path]; got != "output of "+name {
+					t.Errorf("%s: %q", path, got)
+				}
+				if st, err := os.Stat(filepath.Join(to, path)); err != nil || st.Sys().(*syscall.Stat_t).Nlink != 1 {
+					t.Errorf("%s: not a copy of its own: %v", path, err)
+				}
+			}
+			if len(tree) != 3 {
+				t.Errorf("tree: %v", tree)
+			}
+		})
 	}
 }

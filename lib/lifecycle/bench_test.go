@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -137,6 +138,13 @@ func benchLifecycle(b *testing.B, dsn string) {
 	defer func() { reportSteps(b, "idle-rpc-", idleSteps) }()
 	// Assimilation 20 days before t0, file deletion 10 days before, purge of what went
 	// more than 5 days ago an hour after t0: the ready 100,000 and none of the rest.
+	// LIFECYCLE_BENCH_LAYOUT=flat: assimilation's --layout flat (dirs by default).
+	layoutName := cmp.Or(os.Getenv("LIFECYCLE_BENCH_LAYOUT"), "dirs")
+	layout, err := lifecycle.ParseLayout(layoutName)
+	if err != nil {
+		b.Fatalf("LIFECYCLE_BENCH_LAYOUT: %v", err)
+	}
+	b.Logf("assimilation's layout: %s", layoutName)
 	for _, pass := range []struct {
 		name string
 		run  func() (int, error)
@@ -145,11 +153,11 @@ func benchLifecycle(b *testing.B, dsn string) {
 	}{
 		{"assimilate", func() (int, error) {
 			st := passStore(b, dsn, true)
-			a := &lifecycle.Assimilator{Store: st, UploadDir: upload, To: filepath.Join(dir, "results"), Clock: lifecycle.NewClock(t0 - 20*86400),
+			a := &lifecycle.Assimilator{Store: st, UploadDir: upload, To: filepath.Join(dir, "results"), Layout: layout, Clock: lifecycle.NewClock(t0 - 20*86400),
 				Owner: lifecycle.Owner(), Lease: 600, Log: log}
 			sum, err := a.Run(ctx)
 			return sum.Assimilated, err
-		}, []string{"--now", fmt.Sprint(t0 - 20*86400), "assimilate", "--to", filepath.Join(dir, "results"), "--once"}, assimilated},
+		}, []string{"--now", fmt.Sprint(t0 - 20*86400), "assimilate", "--to", filepath.Join(dir, "results"), "--layout", layoutName, "--once"}, assimilated},
 		{"delete", func() (int, error) {
 			st := passStore(b, dsn, true)
 			d := &lifecycle.FileDeleter{Store: st, UploadDir: upload, DownloadDir: filepath.Join(dir, "download"), Clock: lifecycle.NewClock(t0 - 10*86400), Log: log}

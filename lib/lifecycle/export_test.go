@@ -9,3 +9,11 @@ func SetBatchMost(p *Purger, n int) { p.batchMost = n }
 
 // SetBatchSized tells f the batch size each of the purger's claims asks for.
 func SetBatchSized(p *Purger, f func(per int)) { p.batchSized = f }
+
+// SetLinkFile replaces the hard link the assimilator makes of an output file (a
+// link that fails as across file systems makes it copy); it returns the undo.
+func SetLinkFile(f func(olddirfd int, oldpath string, newdirfd int, newpath string, flags int) error) (undo func()) {
+	old := linkFile
+	linkFile = f
+	return func() { linkFile = old }
+}

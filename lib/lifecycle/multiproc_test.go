@@ -151,6 +151,24 @@ func TestAssimilateConcurrentAndKilled(t *testing.T) {
 		})
 }
 
+// TestAssimilateFlatConcurrentAndKilled: the same in the flat layout, where a killed
+// pass leaves links in place and descriptions under temporary names.
+func TestAssimilateFlatConcurrentAndKilled(t *testing.T) {
+	t.Parallel()
+	runConcurrently(t, 200, func(*project) {},
+		func(p *project) []string {
+			return []string{"--now", passAt, "assimilate", "--to", filepath.Join(p.dir, "results"), "--layout", "flat", "--once", "--batch", "10"}
+		},
+		func(p *project) map[string]string { return readTree(t, filepath.Join(p.dir, "results")) },
+		func(out string) int {
+			if m := assimilated.FindStringSubmatch(out); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				return n
+			}
+			return -1
+		})
+}
+
 func TestDeleteFilesConcurrentAndKilled(t *testing.T) {
 	t.Parallel()
 	runConcurrently(t, 100,
