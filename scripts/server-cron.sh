@@ -10,7 +10,7 @@
 # retry     bretry --no-validate for each app (seed 003's rules: retry or give up)
 # locality  blocality generate, then blocality transition (when LOCALITY=1)
 # credit    blocality credit (when LOCALITY=1)
-# assimilate    bserver assimilate --to $RESULTS_DIR (or --exec "$ASSIMILATE_EXEC" when set)
+# assimilate    bserver assimilate --to $RESULTS_DIR --layout ${RESULTS_LAYOUT:-dirs} (or --exec "$ASSIMILATE_EXEC" when set)
 # delete-files  bserver delete-files --delay ${DELETE_DELAY:-1h}
 # purge     bserver purge --older-than ${PURGE_AGE:-30d} --archive $ARCHIVE_DIR
 # all       all of them, in that order (the default)
@@ -70,7 +70,7 @@ if [ "$what" = assimilate ] || [ "$what" = all ]; then
 		out=$(locked assimilate "$(bin bserver)" assimilate --once --exec "$ASSIMILATE_EXEC")
 	else
 		: "${RESULTS_DIR:?set RESULTS_DIR (the tree assimilate writes) or ASSIMILATE_EXEC (a command per workunit)}"
-		out=$(locked assimilate "$(bin bserver)" assimilate --once --to "$RESULTS_DIR")
+		out=$(locked assimilate "$(bin bserver)" assimilate --once --to "$RESULTS_DIR" --layout "${RESULTS_LAYOUT:-dirs}")
 	fi
 	echo "$(stamp) assimilate: $out"
 fi

@@ -228,13 +228,22 @@ func TestAssimilateExec(t *testing.T) {
 // upload directory, or missing, is never handed over; the workunit fails and waits.
 func TestAssimilateHostile(t *testing.T) {
 	t.Parallel()
+	for _, l := range treeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			testAssimilateHostile(t, l)
+		})
+	}
+}
+
+func testAssimilateHostile(t *testing.T, l treeLayout) {
 	p := newProject(t, storetest.SQLiteDSN(t), 4)
 	os.WriteFile(filepath.Join(p.dir, "secret"), []byte("secret"), 0o644)
 	p.exec(t, `UPDATE result_file SET name='../secret' WHERE name=?`, p.names[1]+"_0_0")
 	os.Symlink(filepath.Join(p.dir, "secret"), filepath.Join(p.dir, "upload", "link_0"))
 	p.exec(t, `UPDATE result_file SET name='link_0' WHERE name=?`, p.names[3]+"_0_0")
 	to := filepath.Join(p.dir, "results")
-	if out := p.must(t, "--now", passAt, "assimilate", "--to", to, "--once"); out != "assimilated 1, failed 2\n" {
+	if out := p.must(t, append([]string{"--now", passAt, "assimilate", "--to", to, "--once"}, l.flags...)...); out != "assimilated 1, failed 2\n" {
 		t.Fatalf("pass: %q", out)
 	}
 	for k, v := range readTree(t, to) {
