@@ -24,8 +24,21 @@ import (
 )
 
 // NoBatch is the batch directory of workunits outside locality batches in the --to
-// tree; batch names start with a letter or digit, so it names none of them.
+// tree; batch names start with a letter or digit, so it names none of them. It is
+// cut into directories of NoBatchShard workunits each (NoBatchDir).
 const NoBatch = "_nobatch"
+
+// NoBatchShard is how many workunits outside batches share a directory of NoBatch.
+// Unshared, every workunit of a project without locality batches went into one
+// directory: at a million a day, hundreds of millions of entries within a year, past
+// what ext4's directory index holds without its large_dir feature, and every
+// listing or backup of it reading them all.
+const NoBatchShard = 10000
+
+// NoBatchDir is the directory, under NoBatch, of the workunit with id id outside
+// batches: its id divided by NoBatchShard, in six digits at least (so a listing
+// sorts them in order up to 10^10 workunits).
+func NoBatchDir(id int64) string { return fmt.Sprintf("%06d", id/NoBatchShard) }
 
 // MetaFile is the file in a workunit's directory of the --to tree that describes it:
 // a store.AssimilateJob as JSON (outcome, error, canonical result, files). A given-up
@@ -38,8 +51,8 @@ const MetaFile = "workunit.json"
 type Assimilator struct {
 	Store     *store.Store
 	UploadDir string
-	// To is the root of the tree DIR/APP/BATCH/WORKUNIT/ (BATCH is NoBatch outside
-	// batches), each workunit's directory holding its canonical output files under
+	// To is the root of the tree DIR/APP/BATCH/WORKUNIT/ (BATCH is NoBatch/NoBatchDir
+	// outside batches), each workunit's directory holding its canonical output files under
 	// their upload names (a given-up workunit's, or a success's without output files,
 	// MetaFile). A directory appears whole or not at all.
 	To string
@@ -231,11 +244,10 @@ func (a *Assimilator) jobDir(j store.AssimilateJob) string {
 
 // batchDir is the directory of job j's app and batch.
 func (a *Assimilator) batchDir(j store.AssimilateJob) string {
-	b := j.Batch
-	if b == "" {
-		b = NoBatch
+	if j.Batch == "" {
+		return filepath.Join(a.To, j.App, NoBatch, NoBatchDir(j.WorkunitID))
 	}
-	return filepath.Join(a.To, j.App, b)
+	return filepath.Join(a.To, j.App, j.Batch)
 }
 
 // validNames refuses a job whose app, workunit or batch is no name for a directory.

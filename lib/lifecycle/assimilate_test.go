@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,12 +35,12 @@ type treeLayout struct {
 }
 
 var treeLayouts = []treeLayout{
-	{"dirs", nil, func(wu, file string) string { return "sim/_nobatch/" + wu + "/" + file }},
+	{"dirs", nil, func(wu, file string) string { return "sim/_nobatch/000000/" + wu + "/" + file }},
 	{"flat", []string{"--layout", "flat"}, func(wu, file string) string {
 		if file == lifecycle.MetaFile {
-			return "sim/_nobatch/" + wu + ".json"
+			return "sim/_nobatch/000000/" + wu + ".json"
 		}
-		return "sim/_nobatch/" + file
+		return "sim/_nobatch/000000/" + file
 	}},
 }
 
@@ -294,7 +295,7 @@ func TestAssimilateFlatRerun(t *testing.T) {
 	t.Parallel()
 	p := newProject(t, storetest.SQLiteDSN(t), 4)
 	to := filepath.Join(p.dir, "results")
-	dir := filepath.Join(to, "sim", lifecycle.NoBatch)
+	dir := filepath.Join(to, "sim", lifecycle.NoBatch, "000000")
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, p.names[1]+"_0_0"), []byte("output of "+p.names[1]), 0o644)
 	os.WriteFile(filepath.Join(dir, ".tmp-"+p.names[0]+".json"), []byte("{half"), 0o644)
@@ -328,7 +329,7 @@ func TestAssimilateFlatCopies(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			p := newProject(t, storetest.SQLiteDSN(t), 4)
 			to := filepath.Join(p.dir, "results")
-			dir := filepath.Join(to, "sim", lifecycle.NoBatch)
+			dir := filepath.Join(to, "sim", lifecycle.NoBatch, "000000")
 			if l.name == "flat" {
 				os.MkdirAll(dir, 0o755)
 				os.WriteFile(filepath.Join(dir, ".tmp-"+p.names[1]+"_0_0"), []byte("output of som"), 0o644)
@@ -348,6 +349,49 @@ func TestAssimilateFlatCopies(t *testing.T) {
 			}
 			if len(tree) != 3 {
 				t.Errorf("tree: %v", tree)
+			}
+		})
+	}
+}
+
+// TestNoBatchDir: workunits outside batches share a directory by NoBatchShard, named
+// so that a listing sorts them in order.
+func TestNoBatchDir(t *testing.T) {
+	for id, want := range map[int64]string{1: "000000", 9999: "000000", 10000: "000001", 123456789: "012345", 99999999999: "9999999"} {
+		if got := lifecycle.NoBatchDir(id); got != want {
+			t.Errorf("NoBatchDir(%d) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// TestAssimilateNoBatchShards: a pass puts each workunit outside batches into the
+// directory of its own id's shard, in each layout.
+func TestAssimilateNoBatchShards(t *testing.T) {
+	t.Parallel()
+	for _, l := range treeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			to := t.TempDir()
+			layout, _ := lifecycle.ParseLayout(l.name)
+			a := &lifecycle.Assimilator{Store: storetest.Open(t, storetest.SQLiteDSN(t)), UploadDir: t.TempDir(), To: to, Layout: layout}
+			var jobs []store.AssimilateJob
+			for _, id := range []int64{7, 12345, 20000} {
+				jobs = append(jobs, store.AssimilateJob{WorkunitID: id, Workunit: fmt.Sprint("w", id), App: "sim", Outcome: store.AssimilateError, Error: "given up"})
+			}
+			for i, out := range lifecycle.ToTree(a, jobs) {
+				if out.Failed {
+					t.Errorf("%s: %s", jobs[i].Workunit, out.Message)
+				}
+			}
+			var got []string
+			for k := range readTree(t, to) {
+				got = append(got, k)
+			}
+			want := []string{l.path("w7", lifecycle.MetaFile), l.path("w12345", lifecycle.MetaFile), l.path("w20000", lifecycle.MetaFile)}
+			want[1] = strings.Replace(want[1], "/000000/", "/000001/", 1)
+			want[2] = strings.Replace(want[2], "/000000/", "/000002/", 1)
+			if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+				t.Errorf("tree (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,5 +1,7 @@
 package lifecycle
 
+import "github.com/bkit/bkit/lib/store"
+
 // SetAfterWrite sets the purger's hook between a batch's archive write and its rows'
 // deletion, for tests of a purger killed there.
 func SetAfterWrite(p *Purger, f func(batch int64) error) { p.afterWrite = f }
@@ -16,4 +18,9 @@ func SetLinkFile(f func(olddirfd int, oldpath string, newdirfd int, newpath stri
 	old := linkFile
 	linkFile = f
 	return func() { linkFile = old }
+}
+
+// ToTree writes jobs into a's tree as a pass does, without claiming them.
+func ToTree(a *Assimilator, jobs []store.AssimilateJob) []store.AssimilateOutcome {
+	return a.toTree(jobs)
 }

@@ -116,7 +116,9 @@ func assimilateCommand() *cli.Command {
 Hands over every workunit that has a canonical result (bretry's validator chose one)
 or was given up (bretry's retry rules), exactly once, in one of two ways:
 
---to DIR writes DIR/APP/BATCH/WORKUNIT/ (BATCH is _nobatch outside locality batches)
+--to DIR writes DIR/APP/BATCH/WORKUNIT/ (BATCH is _nobatch/NNNNNN outside locality
+  batches: the workunit's id / 10,000 in six digits, so that no directory holds more
+  than 10,000 workunits however long the project runs)
   holding the canonical result's output files under their upload names (RESULT_N,
   N the file's number in the output template). A given-up workunit's directory
   holds workunit.json instead: its name, app, batch, outcome (error) and the error
