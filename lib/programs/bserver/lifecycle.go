@@ -116,16 +116,16 @@ func assimilateCommand() *cli.Command {
 Hands over every workunit that has a canonical result (bretry's validator chose one)
 or was given up (bretry's retry rules), exactly once, in one of two ways:
 
---to DIR writes DIR/APP/BATCH/WORKUNIT/ (BATCH is _nobatch/NNNNNN outside locality
-  batches: the workunit's id / 10,000 in six digits, so that no directory holds more
-  than 10,000 workunits however long the project runs)
-  holding the canonical result's output files under their upload names (RESULT_N,
-  N the file's number in the output template). A given-up workunit's directory
-  holds workunit.json instead: its name, app, batch, outcome (error) and the error
-  it was given up for (as does a success's without output files). --workunit-json writes workunit.json for successes too
-  (outcome success, the canonical result and its files' open names, sizes and
-  MD5s): a file more per workunit, about a third more of the pass's time. A
-  directory is written under a temporary name, synced and renamed: it appears
+--to DIR writes DIR/APP/BATCH/WORKUNIT/ holding the canonical result's output files
+  under their upload names (RESULT_N, N the file's number in the output template).
+  BATCH is _nobatch/NNNNNN outside locality batches: the workunit's id / 10,000 in
+  six digits, so that no directory holds more than 10,000 workunits however long the
+  project runs. A given-up workunit's directory holds workunit.json instead: its
+  name, app, batch, outcome (error) and the error it was given up for (as does a
+  success's without output files). --workunit-json writes workunit.json for
+  successes too (outcome success, the canonical result and its files' open names,
+  sizes and MD5s): a file more per workunit, about a third more of the pass's time.
+  A directory is written under a temporary name, synced and renamed: it appears
   whole or not at all.
 --layout flat (with --to) makes no directory per workunit: DIR/APP/BATCH/ holds the
   output files themselves under their upload names (each begins with its
