@@ -44,6 +44,17 @@ var treeLayouts = []treeLayout{
 	}},
 }
 
+// eachLayout runs f in each layout of the --to tree, in parallel.
+func eachLayout(t *testing.T, f func(t *testing.T, l treeLayout)) {
+	t.Parallel()
+	for _, l := range treeLayouts {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, l)
+		})
+	}
+}
+
 // TestAssimilateTo: in each layout, every validated and every given-up workunit is
 // written once, with the canonical output (not the invalid one), a given-up one its
 // description; a second pass finds nothing; the workunits still waiting are left
@@ -133,34 +144,30 @@ func testAssimilateTo(t *testing.T, dsn string, l treeLayout) {
 // too (canonical result, open names) beside its output, in each layout; without the
 // flag it has only the output (TestAssimilateTo), and --exec refuses the flag.
 func TestAssimilateToWorkunitJSON(t *testing.T) {
-	t.Parallel()
-	for _, l := range treeLayouts {
-		t.Run(l.name, func(t *testing.T) {
-			t.Parallel()
-			p := newProject(t, storetest.SQLiteDSN(t), 4)
-			to := filepath.Join(p.dir, "results")
-			if code, _, errs := p.bserver(t, "--now", passAt, "assimilate", "--exec", "true", "--workunit-json", "--once"); code != 2 || !strings.Contains(errs, "--workunit-json: only with --to") {
-				t.Errorf("--exec with --workunit-json: exit %d, %q", code, errs)
-			}
-			if out := p.must(t, append([]string{"--now", passAt, "assimilate", "--to", to, "--workunit-json", "--once"}, l.flags...)...); out != "assimilated 3, failed 0\n" {
-				t.Fatalf("pass: %q", out)
-			}
-			tree := readTree(t, to)
-			if got := tree[l.path(p.names[1], p.names[1]+"_0_0")]; got != "output of "+p.names[1] {
-				t.Errorf("output %q", got)
-			}
-			var meta store.AssimilateJob
-			if err := json.Unmarshal([]byte(tree[l.path(p.names[1], lifecycle.MetaFile)]), &meta); err != nil {
-				t.Fatal(err)
-			}
-			if meta.Outcome != "success" || meta.Canonical != p.names[1]+"_0" || len(meta.Files) != 1 || meta.Files[0].OpenName != "out" {
-				t.Errorf("validated workunit's description: %+v", meta)
-			}
-			if err := json.Unmarshal([]byte(tree[l.path(p.names[0], lifecycle.MetaFile)]), &meta); err != nil || meta.Outcome != "error" {
-				t.Errorf("given-up workunit's description: %+v, %v", meta, err)
-			}
-		})
-	}
+	eachLayout(t, func(t *testing.T, l treeLayout) {
+		p := newProject(t, storetest.SQLiteDSN(t), 4)
+		to := filepath.Join(p.dir, "results")
+		if code, _, errs := p.bserver(t, "--now", passAt, "assimilate", "--exec", "true", "--workunit-json", "--once"); code != 2 || !strings.Contains(errs, "--workunit-json: only with --to") {
+			t.Errorf("--exec with --workunit-json: exit %d, %q", code, errs)
+		}
+		if out := p.must(t, append([]string{"--now", passAt, "assimilate", "--to", to, "--workunit-json", "--once"}, l.flags...)...); out != "assimilated 3, failed 0\n" {
+			t.Fatalf("pass: %q", out)
+		}
+		tree := readTree(t, to)
+		if got := tree[l.path(p.names[1], p.names[1]+"_0_0")]; got != "output of "+p.names[1] {
+			t.Errorf("output %q", got)
+		}
+		var meta store.AssimilateJob
+		if err := json.Unmarshal([]byte(tree[l.path(p.names[1], lifecycle.MetaFile)]), &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Outcome != "success" || meta.Canonical != p.names[1]+"_0" || len(meta.Files) != 1 || meta.Files[0].OpenName != "out" {
+			t.Errorf("validated workunit's description: %+v", meta)
+		}
+		if err := json.Unmarshal([]byte(tree[l.path(p.names[0], lifecycle.MetaFile)]), &meta); err != nil || meta.Outcome != "error" {
+			t.Errorf("given-up workunit's description: %+v, %v", meta, err)
+		}
+	})
 }
 
 var cmpSorted = cmp.Transformer("sort", func(in []string) []string {
@@ -227,15 +234,7 @@ func TestAssimilateExec(t *testing.T) {
 
 // TestAssimilateHostile: an output file recorded under a name that leads out of the
 // upload directory, or missing, is never handed over; the workunit fails and waits.
-func TestAssimilateHostile(t *testing.T) {
-	t.Parallel()
-	for _, l := range treeLayouts {
-		t.Run(l.name, func(t *testing.T) {
-			t.Parallel()
-			testAssimilateHostile(t, l)
-		})
-	}
-}
+func TestAssimilateHostile(t *testing.T) { eachLayout(t, testAssimilateHostile) }
 
 func testAssimilateHostile(t *testing.T, l treeLayout) {
 	p := newProject(t, storetest.SQLiteDSN(t), 4)
@@ -367,32 +366,28 @@ func TestNoBatchDir(t *testing.T) {
 // TestAssimilateNoBatchShards: a pass puts each workunit outside batches into the
 // directory of its own id's shard, in each layout.
 func TestAssimilateNoBatchShards(t *testing.T) {
-	t.Parallel()
-	for _, l := range treeLayouts {
-		t.Run(l.name, func(t *testing.T) {
-			t.Parallel()
-			to := t.TempDir()
-			layout, _ := lifecycle.ParseLayout(l.name)
-			a := &lifecycle.Assimilator{Store: storetest.Open(t, storetest.SQLiteDSN(t)), UploadDir: t.TempDir(), To: to, Layout: layout}
-			var jobs []store.AssimilateJob
-			for _, id := range []int64{7, 12345, 20000} {
-				jobs = append(jobs, store.AssimilateJob{WorkunitID: id, Workunit: fmt.Sprint("w", id), App: "sim", Outcome: store.AssimilateError, Error: "given up"})
+	eachLayout(t, func(t *testing.T, l treeLayout) {
+		to := t.TempDir()
+		layout, _ := lifecycle.ParseLayout(l.name)
+		a := &lifecycle.Assimilator{Store: storetest.Open(t, storetest.SQLiteDSN(t)), UploadDir: t.TempDir(), To: to, Layout: layout}
+		var jobs []store.AssimilateJob
+		for _, id := range []int64{7, 12345, 20000} {
+			jobs = append(jobs, store.AssimilateJob{WorkunitID: id, Workunit: fmt.Sprint("w", id), App: "sim", Outcome: store.AssimilateError, Error: "given up"})
+		}
+		for i, out := range lifecycle.ToTree(a, jobs) {
+			if out.Failed {
+				t.Errorf("%s: %s", jobs[i].Workunit, out.Message)
 			}
-			for i, out := range lifecycle.ToTree(a, jobs) {
-				if out.Failed {
-					t.Errorf("%s: %s", jobs[i].Workunit, out.Message)
-				}
-			}
-			var got []string
-			for k := range readTree(t, to) {
-				got = append(got, k)
-			}
-			want := []string{l.path("w7", lifecycle.MetaFile), l.path("w12345", lifecycle.MetaFile), l.path("w20000", lifecycle.MetaFile)}
-			want[1] = strings.Replace(want[1], "/000000/", "/000001/", 1)
-			want[2] = strings.Replace(want[2], "/000000/", "/000002/", 1)
-			if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
-				t.Errorf("tree (-want +got):\n%s", diff)
-			}
-		})
-	}
+		}
+		var got []string
+		for k := range readTree(t, to) {
+			got = append(got, k)
+		}
+		want := []string{l.path("w7", lifecycle.MetaFile), l.path("w12345", lifecycle.MetaFile), l.path("w20000", lifecycle.MetaFile)}
+		want[1] = strings.Replace(want[1], "/000000/", "/000001/", 1)
+		want[2] = strings.Replace(want[2], "/000000/", "/000002/", 1)
+		if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+			t.Errorf("tree (-want +got):\n%s", diff)
+		}
+	})
 }
