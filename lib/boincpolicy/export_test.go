@@ -99,3 +99,12 @@ func RelistDiffs() int { return relistDiffs }
 
 // RelistChecks is how many of the answers missesRelist carried were checked.
 func RelistChecks() int { return relistChecks }
+
+// SetListedCheck turns the check of missesListed's answers (and of those kept from
+// them) against the whole simulation on or off and zeroes its counts.
+func SetListedCheck(on bool) { listedCheck, listedDiffs, listedChecks = on, 0, 0 }
+
+// ListedDiffs is how many of missesListed's answers (and of those kept from them) the
+// simulation contradicted; ListedChecks how many were checked.
+func ListedDiffs() int  { return listedDiffs }
+func ListedChecks() int { return listedChecks }

@@ -19,6 +19,7 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	rise := w.noRiseUntil(doc, now)
 	w.mkUntil, w.mkRest, w.mkEps = min(now+w.slack, rise), min(now+w.restSlack, rise), w.recEps
 	w.mkStayed = false
+	w.mkListed, w.listedNow = w.listedNow, false
 	if w.mkKept = w.mkUntil > now; !w.mkKept {
 		return true
 	}
@@ -195,12 +196,7 @@ var (
 // checkRelist is relistCheck's test of missesKept's answer at now.
 func (w *Workspace) checkRelist(doc *state.Document, now float64) {
 	relistChecks++
-	whole := Workspace{Overestimate: w.Overestimate}
-	whole.Simulate(checkCopy(doc), now)
-	same := len(whole.jobs) == len(w.jobs) && slices.Equal(whole.missed, w.missed)
-	for i := 0; same && i < len(w.jobs); i++ {
-		same = whole.jobs[i].task == w.jobs[i].task && whole.jobs[i].misses == w.jobs[i].misses
-	}
+	same := w.sameAsSimulation(doc, now)
 	if !same {
 		relistDiffs++
 	}
@@ -210,6 +206,19 @@ func (w *Workspace) checkRelist(doc *state.Document, now float64) {
 			stayDiffs++
 		}
 	}
+}
+
+// sameAsSimulation reports whether a whole simulation at now on a copy of the
+// document, by a workspace of its own, finds the jobs missing their deadlines that
+// the answer has (and the same counts per project and resource): the tests' checks.
+func (w *Workspace) sameAsSimulation(doc *state.Document, now float64) bool {
+	whole := Workspace{Overestimate: w.Overestimate}
+	whole.Simulate(checkCopy(doc), now)
+	same := len(whole.jobs) == len(w.jobs) && slices.Equal(whole.missed, w.missed)
+	for i := 0; same && i < len(w.jobs); i++ {
+		same = whole.jobs[i].task == w.jobs[i].task && whole.jobs[i].misses == w.jobs[i].misses
+	}
+	return same
 }
 
 // missesKept is missesKnown at now from the answer keepMisses kept at an earlier pass
@@ -260,6 +269,9 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 	}
 	if relistCheck && (w.mkRelisted || w.mkStayed) {
 		w.checkRelist(doc, now)
+	}
+	if listedCheck && w.mkListed {
+		w.checkListed(doc, now)
 	}
 	return true
 }

@@ -229,6 +229,9 @@ type Workspace struct {
 	mkStayed             bool // missesStay carried the misses (the tests' check)
 	mkCapAt, mkRiseAt    float64
 	relistFree           []float64
+	// missesListed gave the answer at this pass (listedNow), the answer kept is
+	// one it gave (mkListed): the tests' check
+	listedNow, mkListed bool
 
 	// The box of REC fractions a hold is good in (box.go): servedEps, projectServed's
 	// at now; recEps, missesKnown's (+Inf: its answer and slack read no REC, or the
