@@ -108,3 +108,13 @@ func SetListedCheck(on bool) { listedCheck, listedDiffs, listedChecks = on, 0, 0
 // simulation contradicted; ListedChecks how many were checked.
 func ListedDiffs() int  { return listedDiffs }
 func ListedChecks() int { return listedChecks }
+
+// SetPiggybackCheck turns the check of quietPiggybackNone's answers that read
+// saturatedPast against a whole Piggyback on or off and zeroes its counts
+// (piggyback_test.go).
+func SetPiggybackCheck(on bool) { piggybackCheck, piggybackDiffs, piggybackChecks = on, 0, 0 }
+
+// PiggybackDiffs is how many of those answers the whole Piggyback contradicted;
+// PiggybackChecks how many were checked.
+func PiggybackDiffs() int  { return piggybackDiffs }
+func PiggybackChecks() int { return piggybackChecks }
