@@ -13,8 +13,10 @@ const t0 = 1.7e9
 
 // A test that sets one of the package's switches (a check turned on, a shortcut broken
 // on purpose: every checked run, breakEach, samePicks, picksDiffer, TestEDFKeeps) runs
-// alone; a test that sets none calls t.Parallel, so that Go runs it after every such
-// test has ended, with every switch off, beside the others.
+// alone, in a process of its own (Alone: the test binary again, whose switches are its
+// own); a test that sets none calls t.Parallel, so that Go runs it after every
+// sequential test has ended, with every switch off, beside the others and the
+// processes Alone waits for.
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
 

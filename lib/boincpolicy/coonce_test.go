@@ -19,6 +19,9 @@ import (
 // TestBoundsPerJobBesideCoprocessors' random queues (two instances, half-instance
 // jobs) catch it.
 func TestCoprocCPUsOnce(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	dirs := []string{"../../scenarios/seed002-gpu", "../../scenarios/corpus/c020", "../../scenarios/corpus/c073",
 		"../../scenarios/corpus/c014", "../../scenarios/corpus/c103", "../../scenarios/corpus/c026",
 		"../../scenarios/corpus/c030", "../../scenarios/corpus/c117"}

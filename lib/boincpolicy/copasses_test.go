@@ -16,6 +16,9 @@ import (
 // unsorted in edfKeeps, or a running coprocessor job's (or a CPU job's) time slice
 // left out of setKeepHold's end (c154, c193, c030, c141, part-time-4cpu).
 func TestCoprocPassesKept(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2100))
 	dirs := []string{"../../scenarios/seed002-gpu", "../../scenarios/corpus/c033", "../../scenarios/corpus/c154",
 		"../../scenarios/corpus/c193", "../../scenarios/corpus/c030", "../../scenarios/corpus/c141",

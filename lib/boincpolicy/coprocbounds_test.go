@@ -22,6 +22,9 @@ import (
 // whose jobs take part of its instances is bounded so, and when the misses' slack
 // reads the CPUs' availability (coFall); the switches below check each.
 func TestCoprocBoundsAgainstSimulation(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	breakEach(t, []breakage{{"right", nil}, {"without the others above", &coUpNoOthers}, {"with others below", &coLowOthers},
 		{"any resource", &coAnyWhole}, {"the CPUs' availability", &coCPUFall},
 		{"ties the last first", &coTieLast}, {"the emulator's order exchanged", &coEmuOrder},
@@ -221,6 +224,9 @@ func coprocBoundsTrials(t *testing.T, count bool) string {
 // CPUs' availability for a coprocessor job's pace (coRelowCPUFall) or the bound from
 // below with the other projects' jobs (coLowOthers).
 func TestCoprocRelowAgainstSimulation(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	breakEach(t, []breakage{{"right", nil}, {"the CPUs' availability", &coRelowCPUFall}, {"with others below", &coLowOthers}}, coprocRelowTrials)
 }
 

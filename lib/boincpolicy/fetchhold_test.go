@@ -19,6 +19,9 @@ import (
 // (its margin never eaten) or the least of the jobs' own holds taken for the n-th
 // (the longest: the n − 1 longer ones left out).
 func TestFetchHoldKept(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 1920))
 	dirs := []string{"../../scenarios/corpus/c029", "../../scenarios/corpus/c139", "../../scenarios/corpus/c063",
 		"../../scenarios/corpus/c060", "../../scenarios/corpus/c159",

@@ -19,6 +19,9 @@ import (
 // test of one project dropped (c060, c159, part-time-4cpu, ...) and with the kept
 // ends read whatever the jobs' times (simGen: c143, c124, part-time-4cpu, ...).
 func TestListLowerKeptEnds(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2122))
 	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
 		"../../scenarios/corpus/c060", "../../scenarios/corpus/c159", "../../scenarios/corpus/c063",

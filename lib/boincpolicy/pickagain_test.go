@@ -37,6 +37,9 @@ func samePicks(t *testing.T, trial int, doc *state.Document, full *bool) *Worksp
 // and RECs), the simulation whose picks after a job's end are pickAgain's where it
 // may leaves every result as the simulation that picks afresh every time.
 func TestPickAgainIsPick(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	rng := rand.New(rand.NewPCG(30, 7))
 	again := 0
 	for trial := range 20000 {
@@ -64,6 +67,9 @@ func TestPickAgainIsPick(t *testing.T) {
 // coprocessor job's end too, after a project's CPU jobs of other CPUs or bumps, or
 // with the coprocessors' picks not kept.
 func TestPickAgainWithCoprocessors(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	rng := rand.New(rand.NewPCG(30, 17))
 	again := 0
 	pickAgainAfter = &again
@@ -129,6 +135,9 @@ func randomGPUQueue(rng *rand.Rand) *state.Document {
 // usedNear allows leaves every result as the one that sums them over the projects at
 // every pick. It fails with usedNear's margin taken away.
 func TestUsedNear(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	rng := rand.New(rand.NewPCG(30, 18))
 	for trial := range 20000 {
 		doc := randomGPUQueue(rng)

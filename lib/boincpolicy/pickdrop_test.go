@@ -91,6 +91,9 @@ func dropQueue(rng *rand.Rand) *state.Document {
 // emptied, the temporary REC of a project left without CPU jobs but with
 // coprocessor jobs, the sums and temporary REC found again), some result differs.
 func TestPickDropIsPick(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	const trials = 20000
 	run := func(seed uint64) (int, int) { // the picks dropped, the first trial that differed (-1: none)
 		rng := rand.New(rand.NewPCG(30, seed))

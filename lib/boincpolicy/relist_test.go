@@ -15,6 +15,9 @@ import (
 // relistable's test of one project dropped (noisy, c118, c057) and with the jobs that
 // miss left out of the list schedule (c143, c124, c052).
 func TestMissesRelistAgainstSimulation(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2427))
 	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
 		"../../scenarios/corpus/c150", "../../scenarios/corpus/c065", "../../scenarios/corpus/c026",
@@ -32,6 +35,9 @@ func TestMissesRelistAgainstSimulation(t *testing.T) {
 // missesStay's test that each job still misses at the lowered times dropped, and
 // with the running jobs' times not lowered (c160, drawn from the corpus).
 func TestMissesStayAgainstSimulation(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2631))
 	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
 		"../../scenarios/corpus/c065", "../../scenarios/corpus/c150", "../../scenarios/corpus/c052",
@@ -51,6 +57,9 @@ func TestMissesStayAgainstSimulation(t *testing.T) {
 // c065, c057, part-time-4cpu). (No scenario has a CPU job of more than one CPU, so
 // relistable's test of the CPUs is not one these runs can fail.)
 func TestMissesListedAgainstSimulation(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2727))
 	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
 		"../../scenarios/corpus/c150", "../../scenarios/corpus/c065", "../../scenarios/corpus/c057",

@@ -13,6 +13,9 @@ import (
 // and wherever Next's NoneYet answers, the rest of Next would make no RPC and change
 // none of the holds NoneYet reads.
 func TestNoRiseUntilKept(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 1818))
 	dirs := []string{"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu",
 		"../../scenarios/deadlines-4cpu", "../../scenarios/share-75-25", "../../lib/sim/testdata/noisy"}

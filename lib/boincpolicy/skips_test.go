@@ -442,6 +442,9 @@ func TestPassKeeps(t *testing.T) {
 // the last's run, the running jobs' elapsed times grown in between (so that slices
 // run out).
 func TestEDFKeeps(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	rng := rand.New(rand.NewPCG(30, 8))
 	hits := 0
 	for trial := range 20000 {

@@ -14,6 +14,9 @@ import (
 // built afresh. It fails with refresh's shortcut for unchanged tasks taken after
 // TasksReceived (c175: as many tasks reported as received).
 func TestRefreshedViews(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2124))
 	dirs := []string{"../../scenarios/corpus/c150", "../../scenarios/corpus/c143", "../../scenarios/corpus/c175",
 		"../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu", "../../scenarios/seed002-gpu",
