@@ -15,6 +15,9 @@ import (
 // saturatedPast, a whole Piggyback on a copy asks for nothing. It wants many such
 // answers, and fails with work_buf_min taken for work_buf_total in saturatedPast.
 func TestPiggybackSaturatedAgainstPiggyback(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 2727))
 	dirs := []string{"../../scenarios/corpus/c198", "../../scenarios/corpus/c049",
 		"../../scenarios/corpus/c159", "../../scenarios/corpus/c106", "../../scenarios/corpus/c193",
