@@ -201,9 +201,10 @@ func (w *Workspace) setKeepHold(doc *state.Document, now float64) {
 	}
 	period := doc.Preferences.CPUSchedulingPeriod
 	nR := w.nRes
-	ends := math.Inf(1) // the first time slice's end
-	first := -1         // the first CPU job
-	coMiss := false     // a coprocessor job misses (coEDFSure)
+	ends := math.Inf(1)   // the first time slice's end
+	first := -1           // the first CPU job
+	free := w.sliceFree() // the slices' ends bound nothing
+	coMiss := false       // a coprocessor job misses (coEDFSure)
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if doc.Projects[j.proj].DCF() > EDFDCF {
@@ -226,7 +227,7 @@ func (w *Workspace) setKeepHold(doc *state.Document, now float64) {
 			return
 		}
 		if run := sliceRun(doc, t); run <= period {
-			ends = min(ends, now+period-run, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
+			ends = min(ends, w.sliceBound(free, min(now+period-run, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))))
 			if j.res != w.cpuRes && doc.BOINCEmulator && t.EmulatorRunStart > 0 {
 				// A coprocessor task computes only while the GPUs are active, and
 				// its slice's run (sliceRun) then jumps to the step's end: it

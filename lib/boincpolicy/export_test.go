@@ -60,7 +60,7 @@ func ViewDiffs() int { return viewDiffs }
 
 // SetPassCheck turns the check of the passes cut short and held on hosts with
 // coprocessor jobs on or off and zeroes its counts (copasses_test.go).
-func SetPassCheck(on bool) { passCheck, passDiffs, passChecks = on, 0, 0 }
+func SetPassCheck(on bool) { passCheck, passDiffs, passChecks, sliceChecks = on, 0, 0, 0 }
 
 // PassDiffs is how many of those passes a whole pass contradicted; PassChecks how
 // many were checked.
@@ -118,3 +118,7 @@ func SetPiggybackCheck(on bool) { piggybackCheck, piggybackDiffs, piggybackCheck
 // PiggybackChecks how many were checked.
 func PiggybackDiffs() int  { return piggybackDiffs }
 func PiggybackChecks() int { return piggybackChecks }
+
+// SliceChecks is how many of the passes passCheck checked were held past a running
+// job's slice's end (sliceFree).
+func SliceChecks() int { return sliceChecks }

@@ -17,11 +17,15 @@ import (
 var (
 	passCheck             bool
 	passDiffs, passChecks int
+	sliceChecks           int // of passChecks, the held passes past a slice's end (sliceFree)
 )
 
 // checkPass is passCheck's test of the quiet pass just made at now.
 func (w *Workspace) checkPass(doc *state.Document, now float64) {
 	passChecks++
+	if w.hold && now >= w.sliceEnd {
+		sliceChecks++
+	}
 	full := checkCopy(doc)
 	full.CPUSched = nil
 	whole := Workspace{Overestimate: w.Overestimate}

@@ -107,7 +107,7 @@ func (w *Workspace) Idle(now float64) {
 }
 
 func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) []RunEntry {
-	w.kept, w.listEps, w.khCarry, w.edfCPUs = false, math.Inf(1), false, 0
+	w.kept, w.listEps, w.khCarry, w.edfCPUs, w.edfOut = false, math.Inf(1), false, 0, false
 	w.edfRes = -1 // earliestMiss's order, made afresh at each pass
 	h := &doc.Host
 	nR := w.nRes
@@ -148,6 +148,9 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 		} else {
 			cpusListed += j.cpus
 			if why == WhyEDF {
+				if !j.running && float64(w.edfCPUs) < float64(h.CPU().Instances) {
+					w.edfOut = true
+				}
 				w.edfCPUs++
 			}
 		}

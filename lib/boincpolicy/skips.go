@@ -405,7 +405,7 @@ func (w *Workspace) fetchHeld(doc *state.Document, now float64) bool {
 // already there. (A pass that changed nothing holds as it did before these skips'
 // third round, docs/decisions.md.)
 func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
-	w.hold, w.holdMiss = false, false
+	w.hold, w.holdMiss, w.sliceEnd = false, false, math.Inf(1)
 	if w.anyMiss {
 		return // earliest deadline first: the order is the deadlines', not the slices'
 	}
@@ -497,6 +497,7 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	period := doc.Preferences.CPUSchedulingPeriod
 	ends := math.Inf(1) // the first time slice's end
 	used := 0.0
+	free := w.sliceFree() // the slices' ends bound nothing
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
@@ -510,7 +511,7 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 			return
 		}
 		used += j.cpus
-		ends = min(ends, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
+		ends = min(ends, w.sliceBound(free, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched)))
 	}
 	rise := w.noRiseUntil(doc, now)
 	until := min(now+w.slack, ends, rise)

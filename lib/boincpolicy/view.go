@@ -80,6 +80,8 @@ type Workspace struct {
 	edfList  []RunEntry // edfKeeps' run list
 	keepCo   []float64  // edfKeeps': per resource, the instances its entries take
 	edfCPUs  int        // the CPU jobs the last listing listed for their misses (edfListingSure)
+	edfOut   bool       // one of the last listing's first n CPU jobs listed for a miss was not running (sliceFree)
+	sliceEnd float64    // the first slice's end a hold set by setKeepHold or setEDFHold lasts past (sliceFree; sliceChecks')
 	// keepFree, keepRuns, keepAt: the CPUs edfKeeps' entries leave free, how many
 	// of them run, and the first entry of the pass's list keepsMore has not seen.
 	keepFree            float64
