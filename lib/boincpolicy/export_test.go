@@ -122,3 +122,13 @@ func PiggybackChecks() int { return piggybackChecks }
 // SliceChecks is how many of the passes passCheck checked were held past a running
 // job's slice's end (sliceFree).
 func SliceChecks() int { return sliceChecks }
+
+// SetSatCoCheck turns saturatedLow's check on hosts with coprocessors on or off and
+// zeroes its counts.
+func SetSatCoCheck(on bool) { satCoCheck, satCoDiffs, satCoChecks = on, 0, 0 }
+
+// SatCoDiffs is how many of saturatedLow's answers there a whole work fetch contradicted.
+func SatCoDiffs() int { return satCoDiffs }
+
+// SatCoChecks is how many of saturatedLow's answers there were checked.
+func SatCoChecks() int { return satCoChecks }

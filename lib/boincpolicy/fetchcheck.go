@@ -19,3 +19,25 @@ func (w *Workspace) checkFetchHold(doc *state.Document, now float64) {
 		fetchDiffs++
 	}
 }
+
+// satCoCheck, satCoDiffs, satCoChecks: the tests' check of saturatedLow on hosts with
+// coprocessors (TestSaturatedLowCoprocs): wherever it answers that no resource is
+// below work_buf_min there, a workspace of its own with no skips must choose no
+// project to ask; satCoDiffs counts where it chose one, satCoChecks the answers.
+var (
+	satCoCheck  bool
+	satCoDiffs  int
+	satCoChecks int
+	noSatCo     bool // saturatedLow on CPU-only hosts only, as before (the check's whole work fetch)
+)
+
+// checkSatCo is satCoCheck's test at now.
+func (w *Workspace) checkSatCo(doc *state.Document, now float64) {
+	satCoChecks++
+	full := Workspace{Overestimate: w.Overestimate}
+	satCoCheck, noSatCo = false, true // the whole work fetch, not this bound again
+	if c := full.ChooseProject(checkCopy(doc), now); c.Project >= 0 {
+		satCoDiffs++
+	}
+	satCoCheck, noSatCo = true, false
+}

@@ -333,28 +333,9 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 		if r < len(w.noAsk) && w.noAsk[r] {
 			continue // no project may be asked for it (resAsked)
 		}
-		n := float64(h.Resources[r].Instances)
-		s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
-		b := [3]float64{s[sumW], s[sumMaxT], s[sumMaxU]} // W, t, u
-		// A margin for rounding: the simulation sums the same times in another order.
-		over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
-		if !(over >= 0) {
-			// saturatedBound's, where they hold: its sum falls at most n + 1 ÷ n
-			// times as fast, its n-th longest time as fast. Failing them,
-			// saturatedList's, n + 1 times as fast.
-			sat, kth, ok := w.saturatedBound(h, r)
-			if !ok {
-				return false
-			}
-			x := bufMin*(1+1e-9) + 1e-6
-			if over = max((sat-x)*n/(n+1), kth-x); !(over >= 0) {
-				if sat, ok = w.saturatedList(h, r); !ok {
-					return false
-				}
-				if over = (sat - x) / (n + 1); !(over >= 0) {
-					return false
-				}
-			}
+		over, ok := w.resourceOver(h, r, bufMin)
+		if !ok {
+			return false
 		}
 		// How long the bound stays past bufMin: while the tasks stay as they are,
 		// W falls only by the work the running jobs do, which use at most n + u
@@ -368,6 +349,36 @@ func (w *Workspace) workBound(h *state.Host, bufMin float64) bool {
 	}
 	w.fetchHold, w.fetchHoldUntil, w.fetchBoxed = hold > 0, w.boundAt+hold, false
 	return true
+}
+
+// resourceOver is workBound's bound for resource r: how far past bufMin its saturated
+// time is by the work queued, in what the running jobs' work falls by, and whether it
+// is (prepareJobs done: its sums).
+func (w *Workspace) resourceOver(h *state.Host, r int, bufMin float64) (float64, bool) {
+	n := float64(h.Resources[r].Instances)
+	s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
+	b := [3]float64{s[sumW], s[sumMaxT], s[sumMaxU]} // W, t, u
+	// A margin for rounding: the simulation sums the same times in another order.
+	over := (b[0]-n*b[1])/(n+b[2]) - (bufMin*(1+1e-9) + 1e-6)
+	if over >= 0 {
+		return over, true
+	}
+	// saturatedBound's, where they hold: its sum falls at most n + 1 ÷ n times as
+	// fast, its n-th longest time as fast. Failing them, saturatedList's, n + 1
+	// times as fast.
+	sat, kth, ok := w.saturatedBound(h, r)
+	if !ok {
+		return 0, false
+	}
+	x := bufMin*(1+1e-9) + 1e-6
+	if over = max((sat-x)*n/(n+1), kth-x); over >= 0 {
+		return over, true
+	}
+	if sat, ok = w.saturatedList(h, r); !ok {
+		return 0, false
+	}
+	over = (sat - x) / (n + 1)
+	return over, over >= 0
 }
 
 // fetchHeld reports whether the work fetch's hold (fetchHold) holds at now: before
