@@ -51,10 +51,11 @@ const MetaFile = "workunit.json"
 type Assimilator struct {
 	Store     *store.Store
 	UploadDir string
-	// To is the root of the tree DIR/APP/BATCH/WORKUNIT/ (BATCH is NoBatch/NoBatchDir
-	// outside batches), each workunit's directory holding its canonical output files under
-	// their upload names (a given-up workunit's, or a success's without output files,
-	// MetaFile). A directory appears whole or not at all.
+	// To is the root of the tree DIR/APP/BATCH/WORKUNIT/ (BATCH is
+	// NoBatch/NoBatchDir outside batches), each workunit's directory holding its
+	// canonical output files under their upload names (a given-up workunit's, or a
+	// success's without output files, MetaFile). A directory appears whole or not
+	// at all. LayoutFlat puts the files in DIR/APP/BATCH/ itself.
 	To string
 	// Layout is how To holds a workunit: LayoutDirs (the default) or LayoutFlat.
 	Layout Layout
