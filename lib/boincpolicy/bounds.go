@@ -237,14 +237,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 		w.restSlack, w.slack, w.capSlack = 0, 0, 0
 	}
 	if w.anyMiss {
-		for i := range w.jobs {
-			j := &w.jobs[i]
-			if j.misses || now > j.deadline-comp {
-				j.misses = true
-				w.missed[j.proj*nR+j.res]++
-				w.Sim[j.res].Misses++
-			}
-		}
+		w.markMisses(now, comp)
 	}
 	if coOnceCheck {
 		w.checkCoOnceMisses(doc, now)
@@ -587,4 +580,18 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.coPrio = scratch.Grow(w.coPrio, 2*nP)
 	w.coOnce = scratch.Grow(w.coOnce, 4*w.nRes)
 	w.coServed = scratch.Grow(w.coServed, n)
+}
+
+// markMisses marks missing every job found missing or whose computation deadline
+// (its deadline less comp) has passed, and counts each by project and resource.
+func (w *Workspace) markMisses(now, comp float64) {
+	nR := w.nRes
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		if j.misses || now > j.deadline-comp {
+			j.misses = true
+			w.missed[j.proj*nR+j.res]++
+			w.Sim[j.res].Misses++
+		}
+	}
 }

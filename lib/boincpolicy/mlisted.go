@@ -83,16 +83,8 @@ func (w *Workspace) missesListed(doc *state.Document, now float64) bool {
 	w.anyMiss, w.boundMiss = anyMiss, boundMiss
 	w.restSlack, w.lowSlack, w.capSlack = slack, lowSlack, math.Inf(1)
 	w.slack, w.recEps = min(slack, lowSlack), math.Inf(1)
-	nR := w.nRes
 	if anyMiss {
-		for i := range w.jobs {
-			j := &w.jobs[i]
-			if j.misses || now > j.deadline-comp {
-				j.misses = true
-				w.missed[j.proj*nR+j.res]++
-				w.Sim[j.res].Misses++
-			}
-		}
+		w.markMisses(now, comp)
 	}
 	// The served CPUs (projectServed's here), which relow's missBounds reads.
 	p := w.jobs[0].proj
