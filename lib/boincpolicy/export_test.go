@@ -109,6 +109,11 @@ func SetListedCheck(on bool) { listedCheck, listedDiffs, listedChecks = on, 0, 0
 func ListedDiffs() int  { return listedDiffs }
 func ListedChecks() int { return listedChecks }
 
+// SetListedCoCheck is SetListedCheck with missesListedCo's own count zeroed too;
+// ListedCoChecks is how many of missesListedCo's answers were checked.
+func SetListedCoCheck(on bool) { SetListedCheck(on); coListedChecks = 0 }
+func ListedCoChecks() int      { return coListedChecks }
+
 // SetPiggybackCheck turns the check of quietPiggybackNone's answers that read
 // saturatedPast against a whole Piggyback on or off and zeroes its counts
 // (piggyback_test.go).

@@ -42,7 +42,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 	if fallCheck {
 		w.checkFall(doc, now)
 	}
-	if w.missesKept(doc, now) || (w.missesListed(doc, now) || w.missesKnown(doc, now)) && w.keepMisses(doc, now) {
+	if w.missesKept(doc, now) || (w.missesListed(doc, now) || w.missesListedCo(doc, now) || w.missesKnown(doc, now)) && w.keepMisses(doc, now) {
 		if w.setHold(doc, now, true); w.hold {
 			// The pass would run exactly the jobs running: it changes nothing
 			// but its record.

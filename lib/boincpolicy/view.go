@@ -231,6 +231,12 @@ type Workspace struct {
 	mkStayed             bool // missesStay carried the misses (the tests' check)
 	mkCapAt, mkRiseAt    float64
 	relistFree           []float64
+	// missesListedCo's, per resource: its queue's end, CPUs and fall (coqT), its
+	// jobs (coqN), whether it has jobs left (coqLeft); the coprocessors by end (coqOrd)
+	coqT    []float64
+	coqN    []int
+	coqLeft []bool
+	coqOrd  []int
 	// missesListed gave the answer at this pass (listedNow), the answer kept is
 	// one it gave (mkListed): the tests' check
 	listedNow, mkListed bool
