@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/bkit/bkit/lib/lifecycle"
 	"github.com/bkit/bkit/lib/store"
@@ -68,4 +69,87 @@ func TestPurgeChangedThroughAnotherConnection(t *testing.T) {
 			t.Errorf("%d workunits left", n)
 		}
 	})
+}
+
+// TestPurgeRecheckBesideCommits: while another connection commits between the pass's
+// transactions (bserver's RPCs, on rows no batch holds), every commit breaks the
+// purge chain; the second read of each batch is then made before FinishPurge's
+// transaction, outside SQLite's write lock, and none under it. The archive is what a
+// pass always wrote.
+func TestPurgeRecheckBesideCommits(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.SQLiteDSN(t)
+	want := undisturbedArchive(t, storetest.SQLiteDSN(t), 12)
+	p := newProject(t, dsn, 12)
+	purgeReady(t, p)
+	other := storetest.Open(t, dsn)
+	if _, err := other.DB.Exec(`CREATE TABLE rpc_beside (n INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	arch := filepath.Join(p.dir, "archive")
+	pu := purger(p, arch)
+	lifecycle.SetBatchMost(pu, 1)
+	rechecks := 0
+	p.s.TimeTransactions(func(step string, _ time.Duration) {
+		if step == "recheck" {
+			rechecks++
+		}
+	})
+	lifecycle.SetAfterWrite(pu, func(int64) error {
+		_, err := other.DB.Exec(`INSERT INTO rpc_beside VALUES (1)`)
+		return err
+	})
+	sum, err := pu.Run(context.Background())
+	if err != nil || sum.Workunits != 12 || sum.Changed != 0 {
+		t.Fatalf("pass: %v, %v", sum, err)
+	}
+	skipped, reread := p.s.PurgeRechecks()
+	if reread != 0 || skipped < 4 || rechecks < 4 {
+		t.Errorf("batches of 12 workunits, at most 3 each, another connection committing before each: %d read again under the lock, %d not (%d read before it)", reread, skipped, rechecks)
+	}
+	if diff := cmp.Diff(want, archived(t, arch)); diff != "" {
+		t.Errorf("archive (-undisturbed +beside commits):\n%s", diff)
+	}
+}
+
+// TestPurgeChangedAfterRecheck: a row changed by another connection after the second
+// read made outside the lock and before FinishPurge's transaction is still caught
+// (the transaction reads again under the lock): the batch is cut back and written
+// again as it is.
+func TestPurgeChangedAfterRecheck(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.SQLiteDSN(t)
+	p := newProject(t, dsn, 6)
+	purgeReady(t, p)
+	other := storetest.Open(t, dsn)
+	arch := filepath.Join(p.dir, "archive")
+	pu := purger(p, arch)
+	changed := false
+	p.s.TimeTransactions(func(step string, _ time.Duration) {
+		if step == "recheck" && !changed {
+			changed = true
+			if _, err := other.DB.Exec(`UPDATE result SET cpu_time=4242 WHERE id=1`); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	// A commit beside the first batch's write, so that its second read is made
+	// before the transaction (the recheck above).
+	lifecycle.SetAfterWrite(pu, func(int64) error {
+		_, err := other.DB.Exec(`UPDATE result SET cpu_time=cpu_time WHERE id=2`)
+		return err
+	})
+	first, err := pu.Run(context.Background())
+	if err != nil || !changed || first.Changed == 0 {
+		t.Fatalf("first pass: %v, %v (changed %v)", first, err, changed)
+	}
+	if _, err := pu.Run(context.Background()); err != nil {
+		t.Fatalf("second pass: %v", err)
+	}
+	if got := archived(t, arch); !resultsHold(got, 12, `"cpu_time":4242`) {
+		t.Errorf("results archived: %q", got["result"])
+	}
+	if n := p.count(t, `SELECT COUNT(*) FROM workunit`); n != 0 {
+		t.Errorf("%d workunits left", n)
+	}
 }

@@ -220,6 +220,17 @@ func (s *Store) ReadPurgeBatch(ctx context.Context, batch int64) (*PurgeRows, er
 	return p, err
 }
 
+// changedIn names the first table, but for immutableTables', whose rows in again (a
+// second read of p's batch) are not p's; "" when none is.
+func (p *PurgeRows) changedIn(again *PurgeRows) string {
+	for i, t := range again.Tables {
+		if !immutableTables[t.Table] && !bytes.Equal(t.Lines, p.Tables[i].Lines) {
+			return t.Table
+		}
+	}
+	return ""
+}
+
 // purgeChunk bounds the ids of one IN list.
 const purgeChunk = 500
 
@@ -366,6 +377,9 @@ func (s *Store) ResetPurgeBatches(ctx context.Context, batches []int64) error {
 // read began (purgeTx's chain): they change no row of the batch. It returns the
 // transaction's time from BEGIN to the end of COMMIT (on SQLite, the write lock held).
 func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) (time.Duration, error) {
+	if err := s.recheckPurgeRows(ctx, p); err != nil {
+		return 0, err
+	}
 	var locked time.Time
 	err := s.purgeTx(ctx, func(tx *Tx, unchanged bool) error {
 		locked = time.Now()
@@ -388,10 +402,8 @@ func (s *Store) FinishPurge(ctx context.Context, p *PurgeRows, owner string) (ti
 			if err != nil {
 				return err
 			}
-			for i, t := range again.Tables {
-				if !immutableTables[t.Table] && !bytes.Equal(t.Lines, p.Tables[i].Lines) {
-					return fmt.Errorf("purge batch %d, table %s: %w", p.Batch, t.Table, ErrPurgeChanged)
-				}
+			if t := p.changedIn(again); t != "" {
+				return fmt.Errorf("purge batch %d, table %s: %w", p.Batch, t, ErrPurgeChanged)
 			}
 		}
 		for _, d := range []struct {

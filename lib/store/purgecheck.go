@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // A purge pass reads a batch's rows, writes them to the archive, then deletes them in
@@ -40,20 +43,27 @@ var connTokens atomic.Int64
 
 // mark reads the writing connection's state in tx; a connection without a token gets
 // one (and the mark says 0: the chain breaks).
-func (t *Tx) mark() (writerMark, error) {
+func (t *Tx) mark() (writerMark, error) { return markOn(t.ctx, t.tx) }
+
+// markOn reads the state of the connection q runs on (a transaction's, or one held
+// with DB.Conn).
+func markOn(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}) (writerMark, error) {
 	var m writerMark
-	if err := t.tx.QueryRowContext(t.ctx, `PRAGMA temp.user_version`).Scan(&m.token); err != nil {
+	if err := q.QueryRowContext(ctx, `PRAGMA temp.user_version`).Scan(&m.token); err != nil {
 		return m, err
 	}
 	if m.token == 0 {
 		// user_version is 32 bits; a process opening two billion connections would
 		// reuse tokens of connections long closed.
 		token := connTokens.Add(1) & 0x7fffffff
-		if _, err := t.tx.ExecContext(t.ctx, `PRAGMA temp.user_version=`+strconv.FormatInt(token, 10)); err != nil {
+		if _, err := q.ExecContext(ctx, `PRAGMA temp.user_version=`+strconv.FormatInt(token, 10)); err != nil {
 			return m, err
 		}
 	}
-	err := t.tx.QueryRowContext(t.ctx, `SELECT (SELECT data_version FROM pragma_data_version), total_changes(), (SELECT schema_version FROM pragma_schema_version)`).
+	err := q.QueryRowContext(ctx, `SELECT (SELECT data_version FROM pragma_data_version), total_changes(), (SELECT schema_version FROM pragma_schema_version)`).
 		Scan(&m.dataVersion, &m.changes, &m.schema)
 	return m, err
 }
@@ -97,4 +107,56 @@ func (s *Store) purgeTx(ctx context.Context, fn func(tx *Tx, unchanged bool) err
 // read (SQLite), and those made (tests and benchmarks).
 func (s *Store) PurgeRechecks() (skipped, reread int64) {
 	return s.purgeSkipped.Load(), s.purgeReread.Load()
+}
+
+// recheckPurgeRows makes FinishPurge's second read of p, on SQLite, before its
+// transaction rather than in it, where it was nearly half of what the transaction held
+// the write lock for while scheduler RPCs committed between a pass's transactions
+// (each such commit breaks the chain, so every FinishPurge read its batch again: issue
+// 33). The rows are read on one connection between two marks of it; when the marks
+// agree, no one committed meanwhile, the rows read are the database's at the second
+// mark, and the chain goes on from there: a FinishPurge whose transaction starts at that
+// mark (nothing committed since) needs no read under the lock. A row changed since p
+// was read is ErrPurgeChanged at once. When the marks differ (a commit came during the
+// read) nothing is decided here, and the transaction reads again as before.
+func (s *Store) recheckPurgeRows(ctx context.Context, p *PurgeRows) error {
+	if s.dialect.name != SQLite {
+		return nil
+	}
+	conn, err := s.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	before, err := markOn(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if last := s.lastMark.Load(); last != nil && *last == before && before.token != 0 && p.epoch == s.epoch.Load() {
+		return nil // the chain holds already: nothing to read
+	}
+	began := time.Now()
+	again, err := readPurgeRows(func(q string, args ...any) (*sql.Rows, error) { return conn.QueryContext(ctx, q, args...) }, p.Batch, true)
+	if err != nil {
+		return err
+	}
+	after, err := markOn(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if before.token == 0 || after != before {
+		return nil
+	}
+	if t := p.changedIn(again); t != "" {
+		return fmt.Errorf("purge batch %d, table %s: %w", p.Batch, t, ErrPurgeChanged)
+	}
+	if last := s.lastMark.Load(); last == nil || *last != after {
+		s.epoch.Add(1) // batches read before now are no longer known unchanged
+		s.lastMark.Store(&after)
+	}
+	p.epoch = s.epoch.Load()
+	if t := s.timing.Load(); t != nil {
+		(*t)("recheck", time.Since(began))
+	}
+	return nil
 }

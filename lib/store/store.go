@@ -537,9 +537,11 @@ func (s *Store) LastHold() time.Duration { return time.Duration(s.hold.Load()) }
 // connection of s's pool and, on SQLite, for another writer's lock), "lock-wait" (the
 // same, only for a BEGIN that found SQLite's write lock held), "body" (its
 // statements), "commit", "hold" (from BEGIN's return to COMMIT's: on SQLite the write
-// lock held), and "checkpoint" (a cron job's WAL checkpoint between batches,
-// LetWritersIn). Benchmarks use it to tell where a scheduler RPC waits during a pass
-// (issue 33; BenchmarkPass); fn must be safe for concurrent use.
+// lock held), "checkpoint" (a cron job's WAL checkpoint between batches,
+// LetWritersIn), and "recheck" (FinishPurge's second read of a batch made before its
+// transaction, outside the lock, on SQLite). Benchmarks use it to tell where a
+// scheduler RPC waits during a pass (issue 33; BenchmarkPass); fn must be safe for
+// concurrent use.
 func (s *Store) TimeTransactions(fn func(step string, d time.Duration)) {
 	if fn == nil {
 		s.timing.Store(nil)
