@@ -137,3 +137,16 @@ func SatCoDiffs() int { return satCoDiffs }
 
 // SatCoChecks is how many of saturatedLow's answers there were checked.
 func SatCoChecks() int { return satCoChecks }
+
+// SetArrivedCheck turns the checks of the holds carried across an RPC's new jobs on
+// or off (arrivedKeeps' answers against a whole Arrived pass, and passCheck's of
+// every pass held) and zeroes their counts (arrived_test.go).
+func SetArrivedCheck(on bool) {
+	arrivedCheck, arrivedDiffs, arrivedChecks, arrivedHolds = on, 0, 0, 0
+	SetPassCheck(on)
+}
+
+// ArrivedDiffs is how many of arrivedKeeps' answers a whole pass contradicted;
+// ArrivedChecks how many answers arrivedKeeps and arrivedHold gave.
+func ArrivedDiffs() int  { return arrivedDiffs }
+func ArrivedChecks() int { return arrivedChecks + arrivedHolds }

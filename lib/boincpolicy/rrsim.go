@@ -68,6 +68,11 @@ func (w *Workspace) TaskFinished() {
 // the end): the quiet paths' view is brought up to date (refresh) instead of built
 // again.
 func (w *Workspace) TasksChanged() {
+	if w.hold {
+		// The hold may go on across new jobs (arrivedKeeps, arrivedHold).
+		w.arrLost, w.arrUntil, w.arrViewN = true, w.holdUntil, w.viewN
+		w.arrMissed = append(w.arrMissed[:0], w.passMissed...)
+	}
 	w.simDone, w.viewDone, w.hold, w.fetchHold, w.askHold, w.reportHold = false, false, false, false, false, false
 	w.keep, w.mkKept, w.khCarry, w.riseKept = false, false, false, false
 	if fallCheck {
@@ -92,7 +97,7 @@ func (w *Workspace) RPCMade() {
 // key.
 func (w *Workspace) TasksReceived() {
 	w.TasksChanged()
-	w.received = true
+	w.received, w.arrRecv = true, true
 }
 
 // TasksReported is TasksReceived for a caller whose RPC reported tasks (done, dropped

@@ -58,10 +58,21 @@ type RunEntry struct {
 // CPUs are not all committed (state.CPUsFit).
 func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 	w.changed = false
+	lost := w.arrLost && w.arrRecv // (a settle frees a CPU: no hold to carry)
+	w.arrLost, w.arrRecv = false, false
 	if w.keep && w.passAt == now {
 		// The moment's second pass after jobs arrived (Arrived): the jobs afresh,
 		// the moment's deadline-miss counts kept.
 		w.keep = false
+		w.arrCarry = false
+		if lost && w.Quiet && w.arrivedKeeps(doc, now) {
+			// The jobs arrived change nothing the hold ended by their arrival
+			// ran: the pass's record only, its counts the moment's.
+			w.recordPass(doc, now)
+			w.list = w.list[:0]
+			w.passAt = now
+			return w.list
+		}
 		w.view(doc)
 		// The view kept, as quietView keeps its own: the next moment's brings it up
 		// to date (refresh) rather than build it again (a second whole view at each
@@ -74,9 +85,21 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 		return w.list
 	}
 	w.keep = false
-	if w.Quiet && w.quietSchedule(doc, now) {
-		return w.list
+	if w.Quiet {
+		// Before the view is brought up to date: whether the tasks are the old jobs
+		// and new ones after them (arrivedHold's condition).
+		carry := (lost || w.arrCarry) && !w.hold && now < w.arrUntil && w.inBox(doc) && !noArrived
+		if carry {
+			w.arrK, carry = w.arrivedOld(doc)
+		}
+		w.arrCarry = carry
+		done := w.quietSchedule(doc, now)
+		w.arrCarry = false
+		if done {
+			return w.list
+		}
 	}
+	w.arrCarry = false
 	w.Simulate(doc, now)
 	w.list = w.schedule(doc, now, w.list[:0])
 	return w.list

@@ -78,6 +78,20 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			}
 			return true
 		}
+		if w.arrCarry && w.arrivedHold(doc, now) {
+			// The hold the new jobs' arrival ended, set again (arrivedHold): the
+			// pass runs the jobs running, its counts these misses.
+			w.recordPass(doc, now)
+			w.list = w.list[:0]
+			w.passMissed = append(w.passMissed[:0], w.missed...)
+			w.passAt = now
+			w.holdFetch(doc, now)
+			if passCheck {
+				arrivedHolds++
+				w.checkPass(doc, now)
+			}
+			return true
+		}
 		w.list = w.schedule(doc, now, w.list[:0])
 		if passCheck && w.kept {
 			w.checkPass(doc, now)

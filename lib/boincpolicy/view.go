@@ -258,6 +258,18 @@ type Workspace struct {
 	khF                     []float64
 	khMissed                []int
 	reheld                  int // passes rehold made (the tests count them)
+	// A hold ended by TasksChanged, carried across an RPC's new jobs (arrived.go):
+	// arrLost, a hold was in force at the change (until arrUntil, the counts
+	// arrMissed), no pass since; arrRecv, an RPC reported or received tasks since the
+	// last pass (TasksReceived: a settle alone is not tried); arrCarry, the next pass
+	// may set it again, with the arrK old jobs first.
+	arrLost, arrRecv, arrCarry bool
+	arrUntil                   float64
+	arrMissed                  []int
+	arrK                       int
+	// viewN counts the views built or brought up to date (view, refresh); arrViewN,
+	// the count when the hold was lost: the jobs are still the hold's while equal.
+	viewN, arrViewN int
 }
 
 // ResourceSim is what the round-robin simulation says about one host resource.
@@ -277,6 +289,7 @@ type ResourceSim struct {
 // view builds the jobs of doc at now: the runnable tasks, in document order (BOINC's
 // results are in arrival order, and bsim's documents keep tasks so).
 func (w *Workspace) view(doc *state.Document) {
+	w.viewN++
 	w.riseKept = false
 	w.simGen++
 	w.avIx.SetAppVersions(doc.AppVersions)
@@ -413,6 +426,7 @@ func (w *Workspace) quietView(doc *state.Document, now float64) {
 // the jobs after it, to be built again; the loop only drops tasks and adds new ones
 // at the end, keeping the others' order.)
 func (w *Workspace) refresh(doc *state.Document) {
+	w.viewN++
 	w.riseKept = false
 	w.simGen++
 	w.dcf = scratch.Grow(w.dcf, len(doc.Projects))
