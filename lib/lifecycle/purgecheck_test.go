@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -151,5 +152,42 @@ func TestPurgeChangedAfterRecheck(t *testing.T) {
 	}
 	if n := p.count(t, `SELECT COUNT(*) FROM workunit`); n != 0 {
 		t.Errorf("%d workunits left", n)
+	}
+}
+
+// TestPurgeLostAndChanged: a batch another purger took over and whose rows changed
+// meanwhile is lost, not changed: the pass stops with ErrPurgeLost and leaves the
+// batch as the other purger has it (cutting it back as changed would reset another
+// purger's batch).
+func TestPurgeLostAndChanged(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.SQLiteDSN(t)
+	p := newProject(t, dsn, 6)
+	purgeReady(t, p)
+	other := storetest.Open(t, dsn)
+	pu := purger(p, filepath.Join(p.dir, "archive"))
+	var lost int64
+	lifecycle.SetAfterWrite(pu, func(batch int64) error {
+		if lost == 0 {
+			lost = batch
+			if _, err := other.DB.Exec(`UPDATE purge_batch SET owner='another purger' WHERE id=?`, batch); err != nil {
+				t.Error(err)
+			}
+			if _, err := other.DB.Exec(`UPDATE result SET cpu_time=4242 WHERE workunitid IN (SELECT id FROM workunit WHERE purge_batch=?)`, batch); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	if _, err := pu.Run(context.Background()); !errors.Is(err, store.ErrPurgeLost) {
+		t.Fatalf("pass: %v, want ErrPurgeLost", err)
+	}
+	var state int
+	var owner string
+	if err := other.DB.QueryRow(`SELECT state, owner FROM purge_batch WHERE id=?`, lost).Scan(&state, &owner); err != nil {
+		t.Fatal(err)
+	}
+	if state != store.PurgeWriting || owner != "another purger" {
+		t.Errorf("the other purger's batch: state %d, owner %q; want %d, theirs", state, owner, store.PurgeWriting)
 	}
 }

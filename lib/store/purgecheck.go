@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -116,9 +115,10 @@ func (s *Store) PurgeRechecks() (skipped, reread int64) {
 // 33). The rows are read on one connection between two marks of it; when the marks
 // agree, no one committed meanwhile, the rows read are the database's at the second
 // mark, and the chain goes on from there: a FinishPurge whose transaction starts at that
-// mark (nothing committed since) needs no read under the lock. A row changed since p
-// was read is ErrPurgeChanged at once. When the marks differ (a commit came during the
-// read) nothing is decided here, and the transaction reads again as before.
+// mark (nothing committed since) needs no read under the lock. When the marks differ
+// (a commit came during the read) or a row differs from p's, nothing is decided here:
+// the transaction reads again as before, and tells a lost batch (ErrPurgeLost) from a
+// changed one (ErrPurgeChanged).
 func (s *Store) recheckPurgeRows(ctx context.Context, p *PurgeRows) error {
 	if s.dialect.name != SQLite {
 		return nil
@@ -144,11 +144,11 @@ func (s *Store) recheckPurgeRows(ctx context.Context, p *PurgeRows) error {
 	if err != nil {
 		return err
 	}
-	if before.token == 0 || after != before {
+	if before.token == 0 || after != before || p.changedIn(again) != "" {
+		// A commit came during the read, or a row changed since p was read (or the
+		// batch is gone: another purger's now): the transaction reads again under the
+		// lock, after its check that the batch is still this pass's.
 		return nil
-	}
-	if t := p.changedIn(again); t != "" {
-		return fmt.Errorf("purge batch %d, table %s: %w", p.Batch, t, ErrPurgeChanged)
 	}
 	if last := s.lastMark.Load(); last == nil || *last != after {
 		s.epoch.Add(1) // batches read before now are no longer known unchanged
