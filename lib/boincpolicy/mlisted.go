@@ -44,8 +44,7 @@ func (w *Workspace) missesListed(doc *state.Document, now float64) bool {
 	free := w.relistFree
 	per := w.fall / availFrac(&doc.Host.TimeStats, false) // a running job's fall (lowFall)
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
-	slack, lowSlack := math.Inf(1), math.Inf(1)
-	anyMiss, boundMiss := false, false
+	lj := newListJudge()
 	e := 0.0 // how far the CPUs' free times, in order, may have fallen (lowFall's)
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -59,31 +58,14 @@ func (w *Workspace) missesListed(doc *state.Document, now float64) bool {
 			fall = d - 1 // it starts now on a CPU of its own: its end falls as its time
 		}
 		e = shiftAfter(e, d, i < n)
-		if now > j.deadline-comp { // the simulation's test, at its earliest finish
-			anyMiss = true
-			continue
-		}
-		if late := j.deadline - comp - (now + end*(1+1e-9) + 1e-6); late >= 0 {
-			slack = min(slack, late)
-			continue
-		}
-		over := now + end*(1-1e-9) - 1e-6 - (j.deadline - comp)
-		if !(over > 0) {
-			for k := range i {
-				w.jobs[k].misses = false // as prepareJobs left them, for missesKnown
-			}
+		if !w.judgeListed(&lj, i, now, comp, end, fall) {
 			return false
 		}
-		anyMiss, boundMiss = true, true
-		j.misses = true // certainly: counted below
-		if fall > 0 {
-			lowSlack = min(lowSlack, over/fall)
-		}
 	}
-	w.anyMiss, w.boundMiss = anyMiss, boundMiss
-	w.restSlack, w.lowSlack, w.capSlack = slack, lowSlack, math.Inf(1)
-	w.slack, w.recEps = min(slack, lowSlack), math.Inf(1)
-	if anyMiss {
+	w.anyMiss, w.boundMiss = lj.anyMiss, lj.boundMiss
+	w.restSlack, w.lowSlack, w.capSlack = lj.slack, lj.lowSlack, math.Inf(1)
+	w.slack, w.recEps = min(lj.slack, lj.lowSlack), math.Inf(1)
+	if lj.anyMiss {
 		w.markMisses(now, comp)
 	}
 	// The served CPUs (projectServed's here), which relow's missBounds reads.
@@ -93,6 +75,45 @@ func (w *Workspace) missesListed(doc *state.Document, now float64) bool {
 	w.listedNow = true
 	if listedCheck {
 		w.checkListed(doc, now)
+	}
+	return true
+}
+
+// listJudge is what missesListed and missesListedCo gather as they judge the jobs,
+// in their order, against the list schedule's exact ends.
+type listJudge struct {
+	slack, lowSlack    float64 // missesKnown's restSlack and lowSlack, from the ends
+	anyMiss, boundMiss bool
+}
+
+func newListJudge() listJudge { return listJudge{slack: math.Inf(1), lowSlack: math.Inf(1)} }
+
+// judgeListed judges job i, which ends at now+end in the list schedule and whose end
+// falls at fall (lowFall's rate: 0 or less, not at all), against its computation
+// deadline (deadline - comp), with missesKnown's margin for rounding. It returns false
+// where the end is within that margin: the answer is not known, and the jobs judged
+// before are unmarked (as prepareJobs left them, for missesKnown).
+func (w *Workspace) judgeListed(lj *listJudge, i int, now, comp, end, fall float64) bool {
+	j := &w.jobs[i]
+	if now > j.deadline-comp { // the simulation's test, at its earliest finish
+		lj.anyMiss = true
+		return true
+	}
+	if late := j.deadline - comp - (now + end*(1+1e-9) + 1e-6); late >= 0 {
+		lj.slack = min(lj.slack, late)
+		return true
+	}
+	over := now + end*(1-1e-9) - 1e-6 - (j.deadline - comp)
+	if !(over > 0) {
+		for k := range i {
+			w.jobs[k].misses = false
+		}
+		return false
+	}
+	lj.anyMiss, lj.boundMiss = true, true
+	j.misses = true // certainly: counted by markMisses
+	if fall > 0 {
+		lj.lowSlack = min(lj.lowSlack, over/fall)
 	}
 	return true
 }

@@ -135,8 +135,7 @@ func (w *Workspace) missesListedCo(doc *state.Document, now float64) bool {
 		q[0], q[2] = 0, 0
 	}
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
-	slack, lowSlack := math.Inf(1), math.Inf(1)
-	anyMiss, boundMiss := false, false
+	lj := newListJudge()
 	e := e0    // how far the CPUs' free times, in order, may have fallen
 	cpuAt := 0 // the CPU jobs placed
 	for i := range w.jobs {
@@ -163,31 +162,14 @@ func (w *Workspace) missesListedCo(doc *state.Document, now float64) bool {
 			}
 			end, fall = q[0], q[2]-1
 		}
-		if now > j.deadline-comp { // the simulation's test, at its earliest finish
-			anyMiss = true
-			continue
-		}
-		if late := j.deadline - comp - (now + end*(1+1e-9) + 1e-6); late >= 0 {
-			slack = min(slack, late)
-			continue
-		}
-		over := now + end*(1-1e-9) - 1e-6 - (j.deadline - comp)
-		if !(over > 0) {
-			for k := range i {
-				w.jobs[k].misses = false // as prepareJobs left them, for missesKnown
-			}
+		if !w.judgeListed(&lj, i, now, comp, end, fall) {
 			return false
 		}
-		anyMiss, boundMiss = true, true
-		j.misses = true // certainly: counted below
-		if fall > 0 {
-			lowSlack = min(lowSlack, over/fall)
-		}
 	}
-	w.anyMiss, w.boundMiss = anyMiss, boundMiss
-	w.slack, w.recEps = min(slack, lowSlack), math.Inf(1)
-	w.restSlack, w.lowSlack, w.capSlack = w.slack, lowSlack, math.Inf(1)
-	if anyMiss {
+	w.anyMiss, w.boundMiss = lj.anyMiss, lj.boundMiss
+	w.slack, w.recEps = min(lj.slack, lj.lowSlack), math.Inf(1)
+	w.restSlack, w.lowSlack, w.capSlack = w.slack, lj.lowSlack, math.Inf(1)
+	if lj.anyMiss {
 		w.markMisses(now, comp)
 	}
 	w.listedNow = true // the tests' check (listedCheck), as missesListed's
