@@ -45,11 +45,8 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 	if w.missesKept(doc, now) || (w.missesListed(doc, now) || w.missesListedCo(doc, now) || w.missesKnown(doc, now)) && w.keepMisses(doc, now) {
 		if w.setHold(doc, now, true); w.hold {
 			// The pass would run exactly the jobs running: it changes nothing
-			// but its record.
-			w.recordPass(doc, now)
-			w.list = w.list[:0]
-			clear(w.passMissed) // none: a hold needs no miss (for Arrived)
-			w.passAt = now
+			// but its record. A hold needs no miss (none for Arrived).
+			w.heldPass(doc, now, false)
 			w.holdFetch(doc, now)
 			return true
 		}
@@ -57,10 +54,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			// The pass would run exactly the jobs running (passKeeps, as after a
 			// simulation that found no miss): its record only, and the hold a
 			// pass that changed nothing leaves.
-			w.recordPass(doc, now)
-			w.list = w.list[:0]
-			clear(w.passMissed)
-			w.passAt = now
+			w.heldPass(doc, now, false)
 			w.setHold(doc, now, false)
 			w.holdFetch(doc, now)
 			return true
@@ -68,10 +62,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		if w.rehold(doc, now) {
 			// The last keep hold's listing again (rehold): it keeps the jobs
 			// running, its record and misses (for Arrived) those of a whole pass.
-			w.recordPass(doc, now)
-			w.list = w.list[:0]
-			w.passMissed = append(w.passMissed[:0], w.missed...)
-			w.passAt = now
+			w.heldPass(doc, now, true)
 			w.holdFetch(doc, now)
 			if passCheck {
 				w.checkPass(doc, now)
@@ -81,10 +72,7 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 		if w.arrCarry && w.arrivedHold(doc, now) {
 			// The hold the new jobs' arrival ended, set again (arrivedHold): the
 			// pass runs the jobs running, its counts these misses.
-			w.recordPass(doc, now)
-			w.list = w.list[:0]
-			w.passMissed = append(w.passMissed[:0], w.missed...)
-			w.passAt = now
+			w.heldPass(doc, now, true)
 			w.holdFetch(doc, now)
 			if passCheck {
 				arrivedHolds++
@@ -551,4 +539,18 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	w.hold, w.holdUntil, w.holdMiss = true, until, true
 	w.setBox(doc, w.recEps)
 	w.carryHold(doc, min(ends, sure, rise), math.Inf(1)) // no listing by priority
+}
+
+// heldPass is the record of a pass that runs exactly the jobs running, without a
+// listing: its record, an empty run list, and the misses Arrived reads (the pass's
+// own when missed, else none).
+func (w *Workspace) heldPass(doc *state.Document, now float64, missed bool) {
+	w.recordPass(doc, now)
+	w.list = w.list[:0]
+	if missed {
+		w.passMissed = append(w.passMissed[:0], w.missed...)
+	} else {
+		clear(w.passMissed)
+	}
+	w.passAt = now
 }
