@@ -84,7 +84,7 @@ func (w *Workspace) arrivedOld(doc *state.Document) (int, bool) {
 			return 0, false
 		}
 	}
-	if at != k || float64(running) != float64(n) {
+	if at != k || running != n {
 		return 0, false
 	}
 	return k, true

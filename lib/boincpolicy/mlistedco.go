@@ -1,6 +1,7 @@
 package boincpolicy
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -99,15 +100,7 @@ func (w *Workspace) missesListedCo(doc *state.Document, now float64) bool {
 			e0 = max(e0, w.coqT[3*r+2])
 		}
 	}
-	slices.SortStableFunc(w.coqOrd, func(a, b int) int {
-		switch ta, tb := w.coqT[3*a], w.coqT[3*b]; {
-		case ta < tb:
-			return -1
-		case ta > tb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(w.coqOrd, func(a, b int) int { return cmp.Compare(w.coqT[3*a], w.coqT[3*b]) })
 	w.relistFree = scratch.Grow(w.relistFree, n)
 	free := w.relistFree[:0]
 	k := w.kOf(doc, left)
