@@ -76,7 +76,7 @@ func (t *Tx) ResultsChanged(ids []int64, now float64) error {
 // cursor's unsent results in job order). Whatever adds results to a locality
 // workunit calls it in the same transaction (the generator writes them itself), or
 // the scheduler never sends those results. The results are named by their workunit
-// (the result_wu index), each reading its own workunit by key: a condition on
+// (the result_wu_state index), each reading its own workunit by key: a condition on
 // workunit in a subquery (workunitid IN (SELECT id FROM workunit WHERE cursor_id<>0
 // …)) planned as a scan of all of result on MariaDB (issue 33). A result of a
 // workunit outside locality batches keeps cursor 0 and job number 0. (The unary plus
