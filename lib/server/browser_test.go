@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"html"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,25 +35,44 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browse runs headless chromium on url with args (--dump-dom, --screenshot=FILE),
-// each run with a new empty profile and nothing of its own on the network, and
-// returns its standard output.
-func browse(t *testing.T, bin, url string, args ...string) string {
+// visit is one run of chromium: a URL and its arguments.
+type visit struct {
+	url  string
+	args []string
+}
+
+// browseAll runs headless chromium on each visit at once, each run with a new empty
+// profile and nothing of its own on the network, and returns their standard outputs
+// in order. A headless chromium's run is mostly waiting (about 1 CPU second of
+// 1.5-4 s wall), so the test's five runs overlap rather than follow one another.
+func browseAll(t *testing.T, bin string, visits []visit) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	profile := t.TempDir()
-	all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--user-data-dir=" + profile}, args...)
-	cmd := exec.CommandContext(ctx, bin, append(all, url)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium %v %s: %v\n%s", args, url, err, stderr.String())
+	outs := make([]string, len(visits))
+	errs := make([]error, len(visits))
+	var wg sync.WaitGroup
+	for i, v := range visits {
+		profile := t.TempDir()
+		all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+			"--user-data-dir=" + profile}, v.args...)
+		cmd := exec.CommandContext(ctx, bin, append(all, v.url)...)
+		wg.Go(func() {
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				errs[i] = fmt.Errorf("chromium %v %s: %v\n%s", v.args, v.url, err, stderr.String())
+			}
+			outs[i] = string(out)
+		})
 	}
-	return string(out)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return outs
 }
 
 // elementText returns the text of the element with id in a DOM chromium dumped, with
@@ -133,9 +154,21 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.ArtifactDir()
+	// Every page the test looks at, in one go (browseAll): the status page, the users'
+	// pages, and the phone-sized screenshots (chromium takes seconds to start, so one
+	// size only). Nothing below writes to the project.
+	users := []int{0, 2}
+	userURL := func(i int) string { return fmt.Sprintf("%sshow_user.php?userid=%d", e.url, ids[i]) }
+	visits := []visit{{e.url + "status", []string{"--dump-dom"}},
+		{e.url + "status", []string{"--screenshot=" + filepath.Join(out, "status-phone.png"), "--window-size=412,915", "--hide-scrollbars"}},
+		{userURL(0), []string{"--screenshot=" + filepath.Join(out, "user-phone.png"), "--window-size=412,915", "--hide-scrollbars"}}}
+	for _, i := range users {
+		visits = append(visits, visit{userURL(i), []string{"--dump-dom"}})
+	}
+	doms := browseAll(t, bin, visits)
 
 	// The status page.
-	dom := browse(t, bin, e.url+"status", "--dump-dom")
+	dom := doms[0]
 	CheckHTML(t, "status page as the browser has it", voidFix(dom))
 	status, body := get(t, e.url+"status")
 	if status != 200 {
@@ -160,16 +193,11 @@ func TestBrowser(t *testing.T) {
 	if got := rowCells(t, dom, "cron", "bretry"); got[1] != "cpuapp" || got[3] != "2.50 s" || got[4] != "ok" || got[5] != "7" {
 		t.Errorf("the browser shows the bretry run as %q", got)
 	}
-	// A phone's screen: the page must read there (chromium takes seconds to start,
-	// so one size only).
-	browse(t, bin, e.url+"status", "--screenshot="+filepath.Join(out, "status-phone.png"), "--window-size=412,915", "--hide-scrollbars")
-
 	// A user's page: the hostile name shown as text, the credit as the database has it
 	// (markup and a right-to-left override).
-	for _, i := range []int{0, 2} {
+	for k, i := range users {
 		uid := ids[i]
-		url := fmt.Sprintf("%sshow_user.php?userid=%d", e.url, uid)
-		dom := browse(t, bin, url, "--dump-dom")
+		dom := doms[3+k]
 		CheckHTML(t, "user page as the browser has it", voidFix(dom))
 		if strings.Count(dom, "<script") > 0 {
 			t.Errorf("user %d: the browser made a <script> element of a name:\n%s", uid, dom)
@@ -192,9 +220,6 @@ func TestBrowser(t *testing.T) {
 			if got := rowCells(t, dom, "hosts", fmt.Sprint(h.ID)); got[1] != formatCredit(h.TotalCredit) || got[4] != hostileNames[i]+" platform" {
 				t.Errorf("user %d: host %d shown as %q", uid, h.ID, got)
 			}
-		}
-		if i == 0 {
-			browse(t, bin, url, "--screenshot="+filepath.Join(out, "user-phone.png"), "--window-size=412,915", "--hide-scrollbars")
 		}
 	}
 	shots, _ := filepath.Glob(filepath.Join(out, "*.png"))

@@ -18,6 +18,9 @@ import (
 // bit. The runs: the public scenarios with coprocessors or overcommitted CPUs, noisy,
 // and random corpus hosts, where the loop's CPU column and the avg_ncpus differ.
 func TestAccountEmulatorAgainstCopy(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	r := rand.New(rand.NewPCG(30, 23))
 	dirs := []string{"../../scenarios/seed002-gpu", "../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu", "testdata/noisy"}
 	for range 6 {

@@ -21,9 +21,11 @@ import (
 // one allocation a simulated day is allowed for that. One per step would be 28,800,
 // one per RPC hundreds.
 //
-// Not parallel: the count is the whole process's, and the package's parallel tests
-// wait until the sequential ones are done.
+// In a process of its own (Alone): the count is the whole process's.
 func TestStepLoopAllocatesNothing(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	scenarios := map[string]func() *scenario.Scenario{"testdata/noisy": func() *scenario.Scenario { return load(t, "testdata/noisy") }}
 	entries, err := os.ReadDir("../../scenarios")
 	if err != nil {

@@ -11,6 +11,9 @@ import "testing"
 // c005, c007; there a change must end them: the pass then schedules no coprocessor
 // job, and the simulation counts no coprocessor job's CPUs).
 func TestGPUWatchChangesNothing(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	for _, dir := range []string{"testdata/noisy", "../../scenarios/part-time-4cpu", seed002GPU,
 		"../../scenarios/corpus/c002", "../../scenarios/corpus/c005", "../../scenarios/corpus/c007"} {
 		for _, seed := range []uint64{1, 2} {

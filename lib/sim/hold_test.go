@@ -10,7 +10,10 @@ import (
 // figure and count must agree, over the repository's scenarios and the noisy one
 // (outages, failed RPCs, master file reads), several seeds and step lengths.
 func TestHoldAfterRPCChangesNothing(t *testing.T) {
-	// noHoldAfterRPC is a package variable: runs here are sequential.
+	if !Alone(t) {
+		return
+	}
+	// noHoldAfterRPC is a package variable: runs here are sequential, in a process of their own (Alone).
 	held := 0
 	for _, dir := range []string{
 		"../../scenarios/example-2cpu-2to1", "../../scenarios/deadlines-4cpu", "../../scenarios/down-2cpu",

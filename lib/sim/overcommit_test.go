@@ -55,6 +55,7 @@ func near(a, b float64) bool { return a-b < 1e-6*b && b-a < 1e-6*b }
 // of 0.2 CPU) under every policy. Every policy left 0.8 of a CPU idle beside the GPU
 // task (idle 0.198) until the CPUs were overcommitted as BOINC's client does.
 func TestCompleteExampleIdle(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../docs/scenario-file.md")
 	if err != nil {
 		t.Fatal(err)

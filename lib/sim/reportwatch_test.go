@@ -8,6 +8,9 @@ import "testing"
 // conventions: the figures and the counts must be the same. (With the condition that
 // the RPC received none dropped, it fails under bsim's conventions.)
 func TestReportWatchChangesNothing(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	for _, dir := range []string{"testdata/noisy", "../../scenarios/part-time-4cpu", "../../scenarios/down-2cpu",
 		publicExample, "../../scenarios/deadlines-4cpu", seed002GPU, "../../scenarios/corpus/c002",
 		"../../scenarios/corpus/c060", "../../scenarios/corpus/c143", "../../scenarios/corpus/c159"} {

@@ -18,7 +18,10 @@ import (
 // "no RPC" for good, though a project becomes contactable when its min_rpc_time passes
 // (1 RPC in 10 days where asking every poll makes 21).
 func TestSkipsChangeNothing(t *testing.T) {
-	// noSkips is a package variable: runs here are sequential.
+	if !Alone(t) {
+		return
+	}
+	// noSkips is a package variable: runs here are sequential, in a process of their own (Alone).
 	data, err := os.ReadFile("../../scenarios/live-2cpu.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +74,9 @@ func TestSkipsChangeNothing(t *testing.T) {
 // fetch hold once took it to fall no faster (wasted fraction 0.0763 with the skips,
 // 0.0715 without, seed 1); it allows for the loop's overestimate now (workBound).
 func TestSkipsChangeNothingOverestimated(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
 	const dir = "../../scenarios/corpus/c143"
 	for _, seed := range []uint64{1, 2} {
 		run := func(off bool) string {
