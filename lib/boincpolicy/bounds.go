@@ -371,25 +371,17 @@ func (w *Workspace) projectStats(doc *state.Document) bool {
 	w.gBump = scratch.Grow(w.gBump, 2*nP) // per project: the least and largest bump of its jobs
 	clear(w.gCPUs)
 	clear(w.eligible)
-	var coSecs float64
+	for p := range nP {
+		w.gBump[2*p], w.gBump[2*p+1] = math.Inf(1), 0
+	}
+	// One walk of the jobs (the REC sum, which the bumps need, comes after it); each
+	// sum in the jobs' order.
+	var coSecs, cpuSecs float64 // the coprocessor jobs' CPUs × time; every CPU job's
 	for i := range w.jobs {
 		j := &w.jobs[i]
 		w.eligible[j.proj] = true // as prepare's: every project with a runnable job
 		if j.res != w.cpuRes {
 			coSecs += j.cpus * j.simT
-		}
-	}
-	w.gCoCPUs, w.gCoSecs = w.coCPUsOnce(doc), coSecs
-	w.gPrio = scratch.Grow(w.gPrio, nP)
-	w.gShare = scratch.Grow(w.gShare, nP)
-	recSum := Priorities(doc, w.rec, w.eligible, w.gPrio, w.gShare)
-	for p := range nP {
-		w.gBump[2*p], w.gBump[2*p+1] = math.Inf(1), 0
-	}
-	var cpuSecs float64 // every CPU job's CPUs × time
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		if j.res != w.cpuRes {
 			continue
 		}
 		g := w.gCPUs[4*j.proj : 4*j.proj+4]
@@ -404,6 +396,10 @@ func (w *Workspace) projectStats(doc *state.Document) bool {
 		w.gBump[2*j.proj] = min(w.gBump[2*j.proj], j.peak)
 		w.gBump[2*j.proj+1] = max(w.gBump[2*j.proj+1], j.peak)
 	}
+	w.gCoCPUs, w.gCoSecs = w.coCPUsOnce(doc), coSecs
+	w.gPrio = scratch.Grow(w.gPrio, nP)
+	w.gShare = scratch.Grow(w.gShare, nP)
+	recSum := Priorities(doc, w.rec, w.eligible, w.gPrio, w.gShare)
 	for p := range nP {
 		if w.eligible[p] {
 			w.gBump[2*p] = SchedBump(w.gBump[2*p], w.totalPeak, recSum)
@@ -446,6 +442,9 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 	// margin of the comparisons of priorities made below.
 	track := horizon == 0 && !w.gRECFree
 	w.servedEps = math.Inf(1)
+	if !doc.BOINCEmulator {
+		w.servedPrios(doc, recSum, horizon > 0 && !w.gRECFree, decay, grow)
+	}
 	cpus := float64(doc.Host.CPU().Instances)
 	// What pick's sums of the CPUs in use may differ by from these, in another order;
 	// the coprocessor jobs' CPUs are counted before the CPU jobs' (at most gCoCPUs).
@@ -477,37 +476,10 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 		if horizon > 0 && !w.gRECFree {
 			x = (x + grow) / decay
 		}
-		slopeP := prioSlope(doc.Projects[p].ResourceShare, w.gShare[p]) // (box margins' slopes: out of the loops)
-		for k := 1.0; k <= g[0]; k++ {
-			base := Priority(x, recSum, doc.Projects[p].ResourceShare, w.gShare[p])
-			ahead := (k - 1) * g[2]
-			for q := 0; q < nP && ahead < limit; q++ {
-				if q == p || !w.eligible[q] {
-					continue
-				}
-				gq := w.gCPUs[4*q : 4*q+4]
-				y := w.rec[q]
-				if horizon > 0 && !w.gRECFree {
-					y = decay * recSum * y / (recSum + grow)
-				}
-				slopeQ := prioSlope(doc.Projects[q].ResourceShare, w.gShare[q])
-				for c := 0.0; c < gq[0] && ahead < limit; c++ {
-					pq := Priority(y, recSum, doc.Projects[q].ResourceShare, w.gShare[q])
-					if track {
-						w.servedEps = min(w.servedEps, boxMargin(pq, base, slopeQ, slopeP))
-					}
-					if pq < base {
-						break
-					}
-					ahead += gq[2]
-					y += w.gBump[2*q]
-				}
-			}
-			if !(ahead < limit) {
-				break
-			}
-			w.gServed[p] = k
-			x += w.gBump[2*p+1]
+		if servedCheck {
+			w.checkServed(doc, p, x, recSum, limit, track, horizon, decay, grow)
+		} else {
+			w.servedREC(doc, p, x, recSum, limit, track)
 		}
 	}
 	w.gSums = scratch.Grow(w.gSums, 2*nP)
@@ -558,6 +530,8 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 		w.gPrev = make([]float64, 0, nP)
 	}
 	w.gSums = scratch.Grow(w.gSums, 2*nP)
+	w.sPrioN, w.sPrioY = scratch.Grow(w.sPrioN, 2*nP), scratch.Grow(w.sPrioY, 2*nP)
+	w.sPrio = growJobs(w.sPrio, len(w.jobs)+16)
 	w.listFree = scratch.Grow(w.listFree, nP*n)
 	w.listRel = scratch.Grow(w.listRel, nP*n)
 	w.listNow = scratch.Grow(w.listNow, nP)

@@ -150,3 +150,13 @@ func SetArrivedCheck(on bool) {
 // ArrivedChecks how many answers arrivedKeeps and arrivedHold gave.
 func ArrivedDiffs() int  { return arrivedDiffs }
 func ArrivedChecks() int { return arrivedChecks + arrivedHolds }
+
+// SetServedCheck turns the check of projectServed's kept priorities against priorities
+// worked out afresh on or off and zeroes its counts (served_test.go).
+func SetServedCheck(on bool) { servedCheck, servedDiffs, servedChecks = on, 0, 0 }
+
+// ServedDiffs is how many projects' CPUs served or box margins differed.
+func ServedDiffs() int { return servedDiffs }
+
+// ServedChecks is how many projects' CPUs served were checked.
+func ServedChecks() int { return servedChecks }

@@ -327,15 +327,13 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 		if len(w.active) == 0 {
 			break
 		}
-		best := -1
+		// The active job that finishes first (the first among equals).
+		best, dt := -1, 0.0
 		for _, a := range w.active {
-			j := &w.jobs[a]
-			j.finishAt = j.simT
-			if best < 0 || j.finishAt < w.jobs[best].finishAt {
-				best = a
+			if t := w.jobs[a].simT; best < 0 || t < dt {
+				best, dt = a, t
 			}
 		}
-		dt := w.jobs[best].finishAt
 		if dt > 3600 {
 			best = -1
 			if dt > 36000 {

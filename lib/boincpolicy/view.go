@@ -17,16 +17,21 @@ type job struct {
 	left                float64 // FLOPs still to do as the simulation and work fetch take them (remaining)
 	est                 float64 // FLOPs still to do as the scheduler estimates them (remaining)
 	deadline            float64
-	started             bool // it has an active task: running or preempted
-	running             bool
 	peak                float64 // the peak FLOPS it takes (cpu_sched.cpp peak_flops)
 	bump                float64 // SchedBump of it at the simulation's REC sum (prepare)
 
 	// the round-robin simulation's; simT is simLeft ÷ simRate, found again wherever
 	// either is set (prepareJobs, the simulation's steps), for the bounds that read
-	// it several times a pass (issue 30, seventeenth round)
-	simLeft, simRate, finishAt, simT float64
-	simDone, misses                  bool
+	// it several times a pass (issue 30, seventeenth round), and for the simulation
+	// its active jobs' time to their finish (RESULT::rrsim_finish_delay)
+	simLeft, simRate, simT float64
+
+	// The flags last, side by side: one word for the four, not one each between
+	// the floats (a job of 160 bytes, not 184: every pass walks the jobs, and
+	// refresh moves them; issue 30, thirty-first round).
+	started         bool // it has an active task: running or preempted
+	running         bool
+	simDone, misses bool // the round-robin simulation's
 }
 
 // Workspace holds one document's view and the buffers of every step, kept from call
@@ -190,6 +195,14 @@ type Workspace struct {
 	listNow                          []bool    // listLower's: per project, its CPUs all free from now
 	lowCopy                          []float64 // lowCheck's
 	edfStarted                       []int     // edfListingSure's: the started jobs
+
+	// projectServed's priorities of each project before each of its CPU jobs
+	// (served.go): sPrio; per project, in sPrioN how many are worked out and (the
+	// next nP) where its start in sPrio, in sPrioY its REC before the next and (the
+	// next nP) its slope
+	sPrio, sPrioY []float64
+	sPrioN        []int
+
 	// simGen counts the changes of the jobs' simulated times (prepareJobs, the
 	// simulation, the view); ownEnd: listUpper's ends of the only project's jobs on
 	// all n CPUs from now (ownOK), project ownP, at simGen ownGen, for listLower

@@ -32,7 +32,7 @@ func (w *Workspace) checkView(doc *state.Document) {
 // zeroed.
 func viewPart(j job) job {
 	j.bump = 0
-	j.simLeft, j.simRate, j.finishAt, j.simT = 0, 0, 0, 0
+	j.simLeft, j.simRate, j.simT = 0, 0, 0
 	j.simDone, j.misses = false, false
 	return j
 }
