@@ -174,9 +174,10 @@ var (
 // checkArrived is arrivedCheck's test of arrivedKeeps' answer at now.
 func (w *Workspace) checkArrived(doc *state.Document, now float64) {
 	arrivedChecks++
-	full := checkCopy(doc)
+	whole := checkSpace(w.Overestimate)
+	defer checkDone(whole)
+	full := whole.checkCopy(doc)
 	full.CPUSched = nil
-	whole := Workspace{Overestimate: w.Overestimate}
 	whole.Idle(now) // a pass at the moment, with no miss counted yet
 	whole.passMissed = append(whole.passMissed[:0], w.passMissed...)
 	whole.keep = true

@@ -53,14 +53,15 @@ func randomQueue(rng *rand.Rand) *state.Document {
 // saturatedBound's) puts every resource's saturated time past work_buf_min, the
 // simulation's is.
 func TestBoundsAgainstSimulation(t *testing.T) {
+	var simMem, qMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 6))
 	var known, unknown, full, notFull int
 	for trial := range 20000 {
 		doc := randomQueue(rng)
-		var sim Workspace
+		sim := renewed(&simMem)
 		sim.Simulate(doc, t0)
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		if q.missesKnown(doc, t0) {
@@ -97,6 +98,7 @@ func TestBoundsAgainstSimulation(t *testing.T) {
 // moment within it, the RECs brought up to date meanwhile step by step with any use
 // of the CPUs (AccountDecay), the jobs' remaining work as it was (it may only fall).
 func TestBoundsHoldAsRECMoves(t *testing.T) {
+	var qMem, rMem, simMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 7))
 	var held, tried int
@@ -108,7 +110,7 @@ func TestBoundsHoldAsRECMoves(t *testing.T) {
 		for p := range doc.Projects {
 			doc.Projects[p].REC = base * (1 + 0.1*rng.NormFloat64())
 		}
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		// Deadlines just past the bounds per job at t0 (exact), where the REC moving
@@ -149,7 +151,7 @@ func TestBoundsHoldAsRECMoves(t *testing.T) {
 		}
 		// The CPUs each project is served at the later moment are at least those
 		// found at t0 for the horizon.
-		var r Workspace
+		r := renewed(&rMem)
 		r.view(doc)
 		r.prepareJobs(doc)
 		if r.projectBounds(doc, now, 0) {
@@ -159,7 +161,7 @@ func TestBoundsHoldAsRECMoves(t *testing.T) {
 				}
 			}
 		}
-		var sim Workspace
+		sim := renewed(&simMem)
 		sim.Simulate(doc, now)
 		if now <= t0+q.slack && !slices.Equal(missed, sim.missed) {
 			t.Fatalf("trial %d: misses %v at t0 (slack %.0f s), the simulation's %v %.0f s later", trial, missed, q.slack, sim.missed, now-t0)
@@ -195,6 +197,7 @@ func (w *Workspace) perJobUsed(doc *state.Document, now float64) bool {
 // work done at their speed (at most one a CPU), the simulation's saturated time
 // stays past work_buf_min, and so do the bounds.
 func TestSaturatedKth(t *testing.T) {
+	var simMem, qMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 12))
 	checked, onlyKth, held := 0, 0, 0
@@ -203,9 +206,9 @@ func TestSaturatedKth(t *testing.T) {
 		for p := range doc.AppVersions {
 			doc.AppVersions[p].AvgNCPUs = 1
 		}
-		var sim Workspace
+		sim := renewed(&simMem)
 		sim.Simulate(doc, t0)
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		sum, kth, ok := q.saturatedBound(&doc.Host, 0)

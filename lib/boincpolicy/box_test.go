@@ -18,6 +18,7 @@ import (
 // is held and a whole pass changes nothing and counts the hold's misses.
 func TestBoxHoldAgainstPass(t *testing.T) {
 	t.Parallel()
+	var ws wholeSpace // the whole passes' memory
 	rng := rand.New(rand.NewPCG(30, 10))
 	held, kept, missed, moments := 0, 0, 0, 0
 	for trial := range 40000 {
@@ -66,7 +67,7 @@ func TestBoxHoldAgainstPass(t *testing.T) {
 				used[favoured][0] = float64(doc.Host.CPU().Instances)
 			}
 			AccountDecay(doc, used, 60, now, rel, &d)
-			if !holdStands(t, trial, quiet, doc, now, t0, misses) {
+			if !holdStands(t, &ws, trial, quiet, doc, now, t0, misses) {
 				break // the hold ends: a pass is made
 			}
 			moments++
@@ -135,7 +136,7 @@ func firstHold(doc *state.Document, t0 float64) (*Workspace, float64) {
 // accounting of the step: false when the RECs left the hold's box (the hold ends);
 // otherwise the quiet pass must still hold, and a whole pass change nothing and count
 // the hold's misses.
-func holdStands(t *testing.T, trial int, quiet *Workspace, doc *state.Document, now, t0 float64, misses []int) bool {
+func holdStands(t *testing.T, ws *wholeSpace, trial int, quiet *Workspace, doc *state.Document, now, t0 float64, misses []int) bool {
 	t.Helper()
 	if !quiet.inBox(doc) {
 		return false
@@ -143,25 +144,12 @@ func holdStands(t *testing.T, trial int, quiet *Workspace, doc *state.Document, 
 	if l := quiet.Schedule(doc, now); len(l) != 0 || !quiet.hold {
 		t.Fatalf("trial %d: the quiet pass %.0f s in not held", trial, now-t0)
 	}
-	w := wholePass(doc, now)
+	w := ws.pass(doc, now)
 	if w.Changed() || !sameMisses(w.passMissed, misses) {
 		t.Fatalf("trial %d: %.0f s into a hold until %.0f s (box %g), the whole pass changed %v, misses %v, the hold's %v",
 			trial, now-t0, quiet.holdUntil-t0, quiet.boxEps, w.Changed(), w.passMissed, misses)
 	}
 	return true
-}
-
-// wholePass is a pass made from scratch on a copy of doc at now (no hold, no
-// earlier pass's state: the CPU schedule left out), for the randomized tests that
-// check a held pass against the whole one.
-func wholePass(doc *state.Document, now float64) *Workspace {
-	full := *doc
-	full.Tasks = slices.Clone(doc.Tasks)
-	full.Projects = slices.Clone(doc.Projects)
-	full.CPUSched = nil
-	var w Workspace
-	w.Schedule(&full, now)
-	return &w
 }
 
 // sameMisses compares two passes' deadline-miss counts, a count left out being none.

@@ -18,6 +18,7 @@ import (
 // behind), or when the list schedule beside a project served every CPU is taken as
 // exact beside them.
 func TestBoundsPerJobBesideCoprocessors(t *testing.T) {
+	var qMem, simMem, sMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 22))
 	known, held := 0, 0
@@ -31,7 +32,7 @@ func TestBoundsPerJobBesideCoprocessors(t *testing.T) {
 				doc.Projects[p].REC = base * (1 + 0.1*rng.NormFloat64())
 			}
 		}
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		if q.coprocCPUs == 0 || !q.projectBounds(doc, t0, 0) {
@@ -43,13 +44,13 @@ func TestBoundsPerJobBesideCoprocessors(t *testing.T) {
 				doc.Tasks[q.jobs[i].task].ReportDeadline = t0 + comp + q.cum[i]*(1+0.01*rng.Float64()) + 1
 			}
 		}
-		q = Workspace{}
+		renew(q)
 		q.view(doc)
 		q.prepareJobs(doc)
 		if !q.missesKnown(doc, t0) || !q.perJobUsed(doc, t0) {
 			continue
 		}
-		var sim Workspace
+		sim := renewed(&simMem)
 		sim.Simulate(doc, t0)
 		for i := range q.jobs {
 			if q.jobs[i].misses != sim.jobs[i].misses {
@@ -77,7 +78,7 @@ func TestBoundsPerJobBesideCoprocessors(t *testing.T) {
 			now += 60
 			AccountDecay(doc, used, 60, now, rel, &d)
 		}
-		var s Workspace
+		s := renewed(&sMem)
 		s.Simulate(doc, now)
 		if !slices.Equal(missed, s.missed) {
 			t.Fatalf("trial %d: misses %v at t0 (slack %.0f s), the simulation's %v %.0f s later", trial, missed, q.slack, s.missed, now-t0)

@@ -105,8 +105,9 @@ func (w *Workspace) checkCoOnceMisses(doc *state.Document, now float64) {
 		return
 	}
 	coOnceChecks++
-	whole := Workspace{Overestimate: w.Overestimate}
-	whole.Simulate(checkCopy(doc), now)
+	whole := checkSpace(w.Overestimate)
+	defer checkDone(whole)
+	whole.Simulate(whole.checkCopy(doc), now)
 	if !slices.Equal(whole.missed, w.missed) {
 		coOnceDiffs++
 	}

@@ -22,6 +22,7 @@ import (
 // work_buf_min. It fails when a coprocessor's jobs of half an instance are taken as
 // one each, or saturatedList takes several projects' jobs.
 func TestSaturatedWithCoprocessorCPUs(t *testing.T) {
+	var simMem, qMem, laterMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 19))
 	checked, listed, bounded, held := 0, 0, 0, 0
@@ -45,9 +46,9 @@ func TestSaturatedWithCoprocessorCPUs(t *testing.T) {
 				doc.Tasks = append(doc.Tasks, tk)
 			}
 		}
-		var sim Workspace
+		sim := renewed(&simMem)
 		sim.Simulate(doc, t0)
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		best := math.Inf(1) // the least of the resources' best bounds
@@ -117,7 +118,7 @@ func TestSaturatedWithCoprocessorCPUs(t *testing.T) {
 					}
 				}
 			}
-			var later Workspace
+			later := renewed(&laterMem)
 			later.Simulate(&step, now)
 			for r := range step.Host.Resources {
 				if !(later.Sim[r].Saturated >= bufMin) {

@@ -24,6 +24,7 @@ import (
 // versions' test dropped: trial 841).
 func TestEDFHoldExactTie(t *testing.T) {
 	t.Parallel()
+	var ws wholeSpace // the whole passes' memory
 	rng := rand.New(rand.NewPCG(30, 19))
 	held, moments := 0, 0
 	for trial := range 20000 {
@@ -73,7 +74,7 @@ func TestEDFHoldExactTie(t *testing.T) {
 				used[slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == tk.Project })][0]++
 			}
 			AccountDecay(doc, used, 60, now, rel, &d)
-			if !holdStands(t, trial, quiet, doc, now, t0, missed) {
+			if !holdStands(t, &ws, trial, quiet, doc, now, t0, missed) {
 				break // the RECs left the hold's box: the hold ends
 			}
 			moments++

@@ -14,7 +14,8 @@ var (
 
 // checkFetchHold is fetchCheck's test at now.
 func (w *Workspace) checkFetchHold(doc *state.Document, now float64) {
-	full := Workspace{Overestimate: w.Overestimate}
+	full := checkSpace(w.Overestimate)
+	defer checkDone(full)
 	if c := full.ChooseProject(doc, now); c.Project >= 0 {
 		fetchDiffs++
 	}
@@ -34,9 +35,10 @@ var (
 // checkSatCo is satCoCheck's test at now.
 func (w *Workspace) checkSatCo(doc *state.Document, now float64) {
 	satCoChecks++
-	full := Workspace{Overestimate: w.Overestimate}
+	full := checkSpace(w.Overestimate)
+	defer checkDone(full)
 	satCoCheck, noSatCo = false, true // the whole work fetch, not this bound again
-	if c := full.ChooseProject(checkCopy(doc), now); c.Project >= 0 {
+	if c := full.ChooseProject(full.checkCopy(doc), now); c.Project >= 0 {
 		satCoDiffs++
 	}
 	satCoCheck, noSatCo = true, false

@@ -47,12 +47,13 @@ func TestFirstLevelRests(t *testing.T) {
 // with the hour's horizon resting (firstLevel 1), the slack is within the 600 s the
 // served CPUs were found for.
 func TestRestedHorizonSlack(t *testing.T) {
+	var qMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 13))
 	tried := 0
 	for range 20000 {
 		doc := randomQueue(rng)
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		q.longSkip = 1

@@ -18,6 +18,7 @@ import (
 // above, it does not. (Its deadline is read only by the miss test, so the simulation
 // is the same whatever it is.)
 func TestListBoundsAgainstSimulation(t *testing.T) {
+	var qMem, simMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 8))
 	comp := WorkBufMin(&host(1).Preferences) + DeadlineCushion
@@ -29,7 +30,7 @@ func TestListBoundsAgainstSimulation(t *testing.T) {
 				doc.Tasks[i].Project, doc.Tasks[i].AppVersion = "A", "A/v"
 			}
 		}
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		if len(q.jobs) == 0 || !q.projectBounds(doc, t0, 0) {
@@ -44,7 +45,7 @@ func TestListBoundsAgainstSimulation(t *testing.T) {
 				}
 				doc.Tasks[q.jobs[i].task].ReportDeadline = t0 + comp + at
 			}
-			var sim Workspace
+			sim := renewed(&simMem)
 			sim.Simulate(doc, t0)
 			for i := range sim.jobs {
 				if sim.jobs[i].misses != below {
@@ -190,6 +191,7 @@ func listBoundsBesideAServedProject(t *testing.T, emulator bool) {
 // running job runs for its time slice, not listed for a miss.
 func TestEDFHoldOnBoundMisses(t *testing.T) {
 	t.Parallel()
+	var ws wholeSpace // the whole passes' memory
 	rng := rand.New(rand.NewPCG(30, 9))
 	held, bound, slice, moments := 0, 0, 0, 0
 	for trial := range 20000 {
@@ -267,7 +269,7 @@ func TestEDFHoldOnBoundMisses(t *testing.T) {
 			if l := quiet.Schedule(doc, now); len(l) != 0 || !quiet.hold {
 				t.Fatalf("trial %d: the quiet pass %.0f s in not held", trial, now-t0)
 			}
-			w := wholePass(doc, now)
+			w := ws.pass(doc, now)
 			if w.Changed() || !slices.Equal(w.passMissed, missed) {
 				t.Fatalf("trial %d: %.0f s into a hold until %.0f s, the whole pass changed %v, misses %v, the hold's %v\n%+v",
 					trial, now-t0, quiet.holdUntil-t0, w.Changed(), w.passMissed, missed, doc.Tasks)
@@ -345,6 +347,7 @@ func TestEDFHoldTiesListed(t *testing.T) {
 // not, and says it where only saturatedList shows it; within the work fetch's hold it
 // sets, the running jobs' work done, the simulation's saturated time stays past it.
 func TestSaturatedListIsSimulation(t *testing.T) {
+	var simMem, qMem, laterMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 11))
 	exact, onlyList, held := 0, 0, 0
@@ -358,9 +361,9 @@ func TestSaturatedListIsSimulation(t *testing.T) {
 				doc.Tasks[i].FlopsDone = doc.Tasks[i].EstimatedFlops * rng.Float64()
 			}
 		}
-		var sim Workspace
+		sim := renewed(&simMem)
 		sim.Simulate(doc, t0)
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		got, ok := q.saturatedList(&doc.Host, 0)
@@ -406,7 +409,7 @@ func TestSaturatedListIsSimulation(t *testing.T) {
 						runs++
 					}
 				}
-				var later Workspace
+				later := renewed(&laterMem)
 				later.Simulate(&step, now)
 				if !(later.Sim[0].Saturated >= bufMin) {
 					t.Fatalf("trial %d: %.0f s into the fetch hold (until %.0f s), saturated %v, work_buf_min %v", trial, now-t0, q.fetchHoldUntil-t0, later.Sim[0].Saturated, bufMin)
@@ -426,6 +429,7 @@ func TestSaturatedListIsSimulation(t *testing.T) {
 // time, and with work_buf_min just below it saturatedLow says "past" where workBound
 // often does not.
 func TestSaturatedLow(t *testing.T) {
+	var simMem, qMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 13))
 	checked, beyond := 0, 0
@@ -434,9 +438,9 @@ func TestSaturatedLow(t *testing.T) {
 		for p := range doc.AppVersions {
 			doc.AppVersions[p].AvgNCPUs = 1
 		}
-		var sim Workspace
+		sim := renewed(&simMem)
 		sim.Simulate(doc, t0)
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		low, ok := q.saturatedLowAt(doc, t0)

@@ -15,6 +15,7 @@ import (
 // running jobs placed before the job and the other served projects') against the sum
 // over every running job: the slack is longer, and still good.
 func TestLowFallPerJob(t *testing.T) {
+	var qMem, simMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 10))
 	checked, moments, longer := 0, 0, 0
@@ -26,7 +27,7 @@ func TestLowFallPerJob(t *testing.T) {
 				doc.Tasks[i].Project, doc.Tasks[i].AppVersion = doc.Projects[0].Name, doc.AppVersions[0].Name
 			}
 		}
-		var q Workspace
+		q := renewed(&qMem)
 		q.view(doc)
 		q.prepareJobs(doc)
 		if !q.missesKnown(doc, t0) || !q.boundMiss || q.slack < 60 {
@@ -76,7 +77,7 @@ func TestLowFallPerJob(t *testing.T) {
 			for p := range doc.Projects {
 				doc.Projects[p].RECTime = t0 + dt
 			}
-			var sim Workspace
+			sim := renewed(&simMem)
 			sim.Simulate(doc, t0+dt)
 			for i := range missed {
 				if missed[i] && !sim.jobs[i].misses {

@@ -212,8 +212,9 @@ func (w *Workspace) checkRelist(doc *state.Document, now float64) {
 // document, by a workspace of its own, finds the jobs missing their deadlines that
 // the answer has (and the same counts per project and resource): the tests' checks.
 func (w *Workspace) sameAsSimulation(doc *state.Document, now float64) bool {
-	whole := Workspace{Overestimate: w.Overestimate}
-	whole.Simulate(checkCopy(doc), now)
+	whole := checkSpace(w.Overestimate)
+	defer checkDone(whole)
+	whole.Simulate(whole.checkCopy(doc), now)
 	same := len(whole.jobs) == len(w.jobs) && slices.Equal(whole.missed, w.missed)
 	for i := 0; same && i < len(w.jobs); i++ {
 		same = whole.jobs[i].task == w.jobs[i].task && whole.jobs[i].misses == w.jobs[i].misses

@@ -18,6 +18,7 @@ import (
 // job by job. It wants many such moments, and fails with the box not shrunk by the
 // RECs' moves, or with the slack read as twice as long.
 func TestMissesKeptAgainstSimulation(t *testing.T) {
+	var quietMem, simMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 14))
 	kept, moments, missing, bounded, carried, relowed := 0, 0, 0, 0, 0, 0
@@ -41,7 +42,7 @@ func TestMissesKeptAgainstSimulation(t *testing.T) {
 				tk.FractionDone = tk.FlopsDone / (tk.EstimatedFlops * 1.6)
 			}
 		}
-		var quiet Workspace
+		quiet := renewed(&quietMem)
 		quiet.Quiet = true
 		now := t0
 		quiet.Schedule(doc, now)
@@ -92,7 +93,7 @@ func TestMissesKeptAgainstSimulation(t *testing.T) {
 			if pastLow {
 				relowed++
 			}
-			var sim Workspace
+			sim := renewed(&simMem)
 			sim.Simulate(doc, now)
 			for i := range quiet.jobs {
 				if quiet.jobs[i].misses != sim.jobs[i].misses {

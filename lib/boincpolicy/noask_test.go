@@ -17,6 +17,7 @@ import (
 // a backoff's end does not end the hold, or when a resource a project may be asked
 // for with its RPC backoff over is passed over.
 func TestNoAskChangesNothing(t *testing.T) {
+	var fullMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 20))
 	passed, asked := 0, 0
@@ -52,7 +53,7 @@ func TestNoAskChangesNothing(t *testing.T) {
 		quiet := Workspace{Quiet: true}
 		for now := t0; now <= t0+5400; now += 60 {
 			q := quiet.ChooseProject(qdoc, now)
-			var full Workspace
+			full := renewed(&fullMem)
 			f := full.ChooseProject(fdoc, now)
 			if q.Project != f.Project || q.Request.CPUReqSecs != f.Request.CPUReqSecs || !slices.Equal(q.Request.Coprocs, f.Request.Coprocs) {
 				t.Fatalf("trial %d at %.0f s: quiet asks %d (%+v), full %d (%+v)", trial, now-t0, q.Project, q.Request, f.Project, f.Request)

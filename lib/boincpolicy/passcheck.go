@@ -26,20 +26,33 @@ func (w *Workspace) checkPass(doc *state.Document, now float64) {
 	if w.hold && now >= w.sliceEnd {
 		sliceChecks++
 	}
-	full := checkCopy(doc)
+	whole := checkSpace(w.Overestimate)
+	defer checkDone(whole)
+	full := whole.checkCopy(doc)
 	full.CPUSched = nil
-	whole := Workspace{Overestimate: w.Overestimate}
 	whole.Schedule(full, now)
 	if whole.Changed() || !slices.Equal(whole.passMissed, w.passMissed) {
 		passDiffs++
 	}
 }
 
-// checkCopy is a copy of doc a check's whole computation may change (its tasks and
-// projects), leaving the run's document as it is.
-func checkCopy(doc *state.Document) *state.Document {
-	full := *doc
-	full.Tasks = slices.Clone(doc.Tasks)
-	full.Projects = slices.Clone(doc.Projects)
-	return &full
+// checkSpace gives a check's whole computation its workspace, as a new one
+// (Workspace{Overestimate: overestimate}), and checkDone takes it back once the check
+// has read it. The tests reuse the workspaces' memory (renew_test.go: a new
+// workspace's buffers grown again at each check, and collected, were about half of
+// their CPU).
+var (
+	checkSpace = func(overestimate float64) *Workspace { return &Workspace{Overestimate: overestimate} }
+	checkDone  = func(*Workspace) {}
+)
+
+// checkCopy is a copy of doc a check's whole computation (in w, a workspace of
+// checkSpace's) may change (its tasks and projects), leaving the run's document as it
+// is; it lasts while w does (its memory w's, for the tests to reuse).
+func (w *Workspace) checkCopy(doc *state.Document) *state.Document {
+	w.copyTasks = append(w.copyTasks[:0], doc.Tasks...)
+	w.copyProjects = append(w.copyProjects[:0], doc.Projects...)
+	w.copyDoc = *doc
+	w.copyDoc.Tasks, w.copyDoc.Projects = w.copyTasks, w.copyProjects
+	return &w.copyDoc
 }

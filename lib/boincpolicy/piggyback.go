@@ -119,8 +119,9 @@ var (
 // checkPiggybackNone is piggybackCheck's test of quietPiggybackNone's answer at now.
 func (w *Workspace) checkPiggybackNone(doc *state.Document, p int, now float64) {
 	piggybackChecks++
-	whole := Workspace{Overestimate: w.Overestimate}
-	c := whole.Piggyback(checkCopy(doc), p, now)
+	whole := checkSpace(w.Overestimate)
+	defer checkDone(whole)
+	c := whole.Piggyback(whole.checkCopy(doc), p, now)
 	if q := &c.Request; q.CPUReqSecs != 0 || q.CPUReqInstances != 0 || q.WorkReqSeconds != 0 || len(q.Coprocs) != 0 {
 		piggybackDiffs++
 	}

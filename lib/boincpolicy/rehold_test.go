@@ -18,6 +18,7 @@ import (
 // pass the whole one changes nothing and counts the same misses.
 func TestReholdAgainstPass(t *testing.T) {
 	t.Parallel()
+	var ws wholeSpace // the whole passes' memory
 	rng := rand.New(rand.NewPCG(30, 14))
 	reheld, moments := 0, 0
 	for trial := range 20000 {
@@ -75,7 +76,7 @@ func TestReholdAgainstPass(t *testing.T) {
 				used[favoured][0] = float64(doc.Host.CPU().Instances)
 			}
 			AccountDecay(doc, used, 60, now, rel, &d)
-			w := wholePass(doc, now)
+			w := ws.pass(doc, now)
 			before := quiet.reheld
 			l := quiet.Schedule(doc, now)
 			if quiet.Changed() != w.Changed() {

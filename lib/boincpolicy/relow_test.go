@@ -17,13 +17,14 @@ import (
 // It wants many such moments and some refused, and fails with the bound's misses not
 // found again.
 func TestRelowAgainstSimulation(t *testing.T) {
+	var quietMem, simMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 13))
 	answers, relowed, refused := 0, 0, 0
 	for trial := range 40000 {
 		doc := randomQueue(rng)
 		doc.BOINCEmulator = false
-		var quiet Workspace
+		quiet := renewed(&quietMem)
 		quiet.Quiet = true
 		now := t0
 		quiet.Schedule(doc, now)
@@ -74,7 +75,7 @@ func TestRelowAgainstSimulation(t *testing.T) {
 				continue
 			}
 			relowed++
-			var sim Workspace
+			sim := renewed(&simMem)
 			sim.Simulate(doc, now)
 			for i := range quiet.jobs {
 				if quiet.jobs[i].misses != sim.jobs[i].misses {

@@ -170,6 +170,7 @@ func TestHoldBeforePass(t *testing.T) {
 // done task is dropped and two received at the end, it keeps the others and builds
 // the new ones, as view does.
 func TestRefreshDropsSettled(t *testing.T) {
+	var freshMem Workspace // renewed at each use: their memory reused
 	doc := host(2)
 	doc.Tasks = []state.Task{
 		task("a0", "A", 3600, t0+1e6), task("b0", "B", 3600, t0+1e6),
@@ -179,7 +180,7 @@ func TestRefreshDropsSettled(t *testing.T) {
 	w.quietView(doc, t0)
 	same := func(when string) {
 		t.Helper()
-		var fresh Workspace
+		fresh := renewed(&freshMem)
 		fresh.view(doc)
 		if fmt.Sprint(w.jobs) != fmt.Sprint(fresh.jobs) {
 			t.Errorf("%s: refreshed jobs\n%+v\nview's\n%+v", when, w.jobs, fresh.jobs)
@@ -284,6 +285,7 @@ func TestBestCPUByPriority(t *testing.T) {
 // nothing; and it says so on some of the cases where that is true (a queue past
 // work_buf_total, a project of higher priority askable), without a simulation.
 func TestPiggybackNoneKnown(t *testing.T) {
+	var fullMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 4))
 	var known, empty, asked int
@@ -309,7 +311,7 @@ func TestPiggybackNoneKnown(t *testing.T) {
 		p := rng.IntN(2)
 		q := Workspace{Quiet: true}
 		none := q.quietPiggybackNone(doc, p, t0)
-		var full Workspace
+		full := renewed(&fullMem)
 		c := full.Piggyback(doc, p, t0)
 		nothing := c.Request.CPUReqSecs == 0 && len(c.Request.Coprocs) == 0
 		switch {
@@ -395,6 +397,7 @@ func TestEDFHold(t *testing.T) {
 // their time slices keep them (a pass would run exactly them: the full pass changes
 // nothing); not when one's slice is over, one CPU is free, or a job misses.
 func TestPassKeeps(t *testing.T) {
+	var wMem Workspace // renewed at each use: their memory reused
 	mk := func() *state.Document {
 		doc := host(2)
 		doc.Tasks = []state.Task{
@@ -419,7 +422,7 @@ func TestPassKeeps(t *testing.T) {
 	} {
 		doc := mk()
 		c.edit(doc)
-		var w Workspace
+		w := renewed(&wMem)
 		w.Simulate(doc, t0)
 		got := w.passKeeps(doc)
 		if got != c.want {

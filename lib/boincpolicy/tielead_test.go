@@ -43,6 +43,7 @@ func tiePairs(w *Workspace) (xs, us []int) {
 // by the fall (×2: docs/decisions.md, issue 30's eleventh round).
 func TestEDFHoldTieLead(t *testing.T) {
 	t.Parallel()
+	var ws wholeSpace // the whole passes' memory
 	rng := rand.New(rand.NewPCG(30, 12))
 	held, byLead, moments := 0, 0, 0
 	for trial := range 30000 {
@@ -95,7 +96,7 @@ func TestEDFHoldTieLead(t *testing.T) {
 				used[slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == tk.Project })][0]++
 			}
 			AccountDecay(doc, used, 60, now, rel, &d)
-			if !holdStands(t, trial, quiet, doc, now, t0, missed) {
+			if !holdStands(t, &ws, trial, quiet, doc, now, t0, missed) {
 				break // the RECs left the hold's box: the hold ends
 			}
 			moments++

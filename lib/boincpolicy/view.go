@@ -283,6 +283,11 @@ type Workspace struct {
 	// viewN counts the views built or brought up to date (view, refresh); arrViewN,
 	// the count when the hold was lost: the jobs are still the hold's while equal.
 	viewN, arrViewN int
+
+	// checkCopy's copy of a document, when this is a check's workspace
+	copyDoc      state.Document
+	copyTasks    []state.Task
+	copyProjects []state.Project
 }
 
 // ResourceSim is what the round-robin simulation says about one host resource.

@@ -14,7 +14,8 @@ var (
 // checkView counts in viewDiffs a refreshed view (w.jobs, w.rec) that differs from
 // view's of doc in what view sets.
 func (w *Workspace) checkView(doc *state.Document) {
-	fresh := &Workspace{}
+	fresh := checkSpace(0)
+	defer checkDone(fresh)
 	fresh.view(doc)
 	same := len(fresh.jobs) == len(w.jobs)
 	for i := 0; same && i < len(w.jobs); i++ {
