@@ -1,45 +1,15 @@
 package boincpolicy
 
 import (
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/bkit/bkit/lib/alonetest"
 )
 
-// aloneEnv names, in a child process of the test binary, the one test it runs.
-const aloneEnv = "BKIT_BOINCPOLICY_ALONE"
-
 // Alone runs a test that sets the package's switches (a check turned on, a shortcut
-// broken on purpose) in a process of its own, the test binary again with -test.run
-// naming that test alone: the switches are the process's, so the test runs beside
-// the others (t.Parallel) rather than before them, one core each. In that process
-// Alone returns true and the test goes on; in the test binary go test started it
-// returns false once the child has passed, and the test returns. The child's output
-// fails the test unless it says the test passed (a name -test.run did not match runs
-// nothing and passes), and is logged under -v (the counts the checks log).
+// broken on purpose) in a process of its own (alonetest.Alone): the switches are the
+// process's, so the test runs beside the others rather than before them.
 func Alone(t *testing.T) bool {
 	t.Helper()
-	if os.Getenv(aloneEnv) == t.Name() {
-		return true
-	}
-	t.Parallel()
-	args := []string{"-test.run=^" + t.Name() + "$", "-test.count=1", "-test.v"}
-	if testing.Short() {
-		args = append(args, "-test.short")
-	}
-	if d, ok := t.Deadline(); ok {
-		args = append(args, "-test.timeout="+time.Until(d).String())
-	}
-	cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
-	cmd.Env = append(os.Environ(), aloneEnv+"="+t.Name())
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "\n--- PASS: "+t.Name()+" ") {
-		t.Fatalf("%s in a process of its own: %v\n%s", t.Name(), err, out)
-	}
-	if testing.Verbose() {
-		t.Logf("%s", out)
-	}
-	return false
+	return alonetest.Alone(t)
 }
