@@ -94,13 +94,13 @@ func (w *Workspace) lowFall(doc *state.Document) {
 }
 
 func (w *Workspace) lowFallOnce(doc *state.Document) {
-	per := w.fall / availFrac(&doc.Host.TimeStats, false)
+	af := availFrac(&doc.Host.TimeStats, false)
 	w.lowK = growJobs(w.lowK, len(w.jobs))
 	if !w.lowList {
 		for i := range w.jobs {
 			w.lowK[i] = -1
-			if w.jobs[i].running {
-				w.lowK[i] += per
+			if j := &w.jobs[i]; j.running {
+				w.lowK[i] += w.runFall(doc, j) / af
 			}
 		}
 		return
@@ -133,7 +133,7 @@ func (w *Workspace) lowFallOnce(doc *state.Document) {
 		}
 		d := 0.0
 		if j.running {
-			d = per
+			d = w.runFall(doc, j) / af
 		}
 		eq[j.proj], placed[j.proj] = shiftAfter(eq[j.proj], d, placed[j.proj] < float64(n)), placed[j.proj]+1
 	}
@@ -158,7 +158,7 @@ func (w *Workspace) lowFallOnce(doc *state.Document) {
 		j := &w.jobs[i]
 		d := 0.0
 		if j.running {
-			d = per
+			d = w.runFall(doc, j) / af
 		}
 		if j.res != w.cpuRes {
 			w.lowK[i] = d - 1 // its own time (missBounds)

@@ -42,7 +42,7 @@ func (w *Workspace) missesListed(doc *state.Document, now float64) bool {
 	}
 	w.relistFree = scratch.Grow(w.relistFree, n)
 	free := w.relistFree
-	per := w.fall / availFrac(&doc.Host.TimeStats, false) // a running job's fall (lowFall)
+	af := availFrac(&doc.Host.TimeStats, false) // a running job's fall ÷ it (lowFall)
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
 	lj := newListJudge()
 	e := 0.0 // how far the CPUs' free times, in order, may have fallen (lowFall's)
@@ -51,7 +51,7 @@ func (w *Workspace) missesListed(doc *state.Document, now float64) bool {
 		end := listEnd(free, j.simT)
 		d := 0.0
 		if j.running {
-			d = per
+			d = w.runFall(doc, j) / af
 		}
 		fall := e + d - 1
 		if i < n {
