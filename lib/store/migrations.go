@@ -569,8 +569,8 @@ var migrations = [][]string{
 	},
 	// 22: result_wu (workunitid) is a prefix of result_wu_state (workunitid,
 	// server_state, outcome, hostid), which serves every lookup of a workunit's results
-	// and the foreign key on MariaDB; the second index was one more b-tree that every
-	// result's insert and every purge's delete wrote (issue 33).
+	// and the foreign key on MariaDB; result_wu was one more b-tree that every result's
+	// insert and every purge's delete wrote (issue 33).
 	{
 		`DROP INDEX result_wu{ON result}`,
 	},
