@@ -160,3 +160,13 @@ func ServedDiffs() int { return servedDiffs }
 
 // ServedChecks is how many projects' CPUs served were checked.
 func ServedChecks() int { return servedChecks }
+
+// SetStatsCheck turns the check of projectStats' kept figures (statsTimes) against
+// the walk afresh on or off and zeroes its counts (stats_test.go).
+func SetStatsCheck(on bool) { statsCheck, statsDiffs, statsChecks = on, 0, 0 }
+
+// StatsDiffs is how many kept answers of projectStats differed from the walk.
+func StatsDiffs() int { return statsDiffs }
+
+// StatsChecks is how many kept answers of projectStats were checked.
+func StatsChecks() int { return statsChecks }

@@ -174,6 +174,32 @@ func AccountDecay(doc *state.Document, used [][]float64, dt, now float64, relSpe
 	AccountDecayCPU(doc, used, dt, now, relSpeed, doc.Host.CPU().Flops, d)
 }
 
+// AccountDecayMeans is AccountDecayCPU of the mean instances used over an interval of
+// dt > 0 seconds, given as the interval's instance-seconds: each secs[p][r] ÷ dt, the
+// same quotient, enters the same sums in the same order, and every row is cleared
+// (to +0) after. BOINC's emulator's adjust_rec (lib/sim) divided, accounted and
+// cleared in three walks of the rows at every step (issue 30, thirty-second round).
+func AccountDecayMeans(doc *state.Document, secs [][]float64, dt, now float64, relSpeed []float64, cpu float64, d *credit.Decay) {
+	for p := range doc.Projects {
+		var x float64
+		if p < len(secs) {
+			row := secs[p]
+			for r := 0; r < len(row); r++ {
+				u := row[r] / dt // the mean instances used
+				x += u * dt * cpu * relSpeed[r]
+				row[r] = 0
+			}
+		}
+		updateREC(&doc.Projects[p], now-dt, now, x*CobblestoneScale, d)
+	}
+	for p := len(doc.Projects); p < len(secs); p++ {
+		row := secs[p]
+		for r := 0; r < len(row); r++ {
+			row[r] = 0
+		}
+	}
+}
+
 // AccountDecayCPU is AccountDecay with the host's CPU FLOPS given (doc.Host.CPU().Flops,
 // as RelativeSpeedsCPU returns it).
 func AccountDecayCPU(doc *state.Document, used [][]float64, dt, now float64, relSpeed []float64, cpu float64, d *credit.Decay) {

@@ -207,7 +207,11 @@ func (w *Workspace) prepareJobs(doc *state.Document) {
 	// The sums in locals, in the jobs' order as in memory (the same operations in
 	// the same order: the same bits), and one resource's in locals too: a loop whose
 	// sums went through memory at every job cost a tenth of a run of the public
-	// example.
+	// example. (maxMore) A largest so far is raised by max only where the job's figure
+	// is not at most it: max(m, x) is m where x <= m but for m = -0 and x = +0, and m
+	// starts at +0 and max never makes it -0; a NaN on either side fails the test and
+	// goes to max as before. The test is a comparison, the builtin max several
+	// instructions for NaNs and zeros' signs (issue 30, thirty-second round).
 	coprocCPUs, fall := 0.0, 1.0
 	emu := doc.BOINCEmulator
 	if w.nRes == 1 && w.cpuRes == 0 {
@@ -223,8 +227,12 @@ func (w *Workspace) prepareJobs(doc *state.Document) {
 			j.simT = t
 			serial += t
 			work += j.inst * t
-			maxT = max(maxT, t)
-			maxU = max(maxU, j.inst)
+			if !(t <= maxT) { // (maxMore)
+				maxT = max(maxT, t)
+			}
+			if !(j.inst <= maxU) {
+				maxU = max(maxU, j.inst)
+			}
 			if !emu || !(doc.Tasks[j.task].EmulatorFlopsLeft > 0) {
 				fall = max(fall, w.Overestimate*w.dcfOf[j.proj])
 			}

@@ -284,6 +284,15 @@ type Workspace struct {
 	// the count when the hold was lost: the jobs are still the hold's while equal.
 	viewN, arrViewN int
 
+	// projectStats' figures of the jobs alone (statsTimes): gCPUs with zero
+	// CPU-seconds and gBump's peaks, then w.eligible, kept from the walk made at
+	// jobsGen statsGen; jobsGen counts the changes of the jobs (view, and refresh
+	// where one is dropped or a task received).
+	statsJobs         []float64
+	statsElig         []bool
+	statsKept         bool
+	statsGen, jobsGen uint64
+
 	// checkCopy's copy of a document, when this is a check's workspace
 	copyDoc      state.Document
 	copyTasks    []state.Task
@@ -308,6 +317,7 @@ type ResourceSim struct {
 // results are in arrival order, and bsim's documents keep tasks so).
 func (w *Workspace) view(doc *state.Document) {
 	w.viewN++
+	w.jobsGen++ // (statsTimes)
 	w.riseKept = false
 	w.simGen++
 	w.avIx.SetAppVersions(doc.AppVersions)
@@ -455,24 +465,29 @@ func (w *Workspace) refresh(doc *state.Document) {
 	if !w.received && len(doc.Tasks) == w.viewTasks {
 		// No task received or dropped since the jobs were built (TasksReceived):
 		// each job's task is where it was, and only its state changed.
-		out := 0
-		for i := range w.jobs {
-			t := &doc.Tasks[w.jobs[i].task]
+		// (The slices in locals: the loop read them through w and doc at every job.)
+		out, jobs, tasks, dcf := 0, w.jobs, doc.Tasks, w.dcf
+		for i := range jobs {
+			t := &tasks[jobs[i].task]
 			runnable, started, running := runState(t.State)
 			if !runnable {
 				continue
 			}
 			if out != i {
-				w.jobs[out] = w.jobs[i]
+				jobs[out] = jobs[i]
 			}
-			j := &w.jobs[out]
+			j := &jobs[out]
 			out++
 			j.started, j.running = started, running
-			j.left, j.est = remaining(doc, t, w.dcf[j.proj])
+			j.left, j.est = remaining(doc, t, dcf[j.proj])
 		}
-		w.jobs = w.jobs[:out]
+		if out != len(jobs) {
+			w.jobsGen++ // a job dropped (statsTimes)
+		}
+		w.jobs = jobs[:out]
 		return
 	}
+	w.jobsGen++ // (statsTimes)
 	w.received, w.viewTasks = false, len(doc.Tasks)
 	n := len(w.jobs)
 	k, out := 0, 0 // the next job to walk, the next to keep

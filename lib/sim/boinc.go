@@ -216,8 +216,11 @@ func (bp *boincPolicy) accountEmulator(doc *state.Document, u *StepUsage) {
 		bp.recSecs = make([][]float64, len(used))
 	}
 	for p := range used {
-		secs := slices.Grow(bp.recSecs[p], len(used[p]))[:len(used[p])]
-		bp.recSecs[p] = secs
+		secs := bp.recSecs[p]
+		if len(secs) != len(used[p]) { // (a row of its length already: as it is)
+			secs = slices.Grow(secs, len(used[p]))[:len(used[p])]
+			bp.recSecs[p] = secs
+		}
 		for r, x := range used[p] {
 			if r == col && p < len(cpuSecs) {
 				x = cpuSecs[p] / dt
@@ -306,16 +309,21 @@ func (bp *boincPolicy) adjustREC(doc *state.Document, now float64) {
 	case elapsed < 1:
 		return
 	default:
-		bp.rel = boincpolicy.RelativeSpeeds(&doc.Host, bp.rel)
-		for p := range bp.recSecs {
-			for r := range bp.recSecs[p] {
-				bp.recSecs[p][r] /= elapsed // the mean instances used over the interval
-			}
-		}
-		boincpolicy.AccountDecay(doc, bp.recSecs, elapsed, now, bp.rel, &bp.decay)
+		// The mean instances used over the interval (the instance-seconds ÷ elapsed)
+		// into REC, the rows cleared, in one walk (AccountDecayMeans); the CPU's FLOPS
+		// as RelativeSpeedsCPU found them.
+		var cpu float64
+		bp.rel, cpu = boincpolicy.RelativeSpeedsCPU(&doc.Host, bp.rel)
+		boincpolicy.AccountDecayMeans(doc, bp.recSecs, elapsed, now, bp.rel, cpu, &bp.decay)
+		bp.recStart = now
+		return
 	}
-	for p := range bp.recSecs {
-		clear(bp.recSecs[p])
+	for _, row := range bp.recSecs {
+		// (clear, or a range loop that zeroes, is a memclr call at every step for a
+		// row of one or two resources.)
+		for r := 0; r < len(row); r++ {
+			row[r] = 0
+		}
 	}
 	bp.recStart = now
 }
