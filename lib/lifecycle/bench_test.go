@@ -236,7 +236,7 @@ func timeSteps(s *store.Store) func() map[string][]time.Duration {
 	var mu sync.Mutex
 	steps := map[string][]time.Duration{}
 	s.TimeTransactions(func(step string, d time.Duration) {
-		if step == "begin" || step == "commit" {
+		if step == "begin" || step == "commit" || step == "sync" {
 			mu.Lock()
 			steps[step] = append(steps[step], d)
 			mu.Unlock()

@@ -116,6 +116,11 @@ func (s *Store) BatchJob(ctx context.Context) error {
 	if s.dialect.name != SQLite {
 		return nil
 	}
+	if w := s.wal.Swap(nil); w != nil { // the job's commits are not synced, by SQLite or by InTx
+		if err := w.close(); err != nil {
+			return err
+		}
+	}
 	if _, err := s.DB.ExecContext(ctx, `PRAGMA synchronous=NORMAL`); err != nil {
 		return err
 	}

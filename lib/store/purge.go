@@ -319,10 +319,11 @@ func (s *Store) WritingPurges(ctx context.Context, owner, archive string, ws []P
 }
 
 // syncedCommits makes the commits of s's SQLite connection synced (synchronous=FULL)
-// until the function it returns puts the setting back; on MySQL it does nothing.
+// until the function it returns puts the setting back; on MySQL, or on a Store that
+// syncs every commit itself (walsync.go), it does nothing.
 func (s *Store) syncedCommits(ctx context.Context) (func() error, error) {
 	none := func() error { return nil }
-	if s.dialect.name != SQLite {
+	if s.dialect.name != SQLite || s.wal.Load() != nil { // InTx syncs every commit already
 		return none, nil
 	}
 	var level int

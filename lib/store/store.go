@@ -48,6 +48,7 @@ type Store struct {
 	trips  atomic.Int64                                       // RoundTrips
 	hold   atomic.Int64                                       // LastHold, in ns
 	side   atomic.Pointer[sync.RWMutex]                       // SideWork's gate: a cron job's on SQLite (BatchJob); nil else
+	wal    atomic.Pointer[walSync]                            // SQLite's durable default: commits synced after the lock (walsync.go); nil else
 
 	txRetries, txErrors atomic.Int64 // TxStats
 	dataVersion         atomic.Int64 // SQLite's data_version + 1 at the last Pause (0: none yet)
@@ -117,10 +118,18 @@ func ParseDSN(dsn string) (engine, driverDSN string, err error) {
 	if err != nil {
 		return "", "", err
 	}
+	return SQLite, sqliteDriverDSN(path, sync), nil
+}
+
+// sqliteDriverDSN is go-sqlite3's DSN for the file at path at the synchronous level
+// sync.
+func sqliteDriverDSN(path, sync string) string {
 	// WAL lets readers run beside the writer. synchronous=FULL syncs the WAL at every
 	// commit, so a transaction the scheduler has answered for (a report acknowledged to
 	// a client, which then forgets it) survives a power cut, not just a process crash,
-	// as it does on MariaDB with innodb_flush_log_at_trx_commit=1 (docs/bserver.md).
+	// as it does on MariaDB with innodb_flush_log_at_trx_commit=1 (docs/bserver.md);
+	// Open gives a Store at FULL a connection at NORMAL and makes that sync itself,
+	// after the write lock (walsync.go).
 	// _txlock=immediate takes the write lock at BEGIN, so two processes never both read
 	// then deadlock trying to upgrade to write.
 	q := url.Values{}
@@ -129,7 +138,7 @@ func ParseDSN(dsn string) (engine, driverDSN string, err error) {
 	q.Set("_txlock", "immediate")
 	q.Set("_foreign_keys", "on")
 	q.Set("_synchronous", sync)
-	return SQLite, "file:" + path + "?" + q.Encode(), nil
+	return "file:" + path + "?" + q.Encode()
 }
 
 // sqliteOptions splits "sqlite:PATH[?synchronous=full|normal|extra]" into the path and
@@ -176,6 +185,12 @@ func Open(dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	var wal *walSync
+	if path, sync, _ := sqliteOptions(dsn); engine == SQLite && sync == "FULL" && path != ":memory:" {
+		// FULL's durability, with the WAL synced after the commit released the write
+		// lock rather than inside it (walsync.go).
+		driverDSN, wal = sqliteDriverDSN(path, "NORMAL"), newWALSync(path)
+	}
 	db, err := sql.Open(map[string]string{SQLite: "sqlite3", MySQL: "mysql"}[engine], driverDSN)
 	if err != nil {
 		return nil, err
@@ -186,6 +201,9 @@ func Open(dsn string) (*Store, error) {
 		}
 	}
 	s := &Store{DB: db, dialect: dialects[engine], dsn: dsn, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}}
+	if wal != nil {
+		s.wal.Store(wal)
+	}
 	if engine == SQLite {
 		// One connection: SQLite has one writer anyway, and queueing in Go is cheaper
 		// than every goroutine sleeping in the busy handler. Other processes still
@@ -243,7 +261,8 @@ func readCommitted(db *sql.DB, driverDSN string) (*sql.DB, error) {
 
 // Durability tells whether a committed transaction survives a power cut, as the
 // scheduler needs (a report it acknowledges is deleted by the client), and how the
-// engine is set: SQLite's synchronous (FULL or EXTRA is durable in WAL mode), MariaDB's
+// engine is set: SQLite's synchronous (FULL or EXTRA is durable in WAL mode; FULL's
+// commits are synced by the Store after the lock, walsync.go), MariaDB's
 // innodb_flush_log_at_trx_commit (1 is durable) and, when the binary log is on,
 // sync_binlog (1). bserver serve warns when it is not.
 func (s *Store) Durability(ctx context.Context) (durable bool, setting string, err error) {
@@ -251,6 +270,9 @@ func (s *Store) Durability(ctx context.Context) (durable bool, setting string, e
 		var sync int
 		if err := s.DB.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
 			return false, "", err
+		}
+		if sync == 1 && s.wal.Load() != nil {
+			return true, "synchronous=FULL", nil // synced by the Store, after the lock
 		}
 		name := map[int]string{0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[sync]
 		return sync >= 2, "synchronous=" + name, nil
@@ -288,7 +310,11 @@ func (s *Store) Close() error {
 	}
 	s.stmts = map[string]*sql.Stmt{}
 	s.mu.Unlock()
-	return s.DB.Close()
+	var err error
+	if w := s.wal.Swap(nil); w != nil {
+		err = w.close()
+	}
+	return errors.Join(err, s.DB.Close())
 }
 
 // redact hides a password in a DSN for messages.
@@ -517,11 +543,20 @@ func (s *Store) inTxOnce(ctx context.Context, fn func(*Tx) error) (err error) {
 	if err == nil {
 		s.hold.Store(int64(end.Sub(locked)))
 	}
+	if w := s.wal.Load(); w != nil && err == nil {
+		// The lock is released; the commit is durable once this returns. An error
+		// here leaves it committed but perhaps not on disk: the caller must not
+		// answer for it, and it is not retried (it is not contention).
+		err = w.committed()
+	}
 	if t := s.timing.Load(); t != nil && err == nil {
 		(*t)("begin", locked.Sub(began))
 		(*t)("body", done.Sub(locked))
 		(*t)("commit", end.Sub(done))
 		(*t)("hold", end.Sub(locked))
+		if s.wal.Load() != nil {
+			(*t)("sync", time.Since(end))
+		}
 	}
 	return err
 }
@@ -537,7 +572,8 @@ func (s *Store) LastHold() time.Duration { return time.Duration(s.hold.Load()) }
 // connection of s's pool and, on SQLite, for another writer's lock), "lock-wait" (the
 // same, only for a BEGIN that found SQLite's write lock held), "body" (its
 // statements), "commit", "hold" (from BEGIN's return to COMMIT's: on SQLite the write
-// lock held), "checkpoint" (a cron job's WAL checkpoint between batches,
+// lock held), "sync" (after COMMIT, the WAL's sync outside the lock: SQLite's durable
+// default, walsync.go), "checkpoint" (a cron job's WAL checkpoint between batches,
 // LetWritersIn), and "recheck" (FinishPurge's second read of a batch made before its
 // transaction, outside the lock, on SQLite). Benchmarks use it to tell where a
 // scheduler RPC waits during a pass (issue 33; BenchmarkPass); fn must be safe for

@@ -61,7 +61,7 @@ func TestTemplateIsMigrated(t *testing.T) {
 // TestSQLiteTemplateIsMigrated is TestTemplateIsMigrated for SQLite: a file Open fills
 // from the SQLite template has the very schema Migrate makes on an empty file (every
 // table, index and trigger as sqlite_master records it), the same versions, WAL mode
-// and the synchronous setting its DSN asks for.
+// and the durability its DSN asks for.
 func TestSQLiteTemplateIsMigrated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -109,11 +109,12 @@ func TestSQLiteTemplateIsMigrated(t *testing.T) {
 	}
 	for _, c := range []struct {
 		s    *store.Store
-		want int
-	}{{migrated, 2}, {copied, 2}, {normal, 1}} {
-		var sync int
-		if err := c.s.DB.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil || sync != c.want {
-			t.Errorf("synchronous %d (%v), want %d", sync, err, c.want)
+		want bool
+	}{{migrated, true}, {copied, true}, {normal, false}} {
+		// The durable default's connection is at NORMAL, its commits synced by the
+		// Store (lib/store/walsync.go): Durability says which a Store is.
+		if durable, setting, err := c.s.Durability(ctx); err != nil || durable != c.want {
+			t.Errorf("durable %v (%s, %v), want %v", durable, setting, err, c.want)
 		}
 	}
 }
