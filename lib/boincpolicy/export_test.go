@@ -170,3 +170,14 @@ func StatsDiffs() int { return statsDiffs }
 
 // StatsChecks is how many kept answers of projectStats were checked.
 func StatsChecks() int { return statsChecks }
+
+// SetPrepCheck turns prepSame's check on or off and zeroes its counts; wrong makes
+// prepSame leave simGen out (prepBreak) (prep_test.go).
+func SetPrepCheck(on, wrong bool) {
+	prepCheck, prepDiffs, prepChecks, prepBreak = on, 0, 0, on && wrong
+}
+
+// PrepDiffs is how many of prepSame's kept works the whole work contradicted;
+// PrepChecks how many were checked.
+func PrepDiffs() int  { return prepDiffs }
+func PrepChecks() int { return prepChecks }

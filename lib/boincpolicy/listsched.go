@@ -130,7 +130,12 @@ func (w *Workspace) listLower(nP, n int) {
 	served := 0
 	for q := range nP {
 		if w.gServed[q] >= 1 {
-			slices.Sort(rel[q*n : q*n+n])
+			// Its g latest free times are copied below, where another project's
+			// free times are made: in order, unless g is all n (then every one, and
+			// the copy is sorted there).
+			if g := min(int(w.gServed[q]), n); g < n || listLowerAgain {
+				slices.Sort(rel[q*n : q*n+n])
+			}
 			served += min(int(w.gServed[q]), n)
 		}
 	}
@@ -143,13 +148,27 @@ func (w *Workspace) listLower(nP, n int) {
 		}
 		f := w.listFree[p*n : p*n+n]
 		if gp := min(int(w.gServed[p]), n); served-max(gp, 0) <= n {
-			k := 0
+			k, segs, last := 0, 0, 0
 			for q := range nP {
 				if g := min(int(w.gServed[q]), n); q != p && g >= 1 {
 					k += copy(f[k:], rel[q*n+n-g:q*n+n])
+					segs, last = segs+1, g
 				}
 			}
-			slices.Sort(f) // in order: a heap
+			switch {
+			case listLowerAgain:
+				slices.Sort(f)
+			case k == 0:
+				// Every CPU free from now: zeros, in order.
+			case segs == 1 && last < n && f[0] > 0:
+				// One other project's g latest free times, in order, each above
+				// zero, and n − g zeros: the zeros first, then those (what the sort
+				// gives, bit for bit: no NaN, no −0).
+				copy(f[n-k:], f[:k])
+				clear(f[:n-k])
+			default:
+				slices.Sort(f) // in order: a heap
+			}
 			w.listNow[p] = k == 0
 		}
 	}
@@ -454,10 +473,42 @@ func (w *Workspace) saturatedBound(h *state.Host, r int) (sum, kth float64, ok b
 const maxTop = 64
 
 // keepLongest adds t to top, the k longest times so far in increasing order.
+//
+// t goes before the times equal to it, where slices.BinarySearch puts it, found by a
+// walk from the end (k is a few CPUs: the search and slices.Insert cost twice the walk,
+// c182's keepLongest 5 % of a run: issue 30, thirty-second round); a NaN, which
+// slices.BinarySearch orders first, and any time after one, by the search
+// (keepLongestSearch). TestKeepLongest holds it to the search.
 func keepLongest(top []float64, t float64, k int) []float64 {
 	if k == 0 {
 		return top
 	}
+	if t != t || len(top) > 0 && top[0] != top[0] {
+		return keepLongestSearch(top, t, k)
+	}
+	if len(top) < k {
+		x := len(top)
+		top = append(top, t)
+		for x > 0 && !(top[x-1] < t) {
+			top[x] = top[x-1]
+			x--
+		}
+		top[x] = t
+		return top
+	}
+	if t > top[0] {
+		x := 1
+		for x < len(top) && top[x] < t {
+			top[x-1] = top[x]
+			x++
+		}
+		top[x-1] = t
+	}
+	return top
+}
+
+// keepLongestSearch is keepLongest by slices.BinarySearch.
+func keepLongestSearch(top []float64, t float64, k int) []float64 {
 	if len(top) < k {
 		x, _ := slices.BinarySearch(top, t)
 		return slices.Insert(top, x, t)

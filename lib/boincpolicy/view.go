@@ -213,6 +213,13 @@ type Workspace struct {
 	listUp         bool // w.cum has listUpper's since projectServed
 	top, low       []float64
 	lowK, lowRunP  []float64 // lowFall's per job, and its running jobs per project
+
+	// prepareJobs' last work (prepSame): whether it may stand (prepOK), simGen and
+	// the availabilities it was done at
+	prepOK           bool
+	prepGen          int
+	prepCPU, prepGPU float64
+
 	// coprocBounds': per resource whether its every job takes all its instances; per
 	// job the bounds; per resource and project its sums
 	// and coAheads': the order's times per resource and project, and per job the end
