@@ -181,3 +181,12 @@ func SetPrepCheck(on, wrong bool) {
 // PrepChecks how many were checked.
 func PrepDiffs() int  { return prepDiffs }
 func PrepChecks() int { return prepChecks }
+
+// SetNextBestCheck turns simulateFrom's check of nextBest on or off and zeroes its
+// counts.
+func SetNextBestCheck(on bool) { nextBestCheck, nextBestDiffs, nextBestChecks = on, 0, 0 }
+
+// NextBestDiffs is how many of the steps' nextBest a scan afresh contradicted;
+// NextBestChecks how many were checked.
+func NextBestDiffs() int  { return nextBestDiffs }
+func NextBestChecks() int { return nextBestChecks }

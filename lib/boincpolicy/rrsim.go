@@ -138,8 +138,11 @@ func (w *Workspace) prepareRest(doc *state.Document) float64 {
 	nR := w.nRes
 	clear(w.nusedTotal)
 	clear(w.nRunnable)
+	for len(w.pendBase) < len(w.pending) {
+		w.pendBase = append(w.pendBase, nil)
+	}
 	for k := range w.pending {
-		w.pending[k] = w.pending[k][:0]
+		w.pending[k] = w.pendBase[k][:0]
 	}
 	// project_priority_init(false): the projects with a runnable job.
 	clear(w.eligible)
@@ -153,6 +156,9 @@ func (w *Workspace) prepareRest(doc *state.Document) float64 {
 		if j.res != w.cpuRes {
 			w.nusedTotal[k] += j.inst
 		}
+	}
+	for k := range w.pending {
+		w.pendBase[k] = w.pending[k] // its array, grown or not, from its start
 	}
 	recSum := Priorities(doc, w.rec, w.eligible, w.prio, w.shareFrac)
 	// What pick starts every project from and adds for every job, the same at every
@@ -218,9 +224,15 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 	simNow := now
 	first, picked := true, false
 	ended, endedRes, endedJob := -1, -1, -1 // the project, resource and job that finished in the last step
+	jobs := w.jobs                          // the loop never moves the jobs
+	// nextBest, nextDT: the active job that finishes first after the last step and
+	// its time, found as the step set the times (the same jobs in the same order, the
+	// same comparisons); read when the step took no job out (the pick stands).
+	nextBest, nextDT := -1, 0.0
 	for {
 		// A step in which no job finished leaves the pending lists, and so the pick,
 		// as they were.
+		best, dt := -1, 0.0
 		if !picked {
 			if first || noPickAgain || !w.pickAgain(doc, ended, endedRes, endedJob) {
 				w.pick(doc, recSum)
@@ -232,21 +244,25 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			if coOnceCheck {
 				w.checkCoOnce(doc)
 			}
-		}
-		if first {
-			for r := range w.Sim {
-				w.Sim[r].IdleNow = max(0, float64(h.Resources[r].Instances)-w.simUsed[r])
+			if first {
+				for r := range w.Sim {
+					w.Sim[r].IdleNow = max(0, float64(h.Resources[r].Instances)-w.simUsed[r])
+				}
+				first = false
 			}
-			first = false
-		}
-		if len(w.active) == 0 {
-			break
-		}
-		// The active job that finishes first (the first among equals).
-		best, dt := -1, 0.0
-		for _, a := range w.active {
-			if t := w.jobs[a].simT; best < 0 || t < dt {
-				best, dt = a, t
+			if len(w.active) == 0 {
+				break
+			}
+			// The active job that finishes first (the first among equals).
+			for _, a := range w.active {
+				if t := jobs[a].simT; best < 0 || t < dt {
+					best, dt = a, t
+				}
+			}
+		} else {
+			best, dt = nextBest, nextDT
+			if nextBestCheck {
+				w.checkNextBest(best, dt)
 			}
 		}
 		if dt > 3600 {
@@ -258,14 +274,18 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			}
 		} else {
 			picked = false
-			j := &w.jobs[best]
+			j := &jobs[best]
 			j.simDone = true
 			ended, endedRes, endedJob = j.proj, j.res, best
 			// Out of its pending list at once (pick reads only the jobs left), the
-			// list's order kept.
+			// list's order kept (nothing reads a list past its length).
 			k := j.proj*nR + j.res
-			if x := slices.Index(w.pending[k], best); x >= 0 {
-				w.pending[k] = slices.Delete(w.pending[k], x, x+1)
+			q := w.pending[k]
+			if x := slices.Index(q, best); x == 0 && !noFrontCut {
+				w.pending[k] = q[1:] // (prepareRest starts it again from pendBase)
+			} else if x >= 0 {
+				copy(q[x:], q[x+1:])
+				w.pending[k] = q[:len(q)-1]
 			}
 			if simNow+dt > j.deadline-compDeadline {
 				j.misses = true
@@ -275,10 +295,19 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 				w.Sim[j.res].Misses++
 			}
 		}
+		nextBest, nextDT = -1, 0.0
 		for _, a := range w.active {
-			j := &w.jobs[a]
-			j.simLeft = max(0, j.simLeft-j.simRate*dt)
-			j.simT = j.simLeft / j.simRate
+			j := &jobs[a]
+			left := j.simLeft - j.simRate*dt
+			if left <= 0 { // max(0, left): −0 to +0, a NaN kept
+				left = 0
+			}
+			j.simLeft = left
+			t := left / j.simRate
+			j.simT = t
+			if nextBest < 0 || t < nextDT {
+				nextBest, nextDT = a, t
+			}
 		}
 		for r := range w.Sim {
 			w.updateStats(r, float64(h.Resources[r].Instances)-w.simUsed[r], simNow, dt, now, bufEnd)
@@ -454,30 +483,24 @@ func (w *Workspace) pickAgain(doc *state.Document, p, r, i int) bool {
 	}
 	nR := w.nRes
 	seq := w.pickSeq[w.cpuSeqAt:] // the CPUs' picks
-	n := len(seq)                 // the picks that took a job and went on
-	if w.pickBroke {
-		n--
-	}
-	took := 0
-	for _, q := range seq[:n] {
-		if q == p {
-			took++
-		}
-	}
-	if took >= len(w.pending[p*nR+r]) {
+	// Every pick (pick, pickAgain, pickDrop) leaves each project's place in its CPU
+	// list at the count of its picks that went on (pendingAt), and its CPU jobs in the
+	// pick the first of its list, in order; the simulation since took one job out of
+	// p's list only. So the other projects' jobs in the pick and every place stand,
+	// and p's t-th pick takes its t-th job still listed.
+	k := p*nR + r
+	list := w.pending[k]
+	if took := w.pendingAt[k]; took >= len(list) {
 		// p's list would run out sooner: pickDrop's case, where the last pick
 		// took every job.
 		return !noPickDrop && w.pickDrop(doc, i)
 	}
-	w.active = w.active[:w.cpuActAt]
-	for _, q := range seq {
-		w.pendingAt[q*nR+r] = 0
-	}
-	for i, q := range seq {
-		k := q*nR + r
-		w.active = append(w.active, w.pending[k][w.pendingAt[k]])
-		if i < n {
-			w.pendingAt[k]++
+	act := w.active[w.cpuActAt : w.cpuActAt+len(seq)]
+	t := 0
+	for x, q := range seq {
+		if q == p {
+			act[x] = list[t]
+			t++
 		}
 	}
 	if pickAgainAfter != nil && w.cpuActAt > 0 {

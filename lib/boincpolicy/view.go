@@ -71,6 +71,7 @@ type Workspace struct {
 	reason        []Reason
 	projReason    []ProjectReason
 	pending       [][]int // per project × resource: job indices in arrival order
+	pendBase      [][]int // pending's arrays from their starts (simulateFrom takes a first job off the front)
 	pendingAt     []int
 	// pickSeq: the projects pick took jobs from, in order, and whether it stopped
 	// because they used the CPUs (pickBroke), for pickAgain; pickSame: each
