@@ -266,6 +266,14 @@ func (w *Workspace) carryHold(doc *state.Document, until, eps float64) {
 	w.khCarry, w.khAny, w.khBound = true, w.anyMiss, w.boundMiss
 	w.khUntil, w.khEps = until, eps
 	w.khMissed = append(w.khMissed[:0], w.missed...)
+	// The listing's jobs listed for their misses: one fewer left for each (schedule).
+	w.khPicks = scratch.Grow(w.khPicks, len(w.missed))
+	for k := range w.khPicks {
+		w.khPicks[k] = w.missed[k] - w.missedCopy[k]
+	}
+	if alikeCheck {
+		alikeKh = edfTasks(alikeKh[:0], w.list)
+	}
 	if !math.IsInf(w.khEps, 1) {
 		w.khF = scratch.Grow(w.khF, len(doc.Projects))
 		recFractions(doc, w.jobs, w.khF)
@@ -388,7 +396,8 @@ var recHorizons = [...]float64{recHorizon, 600, 0}
 // rehold is setKeepHold's or setEDFHold's hold carried past its end (issue 30,
 // fourteenth round): a quiet pass at now whose misses (missesKept or missesKnown,
 // just found: w.missed, w.anyMiss, w.boundMiss, their slack and box) are those of the
-// last such hold's listing (carryHold), with the tasks as they were then (a change, a simulation or a listing
+// last such hold's listing (carryHold; or counts that list the same jobs for their
+// misses, missesAlike), with the tasks as they were then (a change, a simulation or a listing
 // since ends the carry), before the first of that listing's running jobs' time slices
 // ended, its ties' order may change (edfListingSure) or a running job's remaining
 // work may grow since (noRiseUntil then and now), and with the RECs within its
@@ -402,7 +411,7 @@ var recHorizons = [...]float64{recHorizon, 600, 0}
 // listings 854 → 533: issue 30, fourteenth round.)
 func (w *Workspace) rehold(doc *state.Document, now float64) bool {
 	if !w.khCarry || !(now < w.khUntil) || w.anyMiss != w.khAny || w.boundMiss != w.khBound ||
-		!slices.Equal(w.missed, w.khMissed) {
+		!w.missesAlike() {
 		return false
 	}
 	eps := w.recEps
@@ -426,5 +435,8 @@ func (w *Workspace) rehold(doc *state.Document, now float64) bool {
 	w.hold, w.holdUntil, w.holdMiss = true, until, w.anyMiss
 	w.setBox(doc, eps)
 	w.reheld++
+	if alikeCheck && !slices.Equal(w.missed, w.khMissed) {
+		w.checkAlike(doc, now)
+	}
 	return true
 }

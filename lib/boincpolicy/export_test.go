@@ -190,3 +190,12 @@ func SetNextBestCheck(on bool) { nextBestCheck, nextBestDiffs, nextBestChecks = 
 // NextBestChecks how many were checked.
 func NextBestDiffs() int  { return nextBestDiffs }
 func NextBestChecks() int { return nextBestChecks }
+
+// SetAlikeCheck turns the check of the passes rehold made with misses other than the
+// carried listing's (missesAlike) on or off and zeroes its counts (alike_test.go).
+func SetAlikeCheck(on bool) { alikeCheck, alikeDiffs, alikeChecks = on, 0, 0 }
+
+// AlikeDiffs is how many of those passes a whole pass contradicted; AlikeChecks how
+// many were checked.
+func AlikeDiffs() int  { return alikeDiffs }
+func AlikeChecks() int { return alikeChecks }

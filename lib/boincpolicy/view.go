@@ -278,7 +278,8 @@ type Workspace struct {
 	khUntil, khEps          float64
 	khF                     []float64
 	khMissed                []int
-	reheld                  int // passes rehold made (the tests count them)
+	khPicks                 []int // per project and resource, its jobs listed for their misses (missesAlike)
+	reheld                  int   // passes rehold made (the tests count them)
 	// A hold ended by TasksChanged, carried across an RPC's new jobs (arrived.go):
 	// arrLost, a hold was in force at the change (until arrUntil, the counts
 	// arrMissed), no pass since; arrRecv, an RPC reported or received tasks since the
