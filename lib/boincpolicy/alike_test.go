@@ -8,8 +8,8 @@ import (
 )
 
 // TestReholdMissesAlike: in runs of policy boinc on the tail's hosts of one project with
-// many jobs of one deadline (c143, c182), the public scenarios and random corpus hosts
-// (random seeds, both conventions, 2 to 10 days), wherever rehold carried a listing
+// many jobs of one deadline (c143, c182, c072), the public scenarios and random corpus hosts
+// (random seeds, both conventions, 2 to 10 days; runHold off), wherever rehold carried a listing
 // with misses other than its own (missesAlike), a whole pass (a workspace with no
 // skips) starts and stops no task, counts the misses the quiet pass found and lists
 // for their misses exactly the carried listing's jobs. It fails with missesAlike's

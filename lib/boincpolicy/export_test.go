@@ -192,10 +192,22 @@ func NextBestDiffs() int  { return nextBestDiffs }
 func NextBestChecks() int { return nextBestChecks }
 
 // SetAlikeCheck turns the check of the passes rehold made with misses other than the
-// carried listing's (missesAlike) on or off and zeroes its counts (alike_test.go).
-func SetAlikeCheck(on bool) { alikeCheck, alikeDiffs, alikeChecks = on, 0, 0 }
+// carried listing's (missesAlike) on or off and zeroes its counts (alike_test.go);
+// runHold is off while it is on (noRunHold: its holds, set without a listing, leave
+// rehold fewer listings to carry).
+func SetAlikeCheck(on bool) { alikeCheck, alikeDiffs, alikeChecks, noRunHold = on, 0, 0, on }
 
 // AlikeDiffs is how many of those passes a whole pass contradicted; AlikeChecks how
 // many were checked.
 func AlikeDiffs() int  { return alikeDiffs }
 func AlikeChecks() int { return alikeChecks }
+
+// SetRunHoldCheck turns passCheck on or off (every pass held, runHold's too, against a
+// whole pass) and zeroes its counts and runHolds (runhold_test.go).
+func SetRunHoldCheck(on bool) {
+	SetPassCheck(on)
+	runHolds = 0
+}
+
+// RunHolds is how many holds runHold set with the check on.
+func RunHolds() int { return runHolds }

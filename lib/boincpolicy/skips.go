@@ -80,6 +80,17 @@ func (w *Workspace) quietSchedule(doc *state.Document, now float64) bool {
 			}
 			return true
 		}
+		if w.runHold(doc, now) {
+			// The running jobs among the first the listing takes for the misses,
+			// each within its slice (runHold): the pass runs them, its counts these.
+			w.heldPass(doc, now, true)
+			w.holdFetch(doc, now)
+			if passCheck {
+				runHolds++
+				w.checkPass(doc, now)
+			}
+			return true
+		}
 		w.list = w.schedule(doc, now, w.list[:0])
 		if passCheck && w.kept {
 			w.checkPass(doc, now)
