@@ -1,12 +1,10 @@
 package boincpolicy
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
-	"github.com/bkit/bkit/lib/credit"
 	"github.com/bkit/bkit/lib/state"
 )
 
@@ -52,45 +50,12 @@ func TestEDFHoldAheadTie(t *testing.T) {
 			past++
 		}
 		listed := edfListed(quiet)
-		missed := slices.Clone(quiet.passMissed)
-		rel := RelativeSpeeds(&doc.Host, nil)
-		used := make([][]float64, len(doc.Projects))
-		var d credit.Decay
-	steps:
-		for now+60 < quiet.holdUntil {
-			now += 60
-			for p := range used {
-				used[p] = []float64{0}
-			}
-			same := rng.Float64() // the pair's version's rate
-			for i := range doc.Tasks {
-				tk := &doc.Tasks[i]
-				if tk.State != state.TaskRunning {
-					continue
-				}
-				rate := rng.Float64()
-				if tk.AppVersion == doc.Tasks[0].AppVersion {
-					rate = same
-				}
-				if tk.EmulatorFlopsLeft <= 60e9*rate {
-					break steps // it would end: the loop settles it (TasksChanged)
-				}
-				tk.ElapsedTime += 60
-				tk.EmulatorFlopsLeft -= 60e9 * rate
-				tk.FlopsDone += 60e9 * rate
-				tk.FractionDone = tk.FlopsDone / (tk.FlopsDone + tk.EmulatorFlopsLeft)
-				used[slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == tk.Project })][0]++
-			}
-			AccountDecay(doc, used, 60, now, rel, &d)
-			if !holdStands(t, &ws, trial, quiet, doc, now, t0, missed) {
-				break // the RECs left the hold's box: the hold ends
-			}
+		moments += walkHold(t, &ws, rng, trial, quiet, doc, now, func(now float64) {
 			if l := edfListed(&ws.w); !slices.Equal(l, listed) {
 				t.Fatalf("trial %d: %.0f s into a hold until %.0f s, the whole pass listed %v for their misses, the hold's listing %v",
 					trial, now-t0, quiet.holdUntil-t0, l, listed)
 			}
-			moments++
-		}
+		})
 	}
 	if held < 1000 || past < 150 || moments < 10000 {
 		t.Errorf("%d holds with a running job behind a listed one of less work, %d past the lead, %d moments within them: want more", held, past, moments)
@@ -110,65 +75,15 @@ func edfListed(w *Workspace) []int {
 	return l
 }
 
-// aheadTieQueue is exactTieQueue with the second job's true remaining work up to an
-// hour's more than the first's (0 in a tenth of the queues), its work done its own.
+// aheadTieQueue is pairQueue with the second job's true remaining work up to an hour's
+// more than the first's (0 in a tenth of the queues), each job's work done its own.
 func aheadTieQueue(rng *rand.Rand) *state.Document {
-	n := 2 + rng.IntN(7)
-	doc := host(n)
-	doc.BOINCEmulator = true
-	doc.Host.TimeStats.OnFrac = []float64{1, 0.9, 0.4}[rng.IntN(3)]
-	doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "A/w", Project: "A", AvgNCPUs: 1, Flops: 1e9})
-	avail := availFrac(&doc.Host.TimeStats, false)
-	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
-	for p := range doc.Projects {
-		doc.Projects[p].REC, doc.Projects[p].RECTime = 100*rng.Float64(), t0
-		doc.Projects[p].ResourceShare = []float64{100, 50, 30}[rng.IntN(3)]
-	}
-	left := (1800 + 20000*rng.Float64()) * 1e9
-	gap := 3600e9 * rng.Float64()
-	if rng.IntN(10) == 0 {
-		gap = 0
-	}
-	dl := t0 + comp + left/1e9/avail*(1+2*rng.Float64())
-	running := 0
-	add := func(name, p string, left, done, dl float64) *state.Task {
-		tk := task(name, p, (left+done)*(0.5+rng.Float64()), dl)
-		tk.EmulatorFlopsLeft = left
-		if done > 0 {
-			tk.FlopsDone, tk.FractionDone = done, done/(done+left)
-			tk.ElapsedTime = 3600 * 3 * rng.Float64()
-			tk.State = state.TaskPreempted
-			if running < n {
-				tk.State, running = state.TaskRunning, running+1
-			}
+	return pairQueue(rng, func(left float64) (x, u func() (float64, float64)) {
+		gap := 3600e9 * rng.Float64()
+		if rng.IntN(10) == 0 {
+			gap = 0
 		}
-		doc.Tasks = append(doc.Tasks, tk)
-		return &doc.Tasks[len(doc.Tasks)-1]
-	}
-	x := add("a0", "A", left, left*rng.Float64()+1e9, dl)
-	u := add("a1", "A", left+gap, left*rng.Float64()+1e9, dl)
-	switch rng.IntN(4) {
-	case 0:
-		u.AppVersion = "A/w"
-	case 1:
-		x.State = state.TaskPreempted // x listed and not running, u's work falls
-		running--
-	}
-	for i := range rng.IntN(12) {
-		p := "A"
-		if rng.IntN(2) == 0 {
-			p = "B"
-		}
-		secs := 1800 + 20000*rng.Float64()
-		d := dl + 86400*rng.Float64()
-		if p == "A" && rng.IntN(3) == 0 {
-			d = dl + secs/avail*rng.Float64() // a later deadline it misses
-		}
-		var done float64
-		if running < n {
-			done = secs * 1e9 * rng.Float64()
-		}
-		add(fmt.Sprint("t", i), p, secs*1e9, done, d)
-	}
-	return doc
+		return func() (float64, float64) { return left, left*rng.Float64() + 1e9 },
+			func() (float64, float64) { return left + gap, left*rng.Float64() + 1e9 }
+	})
 }

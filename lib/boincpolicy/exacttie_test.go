@@ -44,41 +44,7 @@ func TestEDFHoldExactTie(t *testing.T) {
 			continue
 		}
 		held++
-		missed := slices.Clone(quiet.passMissed)
-		rel := RelativeSpeeds(&doc.Host, nil)
-		used := make([][]float64, len(doc.Projects))
-		var d credit.Decay
-	steps:
-		for now+60 < quiet.holdUntil {
-			now += 60
-			for p := range used {
-				used[p] = []float64{0}
-			}
-			same := rng.Float64() // the pair's version's rate
-			for i := range doc.Tasks {
-				tk := &doc.Tasks[i]
-				if tk.State != state.TaskRunning {
-					continue
-				}
-				rate := rng.Float64()
-				if tk.AppVersion == doc.Tasks[0].AppVersion {
-					rate = same
-				}
-				if tk.EmulatorFlopsLeft <= 60e9*rate {
-					break steps // it would end: the loop settles it (TasksChanged)
-				}
-				tk.ElapsedTime += 60
-				tk.EmulatorFlopsLeft -= 60e9 * rate
-				tk.FlopsDone += 60e9 * rate
-				tk.FractionDone = tk.FlopsDone / (tk.FlopsDone + tk.EmulatorFlopsLeft)
-				used[slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == tk.Project })][0]++
-			}
-			AccountDecay(doc, used, 60, now, rel, &d)
-			if !holdStands(t, &ws, trial, quiet, doc, now, t0, missed) {
-				break // the RECs left the hold's box: the hold ends
-			}
-			moments++
-		}
+		moments += walkHold(t, &ws, rng, trial, quiet, doc, now, nil)
 	}
 	if held < 1000 || moments < 10000 {
 		t.Errorf("%d holds with a running job exactly tied behind a listed one, %d moments within them: want more", held, moments)
@@ -86,14 +52,74 @@ func TestEDFHoldExactTie(t *testing.T) {
 	t.Logf("%d holds with a running job exactly tied behind a listed one; %d moments within them", held, moments)
 }
 
-// exactTieQueue is a host of 2–8 CPUs under BOINC's emulator, on 40 % to all of the
-// time, whose first two jobs (A's) share a deadline and a true remaining work
-// (state.Task.EmulatorFlopsLeft), work done and progress, both started and running; in
-// a quarter of the queues the second of another app version of the same speed, in
-// another the first preempted; then other jobs of A, some of a later deadline that
-// they miss, and often of B, as many running as fill the CPUs. The estimates are not
-// the true work.
+// exactTieQueue is pairQueue with the pair's true remaining work and work done equal.
 func exactTieQueue(rng *rand.Rand) *state.Document {
+	return pairQueue(rng, func(left float64) (x, u func() (float64, float64)) {
+		done := left * rng.Float64()
+		same := func() (float64, float64) { return left, done }
+		return same, same
+	})
+}
+
+// walkHold steps a host whose quiet pass held for misses (quiet, at now) through the
+// hold 60 s at a time: the running jobs of the first job's app version compute at one
+// rate (the loop's: their version's speed × the step, taken off their true remaining
+// work), the others at any rate, the RECs move by the jobs running, and a whole pass at
+// each moment must change nothing and count the hold's misses (holdStands; t fails
+// otherwise). It stops when a job would end (the loop settles that: TasksChanged) or
+// the RECs leave the hold's box, calls each (when not nil) at every moment the hold
+// stood, and returns the moments.
+func walkHold(t *testing.T, ws *wholeSpace, rng *rand.Rand, trial int, quiet *Workspace, doc *state.Document, now float64, each func(now float64)) int {
+	moments := 0
+	missed := slices.Clone(quiet.passMissed)
+	rel := RelativeSpeeds(&doc.Host, nil)
+	used := make([][]float64, len(doc.Projects))
+	var d credit.Decay
+	for now+60 < quiet.holdUntil {
+		now += 60
+		for p := range used {
+			used[p] = []float64{0}
+		}
+		same := rng.Float64() // the first job's version's rate
+		for i := range doc.Tasks {
+			tk := &doc.Tasks[i]
+			if tk.State != state.TaskRunning {
+				continue
+			}
+			rate := rng.Float64()
+			if tk.AppVersion == doc.Tasks[0].AppVersion {
+				rate = same
+			}
+			if tk.EmulatorFlopsLeft <= 60e9*rate {
+				return moments // it would end: the loop settles it (TasksChanged)
+			}
+			tk.ElapsedTime += 60
+			tk.EmulatorFlopsLeft -= 60e9 * rate
+			tk.FlopsDone += 60e9 * rate
+			tk.FractionDone = tk.FlopsDone / (tk.FlopsDone + tk.EmulatorFlopsLeft)
+			used[slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == tk.Project })][0]++
+		}
+		AccountDecay(doc, used, 60, now, rel, &d)
+		if !holdStands(t, ws, trial, quiet, doc, now, t0, missed) {
+			return moments // the RECs left the hold's box: the hold ends
+		}
+		if each != nil {
+			each(now)
+		}
+		moments++
+	}
+	return moments
+}
+
+// pairQueue is a host of 2–8 CPUs under BOINC's emulator, on 40 % to all of the
+// time, whose first two jobs (A's) share a deadline, both started and running, their
+// true remaining work (state.Task.EmulatorFlopsLeft) and work done pair's: pair is
+// given the first's remaining work, draws what it needs, and returns the two jobs'
+// (remaining, done), each drawn as its job is added. In a quarter of the queues the
+// second is of another app version of the same speed, in another the first
+// preempted; then other jobs of A, some of a later deadline that they miss, and often
+// of B, as many running as fill the CPUs. The estimates are not the true work.
+func pairQueue(rng *rand.Rand, pair func(left float64) (x, u func() (float64, float64))) *state.Document {
 	n := 2 + rng.IntN(7)
 	doc := host(n)
 	doc.BOINCEmulator = true
@@ -106,7 +132,7 @@ func exactTieQueue(rng *rand.Rand) *state.Document {
 		doc.Projects[p].ResourceShare = []float64{100, 50, 30}[rng.IntN(3)]
 	}
 	left := (1800 + 20000*rng.Float64()) * 1e9
-	done := left * rng.Float64()
+	xWork, uWork := pair(left)
 	dl := t0 + comp + left/1e9/avail*(1+2*rng.Float64())
 	running := 0
 	add := func(name, p string, left, done, dl float64) *state.Task {
@@ -123,8 +149,10 @@ func exactTieQueue(rng *rand.Rand) *state.Document {
 		doc.Tasks = append(doc.Tasks, tk)
 		return &doc.Tasks[len(doc.Tasks)-1]
 	}
-	x := add("a0", "A", left, done, dl)
-	u := add("a1", "A", left, done, dl)
+	xLeft, xDone := xWork()
+	x := add("a0", "A", xLeft, xDone, dl)
+	uLeft, uDone := uWork()
+	u := add("a1", "A", uLeft, uDone, dl)
 	switch rng.IntN(4) {
 	case 0:
 		u.AppVersion = "A/w"
