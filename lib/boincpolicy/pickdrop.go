@@ -39,7 +39,8 @@ func (w *Workspace) pickDrop(doc *state.Document, i int) bool {
 	p, r, nR, cpu := j.proj, j.res, w.nRes, w.cpuRes
 	k := p*nR + r
 	if w.segBroke[r] && !dropBroke {
-		return false
+		// The loop stopped at r's instances: resumed where it may (pickResume).
+		return !noDropResume && w.pickResume(doc, i)
 	}
 	if !dropAnyBump {
 		for _, a := range w.pending[k] {

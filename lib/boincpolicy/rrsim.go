@@ -363,6 +363,7 @@ func (w *Workspace) updateStats(r int, idle, simNow, dt, now, bufEnd float64) {
 // the instances of each resource they use (w.simUsed).
 func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	nR := w.nRes
+	w.pickRecSum = recSum
 	w.active = w.active[:0]
 	clear(w.simNused)
 	copy(w.recTemp, w.rec)

@@ -56,6 +56,7 @@ type Workspace struct {
 	// per project
 	rec, recTemp, prio, shareFrac []float64
 	prioBase                      []float64 // the simulation's priority from REC (prepare)
+	pickRecSum                    float64   // the REC sum of the simulation's picks (pick)
 	eligible                      []bool
 	// per project × resource (p*nRes + r)
 	nusedTotal, simNused, fetchShare []float64

@@ -1,0 +1,69 @@
+package boincpolicy
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bkit/bkit/lib/state"
+)
+
+// TestPickResumeIsPick: on random queues of CPU hosts (dropQueue's, half of them
+// under BOINC's emulator, a third with one project's jobs of two versions, two bumps), the simulation whose picks after a job's end are pickAgain's,
+// pickDrop's and pickResume's where they may leaves every result and every pick
+// (pickLog) as the simulation that picks afresh every time. It fails with the bumps'
+// test left out outside the emulator, and with the loop not resumed after the last
+// pick's picks.
+func TestPickResumeIsPick(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
+	const trials = 20000
+	run := func(seed uint64) (int, int) { // the picks resumed, the first trial that differed (-1: none)
+		rng := rand.New(rand.NewPCG(30, seed))
+		resumed := 0
+		pickResumed = &resumed
+		defer func() { pickResumed = nil }()
+		for trial := range trials {
+			doc := dropQueue(rng)
+			if len(doc.Host.Resources) != 1 {
+				doc = randomQueue(rng)
+				doc.Host.Resources[0].Instances += rng.IntN(6)
+			}
+			doc.BOINCEmulator = rng.IntN(2) == 0
+			if rng.IntN(3) == 0 {
+				// A's jobs of two versions, of two speeds (two bumps).
+				doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "A/w", Project: "A", AvgNCPUs: 1, Flops: 2e9})
+				for k := range doc.Tasks {
+					if doc.Tasks[k].Project == "A" && rng.IntN(2) == 0 {
+						doc.Tasks[k].AppVersion = "A/w"
+					}
+				}
+			}
+			if differ, _ := picksDiffer(doc); differ {
+				return resumed, trial
+			}
+		}
+		return resumed, -1
+	}
+	resumed, bad := run(47)
+	if bad >= 0 {
+		t.Fatalf("trial %d: pickResume's results differ from a whole pick's", bad)
+	}
+	if resumed < 20000 {
+		t.Errorf("pickResume made %d picks only", resumed)
+	}
+	t.Logf("pickResume made %d picks in %d queues", resumed, trials)
+	for _, c := range []struct {
+		name string
+		off  *bool
+	}{{"the bumps", &resumeAnyBump}, {"the loop resumed", &noResumeLoop}, {"the priorities found again", &noResumePrio}} {
+		*c.off = true
+		_, bad := run(47)
+		*c.off = false
+		if bad < 0 {
+			t.Errorf("pickResume without %s: no result differs", c.name)
+		} else {
+			t.Logf("pickResume without %s: trial %d differs", c.name, bad)
+		}
+	}
+}
