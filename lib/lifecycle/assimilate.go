@@ -108,16 +108,17 @@ func (a *Assimilator) Run(ctx context.Context) (AssimilateSummary, error) {
 	if batch <= 0 {
 		batch = DefaultBatch
 	}
-	// With --to, the directories of about filesPerSync workunits are written with
-	// one pair of syncs (a pair per 500 workunits was 400 syncfs a pass of 100,000,
-	// each waiting for the disk); with --exec, the commands of each claim in turn.
-	group := 1
+	// With --to, the directories of about filesPerSync workunits (filesPerSyncBusy
+	// while a scheduler writes beside the pass) are written with one pair of syncs (a
+	// pair per 500 workunits on a quiet server was 400 syncfs a pass of 100,000, each
+	// waiting for the disk); with --exec, the commands of each claim in turn.
+	group, busyGroup := 1, 0
 	if a.To != "" {
-		group = filesPerSync
+		group, busyGroup = filesPerSync, filesPerSyncBusy
 	}
 	var after int64
 	p := pipeline[store.AssimilateJob, store.AssimilateOutcome]{
-		store: a.Store, most: batch, group: group, stop: a.Stop,
+		store: a.Store, most: batch, group: group, busyGroup: busyGroup, stop: a.Stop,
 		claim: func(ctx context.Context, n int) ([]store.AssimilateJob, bool, error) {
 			now := a.Clock.Now()
 			jobs, err := a.Store.ClaimAssimilation(ctx, a.Owner, after, n, now, now+a.Lease)

@@ -65,12 +65,13 @@ func (d *FileDeleter) Run(ctx context.Context) (DeleteSummary, error) {
 		return sum.Stopped
 	}
 	// Each phase a pipeline: decisions (short transactions) beside the unlinks, which
-	// are recorded gone filesPerSync at a time after one sync (a sync per decision
-	// batch was 200 a pass of 100,000 workunits); until then their rows stay pending,
-	// and a killed pass's next one finds them gone.
+	// are recorded gone filesPerSync at a time (filesPerSyncBusy while a scheduler
+	// writes) after one sync (a sync per decision batch was 200 a pass of 100,000
+	// workunits); until then their rows stay pending, and a killed pass's next one
+	// finds them gone.
 	phase := func(claim func(ctx context.Context, n int) ([]store.PendingFile, bool, error)) error {
 		p := pipeline[store.PendingFile, goneFile]{
-			store: d.Store, most: batch, group: filesPerSync, stop: stop, claim: claim,
+			store: d.Store, most: batch, group: filesPerSync, busyGroup: filesPerSyncBusy, stop: stop, claim: claim,
 			work:   func(files []store.PendingFile) ([]goneFile, error) { return d.delete(files, &sum) },
 			record: d.record,
 		}

@@ -130,6 +130,17 @@ func syncFS(dir string) error {
 // docs/decisions.md, "Smaller sync groups").
 const filesPerSync = 1000
 
+// filesPerSyncBusy is filesPerSync while a scheduler serves RPCs on the same SQLite
+// database (store.OthersWriting): every RPC's commit ends with a sync of the WAL,
+// which on a shared disk waits behind the pass's file writes and their syncfs, so
+// smaller groups make shorter bursts. BenchmarkLifecycle as cron processes at 50
+// RPC/s, the files on the database's disk, five pairs alternating (issue 33;
+// docs/decisions.md, "Smaller sync groups while the scheduler writes"): the RPCs' p99
+// during assimilation 9.7 ms on average against 10.4 with 1,000, during file deletion
+// 8.5 against 9.3, lower in 4 of 5 pairs each; assimilation as long, file deletion
+// about a fifth longer. A quiet night's pass keeps filesPerSync's fewer syncs.
+const filesPerSyncBusy = 200
+
 // fileWorkers is how many file operations (writes, renames, unlinks) a pass has in
 // flight at once. An unlink waits on the file system far more than it uses a
 // processor (about a millisecond each on the shared test machine's ext4, mounted

@@ -25,7 +25,10 @@ type pipeline[J, O any] struct {
 	store *store.Store
 	most  int // the most items a transaction takes
 	group int // items the file work takes at once (at least one claim's)
-	stop  func() bool
+	// busyGroup, when not 0, is group while others write to the database
+	// (store.OthersWriting: a scheduler serving RPCs on SQLite beside the pass).
+	busyGroup int
+	stop      func() bool
 	// claim looks at up to n rows in one transaction and returns the items among
 	// them; done says the backlog is seen (nothing more to claim in this pass).
 	claim func(ctx context.Context, n int) (items []J, done bool, err error)
@@ -99,7 +102,7 @@ func (p *pipeline[J, O]) run(ctx context.Context) (stopped bool, err error) {
 			claims.LetWritersIn(ctx)
 			cur = append(cur, items...)
 			seen = all
-			if len(cur) > 0 && (len(cur) >= p.group || seen) {
+			if len(cur) > 0 && (len(cur) >= p.groupNow() || seen) {
 				todo <- cur
 				cur = nil
 				inFlight++
@@ -121,4 +124,12 @@ func (p *pipeline[J, O]) run(ctx context.Context) (stopped bool, err error) {
 			return stopped, err
 		}
 	}
+}
+
+// groupNow is the group the file side takes next: busyGroup while others write.
+func (p *pipeline[J, O]) groupNow() int {
+	if p.busyGroup > 0 && p.store.OthersWriting() {
+		return p.busyGroup
+	}
+	return p.group
 }

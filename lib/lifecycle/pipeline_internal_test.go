@@ -150,3 +150,56 @@ func TestPipelineHoldsShort(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineGroupsWhileOthersWrite: on SQLite, while another connection keeps
+// writing (a scheduler's RPCs), the file side takes groups of about busyGroup items,
+// not group's (fewer files between two syncs: shorter bursts on a shared disk).
+func TestPipelineGroupsWhileOthersWrite(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.SQLiteDSN(t)
+	st := storetest.Open(t, dsn)
+	other := storetest.Open(t, dsn)
+	stopWriting := make(chan struct{})
+	writing := make(chan struct{})
+	go func() { // an RPC's commit every few milliseconds
+		defer close(writing)
+		for i := 0; ; i++ {
+			select {
+			case <-stopWriting:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			if _, err := other.AddApp(ctx, fmt.Sprintf("rpc%d", i), false, 1); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stopWriting); <-writing }()
+	const total, most, busy = 600, 20, 50
+	next := 0
+	var groups []int
+	p := pipeline[int, int]{
+		store: st, most: most, group: 1000, busyGroup: busy,
+		claim: func(ctx context.Context, n int) ([]int, bool, error) {
+			var items []int
+			for ; next < total && len(items) < n; next++ {
+				items = append(items, next)
+			}
+			return items, next == total, st.InTx(ctx, func(*store.Tx) error { return nil })
+		},
+		work:   func(items []int) ([]int, error) { groups = append(groups, len(items)); return items, nil },
+		record: func(ctx context.Context, outs []int) error { return nil },
+	}
+	if _, err := p.run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) < total/(busy+most) {
+		t.Fatalf("groups %v: want about %d items each while another connection writes", groups, busy)
+	}
+	for _, g := range groups {
+		if g >= busy+most {
+			t.Errorf("a group of %d items in %v, want fewer than %d while another connection writes", g, groups, busy+most)
+		}
+	}
+}

@@ -218,6 +218,15 @@ func (s *Store) quietFor() time.Duration {
 	return time.Duration(time.Now().UnixNano() - at)
 }
 
+// OthersWriting says whether, as this Store's pauses saw it (Pause), another
+// connection has committed to its SQLite database within sqliteQuietWindow: a
+// scheduler serving RPCs beside a cron job. True until the first Pause has looked;
+// false on MySQL, whose server the job does not share a lock or, in the stages
+// docs/scaling.md describes past one machine, a disk with.
+func (s *Store) OthersWriting() bool {
+	return s.dialect.name == SQLite && s.quietFor() < sqliteQuietWindow
+}
+
 func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {
 	if s.dialect.name != SQLite {
 		return

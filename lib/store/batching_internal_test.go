@@ -60,3 +60,42 @@ func TestBatcherQuiet(t *testing.T) {
 		t.Fatalf("after another's commit: batches of %d, want %d at once", n, busy)
 	}
 }
+
+// TestOthersWriting: a cron job's Store says others write until its pauses have seen
+// nobody commit for sqliteQuietWindow, and again at once after another connection
+// commits.
+func TestOthersWriting(t *testing.T) {
+	ctx := context.Background()
+	defer func(w time.Duration) { sqliteQuietWindow = w }(sqliteQuietWindow)
+	sqliteQuietWindow = 50 * time.Millisecond
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db.sqlite")
+	job, err := Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	if _, err := job.Migrate(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if !job.OthersWriting() {
+		t.Fatal("before any pause: not writing, want unknown taken as writing")
+	}
+	job.Pause(ctx, 0)
+	time.Sleep(2 * sqliteQuietWindow)
+	job.Pause(ctx, 0)
+	if job.OthersWriting() {
+		t.Fatal("after the quiet window: writing, want quiet")
+	}
+	if _, err := other.AddApp(ctx, "other", false, 1); err != nil {
+		t.Fatal(err)
+	}
+	job.Pause(ctx, 0)
+	if !job.OthersWriting() {
+		t.Fatal("after another's commit: quiet, want writing")
+	}
+}
