@@ -25,3 +25,19 @@ func TestRunHold(t *testing.T) {
 	checkedAtLeast(t, r, dirs, boincpolicy.SetRunHoldCheck, boincpolicy.RunHolds, 1000, "holds runHold set",
 		checked{boincpolicy.PassDiffs, "of the passes held contradicted by a whole pass"})
 }
+
+// TestRunHoldProjects is TestRunHold on hosts of several projects (issue 30,
+// thirty-sixth round: the corpus tail c182, c192, c156, c120, c008, c056, c113 and
+// random corpus hosts), where runHold's holds rest on each project's misses and the
+// listing's stop at twice the CPUs, or on a listing of running jobs only
+// (listsRunning): every hold's pass and every pass held after it are a whole pass's.
+func TestRunHoldProjects(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
+	r := rand.New(rand.NewPCG(30, 3602))
+	dirs := withCorpus(r, 6, "../../scenarios/corpus/c182", "../../scenarios/corpus/c192", "../../scenarios/corpus/c156",
+		"../../scenarios/corpus/c120", "../../scenarios/corpus/c008", "../../scenarios/corpus/c056", "../../scenarios/corpus/c113")
+	checkedAtLeast(t, r, dirs, boincpolicy.SetRunHoldCheck, boincpolicy.RunHolds, 1000, "holds runHold set",
+		checked{boincpolicy.PassDiffs, "of the passes held contradicted by a whole pass"})
+}

@@ -21,18 +21,44 @@ import (
 // (K taken as 2n) and with the hold not ended at a rise (noRiseUntil).
 func TestRunHoldListing(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(30, 3402))
-	holds, moments := 0, 0
+	runHoldListing(t, rand.New(rand.NewPCG(30, 3402)), 1)
+}
+
+// TestRunHoldListingProjects is TestRunHoldListing on queues of two or three projects
+// (issue 30, thirty-sixth round), their jobs' deadlines shared so that the listing
+// interleaves them, each project's misses at random (none for some): it fails with
+// runHold's per-project test dropped (the jobs before the project's last running job
+// fewer than its misses), with that test read against all the jobs, and with the
+// count of the listing's jobs up to the last running job left out or taken as its
+// jobs' (the listing stops at twice the CPUs), with listsRunning's count taken one
+// short and with its first job not running taken as the first in the jobs' order.
+func TestRunHoldListingProjects(t *testing.T) {
+	t.Parallel()
+	runHoldListing(t, rand.New(rand.NewPCG(30, 3601)), 3)
+}
+
+// runHoldListing is TestRunHoldListing's trials, on queues of 1 to projects projects.
+func runHoldListing(t *testing.T, rng *rand.Rand, projects int) {
+	pick := func(k int) int { // (one project: the draws of TestRunHoldListing's first version)
+		if k == 1 {
+			return 0
+		}
+		return rng.IntN(k)
+	}
+	holds, moments, several := 0, 0, 0 // several: holds on a host of several projects
 	for trial := range 20000 {
 		n := 1 + rng.IntN(8)
 		doc := host(n)
-		doc.Projects, doc.AppVersions = doc.Projects[:1], doc.AppVersions[:1]
+		doc.Projects = append(doc.Projects, state.Project{Name: "C", ResourceShare: 50})
+		doc.AppVersions = append(doc.AppVersions, state.AppVersion{Name: "C/v", Project: "C", AvgNCPUs: 1, Flops: 1e9})
+		nP := 1 + pick(projects)
+		doc.Projects, doc.AppVersions = doc.Projects[:nP], doc.AppVersions[:nP]
 		doc.BOINCEmulator = rng.IntN(2) == 0
 		period := doc.Preferences.CPUSchedulingPeriod
 		dls := []float64{t0 + 20000 + 40000*rng.Float64(), t0 + 60000 + 40000*rng.Float64(), t0 + 150000}
 		truth := make(map[int]float64) // each task's true work
 		for i := range n + rng.IntN(3*n+4) {
-			tk := task(fmt.Sprint("t", i), "A", 600+rng.Float64()*3000, dls[rng.IntN(len(dls))])
+			tk := task(fmt.Sprint("t", i), doc.Projects[pick(nP)].Name, 600+rng.Float64()*3000, dls[rng.IntN(len(dls))])
 			truth[i] = tk.EstimatedFlops * (0.5 + rng.Float64())
 			if i < n || rng.IntN(3) == 0 {
 				tk.State = state.TaskPreempted
@@ -66,13 +92,24 @@ func TestRunHoldListing(t *testing.T) {
 		w := &Workspace{}
 		w.Simulate(doc, t0)
 		m := append([]int(nil), w.missed...)
-		m[w.cpuRes] = 1 + rng.IntN(len(w.jobs)) // the project's misses, as the hold takes them
+		if nP == 1 {
+			m[w.cpuRes] = 1 + rng.IntN(len(w.jobs)) // the project's misses, as the hold takes them
+		} else {
+			for p := range nP {
+				if rng.IntN(4) > 0 {
+					m[p*w.nRes+w.cpuRes] = 1 + rng.IntN(len(w.jobs))
+				}
+			}
+		}
 		copy(w.missed, m)
 		w.anyMiss, w.slack, w.recEps = true, 7200*rng.Float64(), 1
 		if !w.runHold(doc, t0) {
 			continue
 		}
 		holds++
+		if nP > 1 {
+			several++
+		}
 		for now := t0; now < w.holdUntil; now += 60 {
 			if now > t0 {
 				for i := range doc.Tasks {
@@ -108,8 +145,8 @@ func TestRunHoldListing(t *testing.T) {
 			moments++
 		}
 	}
-	if holds < 1000 {
-		t.Errorf("%d holds: want more", holds)
+	if holds < 1000 || projects > 1 && several < 1000 {
+		t.Errorf("%d holds, %d on several projects: want more", holds, several)
 	}
-	t.Logf("%d holds, %d moments", holds, moments)
+	t.Logf("%d holds (%d on several projects), %d moments", holds, several, moments)
 }

@@ -342,8 +342,12 @@ func TestPiggybackNoneKnown(t *testing.T) {
 // deadline (their order read from the estimated remaining time, which may grow for
 // the running one) leave no hold: the listing may take the other two; with one
 // preempted, both are listed whatever their order and it holds (issue 30's eighth
-// round: before, any such tie left no hold), and with distinct deadlines too.
+// round: before, any such tie left no hold), and with distinct deadlines too. These
+// are setEDFHold's, runHold off; with it on (issue 30, thirty-sixth round: several
+// projects), the first pass on three CPUs holds as long without its listing.
 func TestEDFHold(t *testing.T) {
+	noRunHold = true
+	defer func() { noRunHold = false }()
 	mk := func(cpus int, deadlines ...float64) *state.Document {
 		doc := host(cpus)
 		for i, d := range deadlines {
@@ -390,6 +394,15 @@ func TestEDFHold(t *testing.T) {
 		if quiet.Changed() || quiet.hold != c.hold {
 			t.Errorf("one CPU, second and third deadlines %g, %g: changed %v, held %v; want unchanged, held %v", c.second-t0, c.third-t0, quiet.Changed(), quiet.hold, c.hold)
 		}
+	}
+	noRunHold = false // (on three CPUs: on two runHold leaves hosts of several projects to the listing)
+	qdoc, quiet = mk(3, t0+5000, t0+6000, t0+7000), Workspace{Quiet: true}
+	fdoc, full = mk(3, t0+5000, t0+6000, t0+7000), Workspace{}
+	full.Schedule(fdoc, t0)
+	if ql := quiet.Schedule(qdoc, t0); len(ql) != 0 || quiet.Changed() || full.Changed() || !quiet.hold || !quiet.holdMiss || quiet.holdUntil != t0+3000 ||
+		fmt.Sprint(qdoc.Tasks) != fmt.Sprint(fdoc.Tasks) {
+		t.Errorf("runHold: quiet pass listed %v, changed %v, held %v (for misses %v) until %g; want nothing listed or changed, held for misses until 3000",
+			ql, quiet.Changed(), quiet.hold, quiet.holdMiss, quiet.holdUntil-t0)
 	}
 }
 

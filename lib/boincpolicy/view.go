@@ -62,6 +62,7 @@ type Workspace struct {
 	nusedTotal, simNused, fetchShare []float64
 	missed, missedCopy, nRunnable    []int
 	edfProj                          []bool // earliestMiss's, per project
+	rh                               []int  // runHold's, per project
 	// earliestMiss's walk at a pass (edfOrder): r's jobs by deadline (kept per
 	// resource from pass to pass: edfOrds), the resource
 	// (−1: none yet), the next to look at, and whether it goes through every job
