@@ -91,26 +91,7 @@ func TestPipeline(t *testing.T) {
 // p99).
 func TestPipelineHoldsShort(t *testing.T) {
 	ctx := context.Background()
-	dsn := storetest.SQLiteDSN(t)
-	st := storetest.Open(t, dsn)
-	other := storetest.Open(t, dsn)
-	stopWriting := make(chan struct{})
-	writing := make(chan struct{})
-	go func() { // an RPC's commit every few milliseconds
-		defer close(writing)
-		for i := 0; ; i++ {
-			select {
-			case <-stopWriting:
-				return
-			case <-time.After(3 * time.Millisecond):
-			}
-			if _, err := other.AddApp(ctx, fmt.Sprintf("rpc%d", i), false, 1); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	defer func() { close(stopWriting); <-writing }()
+	st := storeBesideWriter(t)
 	const perItem = 100 * time.Microsecond // 20 items fill store.sqliteBatchHold's 2 ms
 	hold := func(n int) error {
 		return st.InTx(ctx, func(*store.Tx) error { time.Sleep(time.Duration(n) * perItem); return nil })
@@ -156,26 +137,7 @@ func TestPipelineHoldsShort(t *testing.T) {
 // not group's (fewer files between two syncs: shorter bursts on a shared disk).
 func TestPipelineGroupsWhileOthersWrite(t *testing.T) {
 	ctx := context.Background()
-	dsn := storetest.SQLiteDSN(t)
-	st := storetest.Open(t, dsn)
-	other := storetest.Open(t, dsn)
-	stopWriting := make(chan struct{})
-	writing := make(chan struct{})
-	go func() { // an RPC's commit every few milliseconds
-		defer close(writing)
-		for i := 0; ; i++ {
-			select {
-			case <-stopWriting:
-				return
-			case <-time.After(3 * time.Millisecond):
-			}
-			if _, err := other.AddApp(ctx, fmt.Sprintf("rpc%d", i), false, 1); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	defer func() { close(stopWriting); <-writing }()
+	st := storeBesideWriter(t)
 	const total, most, busy = 600, 20, 50
 	next := 0
 	var groups []int
@@ -202,4 +164,31 @@ func TestPipelineGroupsWhileOthersWrite(t *testing.T) {
 			t.Errorf("a group of %d items in %v, want fewer than %d while another connection writes", g, groups, busy+most)
 		}
 	}
+}
+
+// storeBesideWriter opens a SQLite store beside another connection that commits every
+// few milliseconds (a scheduler's RPCs) until the test ends.
+func storeBesideWriter(t *testing.T) *store.Store {
+	ctx := context.Background()
+	dsn := storetest.SQLiteDSN(t)
+	st := storetest.Open(t, dsn)
+	other := storetest.Open(t, dsn)
+	stopWriting := make(chan struct{})
+	writing := make(chan struct{})
+	go func() {
+		defer close(writing)
+		for i := 0; ; i++ {
+			select {
+			case <-stopWriting:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			if _, err := other.AddApp(ctx, fmt.Sprintf("rpc%d", i), false, 1); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stopWriting); <-writing })
+	return st
 }

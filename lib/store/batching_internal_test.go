@@ -15,20 +15,7 @@ func TestBatcherQuiet(t *testing.T) {
 	ctx := context.Background()
 	defer func(w time.Duration) { sqliteQuietWindow = w }(sqliteQuietWindow)
 	sqliteQuietWindow = 50 * time.Millisecond
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db.sqlite")
-	job, err := Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer job.Close()
-	if _, err := job.Migrate(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	job, other := jobAndOther(t)
 	const perRow = 10 * time.Microsecond
 	b := job.Batcher(100_000)
 	batch := func() int {
@@ -68,20 +55,7 @@ func TestOthersWriting(t *testing.T) {
 	ctx := context.Background()
 	defer func(w time.Duration) { sqliteQuietWindow = w }(sqliteQuietWindow)
 	sqliteQuietWindow = 50 * time.Millisecond
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db.sqlite")
-	job, err := Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer job.Close()
-	if _, err := job.Migrate(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	other, err := Open(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	job, other := jobAndOther(t)
 	if !job.OthersWriting() {
 		t.Fatal("before any pause: not writing, want unknown taken as writing")
 	}
@@ -98,4 +72,23 @@ func TestOthersWriting(t *testing.T) {
 	if !job.OthersWriting() {
 		t.Fatal("after another's commit: quiet, want writing")
 	}
+}
+
+// jobAndOther opens two connections' Stores on one new SQLite database: a cron job's
+// and another writer's.
+func jobAndOther(t *testing.T) (job, other *Store) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db.sqlite")
+	job, err := Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { job.Close() })
+	if _, err := job.Migrate(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if other, err = Open(dsn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return job, other
 }
