@@ -211,3 +211,12 @@ func SetRunHoldCheck(on bool) {
 
 // RunHolds is how many holds runHold set with the check on.
 func RunHolds() int { return runHolds }
+
+// SetSatBelowCheck turns the check of saturatedBelow's bound against saturatedBound's
+// and saturatedList's walks on or off and zeroes its counts (tests only).
+func SetSatBelowCheck(on bool) { satBelowCheck, satBelowDiffs, satBelowChecks = on, 0, 0 }
+
+// SatBelowDiffs is how many of saturatedBelow's calls a walk's bound passed;
+// SatBelowChecks how many were checked.
+func SatBelowDiffs() int  { return satBelowDiffs }
+func SatBelowChecks() int { return satBelowChecks }

@@ -1,6 +1,10 @@
 package boincpolicy
 
-import "github.com/bkit/bkit/lib/state"
+import (
+	"math"
+
+	"github.com/bkit/bkit/lib/state"
+)
 
 // quietPiggybackNone reports whether Piggyback would ask project p for nothing at now,
 // from what the view and the jobs' counts give, without the simulation: then its
@@ -99,11 +103,63 @@ func (w *Workspace) fullPast(doc *state.Document, p, r int) bool {
 func (w *Workspace) saturatedPast(doc *state.Document, r int) bool {
 	h := &doc.Host
 	x := WorkBufTotal(&doc.Preferences)*(1+1e-9) + 1e-6
+	if satBelow && w.saturatedBelow(h, r, x) {
+		return false
+	}
 	if sat, kth, ok := w.saturatedBound(h, r); ok && (sat >= x || kth >= x) {
 		return true
 	}
 	sat, ok := w.saturatedList(h, r)
 	return ok && sat >= x
+}
+
+// saturatedBelow reports whether saturatedBound's sum and n-th longest time and
+// saturatedList's time are all below x (x > 0), from prepareJobs' sums without their
+// walks over the jobs: then neither bound reaches x. Each is at most
+// max(t, S ÷ n) for resource r of n instances, t the longest of its jobs' times and S
+// their sum (sumMaxT, sumSerial: the same times, S summed in the jobs' order as
+// saturatedBound sums them). The n-th longest is at most the longest (and, the times
+// at or above 0, at most S ÷ n: t is there for a time below 0, which no run has). The
+// sum but the n − 1 longest is at most S where those are at or above 0; where one is
+// below 0 so are the n-th longest and all after it, and that sum ÷ n is below 0 < x (a
+// job's time is its remaining work, at least 0, ÷ its rate). The list schedule's least free time
+// is at most the mean of the n free times, whose sum is S. The margin (relative 1e-6
+// and 1e-6 s) covers the sums' rounding, in another order for the list schedule. A
+// NaN fails the test (not below). (Issue 30, thirty-seventh round: corpus c143's 1,165
+// piggybacked requests of a 10-day run under BOINC's emulator each tried both bounds
+// and each asked for work; resourceOver tried saturatedList 2,563 times, 754 past.)
+func (w *Workspace) saturatedBelow(h *state.Host, r int, x float64) bool {
+	n := float64(h.Resources[r].Instances)
+	if !(n >= 1) {
+		return true // neither bound is known (both return not ok)
+	}
+	s := w.sums[sumsPer*r : sumsPer*r+sumsPer]
+	u := max(s[sumMaxT], s[sumSerial]/n)
+	top := u + 1e-6*math.Abs(u) + 1e-6
+	if satBelowCheck {
+		w.checkSatBelow(h, r, top)
+	}
+	return top < x
+}
+
+// satBelow turns saturatedBelow on (a test's switch: off, both bounds are walked).
+// With satBelowCheck on (tests only), at each call both bounds are walked and each
+// that is known and at or above 0 must be at most saturatedBelow's top (whatever x):
+// satBelowDiffs counts the calls where one was not, satBelowChecks the calls.
+var (
+	satBelow                      = true
+	satBelowCheck                 bool
+	satBelowDiffs, satBelowChecks int
+)
+
+// checkSatBelow is satBelowCheck's test of saturatedBelow's top for resource r.
+func (w *Workspace) checkSatBelow(h *state.Host, r int, top float64) {
+	satBelowChecks++
+	sat, kth, ok := w.saturatedBound(h, r)
+	list, lok := w.saturatedList(h, r)
+	if ok && (sat >= 0 && !(sat <= top) || !(kth <= top)) || lok && !(list <= top) {
+		satBelowDiffs++
+	}
 }
 
 // piggybackCheck, piggybackDiffs, piggybackChecks: with the check on (tests only),

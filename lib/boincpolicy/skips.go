@@ -378,7 +378,11 @@ func (w *Workspace) resourceOver(h *state.Host, r int, bufMin float64) (float64,
 	}
 	// saturatedBound's, where they hold: its sum falls at most n + 1 ÷ n times as
 	// fast, its n-th longest time as fast. Failing them, saturatedList's, n + 1
-	// times as fast.
+	// times as fast. (Neither is walked where the sums put both below bufMin:
+	// saturatedBelow.)
+	if satBelow && w.saturatedBelow(h, r, bufMin*(1+1e-9)+1e-6) {
+		return 0, false
+	}
 	sat, kth, ok := w.saturatedBound(h, r)
 	if !ok {
 		return 0, false
