@@ -107,17 +107,9 @@ func (w *Workspace) runHoldSeveral(doc *state.Document, now float64) bool {
 		if running++; running > n {
 			return false
 		}
-		t := &doc.Tasks[j.task]
-		if doc.BOINCEmulator && !(t.EmulatorFlopsLeft > 0 && t.FlopsDone > 0 && t.FractionDone < 1) {
-			return false // its estimate until it has computed, then its true work (tieLead)
-		}
-		run := sliceRun(doc, t)
-		if !(run <= period) {
+		var ok bool
+		if ends, ok = runningSlice(doc, &doc.Tasks[j.task], now, period, ends); !ok {
 			return false
-		}
-		ends = min(ends, now+period-run, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
-		if doc.BOINCEmulator && t.EmulatorRunStart > 0 {
-			ends = min(ends, t.EmulatorRunStart+period)
 		}
 		if l := r[0]; l < 0 || edfAfter(j, &w.jobs[l], i, l) {
 			r[0] = i
@@ -204,17 +196,9 @@ func (w *Workspace) runHoldOne(doc *state.Document, now float64) bool {
 		if !j.running {
 			continue
 		}
-		t := &doc.Tasks[j.task]
-		if doc.BOINCEmulator && !(t.EmulatorFlopsLeft > 0 && t.FlopsDone > 0 && t.FractionDone < 1) {
-			return false // its estimate until it has computed, then its true work (tieLead)
-		}
-		run := sliceRun(doc, t)
-		if !(run <= period) {
+		var ok bool
+		if ends, ok = runningSlice(doc, &doc.Tasks[j.task], now, period, ends); !ok {
 			return false
-		}
-		ends = min(ends, now+period-run, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
-		if doc.BOINCEmulator && t.EmulatorRunStart > 0 {
-			ends = min(ends, t.EmulatorRunStart+period)
 		}
 		running++
 		if last < 0 || edfAfter(j, &w.jobs[last], i, last) {
@@ -265,3 +249,22 @@ var (
 	runHolds  int
 	noRunHold bool
 )
+
+// runningSlice is a running job's part of runHold's test, for either kind of host:
+// false when the listing may read another remaining work from it than the hold
+// assumes (under the emulator its estimate until it has computed, then its true
+// work: tieLead) or its time slice has run out; else ends lowered to its slice's end.
+func runningSlice(doc *state.Document, t *state.Task, now, period, ends float64) (float64, bool) {
+	if doc.BOINCEmulator && !(t.EmulatorFlopsLeft > 0 && t.FlopsDone > 0 && t.FractionDone < 1) {
+		return ends, false
+	}
+	run := sliceRun(doc, t)
+	if !(run <= period) {
+		return ends, false
+	}
+	ends = min(ends, now+period-run, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
+	if doc.BOINCEmulator && t.EmulatorRunStart > 0 {
+		ends = min(ends, t.EmulatorRunStart+period)
+	}
+	return ends, true
+}
