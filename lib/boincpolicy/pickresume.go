@@ -23,7 +23,8 @@ import (
 // stop it, the loop goes on as pick's: the heap is the projects with jobs left, in
 // the document's order, each one's priority (read only while two or more are left) its
 // temporary REC's, as pick left it after that project's last pick, or its REC's
-// (prioBase) before any.
+// (prioBase) before any. Where p's jobs take the CPUs of the one that ended, the
+// picks again keep the last pick's sums (pickResumeKept) instead of making them anew.
 func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 	j := &w.jobs[i]
 	p, cpu, emu := j.proj, w.cpuRes, doc.BOINCEmulator
@@ -31,26 +32,39 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 		return false
 	}
 	jobs, pending, list := w.jobs, w.pending, w.pending[p]
-	if !emu && !resumeAnyBump {
+	// p's jobs still listed of the CPUs of the one that ended (pickResumeKept's case);
+	// with each project's CPU jobs of its first's CPUs and bump (pickSame) they are,
+	// of its bump too.
+	sameCPUs := true
+	if !w.pickSame || noResumeSame {
 		for _, a := range list {
-			if jobs[a].bump != j.bump {
+			if !emu && !resumeAnyBump && jobs[a].bump != j.bump {
 				return false
 			}
+			sameCPUs = sameCPUs && (jobs[a].cpus == j.cpus || resumeAnyCPUs)
 		}
 	}
 	// p's picks take its jobs still listed; one beyond its list (its last) is left out.
+	// The same walk sums, in the picks' order without that one, the CPUs in use (run)
+	// and p's CPUs and temporary REC, as the picks again add them.
 	seq, act := w.pickSeq, w.active
+	stop := seq[len(seq)-1] // the last pick's loop stopped at its last pick (segBroke)
 	t, x := 0, -1
+	run, pUsed, pREC := 0.0, 0.0, w.rec[p]
 	for y, q := range seq {
-		if q != p {
-			continue
-		}
-		if t < len(list) {
-			act[y] = list[t]
+		a := act[y]
+		if q == p {
+			if t == len(list) {
+				x = y
+				continue
+			}
+			a = list[t]
+			act[y] = a
 			t++
-		} else {
-			x = y
+			pUsed += jobs[a].cpus
+			pREC += jobs[a].bump
 		}
+		run += jobs[a].cpus
 	}
 	if x >= 0 {
 		seq = append(seq[:x], seq[x+1:]...)
@@ -58,24 +72,28 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 	}
 	// The picks again, with pick's sums (one resource: project q's place is q).
 	simNused, recTemp, pendingAt := w.simNused, w.recTemp, w.pendingAt
-	clear(simNused)
-	copy(recTemp, w.rec)
-	for q := range doc.Projects {
-		pendingAt[q] = 0
-	}
 	thr := float64(doc.Host.CPU().Instances)
-	run := w.resUsed(cpu)
 	broke := false
-	for y, q := range seq {
-		jj := &jobs[act[y]]
-		simNused[q] += jj.cpus
-		run += jj.cpus
-		recTemp[q] += jj.bump
-		if usedNear(run, thr, y+1) && w.resUsed(cpu) >= thr {
-			seq, act, broke = seq[:y+1], act[:y+1], true
-			break
+	if sameCPUs && !resumeWhole {
+		broke = w.pickResumeKept(p, t, stop, seq, run, thr, pUsed, pREC)
+	} else {
+		clear(simNused)
+		copy(recTemp, w.rec)
+		for q := range doc.Projects {
+			pendingAt[q] = 0
 		}
-		pendingAt[q]++
+		run = w.resUsed(cpu)
+		for y, q := range seq {
+			jj := &jobs[act[y]]
+			simNused[q] += jj.cpus
+			run += jj.cpus
+			recTemp[q] += jj.bump
+			if usedNear(run, thr, y+1) && w.resUsed(cpu) >= thr {
+				seq, act, broke = seq[:y+1], act[:y+1], true
+				break
+			}
+			pendingAt[q]++
+		}
 	}
 	if !broke && !noResumeLoop {
 		heap := w.heap[:0]
@@ -130,12 +148,50 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 	return true
 }
 
+// pickResumeKept is pickResume's picks again where p's jobs still listed all take the
+// CPUs of the one that ended (sameCPUs): it sets the sums those picks leave and
+// reports whether the loop stops at the last of them. p's picks (t of them, the last
+// pick's last one of p left out where p's list ran out) take other jobs of p, with
+// the same CPUs, so the CPUs p uses at each pick are the last pick's; the other
+// projects' picks are the same jobs in the same order. So every sum the picks again
+// make is the last pick's as it left it: each other project's CPUs in use and
+// temporary REC (pick's, pickAgain's, pickDrop's and pickResume's: each the sum over
+// that project's picks, the one the loop stopped at included, in their order), and
+// its count of picks that went on (pendingAt), but for the last pick's stop (its
+// project's count left it out: it now goes on, unless the loop stops there again).
+// p's are summed again (pUsed, pREC, its t picks). Nor can the loop stop before the
+// last of these picks: up to the pick left out the sums are the last pick's at the
+// same pick, which did not stop there; after it each is the last pick's one pick
+// later with one term of p fewer (the same terms ≥ 0 in the same order: rounding is
+// monotonic), and the last pick did not stop before its last pick. At the last one
+// the test is pick's, on the same sums (run: the CPUs in use in the picks' order).
+// (Corpus c072 under bsim's conventions resumed 70,000 loops in a 10-day run, each
+// summing its nine picks and every project's place again: issue 30, thirty-eighth
+// round.)
+func (w *Workspace) pickResumeKept(p, t, stop int, seq []int, run, thr, pUsed, pREC float64) bool {
+	pendingAt := w.pendingAt
+	if !noKeptStop {
+		pendingAt[stop]++
+	}
+	pendingAt[p] = t
+	w.simNused[p], w.recTemp[p] = pUsed, pREC
+	if n := len(seq); n > 0 && usedNear(run, thr, n) && w.resUsed(w.cpuRes) >= thr {
+		pendingAt[seq[n-1]]--
+		return true
+	}
+	return false
+}
+
 // A test's switches: noDropResume, pickDrop never resumes a loop that stopped at the
 // CPUs (pick runs); resumeAnyBump, it resumes whatever the bumps of the project's
 // jobs; noResumeLoop, it stops after the last pick's picks; noResumePrio, it resumes
-// with the priorities the last pick left. pickResumed, when set, counts pickResume's
-// picks.
+// with the priorities the last pick left; resumeAnyCPUs, its picks again keep the last
+// pick's sums whatever the CPUs of p's jobs; resumeWhole, they are summed again from
+// the first pick; noKeptStop, the kept sums leave the last pick's stop out of its
+// project's count; noResumeSame, p's jobs are looked at whatever pickSame says.
+// pickResumed, when set, counts pickResume's picks.
 var (
 	noDropResume, resumeAnyBump, noResumeLoop, noResumePrio bool
+	resumeAnyCPUs, resumeWhole, noKeptStop, noResumeSame    bool
 	pickResumed                                             *int
 )

@@ -11,8 +11,9 @@ import (
 // under BOINC's emulator, a third with one project's jobs of two versions, two bumps), the simulation whose picks after a job's end are pickAgain's,
 // pickDrop's and pickResume's where they may leaves every result and every pick
 // (pickLog) as the simulation that picks afresh every time. It fails with the bumps'
-// test left out outside the emulator, and with the loop not resumed after the last
-// pick's picks.
+// test left out outside the emulator, with the loop not resumed after the last
+// pick's picks, and with pickResumeKept's CPUs' test left out or the last pick's stop
+// left out of its project's count (a panic: a place past the list's end).
 func TestPickResumeIsPick(t *testing.T) {
 	if !Alone(t) {
 		return
@@ -39,7 +40,7 @@ func TestPickResumeIsPick(t *testing.T) {
 					}
 				}
 			}
-			if differ, _ := picksDiffer(doc); differ {
+			if resumeDiffers(doc) {
 				return resumed, trial
 			}
 		}
@@ -56,7 +57,8 @@ func TestPickResumeIsPick(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		off  *bool
-	}{{"the bumps", &resumeAnyBump}, {"the loop resumed", &noResumeLoop}, {"the priorities found again", &noResumePrio}} {
+	}{{"the bumps", &resumeAnyBump}, {"the loop resumed", &noResumeLoop}, {"the priorities found again", &noResumePrio},
+		{"the CPUs' test of the kept sums", &resumeAnyCPUs}, {"the last pick's stop counted", &noKeptStop}} {
 		*c.off = true
 		_, bad := run(47)
 		*c.off = false
@@ -66,4 +68,29 @@ func TestPickResumeIsPick(t *testing.T) {
 			t.Logf("pickResume without %s: trial %d differs", c.name, bad)
 		}
 	}
+	// pickSame's shortcut and the kept sums against p's jobs looked at and the sums
+	// found again: the same picks.
+	for _, c := range []struct {
+		name string
+		on   *bool
+	}{{"p's jobs looked at", &noResumeSame}, {"the sums found again", &resumeWhole}} {
+		*c.on = true
+		_, bad := run(47)
+		*c.on = false
+		if bad >= 0 {
+			t.Errorf("pickResume with %s: trial %d differs", c.name, bad)
+		}
+	}
+}
+
+// resumeDiffers is picksDiffer's answer, a panic (a switch's count of picks read past
+// a list's end) taken as a difference.
+func resumeDiffers(doc *state.Document) (differ bool) {
+	defer func() {
+		if recover() != nil {
+			differ = true
+		}
+	}()
+	differ, _ = picksDiffer(doc)
+	return differ
 }
