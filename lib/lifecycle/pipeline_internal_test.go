@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -169,26 +168,8 @@ func TestPipelineGroupsWhileOthersWrite(t *testing.T) {
 // storeBesideWriter opens a SQLite store beside another connection that commits every
 // few milliseconds (a scheduler's RPCs) until the test ends.
 func storeBesideWriter(t *testing.T) *store.Store {
-	ctx := context.Background()
 	dsn := storetest.SQLiteDSN(t)
 	st := storetest.Open(t, dsn)
-	other := storetest.Open(t, dsn)
-	stopWriting := make(chan struct{})
-	writing := make(chan struct{})
-	go func() {
-		defer close(writing)
-		for i := 0; ; i++ {
-			select {
-			case <-stopWriting:
-				return
-			case <-time.After(3 * time.Millisecond):
-			}
-			if _, err := other.AddApp(ctx, fmt.Sprintf("rpc%d", i), false, 1); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stopWriting); <-writing })
+	storetest.KeepWriting(t, dsn)
 	return st
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bkit/bkit/lib/lifecycle"
 	"github.com/bkit/bkit/lib/store/storetest"
@@ -155,4 +156,46 @@ func TestPurgeWalksPastAGroupNotReady(t *testing.T) {
 			t.Errorf("%d workunits left, want the 3 waiting for validation", n)
 		}
 	})
+}
+
+// TestPurgeCheckpointsEachBatchWhileOthersWrite (issue 33): while another connection
+// keeps committing (a scheduler's RPCs), a purge pass checkpoints the WAL after every
+// batch's deletion, not once a group: a group's deletions checkpointed at once were
+// one large flush that the RPCs' WAL syncs waited behind. Groups of 60 workunits in
+// batches of at most 10, so a pass that checkpoints once a group makes about a sixth as
+// many checkpoints as batches, and fails here.
+func TestPurgeCheckpointsEachBatchWhileOthersWrite(t *testing.T) {
+	t.Parallel()
+	p := newProject(t, storetest.SQLiteDSN(t), 120)
+	purgeReady(t, p)
+	storetest.KeepWriting(t, p.dsn)
+	pu := purger(p, filepath.Join(p.dir, "archive"))
+	pu.Batch = 60
+	lifecycle.SetBatchMost(pu, 10)
+	var mu sync.Mutex
+	checkpoints, batches := 0, 0
+	p.s.TimeTransactions(func(step string, _ time.Duration) {
+		if step == "checkpoint" {
+			mu.Lock()
+			checkpoints++
+			mu.Unlock()
+		}
+	})
+	p.s.TraceStatements(func(q string, _ []any) {
+		if strings.HasPrefix(q, "DELETE FROM workunit WHERE id IN") {
+			mu.Lock()
+			batches++
+			mu.Unlock()
+		}
+	})
+	sum, err := pu.Run(context.Background())
+	p.s.TimeTransactions(nil)
+	p.s.TraceStatements(nil)
+	if err != nil || sum.Workunits != 120 {
+		t.Fatalf("pass: %v, %v", sum, err)
+	}
+	// The checkpoint is made before the next write transaction: none after the last.
+	if batches < 12 || checkpoints < batches-1 {
+		t.Errorf("%d checkpoints for %d batches' deletions: want one after each but the last (at least 12 batches)", checkpoints, batches)
+	}
 }

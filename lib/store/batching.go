@@ -236,11 +236,7 @@ func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {
 	// automatic checkpoint (1,000 pages) and pays for a batch's copy and sync. PASSIVE:
 	// no writer or reader waits for it; its error (a busy database) leaves the work to
 	// the next checkpoint.
-	began := time.Now()
 	s.CheckpointWAL(ctx)
-	if t := s.timing.Load(); t != nil {
-		(*t)("checkpoint", time.Since(began))
-	}
 	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {
@@ -255,7 +251,12 @@ func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {
 // the automatic checkpoint and copy a pass's pages itself. Nothing on MySQL; an error
 // (a busy database) leaves the work to the next checkpoint.
 func (s *Store) CheckpointWAL(ctx context.Context) {
-	if s.dialect.name == SQLite {
-		s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	if s.dialect.name != SQLite {
+		return
+	}
+	began := time.Now()
+	s.DB.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+	if t := s.timing.Load(); t != nil {
+		(*t)("checkpoint", time.Since(began))
 	}
 }

@@ -15,11 +15,13 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bkit/bkit/lib/store"
 )
@@ -139,4 +141,30 @@ func Migrated(t testing.TB, dsn string) {
 	if err := Open(t, dsn).Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// KeepWriting commits a small write (a new app) to the database at dsn every few
+// milliseconds, through a connection of its own, until the test ends: the scheduler's
+// RPCs beside a cron job, which the job's Store sees as others writing
+// (store.Store.OthersWriting) and lets in between its batches.
+func KeepWriting(t testing.TB, dsn string) {
+	ctx := context.Background()
+	other := Open(t, dsn)
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			if _, err := other.AddApp(ctx, fmt.Sprintf("beside%d", i), false, 1); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-stopped })
 }
