@@ -60,7 +60,7 @@ func (p *pipeline[J, O]) run(ctx context.Context) (stopped bool, err error) {
 	inFlight := 0
 	var cur []J
 	seen := false
-	claims, records := p.store.Batcher(p.most), p.store.Batcher(p.most)
+	claims, records := p.store.LifecycleBatcher(p.most), p.store.LifecycleBatcher(p.most)
 	// record writes a group's outcomes, a batch a transaction.
 	record := func(w worked) error {
 		if w.err != nil {

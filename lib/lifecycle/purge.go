@@ -126,7 +126,7 @@ func (p *Purger) Run(ctx context.Context) (PurgeSummary, error) {
 	if err := p.Store.BatchJob(ctx); err != nil {
 		return PurgeSummary{}, err
 	}
-	ps := &pass{Purger: p, a: a, batches: p.Store.Batcher(most), claims: p.Store.Batcher(group), sqlite: p.Store.Engine() == store.SQLite}
+	ps := &pass{Purger: p, a: a, batches: p.Store.LifecycleBatcher(most), claims: p.Store.LifecycleBatcher(group), sqlite: p.Store.Engine() == store.SQLite}
 	if err := releaseDead(ctx, p.Store.PurgeOwners, p.Store.ReleasePurgeOwner, p.Log, "purge_batches"); err != nil {
 		return ps.sum, err
 	}
@@ -239,34 +239,34 @@ func (p *Purger) Run(ctx context.Context) (PurgeSummary, error) {
 }
 
 // wait waits, on SQLite, until the pause after the pass's last write transaction is
-// over; after a batch's deletion it checkpoints the WAL first (Store.CheckpointWAL),
-// which counts toward the pause. While others write (Store.OthersWriting: a scheduler
-// serving RPCs), after every batch, as Batcher.LetWritersIn does: a group's deletions
-// (a thousand workunits' rows and index entries, scattered over the tables) copied
-// and synced in one checkpoint was a flush every RPC's WAL sync during it waited
-// behind, and purge's RPC p99 at 50 RPC/s was 8.4–15.7 ms in four runs where each
-// batch's checkpoint made it 5.4–6.2 (issue 33; docs/decisions.md, "purge's checkpoint
-// after each batch"). With nobody else writing, once a group: a checkpoint syncs the
-// WAL and the database, a few milliseconds, and a quiet pass of small batches made
-// thousands.
+// over, and then, after a batch's deletion, checkpoints the WAL (Store.CheckpointWAL;
+// at the pause's end, as Batcher.LetWritersIn does). While others write
+// (Store.OthersWriting: a scheduler serving RPCs), after every batch: a group's
+// deletions (a thousand workunits' rows and index entries, scattered over the tables)
+// copied and synced in one checkpoint was a flush every RPC's WAL sync during it
+// waited behind, and purge's RPC p99 at 50 RPC/s was 8.4–15.7 ms in four runs where
+// each batch's checkpoint made it 6.0–6.2 (issue 33; docs/decisions.md, "purge's
+// checkpoint after each batch"). With nobody else writing, once a group: a checkpoint
+// syncs the WAL and the database, a few milliseconds, and a quiet pass of small
+// batches made thousands.
 func (ps *pass) wait() {
 	if !ps.sqlite {
 		return
 	}
-	if ps.checkpoint {
-		ps.checkpoint = false
-		ps.Store.CheckpointWAL(context.Background())
-	}
 	if d := time.Until(ps.free); d > 0 {
 		time.Sleep(d)
+	}
+	if ps.checkpoint { // at the pause's end, as Batcher.LetWritersIn's
+		ps.checkpoint = false
+		ps.Store.CheckpointWAL(context.Background())
 	}
 }
 
 // held records that a write transaction has just ended, having held the lock for d:
 // the next may begin after the store's pause (Store.Pause: long enough for a
 // scheduler RPC waiting for the lock to take it, as long as d while others write).
-// Work that holds no lock (reading the next batch, compressing, appending, syncing,
-// a WAL checkpoint) counts toward it.
+// Work that holds no lock (reading the next batch, compressing, appending, syncing)
+// counts toward it.
 func (ps *pass) held(d time.Duration) {
 	ps.free = time.Now().Add(ps.Store.Pause(context.Background(), d))
 }

@@ -23,6 +23,17 @@ import (
 // as before (docs/decisions.md, "2 ms batches, 3 ms pauses").
 const sqliteBatchHold = 2 * time.Millisecond
 
+// sqliteLifecycleHold is sqliteBatchHold for the lifecycle passes (assimilation, file
+// deletion, purge: LifecycleBatcher), whose batches write more pages a row and whose
+// file work shares the disk with the RPCs' WAL syncs. On a disk whose idle RPC p99 was
+// 2.6–3.2 ms, 2 ms batches left the RPCs' BEGIN p99 at 3.3–4.3 ms during file deletion
+// and purge, and their p99 at 2.3–2.9× the idle one; 1 ms batches cut BEGIN to about
+// 2.2 ms and those passes to 1.5–1.9×, the passes about 1.5–2.5× as long beside the
+// RPCs. bretry's did not gain (p99 1.53–1.55× against 1.37–1.45×, its pass 2–4× as
+// long), so it keeps sqliteBatchHold (docs/decisions.md, "1 ms batches for the
+// lifecycle passes, the checkpoint at the pause's end").
+const sqliteLifecycleHold = 1 * time.Millisecond
+
 // sqliteQuietHold is how long a batch may hold the write lock once no other
 // connection has committed for sqliteQuietWindow (a server with no RPCs coming, a
 // quiet night): nobody waits for the lock then, and 5 ms batches made a pass mostly
@@ -56,10 +67,16 @@ type Batcher struct {
 }
 
 // Batcher returns a Batcher of batches of at most most rows.
-func (s *Store) Batcher(most int) *Batcher {
+func (s *Store) Batcher(most int) *Batcher { return s.batcher(most, sqliteBatchHold) }
+
+// LifecycleBatcher is Batcher for a lifecycle pass: on SQLite, batches of
+// sqliteLifecycleHold while others write.
+func (s *Store) LifecycleBatcher(most int) *Batcher { return s.batcher(most, sqliteLifecycleHold) }
+
+func (s *Store) batcher(most int, hold time.Duration) *Batcher {
 	b := &Batcher{s: s, most: most}
 	if s.dialect.name == SQLite {
-		b.hold = sqliteBatchHold
+		b.hold = hold
 	}
 	return b
 }
@@ -161,7 +178,7 @@ func (b *Batcher) LetWritersIn(ctx context.Context) {
 
 // sqliteYield is LetWritersIn's pause: longer than the widest gap between a waiting
 // writer's tries for the lock (begin: sqliteBusyPoll, then again 1 ms later), and the
-// job's WAL checkpoint before it (1.5 ms at its median) lets writers in too. Once one
+// job's WAL checkpoint after it (1.5 ms at its median) lets writers in too. Once one
 // RPC has the lock, the RPCs queued behind it in bserver's pool begin as soon as it
 // commits, ahead of the job's next try. 5 ms made a pass of short batches beside the
 // RPCs 2–3× longer than 3 ms did (a bretry pass of 1.5 ms batches: 25 s against
@@ -231,18 +248,22 @@ func (s *Store) letWritersIn(ctx context.Context, pause time.Duration) {
 	if s.dialect.name != SQLite {
 		return
 	}
-	// The batch's pages are copied from the WAL into the database now, by the job,
-	// rather than by the commit of a scheduler RPC that finds the WAL past SQLite's
-	// automatic checkpoint (1,000 pages) and pays for a batch's copy and sync. PASSIVE:
-	// no writer or reader waits for it; its error (a busy database) leaves the work to
-	// the next checkpoint.
-	s.CheckpointWAL(ctx)
 	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+	// The batch's pages are copied from the WAL into the database by the job, rather
+	// than by the commit of a scheduler RPC that finds the WAL past SQLite's automatic
+	// checkpoint (1,000 pages) and pays for a batch's copy and sync. PASSIVE: no writer
+	// or reader waits for it; its error (a busy database) leaves the work to the next
+	// checkpoint. At the pause's end, not its start: the RPCs that waited for the batch
+	// take the lock the moment it is free and sync their commits right after, and a
+	// checkpoint then (its syncs of the WAL and the database) was a flush that the very
+	// RPCs the batch had already delayed waited behind (docs/decisions.md, "1 ms
+	// batches for the lifecycle passes, the checkpoint at the pause's end").
+	s.CheckpointWAL(ctx)
 }
 
 // CheckpointWAL copies the pages a cron job's batches wrote from SQLite's WAL into
