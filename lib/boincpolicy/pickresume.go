@@ -49,27 +49,25 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 	// and p's CPUs and temporary REC, as the picks again add them.
 	seq, act := w.pickSeq, w.active
 	stop := seq[len(seq)-1] // the last pick's loop stopped at its last pick (segBroke)
-	t, x := 0, -1
+	// The picks after the one left out move up one as the walk goes (d).
+	t, d := 0, 0
 	run, pUsed, pREC := 0.0, 0.0, w.rec[p]
 	for y, q := range seq {
 		a := act[y]
 		if q == p {
 			if t == len(list) {
-				x = y
+				d = 1
 				continue
 			}
 			a = list[t]
-			act[y] = a
 			t++
 			pUsed += jobs[a].cpus
 			pREC += jobs[a].bump
 		}
+		seq[y-d], act[y-d] = q, a
 		run += jobs[a].cpus
 	}
-	if x >= 0 {
-		seq = append(seq[:x], seq[x+1:]...)
-		act = append(act[:x], act[x+1:]...)
-	}
+	seq, act = seq[:len(seq)-d], act[:len(act)-d]
 	// The picks again, with pick's sums (one resource: project q's place is q).
 	simNused, recTemp, pendingAt := w.simNused, w.recTemp, w.pendingAt
 	thr := float64(doc.Host.CPU().Instances)
