@@ -220,3 +220,12 @@ func SetSatBelowCheck(on bool) { satBelowCheck, satBelowDiffs, satBelowChecks = 
 // SatBelowChecks how many were checked.
 func SatBelowDiffs() int  { return satBelowDiffs }
 func SatBelowChecks() int { return satBelowChecks }
+
+// SetKnownCheck turns prepareWhole's check of the jobs' known marks on or off and
+// zeroes its counts (prep_test.go).
+func SetKnownCheck(on bool) { knownCheck, knownDiffs, knownChecks = on, 0, 0 }
+
+// KnownDiffs is how many jobs' known marks their tasks contradicted at prepareWhole;
+// KnownChecks how many were checked.
+func KnownDiffs() int  { return knownDiffs }
+func KnownChecks() int { return knownChecks }

@@ -2,10 +2,11 @@ package boincpolicy
 
 import "math"
 
-// nextBestCheck: simulateFrom's steps that keep the pick check the active job that
-// finishes first, found as the last step set the times (nextBest), against a scan of
-// the times afresh (a test's; nextBestDiffs counts the differences, bit for bit,
-// nextBestChecks the steps checked).
+// nextBestCheck: simulateFrom's steps that keep the pick, and its picks that shift
+// the active jobs (pickShift), check the active job that finishes first, found from
+// the times the last step set (nextBest), against a scan of the times afresh (a
+// test's; nextBestDiffs counts the differences, bit for bit, nextBestChecks the steps
+// checked).
 var (
 	nextBestCheck                 bool
 	nextBestDiffs, nextBestChecks int

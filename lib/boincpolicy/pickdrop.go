@@ -78,6 +78,7 @@ func (w *Workspace) pickDrop(doc *state.Document, i int) bool {
 		return false // (not reached: the last pick took the job that ended)
 	}
 	w.pickSeq = append(w.pickSeq[:x], w.pickSeq[x+1:]...)
+	w.cpuOne = -1 // (not worked out again: pickAgain walks the picks)
 	w.active = append(w.active[:x], w.active[x+1:]...)
 	for _, q := range w.resOrder {
 		if w.segAt[q] > at {

@@ -138,6 +138,7 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 		w.heap = heap
 	}
 	w.active, w.pickSeq = act, seq
+	w.cpuOne = -1 // (not worked out again: pickAgain walks the picks)
 	w.pickBroke, w.segBroke[cpu] = broke, broke
 	w.simUsed[cpu] = w.resUsed(cpu)
 	if pickResumed != nil {

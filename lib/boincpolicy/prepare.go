@@ -86,8 +86,17 @@ func (w *Workspace) prepareWhole(doc *state.Document, cpuF, gpuF float64) {
 	// starts at +0 and max never makes it -0; a NaN on either side fails the test and
 	// goes to max as before. The test is a comparison, the builtin max several
 	// instructions for NaNs and zeros' signs (issue 30, thirty-second round).
+	//
+	// A job counts 1 in fall where its remaining work is true (j.known, as its view
+	// found it: a task's EmulatorFlopsLeft changes only where it computes, at a later
+	// moment, where the view is brought up to date before the jobs are prepared, as
+	// prepSame says; knownCheck holds it). The task read from the document at every
+	// job was the loop's largest line on c143 under BOINC's emulator (issue 30,
+	// thirty-eighth round).
+	if knownCheck {
+		w.checkKnown(doc)
+	}
 	coprocCPUs, fall := 0.0, 1.0
-	emu := doc.BOINCEmulator
 	if w.nRes == 1 && w.cpuRes == 0 {
 		var serial, work, maxT, maxU float64
 		for i := range w.jobs {
@@ -107,7 +116,7 @@ func (w *Workspace) prepareWhole(doc *state.Document, cpuF, gpuF float64) {
 			if !(j.inst <= maxU) {
 				maxU = max(maxU, j.inst)
 			}
-			if !emu || !(doc.Tasks[j.task].EmulatorFlopsLeft > 0) {
+			if !j.known {
 				fall = max(fall, w.Overestimate*w.dcfOf[j.proj])
 			}
 		}
@@ -137,7 +146,7 @@ func (w *Workspace) prepareWhole(doc *state.Document, cpuF, gpuF float64) {
 		if j.res != w.cpuRes {
 			coprocCPUs += j.cpus
 		}
-		if !emu || !(doc.Tasks[j.task].EmulatorFlopsLeft > 0) {
+		if !j.known {
 			fall = max(fall, w.Overestimate*w.dcfOf[j.proj])
 		}
 	}

@@ -34,3 +34,23 @@ func (w *Workspace) checkPrep(doc *state.Document, cpuF, gpuF float64) {
 		prepDiffs++
 	}
 }
+
+// knownCheck, knownDiffs, knownChecks: the tests' check of the jobs' known marks
+// (TestKnownMarks). At every call of prepareWhole each job's mark must be what its
+// task says then (remaining's test: under BOINC's emulator, EmulatorFlopsLeft > 0);
+// knownDiffs counts the jobs where it was not, knownChecks the jobs checked.
+var (
+	knownCheck              bool
+	knownDiffs, knownChecks int
+)
+
+// checkKnown is knownCheck's test of the jobs' marks at a call of prepareWhole.
+func (w *Workspace) checkKnown(doc *state.Document) {
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		knownChecks++
+		if j.known != (doc.BOINCEmulator && doc.Tasks[j.task].EmulatorFlopsLeft > 0) {
+			knownDiffs++
+		}
+	}
+}

@@ -234,6 +234,7 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 		// as they were.
 		best, dt := -1, 0.0
 		if !picked {
+			w.pickShift = false
 			if first || noPickAgain || !w.pickAgain(doc, ended, endedRes, endedJob) {
 				w.pick(doc, recSum)
 			}
@@ -253,10 +254,24 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			if len(w.active) == 0 {
 				break
 			}
-			// The active job that finishes first (the first among equals).
-			for _, a := range w.active {
-				if t := jobs[a].simT; best < 0 || t < dt {
-					best, dt = a, t
+			if w.pickShift {
+				// The active jobs are those of the last step but the one that
+				// ended, in their order, then one new (pickShift): the scan's
+				// fold over them is the last step's over the others (nextBest,
+				// the one that ended left out), then the new job.
+				best, dt = nextBest, nextDT
+				if a := w.active[len(w.active)-1]; best < 0 || jobs[a].simT < dt {
+					best, dt = a, jobs[a].simT
+				}
+				if nextBestCheck {
+					w.checkNextBest(best, dt)
+				}
+			} else {
+				// The active job that finishes first (the first among equals).
+				for _, a := range w.active {
+					if t := jobs[a].simT; best < 0 || t < dt {
+						best, dt = a, t
+					}
 				}
 			}
 		} else {
@@ -295,6 +310,9 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 				w.Sim[j.res].Misses++
 			}
 		}
+		// nextBest over the active jobs but the one that ended (best; none: -1),
+		// which the next pick leaves out: read as it is where no job ended, and
+		// where the pick shifts the others (pickShift).
 		nextBest, nextDT = -1, 0.0
 		for _, a := range w.active {
 			j := &jobs[a]
@@ -305,7 +323,7 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			j.simLeft = left
 			t := left / j.simRate
 			j.simT = t
-			if nextBest < 0 || t < nextDT {
+			if a != best && (nextBest < 0 || t < nextDT) {
 				nextBest, nextDT = a, t
 			}
 		}
@@ -451,6 +469,17 @@ func (w *Workspace) pick(doc *state.Document, recSum float64) {
 	for r := range nR {
 		w.simUsed[r] = w.resUsed(r)
 	}
+	// Whether the CPUs' picks are all one project's (pickAgain: one project's host).
+	w.cpuOne = -1
+	if seq := w.pickSeq[w.cpuSeqAt:]; len(seq) > 0 {
+		w.cpuOne = seq[0]
+		for _, q := range seq[1:] {
+			if q != seq[0] {
+				w.cpuOne = -1
+				break
+			}
+		}
+	}
 }
 
 // noPickAgain: the simulation picks afresh after every job's end (a test's, to
@@ -496,13 +525,24 @@ func (w *Workspace) pickAgain(doc *state.Document, p, r, i int) bool {
 		// took every job.
 		return !noPickDrop && w.pickDrop(doc, i)
 	}
+	// Where every CPU pick is p's, they were p's first jobs listed, the one that
+	// ended among them, and are now the others in their order, then p's next job,
+	// last in w.active (the CPUs' picks come last): pickShift, for simulateFrom.
 	act := w.active[w.cpuActAt : w.cpuActAt+len(seq)]
-	t := 0
-	for x, q := range seq {
-		if q == p {
-			act[x] = list[t]
-			t++
+	if w.cpuOne == p {
+		// Every CPU pick is p's (pick: cpuOne): the x-th takes p's x-th job, the
+		// loop's stores in one copy.
+		copy(act, list[:len(seq)])
+		w.pickShift = true
+	} else {
+		t := 0
+		for x, q := range seq {
+			if q == p {
+				act[x] = list[t]
+				t++
+			}
 		}
+		w.pickShift = t == len(seq)
 	}
 	if pickAgainAfter != nil && w.cpuActAt > 0 {
 		*pickAgainAfter++

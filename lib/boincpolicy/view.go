@@ -32,6 +32,10 @@ type job struct {
 	started         bool // it has an active task: running or preempted
 	running         bool
 	simDone, misses bool // the round-robin simulation's
+	// known: left is its task's true remaining work (remaining: under BOINC's
+	// emulator, state.Task.EmulatorFlopsLeft > 0), as the view found it; prepareJobs'
+	// fall reads it, not the task (knownCheck).
+	known bool
 }
 
 // Workspace holds one document's view and the buffers of every step, kept from call
@@ -95,6 +99,15 @@ type Workspace struct {
 	keepFree            float64
 	keepRuns, keepAt    int
 	pickSame, pickBroke bool
+	// pickShift: pickAgain's last pick took every CPU pick from the project whose job
+	// ended, so the active jobs are the others in their order, then one new at the
+	// end (simulateFrom's first to finish: nextBest over the others, then the new
+	// one; a scan after c143's 210,942 picks a 10-day run under BOINC's emulator, 2 %
+	// of it: issue 30, thirty-eighth round). cpuOne: the project every one of pick's
+	// CPU picks is of (-1: none such, or not known after pickDrop's and pickResume's),
+	// for pickAgain.
+	pickShift bool
+	cpuOne    int
 
 	// per resource: the simulation's results
 	Sim      []ResourceSim
@@ -426,7 +439,7 @@ func (w *Workspace) build(doc *state.Document, i int, j *job) {
 		if av.Coproc == nil {
 			j.inst = av.AvgNCPUs
 		}
-		j.left, j.est = remaining(doc, t, doc.Projects[p].DCF())
+		j.left, j.est, j.known = remaining(doc, t, doc.Projects[p].DCF())
 		j.peak = cpuFlops * av.AvgNCPUs
 		if j.res != w.cpuRes {
 			j.peak += cpuFlops * j.inst * w.relSpeed[j.res]
@@ -490,7 +503,7 @@ func (w *Workspace) refresh(doc *state.Document) {
 			j := &jobs[out]
 			out++
 			j.started, j.running = started, running
-			j.left, j.est = remaining(doc, t, dcf[j.proj])
+			j.left, j.est, j.known = remaining(doc, t, dcf[j.proj])
 		}
 		if out != len(jobs) {
 			w.jobsGen++ // a job dropped (statsTimes)
@@ -520,7 +533,7 @@ func (w *Workspace) refresh(doc *state.Document) {
 			out++
 			j.task = i
 			j.started, j.running = t.State != state.TaskReady, t.State == state.TaskRunning
-			j.left, j.est = remaining(doc, t, w.dcf[j.proj])
+			j.left, j.est, j.known = remaining(doc, t, w.dcf[j.proj])
 			continue
 		}
 		// A task received (every job walked: the slots from out on are free).
@@ -569,12 +582,14 @@ func (j *job) is(t *state.Task) bool {
 // not (sim_flops_left), which bsim --emulate boinc gives as
 // state.Task.EmulatorFlopsLeft: the simulation there never sees the correction
 // factor, whose emulated value is about twice the truth (Sim.Settle).
-func remaining(doc *state.Document, t *state.Task, dcf float64) (left, est float64) {
+//
+// known is whether left is the true remaining work (prepareJobs' fall reads it).
+func remaining(doc *state.Document, t *state.Task, dcf float64) (left, est float64, known bool) {
 	est = t.RemainingWork(dcf)
 	if doc.BOINCEmulator && t.EmulatorFlopsLeft > 0 {
-		return t.EmulatorFlopsLeft, est
+		return t.EmulatorFlopsLeft, est, true
 	}
-	return est, est
+	return est, est, false
 }
 
 // WorkBufMin is BOINC's work_buf_min in seconds (client_state.h): the low-water mark,
