@@ -24,14 +24,14 @@ import (
 const sqliteBatchHold = 2 * time.Millisecond
 
 // sqliteLifecycleHold is sqliteBatchHold for the lifecycle passes (assimilation, file
-// deletion, purge: LifecycleBatcher), whose batches write more pages a row and whose
-// file work shares the disk with the RPCs' WAL syncs. On a disk whose idle RPC p99 was
-// 2.6–3.2 ms, 2 ms batches left the RPCs' BEGIN p99 at 3.3–4.3 ms during file deletion
-// and purge, and their p99 at 2.3–2.9× the idle one; 1 ms batches cut BEGIN to about
-// 2.2 ms and those passes to 1.5–1.9×, the passes about 1.5–2.5× as long beside the
-// RPCs. bretry's did not gain (p99 1.53–1.55× against 1.37–1.45×, its pass 2–4× as
-// long), so it keeps sqliteBatchHold (docs/decisions.md, "1 ms batches for the
-// lifecycle passes, the checkpoint at the pause's end").
+// deletion, purge: LifecycleBatcher), chosen by measurement apart from bretry's. On a
+// disk whose idle RPC p99 was 2.5–3.2 ms, 2 ms batches left the RPCs' BEGIN p99 at
+// 3.3–4.3 ms during file deletion and purge, and their p99 at 2.3–2.9× the idle one;
+// 1 ms batches (with the checkpoint at the pause's end) cut BEGIN to 1.3–3.0 ms and
+// those passes to 1.5–2.1×, the passes about twice as long beside the RPCs. bretry's
+// pass did not gain (p99 1.53–1.55× against 1.37–1.45×, the pass 2–4× as long), so it
+// keeps sqliteBatchHold (docs/decisions.md, "1 ms batches for the lifecycle passes, the
+// checkpoint at the pause's end").
 const sqliteLifecycleHold = 1 * time.Millisecond
 
 // sqliteQuietHold is how long a batch may hold the write lock once no other
