@@ -28,7 +28,7 @@ const sqliteBatchHold = 2 * time.Millisecond
 // disk whose idle RPC p99 was 2.5–3.2 ms, 2 ms batches left the RPCs' BEGIN p99 at
 // 3.3–4.3 ms during file deletion and purge, and their p99 at 2.3–2.9× the idle one;
 // 1 ms batches (with the checkpoint at the pause's end) cut BEGIN to 1.3–3.0 ms and
-// those passes to 1.5–2.1×, the passes about twice as long beside the RPCs. bretry's
+// those passes to 1.4–2.3×, the passes about twice as long beside the RPCs. bretry's
 // pass did not gain (p99 1.53–1.55× against 1.37–1.45×, the pass 2–4× as long), so it
 // keeps sqliteBatchHold (docs/decisions.md, "1 ms batches for the lifecycle passes, the
 // checkpoint at the pause's end").
