@@ -3,12 +3,13 @@ package boincpolicy
 import (
 	"slices"
 
+	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
 )
 
-// pickResume is pickDrop where the last pick's loop stopped at the CPUs (segBroke), on
-// a host of CPUs only: job i of project p ended. It reports whether it made the pick
-// (else pick must run).
+// pickResume is pickDrop where the last pick's CPU loop stopped at the CPUs (segBroke):
+// CPU job i of project p ended. It reports whether it made the pick (else pick must
+// run).
 //
 // When p's jobs still listed all have the bump of the one that ended (or under BOINC's
 // emulator, whose loop takes the projects in the document's order from the last,
@@ -25,13 +26,23 @@ import (
 // temporary REC's, as pick left it after that project's last pick, or its REC's
 // (prioBase) before any. Where p's jobs take the CPUs of the one that ended, the
 // picks again keep the last pick's sums (pickResumeKept) instead of making them anew.
+//
+// On a host with coprocessors their loops come first and are as they were (pickAgain's
+// argument: a CPU job's end changes none of their lists, RECs or priorities), and so
+// are the CPUs their jobs take, from which the CPUs' loop starts: its sums start from
+// them (resumeCoCPUs), the rest as above, and its picks follow theirs (from cpuSeqAt).
+// There the kept sums only (a project's CPUs in use and temporary REC are not the CPUs'
+// loop's alone to sum again), and p's CPU list not run out: a project without CPU jobs
+// keeps the temporary REC of its last coprocessor loop, not its REC. (Corpus c105, 16
+// CPUs and a GPU, picked afresh at 58,000 CPU jobs' ends of a 10-day run: issue 30,
+// thirty-ninth round.)
 func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 	j := &w.jobs[i]
-	p, cpu, emu := j.proj, w.cpuRes, doc.BOINCEmulator
-	if w.nRes != 1 || j.res != cpu {
+	p, cpu, emu, nR := j.proj, w.cpuRes, doc.BOINCEmulator, w.nRes
+	if j.res != cpu {
 		return false
 	}
-	jobs, pending, list := w.jobs, w.pending, w.pending[p]
+	jobs, pending, list := w.jobs, w.pending, w.pending[p*nR+cpu]
 	// p's jobs still listed of the CPUs of the one that ended (pickResumeKept's case);
 	// with each project's CPU jobs of its first's CPUs and bump (pickSame) they are,
 	// of its bump too.
@@ -44,37 +55,56 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 			sameCPUs = sameCPUs && (jobs[a].cpus == j.cpus || resumeAnyCPUs)
 		}
 	}
+	if nR > 1 && (!sameCPUs || (len(list) == 0 && !resumeCoEmpty)) {
+		return false
+	}
 	// p's picks take its jobs still listed; one beyond its list (its last) is left out.
 	// The same walk sums, in the picks' order without that one, the CPUs in use (run)
-	// and p's CPUs and temporary REC, as the picks again add them.
-	seq, act := w.pickSeq, w.active
+	// and p's CPUs and temporary REC, as the picks again add them, each from where the
+	// CPUs' loop starts (the coprocessor jobs' CPUs; none on a host of CPUs only).
+	seq, act, at := w.pickSeq, w.active, w.cpuSeqAt
 	stop := seq[len(seq)-1] // the last pick's loop stopped at its last pick (segBroke)
-	// The picks after the one left out move up one as the walk goes (d).
-	t, d := 0, 0
+	t, x := 0, -1           // p's picks again, the pick left out (-1: none)
 	run, pUsed, pREC := 0.0, 0.0, w.rec[p]
-	for y, q := range seq {
-		a := act[y]
-		if q == p {
-			if t == len(list) {
-				d = 1
-				continue
-			}
-			a = list[t]
-			t++
-			pUsed += jobs[a].cpus
-			pREC += jobs[a].bump
+	if at > 0 {
+		run, pUsed = w.resumeCoCPUs(doc, p)
+	}
+	for y := at; y < len(seq); y++ {
+		if seq[y] != p {
+			run += jobs[act[y]].cpus // (its pick as it was)
+			continue
 		}
-		seq[y-d], act[y-d] = q, a
+		if t == len(list) {
+			x = y
+			break
+		}
+		a := list[t]
+		t++
+		act[y] = a
+		pUsed += jobs[a].cpus
+		pREC += jobs[a].bump
 		run += jobs[a].cpus
 	}
-	seq, act = seq[:len(seq)-d], act[:len(act)-d]
-	// The picks again, with pick's sums (one resource: project q's place is q).
+	if x >= 0 {
+		// The picks after the one left out move up one (none of them p's: p has at
+		// most one pick beyond its list, the last pick having taken no more of p's
+		// jobs than its list then held, and one having ended since).
+		for y := x + 1; y < len(seq); y++ {
+			a := act[y]
+			seq[y-1], act[y-1] = seq[y], a
+			run += jobs[a].cpus
+		}
+		seq, act = seq[:len(seq)-1], act[:len(act)-1]
+	}
+	// The picks again, with pick's sums (project q's place in its CPU list is
+	// q×nR + cpu).
 	simNused, recTemp, pendingAt := w.simNused, w.recTemp, w.pendingAt
 	thr := float64(doc.Host.CPU().Instances)
 	broke := false
 	if sameCPUs && !resumeWhole {
 		broke = w.pickResumeKept(p, t, stop, seq, run, thr, pUsed, pREC)
 	} else {
+		// (One resource: project q's place is q.)
 		clear(simNused)
 		copy(recTemp, w.rec)
 		for q := range doc.Projects {
@@ -96,7 +126,7 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 	if !broke && !noResumeLoop {
 		heap := w.heap[:0]
 		for q := range doc.Projects {
-			if pendingAt[q] < len(pending[q]) {
+			if k := q*nR + cpu; pendingAt[k] < len(pending[k]) {
 				heap = append(heap, q)
 			}
 		}
@@ -117,19 +147,20 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 				}
 			}
 			q := heap[bi]
-			a := pending[q][pendingAt[q]]
+			k := q*nR + cpu
+			a := pending[k][pendingAt[k]]
 			jj := &jobs[a]
 			act = append(act, a)
 			seq = append(seq, q)
-			simNused[q] += jj.cpus
+			simNused[k] += jj.cpus
 			run += jj.cpus
 			recTemp[q] += jj.bump
 			if usedNear(run, thr, len(seq)) && w.resUsed(cpu) >= thr {
 				broke = true
 				break
 			}
-			pendingAt[q]++
-			if pendingAt[q] == len(pending[q]) {
+			pendingAt[k]++
+			if pendingAt[k] == len(pending[k]) {
 				heap = slices.Delete(heap, bi, bi+1)
 			} else if !emu && len(heap) > 1 {
 				w.prio[q] = Priority(recTemp[q], recSum, doc.Projects[q].ResourceShare, w.shareFrac[q])
@@ -143,8 +174,32 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 	w.simUsed[cpu] = w.resUsed(cpu)
 	if pickResumed != nil {
 		*pickResumed++
+		if nR > 1 && pickResumedCo != nil {
+			*pickResumedCo++
+		}
 	}
 	return true
+}
+
+// resumeCoCPUs is, where the CPUs' loop starts (after the coprocessors' loops, which
+// pickResume keeps), the CPUs in use (run: resUsed's sum over the projects, in their
+// order) and p's (its CPUs in use), each as pick summed them: every project's from
+// +0, its coprocessor picks' CPUs added in the picks' order (none while GPU computing
+// is suspended: pick then does not count them).
+func (w *Workspace) resumeCoCPUs(doc *state.Document, p int) (run, pUsed float64) {
+	if doc.GPUsSuspended || noResumeCoCPUs {
+		return 0, 0
+	}
+	co := scratch.Grow(w.resumeCo, len(doc.Projects))
+	w.resumeCo = co
+	clear(co)
+	for y, q := range w.pickSeq[:w.cpuSeqAt] {
+		co[q] += w.jobs[w.active[y]].cpus
+	}
+	for _, c := range co {
+		run += c
+	}
+	return run, co[p]
 }
 
 // pickResumeKept is pickResume's picks again where p's jobs still listed all take the
@@ -168,14 +223,15 @@ func (w *Workspace) pickResume(doc *state.Document, i int) bool {
 // summing its nine picks and every project's place again: issue 30, thirty-eighth
 // round.)
 func (w *Workspace) pickResumeKept(p, t, stop int, seq []int, run, thr, pUsed, pREC float64) bool {
-	pendingAt := w.pendingAt
+	pendingAt, nR, cpu := w.pendingAt, w.nRes, w.cpuRes
 	if !noKeptStop {
-		pendingAt[stop]++
+		pendingAt[stop*nR+cpu]++
 	}
-	pendingAt[p] = t
-	w.simNused[p], w.recTemp[p] = pUsed, pREC
-	if n := len(seq); n > 0 && usedNear(run, thr, n) && w.resUsed(w.cpuRes) >= thr {
-		pendingAt[seq[n-1]]--
+	pendingAt[p*nR+cpu] = t
+	w.simNused[p*nR+cpu], w.recTemp[p] = pUsed, pREC
+	// (seq: every pick, the coprocessors' first: n is pick's count at its test.)
+	if n := len(seq); n > w.cpuSeqAt && usedNear(run, thr, n) && w.resUsed(cpu) >= thr {
+		pendingAt[seq[n-1]*nR+cpu]--
 		return true
 	}
 	return false
@@ -188,9 +244,12 @@ func (w *Workspace) pickResumeKept(p, t, stop int, seq []int, run, thr, pUsed, p
 // pick's sums whatever the CPUs of p's jobs; resumeWhole, they are summed again from
 // the first pick; noKeptStop, the kept sums leave the last pick's stop out of its
 // project's count; noResumeSame, p's jobs are looked at whatever pickSame says.
-// pickResumed, when set, counts pickResume's picks.
+// pickResumed, when set, counts pickResume's picks, and pickResumedCo those on hosts
+// with coprocessors. On those: noResumeCoCPUs, the CPUs' sums start from none, not
+// the coprocessor jobs' CPUs; resumeCoEmpty, it picks after p's last CPU job too.
 var (
 	noDropResume, resumeAnyBump, noResumeLoop, noResumePrio bool
 	resumeAnyCPUs, resumeWhole, noKeptStop, noResumeSame    bool
-	pickResumed                                             *int
+	noResumeCoCPUs, resumeCoEmpty                           bool
+	pickResumed, pickResumedCo                              *int
 )

@@ -94,3 +94,57 @@ func resumeDiffers(doc *state.Document) (differ bool) {
 	differ, _ = picksDiffer(doc)
 	return differ
 }
+
+// TestPickResumeWithCoprocessors: the same on random queues of hosts with one or two
+// GPUs beside the CPUs (dropQueue's and randomGPUQueue's, half of them under BOINC's
+// emulator, the GPUs now and then suspended): pickResume after a CPU job's end keeps
+// the coprocessors' picks and starts the CPUs' sums from their jobs' CPUs. It fails
+// with those sums started from none and with a project's last CPU job's end resumed
+// (its temporary REC then its last coprocessor loop's, not its REC).
+func TestPickResumeWithCoprocessors(t *testing.T) {
+	if !Alone(t) {
+		return
+	}
+	const trials = 20000
+	run := func(seed uint64) (int, int) { // the picks resumed on such hosts, the first trial that differed (-1: none)
+		rng := rand.New(rand.NewPCG(30, seed))
+		resumed, co := 0, 0
+		pickResumed, pickResumedCo = &resumed, &co
+		defer func() { pickResumed, pickResumedCo = nil, nil }()
+		for trial := range trials {
+			var doc *state.Document
+			if rng.IntN(2) == 0 {
+				doc = randomGPUQueue(rng)
+			} else {
+				for doc = dropQueue(rng); len(doc.Host.Resources) == 1; doc = dropQueue(rng) {
+				}
+			}
+			doc.BOINCEmulator = rng.IntN(2) == 0
+			if resumeDiffers(doc) {
+				return co, trial
+			}
+		}
+		return co, -1
+	}
+	co, bad := run(53)
+	if bad >= 0 {
+		t.Fatalf("trial %d: pickResume's results differ from a whole pick's", bad)
+	}
+	if co < 10000 {
+		t.Errorf("pickResume made %d picks on hosts with coprocessors only", co)
+	}
+	t.Logf("pickResume made %d picks on hosts with coprocessors in %d queues", co, trials)
+	for _, c := range []struct {
+		name string
+		sw   *bool
+	}{{"the CPUs' sums started from none", &noResumeCoCPUs}, {"a project's last CPU job's end resumed", &resumeCoEmpty}} {
+		*c.sw = true
+		_, bad := run(53)
+		*c.sw = false
+		if bad < 0 {
+			t.Errorf("pickResume with %s: no result differs", c.name)
+		} else {
+			t.Logf("pickResume with %s: trial %d differs", c.name, bad)
+		}
+	}
+}

@@ -179,6 +179,7 @@ type Workspace struct {
 
 	reportCounts        []int // OverdueReport's
 	active, order, heap []int
+	resumeCo            []float64 // pickResume's: per project, the CPUs of its coprocessor picks
 	bound               []float64 // per resource: missesKnown's
 	// prepareJobs': per resource the bounds' sums (sumsPer each), the coprocessor
 	// jobs' CPUs and how fast a remaining work may fall (workBound)
