@@ -86,7 +86,13 @@ func CoOnceChecks() int { return coOnceChecks }
 // simulation on or off and zeroes its counts (relist_test.go).
 func SetRelistCheck(on bool) {
 	relistCheck, relistDiffs, relistChecks, stayDiffs, stayChecks = on, 0, 0, 0, 0
+	boundDiffs, boundChecks = 0, 0
 }
+
+// BoundDiffs and BoundChecks are RelistDiffs and RelistChecks for the answers
+// missesRebound carried.
+func BoundDiffs() int  { return boundDiffs }
+func BoundChecks() int { return boundChecks }
 
 // StayDiffs and StayChecks are RelistDiffs and RelistChecks for the answers
 // missesStay carried.

@@ -18,7 +18,7 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	// moment a running job's may grow (noRiseUntil), as the holds do.
 	rise := w.noRiseUntil(doc, now)
 	w.mkUntil, w.mkRest, w.mkEps = min(now+w.slack, rise), min(now+w.restSlack, rise), w.recEps
-	w.mkStayed = false
+	w.mkStayed, w.mkRebound = false, false
 	w.mkListed, w.listedNow = w.listedNow, false
 	if w.mkKept = w.mkUntil > now; !w.mkKept {
 		return true
@@ -35,10 +35,9 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 	}
 	// The last horizon's served CPUs missesKnown tried (the box's, when it has one).
 	w.mkServed = append(w.mkServed[:0], w.gServed...)
-	// For missesRelist: the rest's cap (its horizons') and the rise.
-	if w.mkRelist = w.relistable(); w.mkRelist {
-		w.mkCapAt, w.mkRiseAt = now+w.capSlack, rise
-	}
+	// For missesRelist and missesRebound: the rest's cap (its horizons') and the rise.
+	w.mkRelist = w.relistable()
+	w.mkCapAt, w.mkRiseAt = now+w.capSlack, rise
 	return true
 }
 
@@ -182,6 +181,74 @@ func (w *Workspace) missesRelist(doc *state.Document, now float64) bool {
 	return true
 }
 
+// missesRebound is missesRelist for the hosts relistable leaves out (several
+// projects, or jobs of several CPUs) under BOINC's emulator, where the served CPUs
+// read no REC (gRECFree: pick takes the projects by address, so what each project is
+// served follows from the jobs alone), when every job is a CPU job: it
+// carries the answer keepMisses kept past the end of its rest at now by each job's
+// bound from above at now (projectServed's and listUpper's, on the CPUs the answer
+// found each project served), and reports whether every job the answer has in time
+// still ends in time by it; then it sets the rest (mkRest and, with no miss by
+// missBounds' bound, mkUntil) to the least margin so found, but not past the answer's
+// horizons' cap nor the first moment a running job's work may grow (missesRelist's).
+//
+// Why: these are the bounds missesKnown itself would take for those jobs at now
+// (the per-job bounds hold at any moment for the served CPUs found with the jobs as
+// they are; the jobs are the answer's, the tasks unchanged since, so the served CPUs
+// found now are the answer's, which is checked); a job in time by them is in time in
+// the simulation, and the least margin is how long none can come to miss, the times
+// only falling. The misses are the answer's: a job whose computation deadline is past
+// stays so, and a miss by missBounds' bound is found again by relow past mkUntil
+// (both as in missesRelist). It costs projectStats' sums kept for the jobs
+// (statsTimes), projectServed's sums and, where they leave a job late, listUpper;
+// missesKnown's whole answer adds the bounds per resource, missBounds' listLower and
+// lowFall. (down-2cpu under BOINC's emulator, two projects on two CPUs: the rest of
+// 780 of the 1,550 answers of a 10-day run ran out, each then a whole missesKnown:
+// issue 30, thirty-ninth round.)
+func (w *Workspace) missesRebound(doc *state.Document, now float64) bool {
+	rest := min(w.mkCapAt, w.mkRiseAt)
+	// (Under bsim's conventions the served CPUs of several projects read the REC,
+	// and a host of one project is relistable's but for jobs of several CPUs, which
+	// no scenario has: trying there cost more than it saved, down-2cpu +0.6 %.)
+	if w.mkRelist || !doc.BOINCEmulator || len(w.mkMisses) != len(w.jobs) || len(w.jobs) == 0 || !(rest > now) {
+		return false
+	}
+	for i := range w.jobs {
+		if w.jobs[i].res != w.cpuRes {
+			return false
+		}
+	}
+	if !w.projectStats(doc) || !w.gRECFree || !w.projectServed(doc, now, 0) || !slices.Equal(w.gServed, w.mkServed) {
+		return false
+	}
+	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+	for i := range w.jobs {
+		if w.mkMisses[i] {
+			continue
+		}
+		// cumLate's test in place (missesKnown's margin for rounding): the call cost
+		// more than the test at every job, and listUpper is needed at few.
+		d := w.jobs[i].deadline - comp
+		late := d - (now + w.cum[i]*(1+1e-9) + 1e-6)
+		if late < 0 && !w.listUp {
+			w.listUpper(doc, len(doc.Projects))
+			late = d - (now + w.cum[i]*(1+1e-9) + 1e-6)
+		}
+		if !(late >= 0) {
+			return false
+		}
+		rest = min(rest, now+late)
+	}
+	if !(rest > now) {
+		return false
+	}
+	if !w.mkBound {
+		w.mkUntil = rest
+	}
+	w.mkRest, w.mkRelisted, w.mkRebound = rest, true, true
+	return true
+}
+
 // relistCheck, relistDiffs, relistChecks: the tests' check of missesRelist. Wherever
 // missesKept gives an answer missesRelist carried (at this pass or an earlier one), a
 // whole simulation on a copy of the document, by a workspace of its own, must find
@@ -191,6 +258,7 @@ var (
 	relistCheck               bool
 	relistDiffs, relistChecks int
 	stayDiffs, stayChecks     int // of those, the answers missesStay carried
+	boundDiffs, boundChecks   int // of those, the answers missesRebound carried
 )
 
 // checkRelist is relistCheck's test of missesKept's answer at now.
@@ -204,6 +272,12 @@ func (w *Workspace) checkRelist(doc *state.Document, now float64) {
 		stayChecks++
 		if !same {
 			stayDiffs++
+		}
+	}
+	if w.mkRebound {
+		boundChecks++
+		if !same {
+			boundDiffs++
 		}
 	}
 }
@@ -237,7 +311,7 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 	if !w.mkKept || len(w.mkMisses) != len(w.jobs) {
 		return false
 	}
-	if !(now < w.mkRest) && !w.missesRelist(doc, now) || !(now < w.mkUntil) && !(w.mkBound && now < w.mkRest) {
+	if !(now < w.mkRest) && !w.missesRelist(doc, now) && !w.missesRebound(doc, now) || !(now < w.mkUntil) && !(w.mkBound && now < w.mkRest) {
 		return false
 	}
 	eps := math.Inf(1)

@@ -28,6 +28,28 @@ func TestMissesRelistAgainstSimulation(t *testing.T) {
 		checked{boincpolicy.RelistDiffs, "of the answers missesRelist carried differed from the whole simulation's"})
 }
 
+// TestMissesReboundAgainstSimulation: as TestMissesRelistAgainstSimulation, wherever
+// missesKept gives an answer missesRebound carried past its rest by the bounds from
+// above at that moment (hosts of several projects under BOINC's emulator: down-2cpu,
+// part-time-4cpu, deadlines-4cpu, noisy and corpus hosts), at that pass or an earlier
+// one, the whole simulation finds the same jobs missing their deadlines. It wants
+// many such answers (without missesRebound, none: it fails), and fails with a job the
+// answer has in time let through late by its bound (down-2cpu, part-time-4cpu, noisy,
+// c072).
+func TestMissesReboundAgainstSimulation(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
+	r := rand.New(rand.NewPCG(30, 3901))
+	dirs := []string{"../../scenarios/down-2cpu", "../../scenarios/part-time-4cpu",
+		"../../scenarios/deadlines-4cpu", "../../scenarios/example-2cpu-2to1",
+		"../../scenarios/share-75-25", "../../lib/sim/testdata/noisy",
+		"../../scenarios/corpus/c072", "../../scenarios/corpus/c182"}
+	dirs = withCorpus(r, 8, dirs...)
+	checkedAtLeast(t, r, dirs, boincpolicy.SetRelistCheck, boincpolicy.BoundChecks, 500, "answers missesRebound carried",
+		checked{boincpolicy.BoundDiffs, "of the answers missesRebound carried differed from the whole simulation's"})
+}
+
 // TestMissesStayAgainstSimulation: as TestMissesRelistAgainstSimulation, wherever
 // missesKept gives an answer whose misses by missBounds' bound missesStay carried to
 // the rest (at that pass or an earlier one), the whole simulation finds the

@@ -265,6 +265,7 @@ type Workspace struct {
 	// whether it may be, whether it was, the rest's cap (its horizons'), the first
 	// moment a running job's work may grow; the CPUs' free times
 	mkRelist, mkRelisted bool
+	mkRebound            bool // the answer carried by missesRebound (its tests' check)
 	mkStayed             bool // missesStay carried the misses (the tests' check)
 	mkCapAt, mkRiseAt    float64
 	relistFree           []float64
