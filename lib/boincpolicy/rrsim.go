@@ -267,9 +267,11 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 					w.checkNextBest(best, dt)
 				}
 			} else {
-				// The active job that finishes first (the first among equals).
-				for _, a := range w.active {
-					if t := jobs[a].simT; best < 0 || t < dt {
+				// The active job that finishes first (the first among equals): the
+				// fold starts from the first (peeled: one test a job, not two).
+				best, dt = w.active[0], jobs[w.active[0]].simT
+				for _, a := range w.active[1:] {
+					if t := jobs[a].simT; t < dt {
 						best, dt = a, t
 					}
 				}
@@ -313,17 +315,24 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 		// nextBest over the active jobs but the one that ended (best; none: -1),
 		// which the next pick leaves out: read as it is where no job ended, and
 		// where the pick shifts the others (pickShift).
+		// The fold starts from the first of them (peeled: the loop after it tests
+		// t < nextDT first, which fails at most jobs, with no test of nextBest);
+		// every active job's time is stepped, each on its own, as before.
 		nextBest, nextDT = -1, 0.0
-		for _, a := range w.active {
-			j := &jobs[a]
-			left := j.simLeft - j.simRate*dt
-			if left <= 0 { // max(0, left): −0 to +0, a NaN kept
-				left = 0
+		rest := w.active
+		for x, a := range rest {
+			t := stepJob(&jobs[a], dt)
+			if a != best {
+				nextBest, nextDT = a, t
+				rest = rest[x+1:]
+				break
 			}
-			j.simLeft = left
-			t := left / j.simRate
-			j.simT = t
-			if a != best && (nextBest < 0 || t < nextDT) {
+		}
+		if nextBest < 0 {
+			rest = nil // (every active job was best: stepped above)
+		}
+		for _, a := range rest {
+			if t := stepJob(&jobs[a], dt); t < nextDT && a != best {
 				nextBest, nextDT = a, t
 			}
 		}
@@ -337,6 +346,19 @@ func (w *Workspace) simulateFrom(doc *state.Document, now, recSum float64) {
 			w.updateStats(r, float64(h.Resources[r].Instances), simNow, bufEnd-simNow, now, bufEnd)
 		}
 	}
+}
+
+// stepJob steps job j's simulated time by dt (its remaining work less what it does at
+// its rate, at least 0) and returns its time left (simT).
+func stepJob(j *job, dt float64) float64 {
+	left := j.simLeft - j.simRate*dt
+	if left <= 0 { // max(0, left): −0 to +0, a NaN kept
+		left = 0
+	}
+	j.simLeft = left
+	t := left / j.simRate
+	j.simT = t
+	return t
 }
 
 // resUsed is the instances of resource r the active jobs use (sim_nused).
