@@ -170,6 +170,17 @@ func (w *Workspace) missesRelist(doc *state.Document, now float64) bool {
 		}
 		rest = min(rest, now+late)
 	}
+	if !w.carryRest(rest, now) {
+		return false
+	}
+	w.ownOK, w.ownP, w.ownGen = own, w.jobs[0].proj, w.simGen
+	return true
+}
+
+// carryRest ends missesRelist and missesRebound once every in-time job was found
+// still in time, rest the least margin: false when none is left; else the kept
+// answer's rest is rest (and mkUntil too, with no miss by missBounds' bound).
+func (w *Workspace) carryRest(rest, now float64) bool {
 	if !(rest > now) {
 		return false
 	}
@@ -177,7 +188,6 @@ func (w *Workspace) missesRelist(doc *state.Document, now float64) bool {
 		w.mkUntil = rest
 	}
 	w.mkRest, w.mkRelisted = rest, true
-	w.ownOK, w.ownP, w.ownGen = own, w.jobs[0].proj, w.simGen
 	return true
 }
 
@@ -239,13 +249,10 @@ func (w *Workspace) missesRebound(doc *state.Document, now float64) bool {
 		}
 		rest = min(rest, now+late)
 	}
-	if !(rest > now) {
+	if !w.carryRest(rest, now) {
 		return false
 	}
-	if !w.mkBound {
-		w.mkUntil = rest
-	}
-	w.mkRest, w.mkRelisted, w.mkRebound = rest, true, true
+	w.mkRebound = true
 	return true
 }
 
