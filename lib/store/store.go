@@ -118,13 +118,32 @@ func Open(dsn string) (*Store, error) {
 		db.SetMaxIdleConns(32)
 		db.SetConnMaxIdleTime(time.Minute)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
+	if err := ping(db, engine); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", redact(dsn), explainOpen(engine, dsn, err))
 	}
 	return s, nil
+}
+
+// ping makes the store's first connection. On SQLite it is tried again while the
+// file is locked, until sqliteBusyTimeout: a process that opens the database while
+// another's last connection checkpoints and deletes the WAL as it closes (a command
+// run just as bserver serve exits: the README's real-client section, `kill %1`, then
+// `bserver status`) or recovers the WAL of one killed, finds it locked for that long,
+// longer than the connection's busy timeout (sqliteBusyPoll, kept short for BEGIN's
+// sake: begin). Once open, the connection holds a shared lock on the file (WAL mode),
+// so no other process takes it whole again while this one runs.
+func ping(db *sql.DB, engine string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), sqliteBusyTimeout)
+	defer cancel()
+	for {
+		err := db.PingContext(ctx)
+		var se sqlite3.Error
+		if err == nil || engine != SQLite || !errors.As(err, &se) || se.Code != sqlite3.ErrBusy || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // readCommitted reopens a MySQL database so that every connection's transactions run
