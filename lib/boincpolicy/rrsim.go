@@ -114,15 +114,17 @@ func (w *Workspace) TasksReported() {
 	w.hold = hold
 }
 
-// Arrived is Reset after an RPC's reply brought jobs at the moment of the last pass,
+// Arrived is TasksChanged after an RPC's reply brought jobs at the moment of the last pass,
 // for a caller that follows BOINC's client there (its emulator's second pass of a
 // moment): the next pass at that moment sees the new jobs but keeps the deadline
 // misses the moment's simulation counted, which the new jobs are not in
 // (client/rr_sim.cpp rr_simulation: one simulation per moment; the new results'
 // rr_sim_misses_deadline is false and the projects' counts are the simulation's).
+// The quiet paths' view is kept, as TasksReceived keeps it: that pass brings it up
+// to date (refresh), the jobs received built at the end.
 func (w *Workspace) Arrived() {
-	w.Reset()
-	w.keep = true
+	w.TasksChanged()
+	w.received, w.keep = true, true
 }
 
 // prepare is the simulation's start (init_pending_lists, project_priority_init): the

@@ -73,7 +73,17 @@ func (w *Workspace) Schedule(doc *state.Document, now float64) []RunEntry {
 			w.passAt = now
 			return w.list
 		}
-		w.view(doc)
+		if w.Quiet && w.viewKept {
+			// The moment's view brought up to date, the jobs received built
+			// (Arrived keeps it): a whole view was four refreshes' cost, at every
+			// moment jobs arrived (issue 30, fortieth round).
+			w.refresh(doc)
+			if viewCheck {
+				w.checkView(doc)
+			}
+		} else {
+			w.view(doc)
+		}
 		// The view kept, as quietView keeps its own: the next moment's brings it up
 		// to date (refresh) rather than build it again (a second whole view at each
 		// moment jobs arrived: issue 30, twenty-first round).
@@ -142,17 +152,21 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	clear(w.eligible)
 	coJobs := false  // some job a coprocessor job (edfKeeps, coPickMargin)
 	sameCPUs := true // every CPU job of the first's CPUs (keepsMore)
-	first := -1      // the first CPU job
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		w.eligible[j.proj] = true
+	first := false   // a CPU job met, of firstCPUs
+	var firstCPUs float64
+	// (The slices in locals: the loop read them through w at every job, the stores
+	// to eligible possibly w's own fields.)
+	jobs, eligible, cpuRes := w.jobs, w.eligible, w.cpuRes
+	for i := range jobs {
+		j := &jobs[i]
+		eligible[j.proj] = true
 		switch {
-		case j.res != w.cpuRes:
+		case j.res != cpuRes:
 			coJobs = true
-		case first < 0:
-			first = i
+		case !first:
+			first, firstCPUs = true, j.cpus
 		default:
-			sameCPUs = sameCPUs && j.cpus == w.jobs[first].cpus
+			sameCPUs = sameCPUs && j.cpus == firstCPUs
 		}
 	}
 	copy(w.recTemp, w.rec)
@@ -282,12 +296,13 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 	}
 	// enforce_run_list.
 	period := doc.Preferences.CPUSchedulingPeriod
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		if !j.running || w.chosen[i] {
+	chosen, tasks := w.chosen, doc.Tasks
+	for i := range jobs {
+		j := &jobs[i]
+		if !j.running || chosen[i] {
 			continue
 		}
-		t := &doc.Tasks[j.task]
+		t := &tasks[j.task]
 		if sliceRun(doc, t) <= period {
 			list = append(list, RunEntry{Task: i, Why: WhyTimeSlice, Priority: w.prio[j.proj]})
 		}
@@ -324,9 +339,8 @@ func (w *Workspace) schedule(doc *state.Document, now float64, list []RunEntry) 
 			runs[list[k].Task] = true
 		}
 	}
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		t := &doc.Tasks[j.task]
+	for i := range jobs {
+		t := &tasks[jobs[i].task]
 		switch {
 		case runs[i] && t.State != state.TaskRunning:
 			t.State = state.TaskRunning
@@ -409,25 +423,32 @@ func (w *Workspace) bestByPriority(r int) int {
 // rank (running, preempted, the others), each list in the jobs' order.
 func (w *Workspace) rankCPUJobs(nP int) {
 	n := 3 * nP
-	w.rankAt = scratch.Grow(w.rankAt, n+1)
-	for i := range w.jobs {
-		if j := &w.jobs[i]; j.res == w.cpuRes && !w.chosen[i] {
-			w.rankAt[3*j.proj+cpuRank(j)+1]++
+	// (The slices in locals: the loops read them through w at every job, the stores
+	// to the counts possibly w's own fields.)
+	jobs, cpuRes := w.jobs, w.cpuRes
+	chosen := w.chosen[:len(jobs)]
+	at := scratch.Grow(w.rankAt, n+1)
+	w.rankAt = at
+	for i := range jobs {
+		if j := &jobs[i]; j.res == cpuRes && !chosen[i] {
+			at[3*j.proj+cpuRank(j)+1]++
 		}
 	}
 	for k := range n {
-		w.rankAt[k+1] += w.rankAt[k]
+		at[k+1] += at[k]
 	}
-	w.rankNext = append(w.rankNext[:0], w.rankAt[:n]...)
-	w.ranked = scratch.Grow(w.ranked, w.rankAt[n])
-	for i := range w.jobs {
-		if j := &w.jobs[i]; j.res == w.cpuRes && !w.chosen[i] {
+	next := append(w.rankNext[:0], at[:n]...)
+	w.rankNext = next
+	ranked := scratch.Grow(w.ranked, at[n])
+	w.ranked = ranked
+	for i := range jobs {
+		if j := &jobs[i]; j.res == cpuRes && !chosen[i] {
 			k := 3*j.proj + cpuRank(j)
-			w.ranked[w.rankNext[k]] = i
-			w.rankNext[k]++
+			ranked[next[k]] = i
+			next[k]++
 		}
 	}
-	copy(w.rankNext, w.rankAt[:n]) // now each list's next job
+	copy(next, at[:n]) // now each list's next job
 }
 
 // activeOrder puts each project's running and preempted CPU jobs (rankCPUJobs' first
@@ -473,17 +494,20 @@ func cpuRank(j *job) int {
 // comparisons are these in turn, without going through every job at every call.
 func (w *Workspace) bestCPUByPriority() int {
 	best, bestP := -1, -1
-	for p := 0; 3*p < len(w.rankNext); p++ {
+	at, next, ranked, chosen, prio := w.rankAt, w.rankNext, w.ranked, w.chosen, w.prio
+	for p := 0; 3*p < len(next); p++ {
 		i := -1
 		for k := 3 * p; k < 3*p+3 && i < 0; k++ {
-			for w.rankNext[k] < w.rankAt[k+1] && w.chosen[w.ranked[w.rankNext[k]]] {
-				w.rankNext[k]++
+			x := next[k]
+			for x < at[k+1] && chosen[ranked[x]] {
+				x++
 			}
-			if w.rankNext[k] < w.rankAt[k+1] {
-				i = w.ranked[w.rankNext[k]]
+			next[k] = x
+			if x < at[k+1] {
+				i = ranked[x]
 			}
 		}
-		if i >= 0 && (bestP < 0 || w.prio[p] > w.prio[bestP]) {
+		if i >= 0 && (bestP < 0 || prio[p] > prio[bestP]) {
 			best, bestP = i, p
 		}
 	}

@@ -134,7 +134,8 @@ type Workspace struct {
 	// since unless received (TasksReceived).
 	viewKept, received bool
 	viewTasks          int
-	dcf                []float64 // per project: refresh's
+	dcf                []float64 // per project: the last view's or refresh's
+	dcfSame            []bool    // per project: dcf the same at refresh as before
 	dcfOf              []float64 // per project: prepare's
 	// hold, holdUntil: passes change nothing before holdUntil (setHold); slack and
 	// anyMiss are missesKnown's: how long from its now no job that does not miss its
@@ -372,8 +373,10 @@ func (w *Workspace) view(doc *state.Document) {
 	w.prio = scratch.Grow(w.prio, nP)
 	w.shareFrac = scratch.Grow(w.shareFrac, nP)
 	w.eligible = scratch.Grow(w.eligible, nP)
+	w.dcf = scratch.Grow(w.dcf, nP) // (build's, which refresh compares with)
 	for i := range doc.Projects {
 		w.rec[i] = doc.Projects[i].REC
+		w.dcf[i] = doc.Projects[i].DCF()
 	}
 	n := nP * w.nRes
 	w.nusedTotal = scratch.Grow(w.nusedTotal, n)
@@ -483,16 +486,23 @@ func (w *Workspace) refresh(doc *state.Document) {
 	w.viewN++
 	w.riseKept = false
 	w.simGen++
-	w.dcf = scratch.Grow(w.dcf, len(doc.Projects))
+	nP := len(doc.Projects)
+	same := len(w.dcf) == nP // w.dcf the last view's or refresh's
+	w.dcfSame = scratch.Grow(w.dcfSame, nP)
+	if !same {
+		w.dcf = scratch.Grow(w.dcf, nP)
+	}
 	for i := range doc.Projects {
 		w.rec[i] = doc.Projects[i].REC
-		w.dcf[i] = doc.Projects[i].DCF()
+		d := doc.Projects[i].DCF()
+		w.dcfSame[i] = same && d == w.dcf[i]
+		w.dcf[i] = d
 	}
 	if !w.received && len(doc.Tasks) == w.viewTasks {
 		// No task received or dropped since the jobs were built (TasksReceived):
 		// each job's task is where it was, and only its state changed.
 		// (The slices in locals: the loop read them through w and doc at every job.)
-		out, jobs, tasks, dcf := 0, w.jobs, doc.Tasks, w.dcf
+		out, jobs, tasks, dcf, dcfSame := 0, w.jobs, doc.Tasks, w.dcf, w.dcfSame
 		for i := range jobs {
 			t := &tasks[jobs[i].task]
 			runnable, started, running := runState(t.State)
@@ -504,6 +514,13 @@ func (w *Workspace) refresh(doc *state.Document) {
 			}
 			j := &jobs[out]
 			out++
+			if !started && !j.started && dcfSame[j.proj] {
+				// Not started then and now: only a running task's work moves, so
+				// its remaining work is as it was at the same correction factor
+				// (most of a queue's jobs wait; remaining was half of refresh's
+				// time: issue 30, fortieth round).
+				continue
+			}
 			j.started, j.running = started, running
 			j.left, j.est, j.known = remaining(doc, t, dcf[j.proj])
 		}

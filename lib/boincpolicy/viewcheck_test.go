@@ -12,7 +12,8 @@ import (
 // seeds, both conventions, 2 to 10 days), every view refresh brings up to date,
 // quietView's and the one kept after a moment's second pass (Arrived), is the view
 // built afresh. It fails with refresh's shortcut for unchanged tasks taken after
-// TasksReceived (c175: as many tasks reported as received).
+// TasksReceived (c175: as many tasks reported as received), and with a waiting job's
+// estimate kept where its project's correction factor moved (c175: 4 and 22 views).
 func TestRefreshedViews(t *testing.T) {
 	if !boincpolicy.Alone(t) {
 		return
