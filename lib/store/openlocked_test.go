@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,17 @@ func TestSQLiteWaitsForAHolder(t *testing.T) {
 	// Its connection keeps a shared lock on the file (WAL mode), so no other
 	// process takes it exclusively while it is open: its reads and writes meet only
 	// other writers, whom begin polls for.
+	other, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_locking_mode=EXCLUSIVE&_busy_timeout=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Exec(`BEGIN EXCLUSIVE`); err == nil {
+		other.Exec(`ROLLBACK`)
+		t.Error("another process took the file exclusively from an open store")
+	} else if !strings.Contains(err.Error(), "locked") {
+		t.Errorf("another process's exclusive lock: %v, want locked", err)
+	}
 	if err := s.CheckSchema(ctx); err != nil {
 		t.Error(err)
 	}
