@@ -99,8 +99,11 @@ func (w *Workspace) prepareWhole(doc *state.Document, cpuF, gpuF float64) {
 	coprocCPUs, fall := 0.0, 1.0
 	if w.nRes == 1 && w.cpuRes == 0 {
 		var serial, work, maxT, maxU float64
-		for i := range w.jobs {
-			j := &w.jobs[i]
+		// (The slices in locals too: the stores to the jobs made the loop read them
+		// through w at every job.)
+		jobs, dcfOf, over := w.jobs, w.dcfOf, w.Overestimate
+		for i := range jobs {
+			j := &jobs[i]
 			j.simLeft, j.simDone, j.misses = j.left, false, false
 			j.simRate = j.speed * cpuF
 			if j.simRate == 0 {
@@ -117,7 +120,7 @@ func (w *Workspace) prepareWhole(doc *state.Document, cpuF, gpuF float64) {
 				maxU = max(maxU, j.inst)
 			}
 			if !j.known {
-				fall = max(fall, w.Overestimate*w.dcfOf[j.proj])
+				fall = max(fall, over*dcfOf[j.proj])
 			}
 		}
 		w.sums[sumSerial], w.sums[sumW], w.sums[sumMaxT], w.sums[sumMaxU] = serial, work, maxT, maxU

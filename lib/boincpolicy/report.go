@@ -32,8 +32,9 @@ const (
 func OverdueReport(doc *state.Document, now float64, counts []int) (int, []int) {
 	cushion := max(ReportDeadlineCushion, WorkBufMin(&doc.Preferences))
 	counts = append(counts[:0], make([]int, len(doc.Projects))...)
-	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
+	tasks := doc.Tasks // (in a local: the counts' stores made the loop read it through doc)
+	for i := range tasks {
+		t := &tasks[i]
 		if t.State != state.TaskDone {
 			continue
 		}
@@ -61,8 +62,9 @@ func OverdueReport(doc *state.Document, now float64, counts []int) (int, []int) 
 func overdueFrom(doc *state.Document, now float64) float64 {
 	cushion := max(ReportDeadlineCushion, WorkBufMin(&doc.Preferences))
 	from := math.Inf(1)
-	for i := range doc.Tasks {
-		t := &doc.Tasks[i]
+	tasks := doc.Tasks
+	for i := range tasks {
+		t := &tasks[i]
 		if t.State != state.TaskDone {
 			continue
 		}

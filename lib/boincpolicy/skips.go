@@ -139,15 +139,16 @@ func (w *Workspace) passKeeps(doc *state.Document) bool {
 	n := float64(doc.Host.CPU().Instances)
 	period := doc.Preferences.CPUSchedulingPeriod
 	used, least := 0.0, math.Inf(1)
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
+	jobs, tasks, projects, cpuRes := w.jobs, doc.Tasks, doc.Projects, w.cpuRes
+	for i := range jobs {
+		j := &jobs[i]
+		if j.res != cpuRes || projects[j.proj].DCF() > EDFDCF {
 			return false
 		}
 		if !j.running {
 			continue
 		}
-		if t := &doc.Tasks[j.task]; !(t.ElapsedTime-t.ElapsedTimeAtLastSched <= period) {
+		if t := &tasks[j.task]; !(t.ElapsedTime-t.ElapsedTimeAtLastSched <= period) {
 			return false
 		}
 		used += j.cpus
@@ -202,8 +203,9 @@ func (w *Workspace) holdFetch(doc *state.Document, now float64) {
 		return
 	}
 	if doc.BOINCEmulator {
-		for i := range w.jobs {
-			if t := &doc.Tasks[w.jobs[i].task]; t.State == state.TaskRunning && !(t.EmulatorFlopsLeft > 0) {
+		jobs, tasks := w.jobs, doc.Tasks
+		for i := range jobs {
+			if t := &tasks[jobs[i].task]; t.State == state.TaskRunning && !(t.EmulatorFlopsLeft > 0) {
 				return
 			}
 		}
@@ -442,12 +444,14 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 	until := now + w.slack
 	used, least := 0.0, math.Inf(1)
 	changed, unsure := before, false
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
+	// (The slices in locals: the walk read them through w and doc at every job.)
+	jobs, tasks, projects, cpuRes := w.jobs, doc.Tasks, doc.Projects, w.cpuRes
+	for i := range jobs {
+		j := &jobs[i]
+		if j.res != cpuRes || projects[j.proj].DCF() > EDFDCF {
 			return
 		}
-		t := &doc.Tasks[j.task]
+		t := &tasks[j.task]
 		running := t.State == state.TaskRunning
 		if j.running != running {
 			changed = true // this pass started or stopped it
@@ -526,15 +530,16 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	ends := math.Inf(1) // the first time slice's end
 	used := 0.0
 	free := w.sliceFree() // the slices' ends bound nothing
-	for i := range w.jobs {
-		j := &w.jobs[i]
-		if j.res != w.cpuRes || doc.Projects[j.proj].DCF() > EDFDCF {
+	jobs, tasks, projects, cpuRes := w.jobs, doc.Tasks, doc.Projects, w.cpuRes
+	for i := range jobs {
+		j := &jobs[i]
+		if j.res != cpuRes || projects[j.proj].DCF() > EDFDCF {
 			return
 		}
 		if !j.running {
 			continue
 		}
-		t := &doc.Tasks[j.task]
+		t := &tasks[j.task]
 		if doc.BOINCEmulator && !(t.EmulatorFlopsLeft > 0) {
 			return
 		}
