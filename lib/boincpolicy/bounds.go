@@ -130,6 +130,9 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 			continue
 		}
 		if !perJob {
+			// The list schedule in pick's order first at the next passes, where
+			// it holds (missesListedPick: listFirst).
+			w.listFirst = perJobRest
 			if w.perJobSkip > 0 {
 				// The bounds per job failed at the last passes that tried them:
 				// the simulation, without them, for a while (perJobFailed).

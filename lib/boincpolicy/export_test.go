@@ -108,7 +108,22 @@ func RelistChecks() int { return relistChecks }
 
 // SetListedCheck turns the check of missesListed's answers (and of those kept from
 // them) against the whole simulation on or off and zeroes its counts.
-func SetListedCheck(on bool) { listedCheck, listedDiffs, listedChecks = on, 0, 0 }
+func SetListedCheck(on bool) {
+	listedCheck, listedDiffs, listedChecks, orderDiffs, orderChecks, nowChecks = on, 0, 0, 0, 0, 0
+}
+
+// SetNoPickOrder turns pickListed's second case (several projects under BOINC's
+// emulator) off or back on.
+func SetNoPickOrder(on bool) { noPickOrder = on }
+
+// OrderDiffs and OrderChecks are ListedDiffs and ListedChecks for the answers in
+// pickListed's order of several projects (BOINC's emulator).
+func OrderDiffs() int  { return orderDiffs }
+func OrderChecks() int { return orderChecks }
+
+// NowChecks is how many of missesListedPick's answers under bsim's conventions were
+// checked.
+func NowChecks() int { return nowChecks }
 
 // ListedDiffs is how many of missesListed's answers (and of those kept from them) the
 // simulation contradicted; ListedChecks how many were checked.

@@ -43,16 +43,16 @@ func (w *Workspace) keepMisses(doc *state.Document, now float64) bool {
 
 // missesStay reports whether every job the answer kept misses its deadline by (its
 // computation deadline not yet past) still misses it at every moment until the
-// answer's rest (mkRest), on a host of relistable's whose CPUs are at most maxTop
+// answer's rest (mkRest), on a host of pickListed's whose CPUs are at most maxTop
 // (issue 30, twenty-sixth round): then missesKept carries the misses by missBounds'
 // bound to the rest without relow (and the pass's hold, rehold's or setEDFHold's,
 // lasts as long). It is tried only where the misses' own slack has run out: tried
 // when the answer is kept too, it cost more than it saved on corpus c150 (1,525
 // tries for 110 relows saved in a 10-day run under BOINC's emulator).
 //
-// Why: on such a host the simulation is exactly the project's list schedule on the
-// n CPUs from now in the jobs' order (missesRelist), and a job's end in it only
-// falls, by no more than the times fall (a job's time lowered by d moves each CPU's
+// Why: on such a host the simulation is exactly the jobs' list schedule on the n
+// CPUs from now in pick's order (pickListed, missesRelist), and a job's end in it
+// only falls, by no more than the times fall (a job's time lowered by d moves each CPU's
 // free time, in order, by d at most). While the answer holds (the tasks as they
 // are, no pass starting or stopping a job, no running job's work growing before the
 // rest) only the running jobs' times fall, each by per a second at most (lowFall's
@@ -68,6 +68,10 @@ func (w *Workspace) missesStay(doc *state.Document, now float64) bool {
 	if n > maxTop || len(w.mkMisses) != len(w.jobs) {
 		return false
 	}
+	order, ok := w.pickListed(doc, w.mkRelist)
+	if !ok {
+		return false
+	}
 	h := w.mkRest - now
 	if !(h > 0) || math.IsInf(h, 1) {
 		return false
@@ -77,7 +81,11 @@ func (w *Workspace) missesStay(doc *state.Document, now float64) bool {
 	free := w.relistFree
 	clear(free)
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
-	for i := range w.jobs {
+	for x := range w.jobs {
+		i := x // the x-th job in pick's order (pickListed's)
+		if order != nil {
+			i = order[x]
+		}
 		j := &w.jobs[i]
 		t := j.simT
 		if j.running {
@@ -96,8 +104,9 @@ func (w *Workspace) missesStay(doc *state.Document, now float64) bool {
 	return true
 }
 
-// relistable reports whether missesRelist may carry the answer just kept: a host
-// whose runnable jobs are all CPU jobs of one CPU, of one project.
+// relistable reports whether the simulation is the project's list schedule: a host
+// whose runnable jobs are all CPU jobs of one CPU, of one project (pickListed's
+// first case).
 func (w *Workspace) relistable() bool {
 	if len(w.jobs) == 0 {
 		return false
@@ -112,20 +121,181 @@ func (w *Workspace) relistable() bool {
 	return true
 }
 
+// pickListed reports whether the simulation runs the jobs exactly as one list
+// schedule on the n CPUs from now in pick's order (missesRelist and missesStay, for
+// the answer kept; missesListed and missesListedPick at the pass), and returns that
+// order: on a host of relistable's (one, when known), the project's jobs in their
+// order (nil); under BOINC's emulator, on a host whose runnable jobs are all CPU
+// jobs of one CPU, of several projects, the projects' jobs by address, the last
+// first, each project's in its order (emulatorOrder's, the jobs' indices).
+func (w *Workspace) pickListed(doc *state.Document, one bool) ([]int, bool) {
+	if one {
+		return nil, true
+	}
+	if w.emulatorOrder(doc) {
+		return w.emuOrder, true
+	}
+	return nil, false
+}
+
+// emulatorOrder reports whether pickListed's second case holds, and sets w.emuOrder
+// to its order; both read the jobs alone (their projects, resources and CPUs), so
+// they are kept while the jobs are (jobsGen: statsTimes'). Only where an answer is
+// carried or the bounds failed is it asked for (on example-2cpu-2to1 under BOINC's
+// emulator, asked at every answer kept, it cost 2 % of the run for nothing).
+//
+// Why (several projects, under BOINC's emulator): pick takes the projects by
+// address, the last in the document first, each's jobs in its list's order until the
+// CPUs are used, and reads no REC; so at every pick the jobs that run are the first
+// min(n, jobs left) of that one sequence. So are they at every moment of its list
+// schedule on n CPUs from now (the jobs started are the sequence's first, and one
+// waits only while n run): each job runs over the same moments in both, and ends at
+// the same moment (the sums in another order: missesKnown's margin for rounding).
+// What each project is served then follows from the jobs alone (listServed).
+// (Corpus c159 under BOINC's emulator, 13 CPUs, C of share 235 taking them first:
+// missesKnown's bounds per job left A's and B's jobs open behind C's at every pass
+// that tried them, and the simulation ran 1,905 times in a 10-day run: issue 30,
+// fortieth round.)
+func (w *Workspace) emulatorOrder(doc *state.Document) bool {
+	if !doc.BOINCEmulator || len(w.jobs) == 0 || noPickOrder {
+		return false
+	}
+	if w.emuKept && w.emuGen == w.jobsGen && (!w.emuOK || len(w.emuOrder) == len(w.jobs)) {
+		return w.emuOK
+	}
+	w.emuKept, w.emuGen, w.emuOK = true, w.jobsGen, false
+	w.emuOrder = w.emuOrder[:0]
+	for i := range w.jobs {
+		if j := &w.jobs[i]; j.res != w.cpuRes || j.cpus != 1 {
+			return false
+		}
+	}
+	for p := len(doc.Projects) - 1; p >= 0; p-- {
+		for i := range w.jobs {
+			if w.jobs[i].proj == p {
+				w.emuOrder = append(w.emuOrder, i)
+			}
+		}
+	}
+	w.emuOK = true
+	return true
+}
+
+// noPickOrder: pickListed takes hosts of one project only, as before its second case
+// (a test's: missesRebound's hosts of several projects whose jobs are all of one CPU
+// are otherwise pickListed's, and no scenario has a CPU job of more).
+var noPickOrder bool
+
+// listServed sets w.gServed, the CPUs each project is served at now, on a host of n
+// CPUs whose jobs run as their list schedule in w.listOrder (empty: the jobs' own;
+// emulatorOrder's, priorityBlocks'): its jobs among the first n of that order, which
+// pick takes at every pick while they are left. Each project's jobs are together in the order, so
+// p is served min(its jobs, n less the jobs of the projects before it): under BOINC's
+// emulator projectServed's rule; with one project, min(its jobs, n). relow's
+// missBounds reads them.
+func (w *Workspace) listServed(doc *state.Document, n int) {
+	w.gServed = scratch.Grow(w.gServed, len(doc.Projects))
+	for x := range min(n, len(w.jobs)) {
+		i := x
+		if len(w.listOrder) > 0 {
+			i = w.listOrder[x]
+		}
+		w.gServed[w.jobs[i].proj]++
+	}
+}
+
+// priorityBlocks reports whether pick, under bsim's conventions, takes every
+// project's jobs before the next project's at every pick while the RECs are as they
+// are now, on a host whose runnable jobs are all CPU jobs of one CPU, each project's
+// of one bump; then it sets w.listOrder to the jobs in that order (each project's in
+// its order), whose list schedule on the n CPUs from now the simulation then is
+// (pickListed's argument).
+//
+// Why: pick starts every pick from the same priorities (prepare's, from the RECs at
+// now) and lowers a project's at each job it takes by its bump, so a project's k-th
+// job left comes with the same priority whichever of its jobs have ended; merged as
+// pick merges them (the highest first, the first project among equals), the
+// projects' whole lists come one project after another here, and a list shortened at
+// its end (a job ended) keeps each comparison the merge made, so they do so at every
+// pick of the simulation, whose first min(n, jobs left) of that order run.
+func (w *Workspace) priorityBlocks(doc *state.Document) bool {
+	w.listOrder = w.listOrder[:0]
+	if len(w.jobs) == 0 {
+		return false
+	}
+	for i := range w.jobs {
+		if j := &w.jobs[i]; j.res != w.cpuRes || j.cpus != 1 {
+			return false
+		}
+	}
+	if !w.projectStats(doc) {
+		return false
+	}
+	nP := len(doc.Projects)
+	w.blockPrio = scratch.Grow(w.blockPrio, 2*nP)
+	prio, rec := w.blockPrio[:nP], w.blockPrio[nP:]
+	w.blockLeft = scratch.Grow(w.blockLeft, nP)
+	left := w.blockLeft
+	blocks := 0
+	for p := range nP {
+		if !w.eligible[p] {
+			continue
+		}
+		if w.gBump[2*p] != w.gBump[2*p+1] {
+			return false // jobs of several bumps: the k-th job's priority depends on which are left
+		}
+		left[p], rec[p] = int(w.gCPUs[4*p]), w.rec[p]
+		prio[p] = Priority(rec[p], w.gRecSum, doc.Projects[p].ResourceShare, w.gShare[p])
+		blocks++
+	}
+	if blocks < 2 {
+		return false // one project: relistable's
+	}
+	w.blockOrder = w.blockOrder[:0]
+	cur := -1
+	for range len(w.jobs) {
+		b := -1
+		for p := range nP {
+			if left[p] > 0 && (b < 0 || prio[p] > prio[b]) {
+				b = p
+			}
+		}
+		if b != cur {
+			if cur >= 0 && left[cur] > 0 {
+				return false // the projects' jobs interleave
+			}
+			w.blockOrder = append(w.blockOrder, b)
+			cur = b
+		}
+		left[b]--
+		rec[b] += w.gBump[2*b]
+		prio[b] = Priority(rec[b], w.gRecSum, doc.Projects[b].ResourceShare, w.gShare[b])
+	}
+	for _, p := range w.blockOrder {
+		for i := range w.jobs {
+			if w.jobs[i].proj == p {
+				w.listOrder = append(w.listOrder, i)
+			}
+		}
+	}
+	return true
+}
+
 // missesRelist carries the answer keepMisses kept past the end of its rest (the jobs'
 // margins to their bounds from above, restSlack) at now, by each job's end in the
-// project's list schedule now (issue 30, twenty-fourth round): it reports whether
+// jobs' list schedule in pick's order now (issue 30, twenty-fourth round; several
+// projects under BOINC's emulator, fortieth): it reports whether
 // every job the answer has in time still ends in time by it, and then sets the rest
 // (mkRest and, with no miss by missBounds' bound, mkUntil) to the least margin so
 // found, but not past the answer's horizons' cap nor the first moment a running job's
 // work may grow (noRiseUntil at the answer's moment).
 //
-// Why: on a host of relistable's (one project, every job one CPU) the simulation runs
-// the project's jobs exactly as its list schedule on the n CPUs from now in their
-// order (pick takes its first min(n, jobs left) at every pick: listsched.go), whose
-// ends listUpper's bound reads there (on maxTop CPUs at most: fewer CPUs, later
-// ends); a job that misses its deadline still takes its CPU. So a job in time by it
-// (with missesKnown's margin for rounding) is in time in the simulation, and the
+// Why: on a host of pickListed's the simulation runs the jobs exactly as their list
+// schedule on the n CPUs from now in pick's order (pick takes the first min(n, jobs
+// left) of that order at every pick: pickListed, listsched.go), whose ends
+// listUpper's bound reads with one project (on maxTop CPUs at most: fewer CPUs,
+// later ends); a job that misses its deadline still takes its CPU. So a job in time by
+// it (with missesKnown's margin for rounding) is in time in the simulation, and the
 // least margin is how long from now none can come to miss (the times only fall while
 // the tasks stay as they are: a change ends the answer). The misses are the
 // answer's: a job whose computation deadline is past stays so, and a miss by
@@ -137,7 +307,11 @@ func (w *Workspace) relistable() bool {
 // BOINC's emulator, the margins kept by the running jobs' work.)
 func (w *Workspace) missesRelist(doc *state.Document, now float64) bool {
 	rest := min(w.mkCapAt, w.mkRiseAt)
-	if !w.mkRelist || len(w.mkMisses) != len(w.jobs) || !(rest > now) {
+	if len(w.mkMisses) != len(w.jobs) || !(rest > now) {
+		return false
+	}
+	order, ok := w.pickListed(doc, w.mkRelist)
+	if !ok {
 		return false
 	}
 	n := min(doc.Host.CPU().Instances, maxTop)
@@ -147,13 +321,18 @@ func (w *Workspace) missesRelist(doc *state.Document, now float64) bool {
 	// On every CPU (listUpper's own: as many jobs as CPUs, at most maxTop), the
 	// schedule is the one listLower places first: its ends are kept for it (relow's
 	// missBounds at this moment) as listUpper keeps its own.
-	own := n == doc.Host.CPU().Instances && len(w.jobs) >= n
+	// (One project's: pickListed's order is then the jobs'.)
+	own := n == doc.Host.CPU().Instances && len(w.jobs) >= n && order == nil
 	if own {
 		w.ownEnd = growJobs(w.ownEnd, len(w.jobs))
 	}
 	w.ownOK = false
 	comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
-	for i := range w.jobs {
+	for x := range w.jobs {
+		i := x // the x-th job in pick's order (pickListed's)
+		if order != nil {
+			i = order[x]
+		}
 		j := &w.jobs[i]
 		end := listEnd(free, j.simT)
 		if own {
@@ -191,12 +370,13 @@ func (w *Workspace) carryRest(rest, now float64) bool {
 	return true
 }
 
-// missesRebound is missesRelist for the hosts relistable leaves out (several
-// projects, or jobs of several CPUs) under BOINC's emulator, where the served CPUs
-// read no REC (gRECFree: pick takes the projects by address, so what each project is
-// served follows from the jobs alone), when every job is a CPU job: it
-// carries the answer keepMisses kept past the end of its rest at now by each job's
-// bound from above at now (projectServed's and listUpper's, on the CPUs the answer
+// missesRebound is missesRelist for the hosts pickListed leaves out under BOINC's
+// emulator (a CPU job of several CPUs: no scenario has one, so since the fortieth
+// round it runs in its test alone, SetNoPickOrder), where the served CPUs read no REC
+// (gRECFree: pick takes the projects by address, so what each project is served
+// follows from the jobs alone), when every job is a CPU job: it carries the answer
+// keepMisses kept past the end of its rest at now by each job's bound from above at
+// now (projectServed's and listUpper's, on the CPUs the answer
 // found each project served), and reports whether every job the answer has in time
 // still ends in time by it; then it sets the rest (mkRest and, with no miss by
 // missBounds' bound, mkUntil) to the least margin so found, but not past the answer's
@@ -222,6 +402,9 @@ func (w *Workspace) missesRebound(doc *state.Document, now float64) bool {
 	// no scenario has: trying there cost more than it saved, down-2cpu +0.6 %.)
 	if w.mkRelist || !doc.BOINCEmulator || len(w.mkMisses) != len(w.jobs) || len(w.jobs) == 0 || !(rest > now) {
 		return false
+	}
+	if _, ok := w.pickListed(doc, false); ok {
+		return false // missesRelist's host: its exact ends left a job late, or no rest
 	}
 	for i := range w.jobs {
 		if w.jobs[i].res != w.cpuRes {
@@ -330,7 +513,7 @@ func (w *Workspace) missesKept(doc *state.Document, now float64) bool {
 			}
 		}
 	}
-	if !(now < w.mkUntil) && w.mkRelist && w.mkBound && w.missesStay(doc, now) {
+	if !(now < w.mkUntil) && w.mkBound && w.missesStay(doc, now) {
 		w.mkUntil = w.mkRest
 	}
 	if !(now < w.mkUntil) {

@@ -35,11 +35,14 @@ func TestMissesRelistAgainstSimulation(t *testing.T) {
 // one, the whole simulation finds the same jobs missing their deadlines. It wants
 // many such answers (without missesRebound, none: it fails), and fails with a job the
 // answer has in time let through late by its bound (down-2cpu, part-time-4cpu, noisy,
-// c072).
+// c072). pickListed's second case is off (SetNoPickOrder): those hosts, their jobs all
+// of one CPU, are otherwise its, and missesRelist carries their answers.
 func TestMissesReboundAgainstSimulation(t *testing.T) {
 	if !boincpolicy.Alone(t) {
 		return
 	}
+	boincpolicy.SetNoPickOrder(true)
+	defer boincpolicy.SetNoPickOrder(false)
 	r := rand.New(rand.NewPCG(30, 3901))
 	dirs := []string{"../../scenarios/down-2cpu", "../../scenarios/part-time-4cpu",
 		"../../scenarios/deadlines-4cpu", "../../scenarios/example-2cpu-2to1",
@@ -90,4 +93,45 @@ func TestMissesListedAgainstSimulation(t *testing.T) {
 	dirs = withCorpus(r, 8, dirs...)
 	checkedAtLeast(t, r, dirs, boincpolicy.SetListedCheck, boincpolicy.ListedChecks, 2000, "answers missesListed decided or kept",
 		checked{boincpolicy.ListedDiffs, "of the answers missesListed decided or kept differed from the whole simulation's"})
+}
+
+// pickOrderDirs: hosts of several projects whose jobs are all CPU jobs of one CPU (with
+// 8 random corpus hosts, the pick-order tests' runs).
+var pickOrderDirs = []string{"../../scenarios/corpus/c159", "../../scenarios/corpus/c072",
+	"../../scenarios/corpus/c182", "../../scenarios/down-2cpu", "../../scenarios/part-time-4cpu",
+	"../../scenarios/deadlines-4cpu", "../../scenarios/example-2cpu-2to1",
+	"../../scenarios/share-75-25", "../../lib/sim/testdata/noisy"}
+
+// TestMissesListedInPickOrderAgainstSimulation: as TestMissesListedAgainstSimulation,
+// on hosts of several projects under BOINC's emulator, where missesListed decides the
+// misses from the list schedule of every project's jobs in pick's order (pickListed:
+// by address, the last project first), and wherever missesKept gives an answer kept
+// from one (carried by its slack, missesRelist or missesStay in that order), the whole
+// simulation finds the same jobs missing their deadlines. It wants many such answers
+// (without pickListed's second case, none: it fails), and fails with the projects
+// taken first to last (c159, c072, c182, down-2cpu, part-time-4cpu, noisy, ...).
+func TestMissesListedInPickOrderAgainstSimulation(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
+	r := rand.New(rand.NewPCG(30, 4001))
+	dirs := withCorpus(r, 8, pickOrderDirs...)
+	checkedAtLeast(t, r, dirs, boincpolicy.SetListedCheck, boincpolicy.OrderChecks, 2000, "answers missesListed decided or kept in pick's order",
+		checked{boincpolicy.OrderDiffs, "of the answers missesListed decided or kept in pick's order differed from the whole simulation's"})
+}
+
+// TestMissesListedPickNowAgainstSimulation: as TestMissesListedInPickOrderAgainstSimulation,
+// for the answers missesListedPick gives under bsim's conventions, at now alone, where
+// pick takes every project's jobs before the next project's (priorityBlocks). It
+// wants many such answers (without them, none: it fails), and fails with
+// priorityBlocks' test that the projects' jobs do not interleave dropped (c159,
+// c072, part-time-4cpu, noisy).
+func TestMissesListedPickNowAgainstSimulation(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
+	r := rand.New(rand.NewPCG(30, 4003))
+	dirs := withCorpus(r, 8, pickOrderDirs...)
+	checkedAtLeast(t, r, dirs, boincpolicy.SetListedCheck, boincpolicy.NowChecks, 300, "answers missesListedPick gave under bsim's conventions",
+		checked{boincpolicy.OrderDiffs, "of the answers missesListed decided or kept in pick's order differed from the whole simulation's"})
 }

@@ -207,6 +207,7 @@ type Workspace struct {
 	coExactUsed                      bool      // listUpper's last: its exact case beside coprocessor jobs (coOnceCheck's)
 	gRECFree                         bool
 	perJobFails, perJobSkip          int       // missesKnown's (perJobFailed)
+	listFirst                        int       // passes at which missesListedPick comes before missesKnown
 	shortFails, shortSkip            int       // missesKnown's (shortFailed)
 	longFails, longSkip              int       // missesKnown's (firstLevel)
 	listFree, listRel                []float64 // listLower's and listUpper's (listsched.go)
@@ -270,6 +271,18 @@ type Workspace struct {
 	mkStayed             bool // missesStay carried the misses (the tests' check)
 	mkCapAt, mkRiseAt    float64
 	relistFree           []float64
+	// the order of the jobs judgeList places (empty: theirs)
+	listOrder []int
+	// emulatorOrder's, kept while the jobs are (emuGen: jobsGen): whether it holds
+	// (emuOK), its order
+	emuKept, emuOK bool
+	emuGen         uint64
+	emuOrder       []int
+	// priorityBlocks': the projects' priorities and temporary RECs, their jobs left,
+	// the projects in pick's order
+	blockPrio             []float64
+	blockLeft, blockOrder []int
+	blockFails, blockSkip int // missesListedPick's (perJobFailed's rule)
 	// missesListedCo's, per resource: its queue's end, CPUs and fall (coqT), its
 	// jobs (coqN), whether it has jobs left (coqLeft); the coprocessors by end (coqOrd)
 	coqT    []float64
