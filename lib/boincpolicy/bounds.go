@@ -487,7 +487,15 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	w.cum = growJobs(w.cum, len(w.jobs)+16)
 	w.ownEnd = growJobs(w.ownEnd, len(w.jobs)+16)
 	w.low = growJobs(w.low, len(w.jobs)+16)
+	if cap(w.lowServed) < nP {
+		w.lowServed, w.lowElig = make([]float64, 0, nP), make([]bool, 0, nP)
+		w.fallServed, w.fallElig = make([]float64, 0, nP), make([]bool, 0, nP)
+	}
 	w.lowK = growJobs(w.lowK, len(w.jobs)+16)
+	w.lowD = growJobs(w.lowD, len(w.jobs)+16)
+	if cap(w.fallD) < 2*(len(w.jobs)+16) {
+		w.fallD = make([]float64, 0, 2*(len(w.jobs)+16))
+	}
 	w.lowRunP = scratch.Grow(w.lowRunP, 3*nP)
 	w.coWhole = scratch.Grow(w.coWhole, w.nRes)
 	w.coSums = scratch.Grow(w.coSums, w.nRes*nP)

@@ -43,6 +43,17 @@ func SetLowCheck(on bool) { lowCheck, lowDiffs = on, 0 }
 // worked out in full.
 func LowDiffs() int { return lowDiffs }
 
+// SetLowKeptCheck is SetLowCheck that also zeroes the count of missBounds' and
+// lowFall's kept works checked; wrongLow makes lowSame leave simGen out (lowBreak),
+// wrongFall fallSame the d's (fallBreak) (listlower_test.go).
+func SetLowKeptCheck(on, wrongLow, wrongFall bool) {
+	SetLowCheck(on)
+	lowKeptChecks, lowBreak, fallBreak = 0, on && wrongLow, on && wrongFall
+}
+
+// LowKeptChecks is how many of missBounds' and lowFall's kept works were checked.
+func LowKeptChecks() int { return lowKeptChecks }
+
 // SetEDFSureCheck turns edfListingSure's check against the pairs of every job on or
 // off and zeroes its count (edf_test.go).
 func SetEDFSureCheck(on bool) { edfSureCheck, edfSureDiffs = on, 0 }

@@ -35,6 +35,9 @@ func (w *Workspace) prepareJobs(doc *state.Document) {
 		for i := range w.jobs {
 			w.jobs[i].misses = false
 		}
+		if w.lowGen == gen {
+			w.lowGen = w.simGen // the same times: missBounds' work stands too (lowSame)
+		}
 		w.prepGen = w.simGen
 		if prepCheck {
 			w.checkPrep(doc, cpuF, gpuF)

@@ -263,6 +263,21 @@ type Workspace struct {
 	satFree           []float64 // saturatedList's
 	lowFails, lowSkip int       // saturatedLow's
 
+	// missBounds' last work (lowSame): whether it may stand (lowOK), the simGen it was
+	// done at, the CPUs each project was served and the projects with jobs then
+	lowOK     bool
+	lowGen    int
+	lowServed []float64
+	lowElig   []bool
+	// lowFall's: each job's d, and its last work (fallSame): whether it may stand
+	// (fallOK), the jobsGen, the d's, whether the bounds were the list schedules',
+	// the CPUs each project was served and the projects with jobs it was done with
+	lowD, fallD, fallServed []float64
+	fallKept, lowKept       []float64 // (lowCheck's)
+	fallOK, fallList        bool
+	fallGen                 uint64
+	fallElig                []bool
+
 	// keepMisses' answer carried by the project's list schedule (missesRelist):
 	// whether it may be, whether it was, the rest's cap (its horizons'), the first
 	// moment a running job's work may grow; the CPUs' free times
