@@ -165,20 +165,36 @@ func (w *Workspace) emulatorOrder(doc *state.Document) bool {
 	}
 	w.emuKept, w.emuGen, w.emuOK = true, w.jobsGen, false
 	w.emuOrder = w.emuOrder[:0]
+	if !w.oneCPUJobs() {
+		return false
+	}
+	for p := len(doc.Projects) - 1; p >= 0; p-- {
+		w.emuOrder = w.appendJobsOf(w.emuOrder, p)
+	}
+	w.emuOK = true
+	return true
+}
+
+// oneCPUJobs reports whether every runnable job is a CPU job of one CPU (the hosts
+// of emulatorOrder and priorityBlocks).
+func (w *Workspace) oneCPUJobs() bool {
 	for i := range w.jobs {
 		if j := &w.jobs[i]; j.res != w.cpuRes || j.cpus != 1 {
 			return false
 		}
 	}
-	for p := len(doc.Projects) - 1; p >= 0; p-- {
-		for i := range w.jobs {
-			if w.jobs[i].proj == p {
-				w.emuOrder = append(w.emuOrder, i)
-			}
+	return true
+}
+
+// appendJobsOf appends to order the indices of project p's jobs, in the jobs' order
+// (a block of a list order: emulatorOrder's, priorityBlocks').
+func (w *Workspace) appendJobsOf(order []int, p int) []int {
+	for i := range w.jobs {
+		if w.jobs[i].proj == p {
+			order = append(order, i)
 		}
 	}
-	w.emuOK = true
-	return true
+	return order
 }
 
 // noPickOrder: pickListed takes hosts of one project only, as before its second case
@@ -220,15 +236,7 @@ func (w *Workspace) listServed(doc *state.Document, n int) {
 // pick of the simulation, whose first min(n, jobs left) of that order run.
 func (w *Workspace) priorityBlocks(doc *state.Document) bool {
 	w.listOrder = w.listOrder[:0]
-	if len(w.jobs) == 0 {
-		return false
-	}
-	for i := range w.jobs {
-		if j := &w.jobs[i]; j.res != w.cpuRes || j.cpus != 1 {
-			return false
-		}
-	}
-	if !w.projectStats(doc) {
+	if len(w.jobs) == 0 || !w.oneCPUJobs() || !w.projectStats(doc) {
 		return false
 	}
 	nP := len(doc.Projects)
@@ -272,11 +280,7 @@ func (w *Workspace) priorityBlocks(doc *state.Document) bool {
 		prio[b] = Priority(rec[b], w.gRecSum, doc.Projects[b].ResourceShare, w.gShare[b])
 	}
 	for _, p := range w.blockOrder {
-		for i := range w.jobs {
-			if w.jobs[i].proj == p {
-				w.listOrder = append(w.listOrder, i)
-			}
-		}
+		w.listOrder = w.appendJobsOf(w.listOrder, p)
 	}
 	return true
 }

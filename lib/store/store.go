@@ -132,7 +132,8 @@ func Open(dsn string) (*Store, error) {
 // `bserver status`) or recovers the WAL of one killed, finds it locked for that long,
 // longer than the connection's busy timeout (sqliteBusyPoll, kept short for BEGIN's
 // sake: begin). Once open, the connection holds a shared lock on the file (WAL mode),
-// so no other process takes it whole again while this one runs.
+// so no other process takes it whole again while this one runs. On MySQL the same
+// 10 s bound the one try.
 func ping(db *sql.DB, engine string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sqliteBusyTimeout)
 	defer cancel()
