@@ -1,0 +1,174 @@
+package boincpolicy
+
+import (
+	"github.com/bkit/bkit/lib/scratch"
+	"github.com/bkit/bkit/lib/state"
+)
+
+// The hosts whose round-robin simulation runs the jobs as one list schedule in pick's
+// order (pickListed), and that order: what missesRelist, missesStay, missesListed and
+// missesListedPick read the misses from.
+
+// pickListed reports whether the simulation runs the jobs exactly as one list
+// schedule on the n CPUs from now in pick's order (missesRelist and missesStay, for
+// the answer kept; missesListed and missesListedPick at the pass), and returns that
+// order: on a host of relistable's (one, when known), the project's jobs in their
+// order (nil); under BOINC's emulator, on a host whose runnable jobs are all CPU
+// jobs of one CPU, of several projects, the projects' jobs by address, the last
+// first, each project's in its order (emulatorOrder's, the jobs' indices).
+func (w *Workspace) pickListed(doc *state.Document, one bool) ([]int, bool) {
+	if one {
+		return nil, true
+	}
+	if w.emulatorOrder(doc) {
+		return w.emuOrder, true
+	}
+	return nil, false
+}
+
+// emulatorOrder reports whether pickListed's second case holds, and sets w.emuOrder
+// to its order; both read the jobs alone (their projects, resources and CPUs), so
+// they are kept while the jobs are (jobsGen: statsTimes'). Only where an answer is
+// carried or the bounds failed is it asked for (on example-2cpu-2to1 under BOINC's
+// emulator, asked at every answer kept, it cost 2 % of the run for nothing).
+//
+// Why (several projects, under BOINC's emulator): pick takes the projects by
+// address, the last in the document first, each's jobs in its list's order until the
+// CPUs are used, and reads no REC; so at every pick the jobs that run are the first
+// min(n, jobs left) of that one sequence. So are they at every moment of its list
+// schedule on n CPUs from now (the jobs started are the sequence's first, and one
+// waits only while n run): each job runs over the same moments in both, and ends at
+// the same moment (the sums in another order: missesKnown's margin for rounding).
+// What each project is served then follows from the jobs alone (listServed).
+// (Corpus c159 under BOINC's emulator, 13 CPUs, C of share 235 taking them first:
+// missesKnown's bounds per job left A's and B's jobs open behind C's at every pass
+// that tried them, and the simulation ran 1,905 times in a 10-day run: issue 30,
+// fortieth round.)
+func (w *Workspace) emulatorOrder(doc *state.Document) bool {
+	if !doc.BOINCEmulator || len(w.jobs) == 0 || noPickOrder {
+		return false
+	}
+	if w.emuKept && w.emuGen == w.jobsGen && (!w.emuOK || len(w.emuOrder) == len(w.jobs)) {
+		return w.emuOK
+	}
+	w.emuKept, w.emuGen, w.emuOK = true, w.jobsGen, false
+	w.emuOrder = w.emuOrder[:0]
+	if !w.oneCPUJobs() {
+		return false
+	}
+	for p := len(doc.Projects) - 1; p >= 0; p-- {
+		w.emuOrder = w.appendJobsOf(w.emuOrder, p)
+	}
+	w.emuOK = true
+	return true
+}
+
+// oneCPUJobs reports whether every runnable job is a CPU job of one CPU (the hosts
+// of emulatorOrder and priorityBlocks).
+func (w *Workspace) oneCPUJobs() bool {
+	for i := range w.jobs {
+		if j := &w.jobs[i]; j.res != w.cpuRes || j.cpus != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJobsOf appends to order the indices of project p's jobs, in the jobs' order
+// (a block of a list order: emulatorOrder's, priorityBlocks').
+func (w *Workspace) appendJobsOf(order []int, p int) []int {
+	for i := range w.jobs {
+		if w.jobs[i].proj == p {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// noPickOrder: pickListed takes hosts of one project only, as before its second case
+// (a test's: missesRebound's hosts of several projects whose jobs are all of one CPU
+// are otherwise pickListed's, and no scenario has a CPU job of more).
+var noPickOrder bool
+
+// listServed sets w.gServed, the CPUs each project is served at now, on a host of n
+// CPUs whose jobs run as their list schedule in w.listOrder (empty: the jobs' own;
+// emulatorOrder's, priorityBlocks'): its jobs among the first n of that order, which
+// pick takes at every pick while they are left. Each project's jobs are together in the order, so
+// p is served min(its jobs, n less the jobs of the projects before it): under BOINC's
+// emulator projectServed's rule; with one project, min(its jobs, n). relow's
+// missBounds reads them.
+func (w *Workspace) listServed(doc *state.Document, n int) {
+	w.gServed = scratch.Grow(w.gServed, len(doc.Projects))
+	for x := range min(n, len(w.jobs)) {
+		i := x
+		if len(w.listOrder) > 0 {
+			i = w.listOrder[x]
+		}
+		w.gServed[w.jobs[i].proj]++
+	}
+}
+
+// priorityBlocks reports whether pick, under bsim's conventions, takes every
+// project's jobs before the next project's at every pick while the RECs are as they
+// are now, on a host whose runnable jobs are all CPU jobs of one CPU, each project's
+// of one bump; then it sets w.listOrder to the jobs in that order (each project's in
+// its order), whose list schedule on the n CPUs from now the simulation then is
+// (pickListed's argument).
+//
+// Why: pick starts every pick from the same priorities (prepare's, from the RECs at
+// now) and lowers a project's at each job it takes by its bump, so a project's k-th
+// job left comes with the same priority whichever of its jobs have ended; merged as
+// pick merges them (the highest first, the first project among equals), the
+// projects' whole lists come one project after another here, and a list shortened at
+// its end (a job ended) keeps each comparison the merge made, so they do so at every
+// pick of the simulation, whose first min(n, jobs left) of that order run.
+func (w *Workspace) priorityBlocks(doc *state.Document) bool {
+	w.listOrder = w.listOrder[:0]
+	if len(w.jobs) == 0 || !w.oneCPUJobs() || !w.projectStats(doc) {
+		return false
+	}
+	nP := len(doc.Projects)
+	w.blockPrio = scratch.Grow(w.blockPrio, 2*nP)
+	prio, rec := w.blockPrio[:nP], w.blockPrio[nP:]
+	w.blockLeft = scratch.Grow(w.blockLeft, nP)
+	left := w.blockLeft
+	blocks := 0
+	for p := range nP {
+		if !w.eligible[p] {
+			continue
+		}
+		if w.gBump[2*p] != w.gBump[2*p+1] {
+			return false // jobs of several bumps: the k-th job's priority depends on which are left
+		}
+		left[p], rec[p] = int(w.gCPUs[4*p]), w.rec[p]
+		prio[p] = Priority(rec[p], w.gRecSum, doc.Projects[p].ResourceShare, w.gShare[p])
+		blocks++
+	}
+	if blocks < 2 {
+		return false // one project: relistable's
+	}
+	w.blockOrder = w.blockOrder[:0]
+	cur := -1
+	for range len(w.jobs) {
+		b := -1
+		for p := range nP {
+			if left[p] > 0 && (b < 0 || prio[p] > prio[b]) {
+				b = p
+			}
+		}
+		if b != cur {
+			if cur >= 0 && left[cur] > 0 {
+				return false // the projects' jobs interleave
+			}
+			w.blockOrder = append(w.blockOrder, b)
+			cur = b
+		}
+		left[b]--
+		rec[b] += w.gBump[2*b]
+		prio[b] = Priority(rec[b], w.gRecSum, doc.Projects[b].ResourceShare, w.gShare[b])
+	}
+	for _, p := range w.blockOrder {
+		w.listOrder = w.appendJobsOf(w.listOrder, p)
+	}
+	return true
+}
