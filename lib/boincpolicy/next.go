@@ -27,11 +27,12 @@ func (w *Workspace) next(doc *state.Document, now float64, asked []int) (rpc.Pla
 	var c Choice
 	p := -1
 	if !w.Quiet || !w.reportHold || now >= w.reportHoldUntil {
-		p, w.reportCounts = OverdueReport(doc, now, w.reportCounts)
+		var from float64
+		p, from, w.reportCounts = overdueReport(doc, now, w.reportCounts)
 		if w.Quiet && p < 0 {
-			// No report before overdueFrom while the tasks and the RPC backoffs
-			// stay as they are (Reset and TasksChanged end the hold).
-			w.reportHold, w.reportHoldUntil = true, overdueFrom(doc, now)
+			// No report before from while the tasks and the RPC backoffs stay
+			// as they are (Reset and TasksChanged end the hold).
+			w.reportHold, w.reportHoldUntil = true, from
 		}
 	}
 	switch {

@@ -30,39 +30,24 @@ const (
 // find_project_with_overdue_results; the conditions bkit's documents cannot hold, a
 // project asking for immediate reports or a sporadic connection, are left out).
 func OverdueReport(doc *state.Document, now float64, counts []int) (int, []int) {
-	cushion := max(ReportDeadlineCushion, WorkBufMin(&doc.Preferences))
-	counts = append(counts[:0], make([]int, len(doc.Projects))...)
-	tasks := doc.Tasks // (in a local: the counts' stores made the loop read it through doc)
-	for i := range tasks {
-		t := &tasks[i]
-		if t.State != state.TaskDone {
-			continue
-		}
-		p := projectOf(doc, t.Project)
-		if p < 0 || !rpc.CanContact(&doc.Projects[p], now) {
-			continue
-		}
-		if now > t.ReportDeadline-cushion || now > t.CompletedTime+MaxReportDelay {
-			return p, counts
-		}
-		counts[p]++
-		if counts[p] >= ReportIfAtLeastN {
-			return p, counts
-		}
-	}
-	return -1, counts
+	p, _, counts := overdueReport(doc, now, counts)
+	return p, counts
 }
 
-// overdueFrom is, when OverdueReport finds no project at now, the earliest time from
-// which it may find one while the tasks and the projects' RPC backoffs stay as they
-// are: a done result's project may be contacted from its min_rpc_time on (and its
-// results then counted), and a result of a project that may be contacted is overdue
-// once past its deadline − the cushion or an hour after it finished (the time itself
-// still not overdue: the answer holds before it).
-func overdueFrom(doc *state.Document, now float64) float64 {
+// overdueReport is OverdueReport with, when it finds no project at now, from: the
+// earliest time from which it may find one while the tasks and the projects' RPC
+// backoffs stay as they are (the quiet paths' hold, Workspace.next). A done result's
+// project may be contacted from its min_rpc_time on (and its results then counted),
+// and a result of a project that may be contacted is overdue once past its deadline
+// − the cushion or an hour after it finished (the time itself still not overdue:
+// the answer holds before it). The walk that finds no project passes every done
+// result, so it takes from on its way (a second walk of every task after each such
+// answer, until issue 30's forty-first round); where it finds one, from is not read.
+func overdueReport(doc *state.Document, now float64, counts []int) (int, float64, []int) {
 	cushion := max(ReportDeadlineCushion, WorkBufMin(&doc.Preferences))
+	counts = append(counts[:0], make([]int, len(doc.Projects))...)
 	from := math.Inf(1)
-	tasks := doc.Tasks
+	tasks := doc.Tasks // (in a local: the counts' stores made the loop read it through doc)
 	for i := range tasks {
 		t := &tasks[i]
 		if t.State != state.TaskDone {
@@ -76,9 +61,17 @@ func overdueFrom(doc *state.Document, now float64) float64 {
 			from = min(from, pr.MinRPCTime)
 			continue
 		}
-		from = min(from, t.ReportDeadline-cushion, t.CompletedTime+MaxReportDelay)
+		due, late := t.ReportDeadline-cushion, t.CompletedTime+MaxReportDelay
+		if now > due || now > late {
+			return p, from, counts
+		}
+		from = min(from, due, late)
+		counts[p]++
+		if counts[p] >= ReportIfAtLeastN {
+			return p, from, counts
+		}
 	}
-	return from
+	return -1, from, counts
 }
 
 // projectOf is the index of the project named name, -1 if none (projects are few).

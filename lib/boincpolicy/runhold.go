@@ -66,10 +66,8 @@ func (w *Workspace) runHold(doc *state.Document, now float64) bool {
 // runHoldSeveral is runHold on a host whose jobs are not all of one project.
 func (w *Workspace) runHoldSeveral(doc *state.Document, now float64) bool {
 	nP := len(doc.Projects)
-	for p := range doc.Projects {
-		if doc.Projects[p].DCF() > EDFDCF {
-			return false // (earliestMiss would take all of its jobs)
-		}
+	if anyEDFDCF(doc.Projects) {
+		return false // (earliestMiss would take all of its jobs)
 	}
 	n := doc.Host.CPU().Instances
 	if n <= 2 {

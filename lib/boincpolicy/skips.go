@@ -160,9 +160,10 @@ func (w *Workspace) passKeeps(doc *state.Document) bool {
 	period := doc.Preferences.CPUSchedulingPeriod
 	used, least := 0.0, math.Inf(1)
 	jobs, tasks, projects, cpuRes := w.jobs, doc.Tasks, doc.Projects, w.cpuRes
+	edf := anyEDFDCF(projects)
 	for i := range jobs {
 		j := &jobs[i]
-		if j.res != cpuRes || projects[j.proj].DCF() > EDFDCF {
+		if j.res != cpuRes || edf && projects[j.proj].DCF() > EDFDCF {
 			return false
 		}
 		if !j.running {
@@ -176,6 +177,19 @@ func (w *Workspace) passKeeps(doc *state.Document) bool {
 	}
 	const slack = 1e-9 // state.CPUsFit's
 	return !(n-used > slack) && n-(used-least) > slack
+}
+
+// anyEDFDCF reports whether some project's correction factor puts its jobs in earliest
+// deadline first (EDFDCF: earliest_deadline_result): where none does, the walks that
+// refuse a hold for such a job (passKeeps, setHold, setEDFHold) need not look up each
+// job's project (issue 30, forty-first round).
+func anyEDFDCF(projects []state.Project) bool {
+	for i := range projects {
+		if projects[i].DCF() > EDFDCF {
+			return true
+		}
+	}
+	return false
 }
 
 // quietNoFetch is ChooseProject's skips: it reports whether the choice is provably
@@ -466,9 +480,10 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 	changed, unsure := before, false
 	// (The slices in locals: the walk read them through w and doc at every job.)
 	jobs, tasks, projects, cpuRes := w.jobs, doc.Tasks, doc.Projects, w.cpuRes
+	edf := anyEDFDCF(projects)
 	for i := range jobs {
 		j := &jobs[i]
-		if j.res != cpuRes || projects[j.proj].DCF() > EDFDCF {
+		if j.res != cpuRes || edf && projects[j.proj].DCF() > EDFDCF {
 			return
 		}
 		t := &tasks[j.task]
@@ -551,9 +566,10 @@ func (w *Workspace) setEDFHold(doc *state.Document, now float64) {
 	used := 0.0
 	free := w.sliceFree() // the slices' ends bound nothing
 	jobs, tasks, projects, cpuRes := w.jobs, doc.Tasks, doc.Projects, w.cpuRes
+	edf := anyEDFDCF(projects)
 	for i := range jobs {
 		j := &jobs[i]
-		if j.res != cpuRes || projects[j.proj].DCF() > EDFDCF {
+		if j.res != cpuRes || edf && projects[j.proj].DCF() > EDFDCF {
 			return
 		}
 		if !j.running {

@@ -174,7 +174,7 @@ type Workspace struct {
 	changed bool // the last Schedule started or stopped a task (Changed)
 
 	// reportHold, reportHoldUntil: OverdueReport finds no project before
-	// reportHoldUntil (overdueFrom); Reset and TasksChanged end it.
+	// reportHoldUntil (overdueReport's from); Reset and TasksChanged end it.
 	reportHold      bool
 	reportHoldUntil float64
 
