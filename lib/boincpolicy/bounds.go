@@ -48,7 +48,9 @@ import (
 // eighth round: down-2cpu's misses behind P had a whole pass at every step). A
 // coprocessor job its resource's bound leaves open is decided by coprocBounds' bounds
 // (which read no REC) when every job of its resource takes all its instances; a miss
-// so found counts as one by missBounds' bound below (w.boundMiss, w.lowSlack).
+// so found counts as one by missBounds' bound below (w.boundMiss, w.lowSlack), as does
+// one found where the served CPUs tie (tiedMiss: tied.go), tried where missBounds'
+// bound leaves a CPU job open.
 //
 // w.slack is then how long from now no job that does not miss can come to miss (the
 // least margin to the bound), nor a job that misses by missBounds' bound come not to;
@@ -76,8 +78,8 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	// good until recHorizon, then at now only (now2); and missBounds'.
 	perJob, lower, now2 := false, false, false
 	// The served CPUs' horizon (recHorizons[level], the last at now only), and
-	// missBounds': its level, and lowFall's.
-	level, lowLevel, lowK := 0, 0, false
+	// missBounds': its level, and lowFall's; tiedEnds done at the level.
+	level, lowLevel, lowK, tiedDone := 0, 0, false, false
 	start := 0      // the first level tried (firstLevel)
 	coDone := false // coprocBounds done
 	coNow := false  // a coprocessor job decided by pick's order at now (coAheads)
@@ -184,6 +186,12 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 				}
 				break
 			}
+			if slack, ok := w.tiedMissAt(doc, i, now, comp, &tiedDone); ok {
+				w.anyMiss, w.boundMiss, j.misses = true, true, true // certainly (tiedEnds)
+				now2 = now2 || level == last
+				w.lowSlack = min(w.lowSlack, slack)
+				break
+			}
 			if w.gRECFree || level == last {
 				w.perJobFailed()
 				w.longDone(start, level)
@@ -214,7 +222,7 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 				w.slack = min(w.slack, h)
 				w.capSlack = min(w.capSlack, h)
 			}
-			lower = false
+			lower, tiedDone = false, false
 		}
 	}
 	if perJob {
@@ -493,6 +501,9 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 	}
 	w.lowK = growJobs(w.lowK, len(w.jobs)+16)
 	w.lowD = growJobs(w.lowD, len(w.jobs)+16)
+	w.tied = growJobs(w.tied, 3*(len(w.jobs)+16))
+	w.tiedFree = scratch.Grow(w.tiedFree, nP*n)
+	w.tiedRun = scratch.Grow(w.tiedRun, 2*nP)
 	if cap(w.fallD) < 2*(len(w.jobs)+16) {
 		w.fallD = make([]float64, 0, 2*(len(w.jobs)+16))
 	}

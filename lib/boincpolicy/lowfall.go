@@ -147,14 +147,7 @@ func (w *Workspace) fallSame() bool {
 // lowFallOnce is lowFall's work: each job's d (w.lowD), and the rates unless they
 // stand (fallSame; under lowCheck worked out all the same, and held to them).
 func (w *Workspace) lowFallOnce(doc *state.Document) {
-	af := availFrac(&doc.Host.TimeStats, false)
-	w.lowD = growJobs(w.lowD, len(w.jobs))
-	for i := range w.jobs {
-		w.lowD[i] = 0
-		if j := &w.jobs[i]; j.running {
-			w.lowD[i] = w.runFall(doc, j) / af
-		}
-	}
+	w.jobFalls(doc)
 	kept := w.fallSame()
 	if kept && !lowCheck {
 		return
@@ -181,6 +174,20 @@ func (w *Workspace) lowFallOnce(doc *state.Document) {
 	}
 	if kept && !slices.Equal(w.fallKept, w.lowK[:len(w.jobs)]) {
 		lowDiffs++
+	}
+}
+
+// jobFalls sets each job's d (w.lowD): how much faster than time its simulated time
+// may fall while the tasks stay as they are, runFall ÷ the availability the
+// simulation runs it at for a running job, else 0 (lowFall's, tiedEnds').
+func (w *Workspace) jobFalls(doc *state.Document) {
+	af := availFrac(&doc.Host.TimeStats, false)
+	w.lowD = growJobs(w.lowD, len(w.jobs))
+	for i := range w.jobs {
+		w.lowD[i] = 0
+		if j := &w.jobs[i]; j.running {
+			w.lowD[i] = w.runFall(doc, j) / af
+		}
 	}
 }
 

@@ -277,6 +277,11 @@ type Workspace struct {
 	fallOK, fallList        bool
 	fallGen                 uint64
 	fallElig                []bool
+	// tiedEnds': per job its start, end and end's fall (3 a job), per project its
+	// CPUs' free times and its e and jobs placed; T and the greatest e
+	tied, tiedFree, tiedRun []float64
+	tiedT, tiedE            float64
+	tiedOK                  bool // they tie (tiedEnds)
 
 	// keepMisses' answer carried by the project's list schedule (missesRelist):
 	// whether it may be, whether it was, the rest's cap (its horizons'), the first
