@@ -305,7 +305,7 @@ func (w *Workspace) noRiseUntil(doc *state.Document, now float64) float64 {
 	if kept && !riseCheck {
 		return w.riseUntil
 	}
-	until := w.noRiseFrom(doc, now)
+	until := w.noRiseFrom(doc, now, false)
 	if kept && math.Float64bits(until) != math.Float64bits(w.riseUntil) {
 		riseDiffs++
 	}
@@ -319,15 +319,17 @@ var (
 	riseDiffs int
 )
 
-// noRiseFrom is noRiseUntil computed.
-func (w *Workspace) noRiseFrom(doc *state.Document, now float64) float64 {
+// noRiseFrom is noRiseUntil computed (started false), or the same bound for the jobs
+// a pass at now started (started true: running by the tasks' states, not before it),
+// which setHold reads after such a pass.
+func (w *Workspace) noRiseFrom(doc *state.Document, now float64, started bool) float64 {
 	until := math.Inf(1)
 	for i := range w.jobs {
 		j := &w.jobs[i]
-		if !j.running {
+		t := &doc.Tasks[j.task]
+		if run := j.running; started && (run || t.State != state.TaskRunning) || !started && !run {
 			continue
 		}
-		t := &doc.Tasks[j.task]
 		if doc.BOINCEmulator && t.EmulatorFlopsLeft > 0 {
 			continue
 		}

@@ -503,6 +503,13 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 		least = min(least, j.cpus)
 		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
 	}
+	if changed {
+		// The jobs this pass started run from now: their rise ends the hold too
+		// (noRiseUntil reads the jobs running before the pass). Found by
+		// TestReholdAgainstPass's queues: a preempted job started at t0 rose 493 s
+		// in, inside a hold of 3,479 s (docs/decisions.md, forty-first round).
+		until = min(until, w.noRiseFrom(doc, now, true))
+	}
 	until = min(until, w.noRiseUntil(doc, now))
 	const slack = 1e-9 // state.CPUsFit's
 	if changed && unsure || n-used > slack || !(n-(used-least) > slack) || !(until > now) {
