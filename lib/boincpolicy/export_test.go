@@ -120,7 +120,7 @@ func RelistChecks() int { return relistChecks }
 // SetListedCheck turns the check of missesListed's answers (and of those kept from
 // them) against the whole simulation on or off and zeroes its counts.
 func SetListedCheck(on bool) {
-	listedCheck, listedDiffs, listedChecks, orderDiffs, orderChecks, nowChecks = on, 0, 0, 0, 0, 0
+	listedCheck, listedDiffs, listedChecks, orderDiffs, orderChecks, nowChecks, replayChecks = on, 0, 0, 0, 0, 0, 0
 }
 
 // SetNoPickOrder turns pickListed's second case (several projects under BOINC's
@@ -135,6 +135,9 @@ func OrderChecks() int { return orderChecks }
 // NowChecks is how many of missesListedPick's answers under bsim's conventions were
 // checked.
 func NowChecks() int { return nowChecks }
+
+// ReplayChecks is how many of judgeReplayed's answers were checked.
+func ReplayChecks() int { return replayChecks }
 
 // ListedDiffs is how many of missesListed's answers (and of those kept from them) the
 // simulation contradicted; ListedChecks how many were checked.

@@ -15,7 +15,7 @@ import (
 // misses, w.missed, w.Sim's counts, w.anyMiss, w.boundMiss, the slacks, w.recEps,
 // and the served CPUs keepMisses keeps for relow), and keepMisses keeps the answer as
 // it keeps missesKnown's. Where a job's end is within the rounding margin of its
-// deadline, it reports false and missesKnown decides.
+// deadline, the answer is judgeReplayed's, at now alone.
 //
 // Why: on such a host the simulation runs the jobs exactly as their list schedule on
 // the n CPUs from now in pick's order (pickListed, missesRelist, listsched.go),
@@ -119,7 +119,7 @@ func (w *Workspace) judgeList(doc *state.Document, now float64, n int, nowOnly b
 		}
 		e = shiftAfter(e, d, x < n)
 		if !w.judgeListed(&lj, i, now, comp, end, fall) {
-			return false
+			return w.judgeReplayed(doc, now, n)
 		}
 	}
 	w.anyMiss, w.boundMiss = lj.anyMiss, lj.boundMiss
@@ -154,9 +154,9 @@ func newListJudge() listJudge { return listJudge{slack: math.Inf(1), lowSlack: m
 // judgeListed judges job i, which ends at now+end in the list schedule and whose end
 // falls at fall (lowFall's rate: 0 or less, not at all), against its computation
 // deadline (deadline - comp), with missesKnown's margin for rounding. It returns false
-// where the end is within that margin: the answer is not known, and the jobs are
-// unmarked (as prepareJobs left them, for missesKnown; those judged before may come
-// in any order: pickListed's).
+// where the end is within that margin: the answer is not known from the end, and the
+// jobs are unmarked (as prepareJobs left them, for judgeReplayed and missesKnown;
+// those judged before may come in any order: pickListed's).
 func (w *Workspace) judgeListed(lj *listJudge, i int, now, comp, end, fall float64) bool {
 	j := &w.jobs[i]
 	if now > j.deadline-comp { // the simulation's test, at its earliest finish
@@ -193,6 +193,7 @@ var (
 	listedDiffs, listedChecks int
 	orderDiffs, orderChecks   int // of those, the answers in pick's order of several projects
 	nowChecks                 int // of those, missesListedPick's under bsim's conventions
+	replayChecks              int // of those, judgeReplayed's
 )
 
 // checkListed is listedCheck's test of the answer at now.

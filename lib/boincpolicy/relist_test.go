@@ -135,3 +135,24 @@ func TestMissesListedPickNowAgainstSimulation(t *testing.T) {
 	checkedAtLeast(t, r, dirs, boincpolicy.SetListedCheck, boincpolicy.NowChecks, 300, "answers missesListedPick gave under bsim's conventions",
 		checked{boincpolicy.OrderDiffs, "of the answers missesListed decided or kept in pick's order differed from the whole simulation's"})
 }
+
+// TestMissesReplayedAgainstSimulation: as TestMissesListedAgainstSimulation, for the
+// answers judgeReplayed gives where a job's end in the list schedule is within the
+// margin for rounding of its computation deadline (on down-2cpu, jobs of whole hours
+// whose ends meet their deadlines to the bit): the simulation's ends replayed
+// (replayEnds) must find the jobs missing that the whole simulation finds, under both
+// conventions. It wants many such answers, and fails with the replay's test of the
+// end at or past the deadline (>= for >). (It passed with the list schedule's ends in
+// place of the replayed ones, and with the step's cut dropped: on its runs they were
+// the same to the bit. TestReplayAgainstSimulation is the test of the replay's
+// arithmetic.)
+func TestMissesReplayedAgainstSimulation(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
+	r := rand.New(rand.NewPCG(30, 4207))
+	down := "../../scenarios/down-2cpu"
+	dirs := withCorpus(r, 8, append([]string{down, down, down, down, down}, pickOrderDirs...)...)
+	checkedAtLeast(t, r, dirs, boincpolicy.SetListedCheck, boincpolicy.ReplayChecks, 300, "answers judgeReplayed gave",
+		checked{boincpolicy.ListedDiffs, "of the answers missesListed decided or kept differed from the whole simulation's"})
+}

@@ -293,6 +293,10 @@ type Workspace struct {
 	relistFree           []float64
 	// the order of the jobs judgeList places (empty: theirs)
 	listOrder []int
+	// replayEnds': each job's end (by index); by place in the order, the work and
+	// time left and the rate (three runs); the places running
+	replayEnd, replayPlace []float64
+	replayRun              []int
 	// emulatorOrder's, kept while the jobs are (emuGen: jobsGen): whether it holds
 	// (emuOK), its order
 	emuKept, emuOK bool
