@@ -326,8 +326,11 @@ func (w *Workspace) noRiseFrom(doc *state.Document, now float64, started bool) f
 	until := math.Inf(1)
 	for i := range w.jobs {
 		j := &w.jobs[i]
+		if run := j.running; !started && !run || started && run {
+			continue // (the task read only past this test: most jobs wait)
+		}
 		t := &doc.Tasks[j.task]
-		if run := j.running; started && (run || t.State != state.TaskRunning) || !started && !run {
+		if started && t.State != state.TaskRunning {
 			continue
 		}
 		if doc.BOINCEmulator && t.EmulatorFlopsLeft > 0 {

@@ -264,3 +264,12 @@ func SetKnownCheck(on bool) { knownCheck, knownDiffs, knownChecks = on, 0, 0 }
 // KnownChecks how many were checked.
 func KnownDiffs() int  { return knownDiffs }
 func KnownChecks() int { return knownChecks }
+
+// SetRelistableCheck turns the check of relistable's kept answers against the walk of
+// the jobs on or off and zeroes its counts (relist_test.go).
+func SetRelistableCheck(on bool) { relistableCheck, relistableChecks, relistableDiffs = on, 0, 0 }
+
+// RelistableChecks is how many of relistable's kept answers were checked;
+// RelistableDiffs, how many the walk contradicted.
+func RelistableChecks() int { return relistableChecks }
+func RelistableDiffs() int  { return relistableDiffs }

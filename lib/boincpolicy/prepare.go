@@ -123,7 +123,10 @@ func (w *Workspace) prepareWhole(doc *state.Document, cpuF, gpuF float64) {
 				maxU = max(maxU, j.inst)
 			}
 			if !j.known {
-				fall = max(fall, over*dcfOf[j.proj])
+				// (maxMore: fall starts at 1, never a zero)
+				if x := over * dcfOf[j.proj]; !(x <= fall) {
+					fall = max(fall, x)
+				}
 			}
 		}
 		w.sums[sumSerial], w.sums[sumW], w.sums[sumMaxT], w.sums[sumMaxU] = serial, work, maxT, maxU

@@ -301,6 +301,10 @@ type Workspace struct {
 	// (emuOK), its order
 	emuKept, emuOK bool
 	emuGen         uint64
+	// relistable's, kept while the jobs are (relGen: jobsGen): whether it is kept,
+	// its answer
+	relKept, relOK bool
+	relGen         uint64
 	emuOrder       []int
 	// priorityBlocks': the projects' priorities and temporary RECs, their jobs left,
 	// the projects in pick's order
