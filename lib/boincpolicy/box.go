@@ -305,7 +305,7 @@ func (w *Workspace) noRiseUntil(doc *state.Document, now float64) float64 {
 	if kept && !riseCheck {
 		return w.riseUntil
 	}
-	until := w.noRiseFrom(doc, now, false)
+	until := w.noRiseFrom(doc, now)
 	if kept && math.Float64bits(until) != math.Float64bits(w.riseUntil) {
 		riseDiffs++
 	}
@@ -319,36 +319,36 @@ var (
 	riseDiffs int
 )
 
-// noRiseFrom is noRiseUntil computed (started false), or the same bound for the jobs
-// a pass at now started (started true: running by the tasks' states, not before it),
-// which setHold reads after such a pass.
-func (w *Workspace) noRiseFrom(doc *state.Document, now float64, started bool) float64 {
+// noRiseFrom is noRiseUntil computed.
+func (w *Workspace) noRiseFrom(doc *state.Document, now float64) float64 {
 	until := math.Inf(1)
 	for i := range w.jobs {
-		j := &w.jobs[i]
-		if run := j.running; !started && !run || started && run {
-			continue // (the task read only past this test: most jobs wait)
+		if j := &w.jobs[i]; j.running {
+			until = min(until, riseFrom(doc, j, &doc.Tasks[j.task], now))
 		}
-		t := &doc.Tasks[j.task]
-		if started && t.State != state.TaskRunning {
-			continue
-		}
-		if doc.BOINCEmulator && t.EmulatorFlopsLeft > 0 {
-			continue
-		}
-		e := t.EstimatedFlops * doc.Projects[j.proj].DCF()
-		if !(t.FlopsDone < e) {
-			continue // past it already: the true remaining work
-		}
-		if t.FractionDone > 0 && t.FlopsDone/t.FractionDone <= e {
-			continue // its true work within the corrected estimate: it ends first
-		}
-		if !(j.speed > 0) {
-			return now
-		}
-		until = min(until, now+(e-t.FlopsDone)/j.speed)
 	}
 	return until
+}
+
+// riseFrom is noRiseUntil's bound for job j (task t) running from now: the first
+// moment its estimated remaining work may grow (+Inf: never; now: it may at once).
+// setHold reads it for the jobs a pass started, which noRiseUntil, reading the jobs
+// running before the pass, leaves out.
+func riseFrom(doc *state.Document, j *job, t *state.Task, now float64) float64 {
+	if doc.BOINCEmulator && t.EmulatorFlopsLeft > 0 {
+		return math.Inf(1)
+	}
+	e := t.EstimatedFlops * doc.Projects[j.proj].DCF()
+	if !(t.FlopsDone < e) {
+		return math.Inf(1) // past it already: the true remaining work
+	}
+	if t.FractionDone > 0 && t.FlopsDone/t.FractionDone <= e {
+		return math.Inf(1) // its true work within the corrected estimate: it ends first
+	}
+	if !(j.speed > 0) {
+		return now
+	}
+	return now + (e-t.FlopsDone)/j.speed
 }
 
 // recRange bounds the REC of every project with runnable jobs at any moment until

@@ -490,6 +490,14 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 		running := t.State == state.TaskRunning
 		if j.running != running {
 			changed = true // this pass started or stopped it
+			if running {
+				// It runs from now: its rise ends the hold too (noRiseUntil
+				// reads the jobs running before the pass). Found by
+				// TestReholdAgainstPass's queues: a preempted job started at t0
+				// rose 493 s in, inside a hold of 3,479 s (docs/decisions.md,
+				// forty-first round).
+				until = min(until, riseFrom(doc, j, t, now))
+			}
 		}
 		if !running {
 			continue
@@ -502,13 +510,6 @@ func (w *Workspace) setHold(doc *state.Document, now float64, before bool) {
 		// CPU for.
 		least = min(least, j.cpus)
 		until = min(until, now+period-(t.ElapsedTime-t.ElapsedTimeAtLastSched))
-	}
-	if changed {
-		// The jobs this pass started run from now: their rise ends the hold too
-		// (noRiseUntil reads the jobs running before the pass). Found by
-		// TestReholdAgainstPass's queues: a preempted job started at t0 rose 493 s
-		// in, inside a hold of 3,479 s (docs/decisions.md, forty-first round).
-		until = min(until, w.noRiseFrom(doc, now, true))
 	}
 	until = min(until, w.noRiseUntil(doc, now))
 	const slack = 1e-9 // state.CPUsFit's
