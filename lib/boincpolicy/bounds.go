@@ -267,7 +267,7 @@ func (w *Workspace) perJobFailed() {
 	}
 }
 
-const perJobTries, perJobRest = 4, 16
+const perJobTries, perJobRest = 2, 16 // 2 from 4: issue 30, forty-second round (down-2cpu, part-time-4cpu)
 
 // firstLevel is the horizon of recHorizons missesKnown tries first: the longest,
 // unless it has failed at the last perJobTries passes that tried it (longDone), when
