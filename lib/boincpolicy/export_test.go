@@ -273,3 +273,12 @@ func SetRelistableCheck(on bool) { relistableCheck, relistableChecks, relistable
 // RelistableDiffs, how many the walk contradicted.
 func RelistableChecks() int { return relistableChecks }
 func RelistableDiffs() int  { return relistableDiffs }
+
+// SetSimReplayCheck turns the check of simulateReplayed's simulations against the
+// whole one on or off and zeroes its counts.
+func SetSimReplayCheck(on bool) { simReplayCheck, simReplayDiffs, simReplayChecks = on, 0, 0 }
+
+// SimReplayDiffs is how many of simulateReplayed's simulations the whole one
+// contradicted; SimReplayChecks how many were checked.
+func SimReplayDiffs() int  { return simReplayDiffs }
+func SimReplayChecks() int { return simReplayChecks }

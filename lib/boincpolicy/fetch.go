@@ -235,7 +235,9 @@ func (w *Workspace) chooseProject(doc *state.Document, now float64) Choice {
 // and for which no project of higher priority may be asked, the same request as
 // ChooseProject's. A project in RPC backoff may still piggyback.
 func (w *Workspace) Piggyback(doc *state.Document, p int, now float64) Choice {
-	w.Simulate(doc, now)
+	if !w.Quiet || !w.simulateReplayed(doc, now) {
+		w.Simulate(doc, now)
+	}
 	w.setup(doc, now)
 	c := w.choice(doc)
 	c.Project = p

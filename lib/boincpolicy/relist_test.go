@@ -176,3 +176,20 @@ func TestMissesReplayedAgainstSimulation(t *testing.T) {
 	checkedAtLeast(t, r, dirs, boincpolicy.SetListedCheck, boincpolicy.ReplayChecks, 300, "answers judgeReplayed gave",
 		checked{boincpolicy.ListedDiffs, "of the answers missesListed decided or kept differed from the whole simulation's"})
 }
+
+// TestSimulationReplayedInRuns: in runs of policy boinc on down-2cpu (five times), the
+// hosts of pickOrderDirs and 8 corpus hosts (random seeds, both conventions, 2 to 10
+// days), wherever Piggyback's simulation is simulateReplayed's, a whole simulation on
+// a copy of the document leaves the same for its readers to the bit (sameSimulation).
+// It wants many such simulations. (TestSimulationReplayedAgainstSimulation is the
+// test of the replay's arithmetic on random queues, with ties.)
+func TestSimulationReplayedInRuns(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
+	r := rand.New(rand.NewPCG(30, 4210))
+	down := "../../scenarios/down-2cpu"
+	dirs := withCorpus(r, 8, append([]string{down, down, down, down, down}, pickOrderDirs...)...)
+	checkedAtLeast(t, r, dirs, boincpolicy.SetSimReplayCheck, boincpolicy.SimReplayChecks, 300, "simulations simulateReplayed gave",
+		checked{boincpolicy.SimReplayDiffs, "of simulateReplayed's simulations differed from the whole one"})
+}

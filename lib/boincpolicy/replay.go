@@ -2,6 +2,7 @@ package boincpolicy
 
 import (
 	"math"
+	"slices"
 
 	"github.com/bkit/bkit/lib/scratch"
 	"github.com/bkit/bkit/lib/state"
@@ -59,11 +60,22 @@ func (w *Workspace) judgeReplayed(doc *state.Document, now float64, n int) bool 
 // is the simulation's to the bit. The jobs' own simulated times are left as they
 // are (listUpper and the pass read them).
 func (w *Workspace) replayEnds(now float64, n int) {
+	w.replay(nil, now, n, w.listOrder)
+}
+
+// replay is replayEnds in the given order; with doc, it also does what the
+// simulation does at each job's end and step (simulateFrom; prepare done): the job
+// marked and counted where it misses its computation deadline, its task in missOrder
+// in the order of the ends, and each resource's shortfall and saturated time summed
+// step by step (updateStats, the instances idle those the jobs running leave: on
+// these hosts the CPUs' the simulation's pick uses, min(n, jobs left) jobs of one CPU
+// each, summed exactly; a coprocessor's all of its own, with no job for it), then the
+// tail up to work_buf_total.
+func (w *Workspace) replay(doc *state.Document, now float64, n int, order []int) {
 	m := len(w.jobs)
 	w.replayEnd = scratch.Grow(w.replayEnd, m)
 	w.replayPlace = scratch.Grow(w.replayPlace, 3*m)
 	left, t, rate := w.replayPlace[:m], w.replayPlace[m:2*m], w.replayPlace[2*m:]
-	order := w.listOrder
 	for x := range m {
 		i := x
 		if len(order) > 0 {
@@ -75,6 +87,11 @@ func (w *Workspace) replayEnds(now float64, n int) {
 	run := w.replayRun[:0]
 	next := 0 // the first place not yet started
 	simNow := now
+	var bufEnd, comp float64
+	if doc != nil {
+		bufEnd = now + WorkBufTotal(&doc.Preferences)
+		comp = WorkBufMin(&doc.Preferences) + DeadlineCushion
+	}
 	for {
 		for len(run) < n && next < m {
 			run = append(run, next)
@@ -103,6 +120,13 @@ func (w *Workspace) replayEnds(now float64, n int) {
 				i = order[ended]
 			}
 			w.replayEnd[i] = simNow + dt
+			if j := &w.jobs[i]; doc != nil && simNow+dt > j.deadline-comp {
+				j.misses = true
+				w.missOrder = append(w.missOrder, j.task)
+				w.missStarted = append(w.missStarted, j.started)
+				w.missed[j.proj*w.nRes+j.res]++
+				w.Sim[j.res].Misses++
+			}
 		}
 		for _, x := range run {
 			l := left[x] - rate[x]*dt
@@ -111,6 +135,15 @@ func (w *Workspace) replayEnds(now float64, n int) {
 			}
 			left[x] = l
 			t[x] = l / rate[x]
+		}
+		if doc != nil {
+			for r := range w.Sim {
+				idle := float64(doc.Host.Resources[r].Instances)
+				if r == w.cpuRes {
+					idle -= float64(len(run)) // (the simulation's pick's)
+				}
+				w.updateStats(r, idle, simNow, dt, now, bufEnd)
+			}
 		}
 		if ended >= 0 {
 			// Out of the running places, the others' order kept (a loop: at most
@@ -122,5 +155,128 @@ func (w *Workspace) replayEnds(now float64, n int) {
 		}
 		simNow += dt
 	}
+	if doc != nil && simNow < bufEnd {
+		for r := range w.Sim {
+			w.updateStats(r, float64(doc.Host.Resources[r].Instances), simNow, bufEnd-simNow, now, bufEnd)
+		}
+	}
 	w.replayRun = run
+}
+
+// simulateReplayed is Simulate at now on the quiet paths where the host is
+// pickListed's (the simulation the list schedule in pick's order, at most maxTop
+// CPUs): the simulation's work replayed (replay) in place of its picks and steps, what
+// it leaves for its readers the same to the bit (each job's misses, the counts,
+// missOrder and missStarted, each resource's shortfall, saturated time and idle
+// instances, prepare's counts), the moment's simulation then done. It reports whether it did; elsewhere (or with the moment's simulation done)
+// Simulate is left to run. The jobs' simulated times stay as prepareJobs set them
+// (the simulation steps them, and counts a change of them: simGen; nothing reads them
+// after it but prepareJobs, which then finds its work standing). (down-2cpu under
+// BOINC's emulator at seed 3: 331 whole simulations in a 10-day run were Piggyback's,
+// whose request reads the shortfall and saturated time, and the RPC's busy-time
+// estimator missOrder, after a quiet pass that ran none: issue 30, forty-second round.)
+func (w *Workspace) simulateReplayed(doc *state.Document, now float64) bool {
+	n := doc.Host.CPU().Instances
+	if w.simDone && w.simAt == now || n > maxTop || noSimReplay {
+		return false
+	}
+	w.quietView(doc, now)
+	w.prepareJobs(doc)
+	order, ok := w.pickListed(doc, w.relistable())
+	if !ok || len(w.jobs) == 0 {
+		w.simulateFrom(doc, now, w.prepareRest(doc))
+	} else {
+		// prepareRest's counts (the same sums in the same order); its pending
+		// lists, priorities and bumps are the picks' alone, which the replay does
+		// not make (the work fetch's setup works the priorities out afresh).
+		clear(w.nusedTotal)
+		clear(w.nRunnable)
+		for i := range w.jobs {
+			j := &w.jobs[i]
+			w.nRunnable[j.proj*w.nRes+j.res]++
+			w.nusedTotal[j.proj*w.nRes+w.cpuRes] += j.cpus
+		}
+		w.missOrder = w.missOrder[:0]
+		w.missStarted = w.missStarted[:0]
+		for r := range w.Sim {
+			idle := float64(doc.Host.Resources[r].Instances)
+			if r == w.cpuRes {
+				idle -= float64(min(n, len(w.jobs))) // the first pick's
+			}
+			w.Sim[r].IdleNow = max(0, idle)
+		}
+		w.replay(doc, now, n, order)
+		if simReplayCheck {
+			w.checkSimReplay(doc, now)
+		}
+	}
+	w.simDone, w.simAt = true, now
+	return true
+}
+
+// noSimReplay turns simulateReplayed off (a test's switch). With simReplayCheck on
+// (tests only), at each simulation simulateReplayed gives, the whole simulation on
+// the same jobs (the workspace's view: a fresh one may differ, a job's started
+// flag read before the moment's pass started it) must leave the same to the bit
+// (sameSimulation); simReplayDiffs counts where it did not, simReplayChecks the
+// simulations checked.
+var (
+	noSimReplay, simReplayCheck     bool
+	simReplayDiffs, simReplayChecks int
+)
+
+// checkSimReplay is simReplayCheck's test of simulateReplayed's work at now: the
+// whole simulation run in the workspace from prepareJobs' work, then the replay's
+// work put back (the jobs, their simulated times and marks, the counts, the
+// simulation's generation), so that the run goes on as without the check.
+func (w *Workspace) checkSimReplay(doc *state.Document, now float64) {
+	simReplayChecks++
+	whole := checkSpace(w.Overestimate)
+	defer checkDone(whole)
+	// The replay's work, kept in whole.
+	whole.jobs = append(whole.jobs[:0], w.jobs...)
+	whole.Sim = append(whole.Sim[:0], w.Sim...)
+	whole.missed = append(whole.missed[:0], w.missed...)
+	whole.missOrder = append(whole.missOrder[:0], w.missOrder...)
+	whole.missStarted = append(whole.missStarted[:0], w.missStarted...)
+	whole.nusedTotal = append(whole.nusedTotal[:0], w.nusedTotal...)
+	whole.nRunnable = append(whole.nRunnable[:0], w.nRunnable...)
+	gen := w.simGen
+	// The simulation from prepareJobs' state (its misses and counts cleared).
+	for i := range w.jobs {
+		w.jobs[i].misses = false
+	}
+	clear(w.missed)
+	for r := range w.Sim {
+		w.Sim[r] = ResourceSim{Type: w.Sim[r].Type}
+	}
+	w.simulateFrom(doc, now, w.prepareRest(doc))
+	if !whole.sameSimulation(w) {
+		simReplayDiffs++
+	}
+	copy(w.jobs, whole.jobs)
+	copy(w.Sim, whole.Sim)
+	copy(w.missed, whole.missed)
+	w.missOrder = append(w.missOrder[:0], whole.missOrder...)
+	w.missStarted = append(w.missStarted[:0], whole.missStarted...)
+	copy(w.nusedTotal, whole.nusedTotal)
+	copy(w.nRunnable, whole.nRunnable)
+	w.simGen = gen
+}
+
+// sameSimulation reports whether w and whole left the same for the simulation's
+// readers: each job's misses, the counts, missOrder and missStarted, w.Sim (every
+// figure to the bit), prepare's counts.
+func (w *Workspace) sameSimulation(whole *Workspace) bool {
+	if len(w.jobs) != len(whole.jobs) || !slices.Equal(w.missed, whole.missed) || !slices.Equal(w.Sim, whole.Sim) ||
+		!slices.Equal(w.missOrder, whole.missOrder) || !slices.Equal(w.missStarted, whole.missStarted) ||
+		!slices.Equal(w.nusedTotal, whole.nusedTotal) || !slices.Equal(w.nRunnable, whole.nRunnable) {
+		return false
+	}
+	for i := range w.jobs {
+		if w.jobs[i].misses != whole.jobs[i].misses {
+			return false
+		}
+	}
+	return true
 }

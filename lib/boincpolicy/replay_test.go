@@ -3,8 +3,11 @@ package boincpolicy
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/bkit/bkit/lib/state"
 )
 
 // TestReplayAgainstSimulation: on random queues of judgeList's hosts (one project's
@@ -101,4 +104,105 @@ func TestReplayAgainstSimulation(t *testing.T) {
 		t.Errorf("%d queues, %d with a job's end at its computation deadline, %d with list ends not the replayed ones: want more", tried, ties, apart)
 	}
 	t.Logf("%d queues, %d with a job's end at its computation deadline, %d with list ends not the replayed ones", tried, ties, apart)
+}
+
+// TestSimulationReplayedAgainstSimulation: on random queues (randomQueue's, jobs of
+// one CPU, BOINC's emulator on half, a coprocessor with no job on a third of the
+// hosts, buffers from under an hour to two days, so that the buffer's end falls
+// before, among and after the jobs' ends), with one job's report deadline set so
+// that its computation deadline is its replayed end to the bit (or one float step off
+// either way), simulateReplayed leaves what the whole simulation leaves for its
+// readers, to the bit (sameSimulation: each job's misses, the counts, missOrder,
+// missStarted, every resource's shortfall, saturated time and idle instances,
+// prepare's counts), and Piggyback's request for a random project on the quiet paths
+// is the whole one's. It wants many queues replayed (pickListed's hosts), many with
+// the tie exact, many with some shortfall and many with a miss; it fails with the
+// instances idle counted from the CPUs alone (a coprocessor's left out), with the
+// tail up to work_buf_total dropped, and with >= for > in the test of a miss.
+func TestSimulationReplayedAgainstSimulation(t *testing.T) {
+	var simMem, qMem Workspace // renewed at each use: their memory reused
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(30, 4209))
+	var replayed, ties, short, missed int
+	for trial := range 20000 {
+		doc := randomQueue(rng)
+		if rng.IntN(2) == 0 {
+			doc.BOINCEmulator = true
+		}
+		for i := range doc.AppVersions {
+			doc.AppVersions[i].AvgNCPUs = 1
+		}
+		if rng.IntN(3) == 0 {
+			doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "nvidia", Instances: 1 + rng.IntN(2), Flops: 1e10})
+		}
+		doc.Preferences.WorkBufMinDays = []float64{0.01, 0.1, 0.5, 1}[rng.IntN(4)]
+		doc.Preferences.WorkBufAdditionalDays = []float64{0, 0.05, 0.5, 1}[rng.IntN(4)]
+		n := doc.Host.CPU().Instances
+		comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+		q := renewed(&qMem)
+		q.view(doc)
+		if len(q.jobs) == 0 || n > maxTop {
+			continue
+		}
+		q.prepareJobs(doc)
+		order, ok := q.pickListed(doc, q.relistable())
+		if !ok {
+			continue
+		}
+		q.listOrder = append(q.listOrder[:0], order...)
+		q.replayEnds(t0, n)
+		// One job's deadline at its replayed end.
+		x := rng.IntN(len(q.jobs))
+		end := q.replayEnd[x]
+		dl := end + comp
+		for range 4 {
+			if dl-comp < end {
+				dl = math.Nextafter(dl, math.Inf(1))
+			} else if dl-comp > end {
+				dl = math.Nextafter(dl, math.Inf(-1))
+			}
+		}
+		switch rng.IntN(4) {
+		case 0:
+			dl = math.Nextafter(dl, math.Inf(1))
+		case 1:
+			dl = math.Nextafter(dl, math.Inf(-1))
+		}
+		doc.Tasks[q.jobs[x].task].ReportDeadline = dl
+
+		sim := renewed(&simMem)
+		sim.Simulate(doc, t0)
+		q = renewed(&qMem)
+		if !q.simulateReplayed(doc, t0) {
+			t.Fatalf("trial %d: simulateReplayed did not simulate", trial)
+		}
+		replayed++
+		if q.replayEnd[x] == q.jobs[x].deadline-comp {
+			ties++
+		}
+		if sim.Sim[0].Shortfall > 0 {
+			short++
+		}
+		if len(sim.missOrder) > 0 {
+			missed++
+		}
+		if !q.sameSimulation(sim) {
+			t.Fatalf("trial %d: replayed %+v misses %v order %v, the simulation's %+v misses %v order %v",
+				trial, q.Sim, q.missed, q.missOrder, sim.Sim, sim.missed, sim.missOrder)
+		}
+		// Piggyback's request, on the quiet paths (the replay) and whole.
+		p := rng.IntN(len(doc.Projects))
+		sim = renewed(&simMem)
+		whole := sim.Piggyback(doc, p, t0)
+		q = renewed(&qMem)
+		q.Quiet = true
+		quiet := q.Piggyback(doc, p, t0)
+		if !reflect.DeepEqual(quiet.Request, whole.Request) {
+			t.Fatalf("trial %d: Piggyback's request replayed %+v, whole %+v", trial, quiet.Request, whole.Request)
+		}
+	}
+	if replayed < 5000 || ties < 1000 || short < 1000 || missed < 1000 {
+		t.Errorf("%d queues replayed, %d with a job's end at its computation deadline, %d with a shortfall, %d with a miss: want more", replayed, ties, short, missed)
+	}
+	t.Logf("%d queues replayed, %d with a job's end at its computation deadline, %d with a shortfall, %d with a miss", replayed, ties, short, missed)
 }
