@@ -235,10 +235,22 @@ func (w *Workspace) chooseProject(doc *state.Document, now float64) Choice {
 // and for which no project of higher priority may be asked, the same request as
 // ChooseProject's. A project in RPC backoff may still piggyback.
 func (w *Workspace) Piggyback(doc *state.Document, p int, now float64) Choice {
-	if !w.Quiet || !w.simulateReplayed(doc, now) {
+	return w.piggyback(doc, p, now, false)
+}
+
+// piggyback is Piggyback; set says that setup was made at now on the same document
+// with nothing since (quietPiggybackNone's): where the simulation is then replayed,
+// which writes nothing setup writes and changes nothing it reads (the runnable jobs'
+// counts are the same; the saturated time it reads only where a project has a zero
+// share, where quietPiggybackNone makes no setup), setup is not made again.
+func (w *Workspace) piggyback(doc *state.Document, p int, now float64, set bool) Choice {
+	replayed := w.Quiet && w.simulateReplayed(doc, now)
+	if !replayed {
 		w.Simulate(doc, now)
 	}
-	w.setup(doc, now)
+	if !replayed || !set {
+		w.setup(doc, now)
+	}
 	c := w.choice(doc)
 	c.Project = p
 	c.Request = state.WorkRequest{Time: now, Project: doc.Projects[p].Name, Reason: piggybackReason, Coprocs: w.coprocReq[:0]}

@@ -36,9 +36,13 @@ func (w *Workspace) next(doc *state.Document, now float64, asked []int) (rpc.Pla
 		}
 	}
 	switch {
-	case p >= 0 && w.Quiet && w.quietPiggybackNone(doc, p, now):
-		// Nothing piggybacked, known without the simulation: Piggyback's request.
-		c = Choice{Project: p, Request: state.WorkRequest{Time: now, Project: doc.Projects[p].Name, Reason: piggybackReason, Coprocs: w.coprocReq[:0]}}
+	case p >= 0 && w.Quiet:
+		if none, set := w.quietPiggybackNone(doc, p, now); none {
+			// Nothing piggybacked, known without the simulation: Piggyback's request.
+			c = Choice{Project: p, Request: state.WorkRequest{Time: now, Project: doc.Projects[p].Name, Reason: piggybackReason, Coprocs: w.coprocReq[:0]}}
+		} else {
+			c = w.piggyback(doc, p, now, set)
+		}
 	case p >= 0:
 		c = w.Piggyback(doc, p, now)
 	case w.Quiet && w.quietNoFetch(doc, now):

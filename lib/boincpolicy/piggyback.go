@@ -23,14 +23,15 @@ import (
 // saturated time is at or past work_buf_total by workBound's other bounds
 // (saturatedPast). When every resource is left out, or p has too many runnable tasks,
 // nothing is asked for. The first two need no setup, which is made only when some
-// resource is left after them; the other bounds, dearer, come last.
-func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) bool {
+// resource is left after them; the other bounds, dearer, come last. set reports
+// whether it made setup (for piggyback, where it answers false).
+func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) (none, set bool) {
 	if w.simDone && w.simAt == now {
-		return false
+		return false, false
 	}
 	for q := range doc.Projects {
 		if doc.Projects[q].ResourceShare == 0 {
-			return false
+			return false, false
 		}
 	}
 	w.quietView(doc, now)
@@ -41,7 +42,7 @@ func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) 
 		open = !w.fullPast(doc, p, r)
 	}
 	if !open {
-		return true
+		return true, false
 	}
 	// setup's counts (prepare's).
 	clear(w.nRunnable)
@@ -51,7 +52,7 @@ func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) 
 	}
 	w.setup(doc, now)
 	if x := w.projReason[p]; x != "" && x != ProjectMinRPCTime {
-		return true
+		return true, true
 	}
 	sat := false // some resource left out by saturatedPast (piggybackCheck's)
 	for r := 0; r < nR; r++ {
@@ -65,12 +66,12 @@ func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) 
 			sat = true
 			continue
 		}
-		return false
+		return false, true
 	}
 	if sat && piggybackCheck {
 		w.checkPiggybackNone(doc, p, now)
 	}
-	return true
+	return true, true
 }
 
 // fullPast reports whether p is never asked for resource r (no app version for it,

@@ -63,6 +63,13 @@ func (w *Workspace) replayEnds(now float64, n int) {
 	w.replay(nil, now, n, w.listOrder)
 }
 
+// replayJob is a place's job (its index) and that job's simulated work and time left
+// and its rate, as replay steps them (together: one load of the place a step).
+type replayJob struct {
+	left, t, rate float64
+	job           int
+}
+
 // replay is replayEnds in the given order; with doc, it also does what the
 // simulation does at each job's end and step (simulateFrom; prepare done): the job
 // marked and counted where it misses its computation deadline, its task in missOrder
@@ -74,16 +81,8 @@ func (w *Workspace) replayEnds(now float64, n int) {
 func (w *Workspace) replay(doc *state.Document, now float64, n int, order []int) {
 	m := len(w.jobs)
 	w.replayEnd = scratch.Grow(w.replayEnd, m)
-	w.replayPlace = scratch.Grow(w.replayPlace, 3*m)
-	left, t, rate := w.replayPlace[:m], w.replayPlace[m:2*m], w.replayPlace[2*m:]
-	for x := range m {
-		i := x
-		if len(order) > 0 {
-			i = order[x]
-		}
-		j := &w.jobs[i]
-		left[x], t[x], rate[x] = j.simLeft, j.simT, j.simRate
-	}
+	w.replayPlace = scratch.Grow(w.replayPlace, m)
+	pl := w.replayPlace // each place's, from the job's when it starts
 	run := w.replayRun[:0]
 	next := 0 // the first place not yet started
 	simNow := now
@@ -92,21 +91,29 @@ func (w *Workspace) replay(doc *state.Document, now float64, n int, order []int)
 		bufEnd = now + WorkBufTotal(&doc.Preferences)
 		comp = WorkBufMin(&doc.Preferences) + DeadlineCushion
 	}
+	// best, least: the running place whose time is least (the first among equals:
+	// its place in run) and that time, folded as the places are stepped and
+	// added (simulateFrom's nextBest): the fold over run in its order.
+	best, least := -1, 0.0
 	for {
 		for len(run) < n && next < m {
+			i := next
+			if len(order) > 0 {
+				i = order[next]
+			}
+			j := &w.jobs[i]
+			pl[next] = replayJob{j.simLeft, j.simT, j.simRate, i}
+			if t := j.simT; best < 0 || t < least {
+				best, least = len(run), t
+			}
 			run = append(run, next)
 			next++
 		}
 		if len(run) == 0 {
 			break
 		}
-		best, dt := 0, t[run[0]] // best: its place in run
-		for k := 1; k < len(run); k++ {
-			if t[run[k]] < dt {
-				best, dt = k, t[run[k]]
-			}
-		}
-		ended := -1
+		dt := least
+		ended := -1 // the place that ends in the step (none: -1)
 		if dt > 3600 {
 			if dt > 36000 {
 				dt /= 10
@@ -115,10 +122,7 @@ func (w *Workspace) replay(doc *state.Document, now float64, n int, order []int)
 			}
 		} else {
 			ended = run[best]
-			i := ended
-			if len(order) > 0 {
-				i = order[ended]
-			}
+			i := pl[ended].job
 			w.replayEnd[i] = simNow + dt
 			if j := &w.jobs[i]; doc != nil && simNow+dt > j.deadline-comp {
 				j.misses = true
@@ -127,14 +131,6 @@ func (w *Workspace) replay(doc *state.Document, now float64, n int, order []int)
 				w.missed[j.proj*w.nRes+j.res]++
 				w.Sim[j.res].Misses++
 			}
-		}
-		for _, x := range run {
-			l := left[x] - rate[x]*dt
-			if l <= 0 { // stepJob's
-				l = 0
-			}
-			left[x] = l
-			t[x] = l / rate[x]
 		}
 		if doc != nil {
 			for r := range w.Sim {
@@ -145,14 +141,29 @@ func (w *Workspace) replay(doc *state.Document, now float64, n int, order []int)
 				w.updateStats(r, idle, simNow, dt, now, bufEnd)
 			}
 		}
-		if ended >= 0 {
-			// Out of the running places, the others' order kept (a loop: at most
-			// maxTop places, where copy's call cost more than the move).
-			for k := best + 1; k < len(run); k++ {
-				run[k-1] = run[k]
+		// Every running place stepped but the one that ended (which nothing
+		// reads again), and taken out of run, the others' order kept; the fold
+		// made over them in that order.
+		best, least = -1, 0
+		k := 0
+		for _, x := range run {
+			if x == ended {
+				continue
 			}
-			run = run[:len(run)-1]
+			p := &pl[x]
+			l := p.left - p.rate*dt
+			if l <= 0 { // stepJob's
+				l = 0
+			}
+			t := l / p.rate
+			p.left, p.t = l, t
+			run[k] = x
+			if best < 0 || t < least {
+				best, least = k, t
+			}
+			k++
 		}
+		run = run[:k]
 		simNow += dt
 	}
 	if doc != nil && simNow < bufEnd {
@@ -168,13 +179,17 @@ func (w *Workspace) replay(doc *state.Document, now float64, n int, order []int)
 // CPUs): the simulation's work replayed (replay) in place of its picks and steps, what
 // it leaves for its readers the same to the bit (each job's misses, the counts,
 // missOrder and missStarted, each resource's shortfall, saturated time and idle
-// instances, prepare's counts), the moment's simulation then done. It reports whether it did; elsewhere (or with the moment's simulation done)
-// Simulate is left to run. The jobs' simulated times stay as prepareJobs set them
-// (the simulation steps them, and counts a change of them: simGen; nothing reads them
-// after it but prepareJobs, which then finds its work standing). (down-2cpu under
-// BOINC's emulator at seed 3: 331 whole simulations in a 10-day run were Piggyback's,
-// whose request reads the shortfall and saturated time, and the RPC's busy-time
-// estimator missOrder, after a quiet pass that ran none: issue 30, forty-second round.)
+// instances, prepare's counts), the moment's simulation then done. It reports whether
+// it replayed; elsewhere (or with the moment's simulation done) Simulate is left to
+// run. The jobs' simulated times stay as prepareJobs set them (the simulation steps
+// them, and counts a change of them: simGen; nothing reads them after it but
+// prepareJobs, which then finds its work standing). Of prepare's work only the counts
+// are made: its pending lists, priorities and bumps are the picks' alone, and setup's
+// outputs (the work fetch's priorities, reasons and shares) are left as they were.
+// (down-2cpu under BOINC's emulator at seed 3: 331 whole simulations in a 10-day run
+// were Piggyback's, whose request reads the shortfall and saturated time, and the
+// RPC's busy-time estimator missOrder, after a quiet pass that ran none: issue 30,
+// forty-second round.)
 func (w *Workspace) simulateReplayed(doc *state.Document, now float64) bool {
 	n := doc.Host.CPU().Instances
 	if w.simDone && w.simAt == now || n > maxTop || noSimReplay {
@@ -184,31 +199,28 @@ func (w *Workspace) simulateReplayed(doc *state.Document, now float64) bool {
 	w.prepareJobs(doc)
 	order, ok := w.pickListed(doc, w.relistable())
 	if !ok || len(w.jobs) == 0 {
-		w.simulateFrom(doc, now, w.prepareRest(doc))
-	} else {
-		// prepareRest's counts (the same sums in the same order); its pending
-		// lists, priorities and bumps are the picks' alone, which the replay does
-		// not make (the work fetch's setup works the priorities out afresh).
-		clear(w.nusedTotal)
-		clear(w.nRunnable)
-		for i := range w.jobs {
-			j := &w.jobs[i]
-			w.nRunnable[j.proj*w.nRes+j.res]++
-			w.nusedTotal[j.proj*w.nRes+w.cpuRes] += j.cpus
+		return false // (Simulate's prepareJobs then finds its work standing)
+	}
+	// prepareRest's counts (the same sums in the same order).
+	clear(w.nusedTotal)
+	clear(w.nRunnable)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		w.nRunnable[j.proj*w.nRes+j.res]++
+		w.nusedTotal[j.proj*w.nRes+w.cpuRes] += j.cpus
+	}
+	w.missOrder = w.missOrder[:0]
+	w.missStarted = w.missStarted[:0]
+	for r := range w.Sim {
+		idle := float64(doc.Host.Resources[r].Instances)
+		if r == w.cpuRes {
+			idle -= float64(min(n, len(w.jobs))) // the first pick's
 		}
-		w.missOrder = w.missOrder[:0]
-		w.missStarted = w.missStarted[:0]
-		for r := range w.Sim {
-			idle := float64(doc.Host.Resources[r].Instances)
-			if r == w.cpuRes {
-				idle -= float64(min(n, len(w.jobs))) // the first pick's
-			}
-			w.Sim[r].IdleNow = max(0, idle)
-		}
-		w.replay(doc, now, n, order)
-		if simReplayCheck {
-			w.checkSimReplay(doc, now)
-		}
+		w.Sim[r].IdleNow = max(0, idle)
+	}
+	w.replay(doc, now, n, order)
+	if simReplayCheck {
+		w.checkSimReplay(doc, now)
 	}
 	w.simDone, w.simAt = true, now
 	return true

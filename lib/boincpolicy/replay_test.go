@@ -114,16 +114,43 @@ func TestReplayAgainstSimulation(t *testing.T) {
 // either way), simulateReplayed leaves what the whole simulation leaves for its
 // readers, to the bit (sameSimulation: each job's misses, the counts, missOrder,
 // missStarted, every resource's shortfall, saturated time and idle instances,
-// prepare's counts), and Piggyback's request for a random project on the quiet paths
-// is the whole one's. It wants many queues replayed (pickListed's hosts), many with
-// the tie exact, many with some shortfall and many with a miss; it fails with the
-// instances idle counted from the CPUs alone (a coprocessor's left out), with the
-// tail up to work_buf_total dropped, and with >= for > in the test of a miss.
+// prepare's counts), and Piggyback's request, priorities and reasons for a random
+// project on the quiet paths (quietPiggybackNone first, then piggyback with its
+// setup where it made one and answered false) are the whole one's. It wants many
+// queues replayed (pickListed's hosts), many with the tie exact, many with some
+// shortfall, many with a miss and many requests after quietPiggybackNone's setup; it
+// fails with the instances idle counted from the CPUs alone (a coprocessor's left
+// out), with the tail up to work_buf_total dropped, with >= for > in the test of a
+// miss, and with prepare's rest made in the replay (its priorities in place of
+// setup's).
 func TestSimulationReplayedAgainstSimulation(t *testing.T) {
 	var simMem, qMem Workspace // renewed at each use: their memory reused
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(30, 4209))
-	var replayed, ties, short, missed int
+	var replayed, ties, short, missed, asked, kept int
+	// Piggyback's request, priorities and reasons for a random project, on the
+	// quiet paths (the replay where the host is pickListed's, after
+	// quietPiggybackNone's setup where it made one) and whole.
+	piggyback := func(doc *state.Document) {
+		p := rng.IntN(len(doc.Projects))
+		sim := renewed(&simMem)
+		whole := sim.Piggyback(doc, p, t0)
+		q := renewed(&qMem)
+		q.Quiet = true
+		none, set := q.quietPiggybackNone(doc, p, t0)
+		if none {
+			return
+		}
+		if set {
+			kept++
+		}
+		quiet := q.piggyback(doc, p, t0, set)
+		if !reflect.DeepEqual(quiet.Request, whole.Request) || !slices.Equal(quiet.Priority, whole.Priority) ||
+			!slices.Equal(quiet.Reasons, whole.Reasons) || !slices.Equal(quiet.ProjectReasons, whole.ProjectReasons) {
+			t.Fatalf("Piggyback on the quiet paths %+v, whole %+v", quiet, whole)
+		}
+		asked++
+	}
 	for trial := range 20000 {
 		doc := randomQueue(rng)
 		if rng.IntN(2) == 0 {
@@ -147,6 +174,7 @@ func TestSimulationReplayedAgainstSimulation(t *testing.T) {
 		q.prepareJobs(doc)
 		order, ok := q.pickListed(doc, q.relistable())
 		if !ok {
+			piggyback(doc) // (whole on both paths)
 			continue
 		}
 		q.listOrder = append(q.listOrder[:0], order...)
@@ -190,19 +218,12 @@ func TestSimulationReplayedAgainstSimulation(t *testing.T) {
 			t.Fatalf("trial %d: replayed %+v misses %v order %v, the simulation's %+v misses %v order %v",
 				trial, q.Sim, q.missed, q.missOrder, sim.Sim, sim.missed, sim.missOrder)
 		}
-		// Piggyback's request, on the quiet paths (the replay) and whole.
-		p := rng.IntN(len(doc.Projects))
-		sim = renewed(&simMem)
-		whole := sim.Piggyback(doc, p, t0)
-		q = renewed(&qMem)
-		q.Quiet = true
-		quiet := q.Piggyback(doc, p, t0)
-		if !reflect.DeepEqual(quiet.Request, whole.Request) {
-			t.Fatalf("trial %d: Piggyback's request replayed %+v, whole %+v", trial, quiet.Request, whole.Request)
-		}
+		piggyback(doc)
 	}
-	if replayed < 5000 || ties < 1000 || short < 1000 || missed < 1000 {
-		t.Errorf("%d queues replayed, %d with a job's end at its computation deadline, %d with a shortfall, %d with a miss: want more", replayed, ties, short, missed)
+	if replayed < 5000 || ties < 1000 || short < 1000 || missed < 1000 || asked < 1000 || kept < 1000 {
+		t.Errorf("%d queues replayed, %d with a job's end at its computation deadline, %d with a shortfall, %d with a miss; %d piggybacked requests, %d after quietPiggybackNone's setup: want more",
+			replayed, ties, short, missed, asked, kept)
 	}
-	t.Logf("%d queues replayed, %d with a job's end at its computation deadline, %d with a shortfall, %d with a miss", replayed, ties, short, missed)
+	t.Logf("%d queues replayed, %d with a job's end at its computation deadline, %d with a shortfall, %d with a miss; %d piggybacked requests, %d after quietPiggybackNone's setup",
+		replayed, ties, short, missed, asked, kept)
 }

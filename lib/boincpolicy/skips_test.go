@@ -310,7 +310,7 @@ func TestPiggybackNoneKnown(t *testing.T) {
 		}
 		p := rng.IntN(2)
 		q := Workspace{Quiet: true}
-		none := q.quietPiggybackNone(doc, p, t0)
+		none, _ := q.quietPiggybackNone(doc, p, t0)
 		full := renewed(&fullMem)
 		c := full.Piggyback(doc, p, t0)
 		nothing := c.Request.CPUReqSecs == 0 && len(c.Request.Coprocs) == 0

@@ -294,9 +294,10 @@ type Workspace struct {
 	// the order of the jobs judgeList places (empty: theirs)
 	listOrder []int
 	// replayEnds': each job's end (by index); by place in the order, the work and
-	// time left and the rate (three runs); the places running
-	replayEnd, replayPlace []float64
-	replayRun              []int
+	// time left and the rate; the places running
+	replayEnd   []float64
+	replayPlace []replayJob
+	replayRun   []int
 	// emulatorOrder's, kept while the jobs are (emuGen: jobsGen): whether it holds
 	// (emuOK), its order
 	emuKept, emuOK bool
