@@ -46,24 +46,7 @@ func TestReplayAgainstSimulation(t *testing.T) {
 		}
 		q.listOrder = append(q.listOrder[:0], order...)
 		q.replayEnds(t0, n)
-		// One job's deadline at its replayed end.
-		x := rng.IntN(len(q.jobs))
-		end := q.replayEnd[x]
-		dl := end + comp
-		for range 4 {
-			if dl-comp < end {
-				dl = math.Nextafter(dl, math.Inf(1))
-			} else if dl-comp > end {
-				dl = math.Nextafter(dl, math.Inf(-1))
-			}
-		}
-		switch rng.IntN(4) {
-		case 0:
-			dl = math.Nextafter(dl, math.Inf(1))
-		case 1:
-			dl = math.Nextafter(dl, math.Inf(-1))
-		}
-		doc.Tasks[q.jobs[x].task].ReportDeadline = dl
+		x := tieDeadline(rng, q, doc, comp)
 		// The list schedule's ends, against the replayed ones.
 		free := make([]float64, n)
 		for k := range q.jobs {
@@ -179,24 +162,7 @@ func TestSimulationReplayedAgainstSimulation(t *testing.T) {
 		}
 		q.listOrder = append(q.listOrder[:0], order...)
 		q.replayEnds(t0, n)
-		// One job's deadline at its replayed end.
-		x := rng.IntN(len(q.jobs))
-		end := q.replayEnd[x]
-		dl := end + comp
-		for range 4 {
-			if dl-comp < end {
-				dl = math.Nextafter(dl, math.Inf(1))
-			} else if dl-comp > end {
-				dl = math.Nextafter(dl, math.Inf(-1))
-			}
-		}
-		switch rng.IntN(4) {
-		case 0:
-			dl = math.Nextafter(dl, math.Inf(1))
-		case 1:
-			dl = math.Nextafter(dl, math.Inf(-1))
-		}
-		doc.Tasks[q.jobs[x].task].ReportDeadline = dl
+		x := tieDeadline(rng, q, doc, comp)
 
 		sim := renewed(&simMem)
 		sim.Simulate(doc, t0)
@@ -226,4 +192,29 @@ func TestSimulationReplayedAgainstSimulation(t *testing.T) {
 	}
 	t.Logf("%d queues replayed, %d with a job's end at its computation deadline, %d with a shortfall, %d with a miss; %d piggybacked requests, %d after quietPiggybackNone's setup",
 		replayed, ties, short, missed, asked, kept)
+}
+
+// tieDeadline sets a random job's deadline so that its computation deadline
+// (deadline - comp) is its replayed end to the bit, or one float step either side
+// (half the time), and returns the job's index: the ties the margin for rounding
+// leaves open.
+func tieDeadline(rng *rand.Rand, q *Workspace, doc *state.Document, comp float64) int {
+	x := rng.IntN(len(q.jobs))
+	end := q.replayEnd[x]
+	dl := end + comp
+	for range 4 {
+		if dl-comp < end {
+			dl = math.Nextafter(dl, math.Inf(1))
+		} else if dl-comp > end {
+			dl = math.Nextafter(dl, math.Inf(-1))
+		}
+	}
+	switch rng.IntN(4) {
+	case 0:
+		dl = math.Nextafter(dl, math.Inf(1))
+	case 1:
+		dl = math.Nextafter(dl, math.Inf(-1))
+	}
+	doc.Tasks[q.jobs[x].task].ReportDeadline = dl
+	return x
 }
