@@ -102,6 +102,29 @@ func openStore(ctx context.Context, cmd *cli.Command, check bool) (*store.Store,
 	return store.Open(dsn)
 }
 
+// report is a read-only listing's action: no arguments, the store opened, read
+// once, and what was read written as JSON (-o json) or by table. read is a store
+// method's expression, (*store.Store).Status say: the receiver comes first.
+func report[T any](ctx context.Context, cmd *cli.Command, read func(*store.Store, context.Context) (T, error), table func(io.Writer, T) error) error {
+	if err := cliutil.NoArgs(cmd); err != nil {
+		return err
+	}
+	s, err := openStore(ctx, cmd, true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	v, err := read(s, ctx)
+	if err != nil {
+		return err
+	}
+	w := cmd.Root().Writer
+	if cmd.String(cliutil.FlagOutput) == "json" {
+		return cliutil.WriteJSON(w, v)
+	}
+	return table(w, v)
+}
+
 // userError makes the store's "already exists" and "not found" exit 2: they are the
 // caller's mistakes, and nothing was written.
 func userError(err error) error {

@@ -300,27 +300,13 @@ accounts.`,
 			Description: cliutil.Help(`Lists every account: id, name, e-mail, number of hosts, total credit granted (bretry validate), account key.`, []string{"bserver user list --db project.db", "bserver user list --db project.db -o json"}, ""),
 			Flags:       []cli.Flag{cliutil.FormatFlag("table", "json")},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
-				if err := cliutil.NoArgs(cmd); err != nil {
-					return err
-				}
-				s, err := openStore(ctx, cmd, true)
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				users, err := s.Users(ctx)
-				if err != nil {
-					return err
-				}
-				w := cmd.Root().Writer
-				if cmd.String(cliutil.FlagOutput) == "json" {
-					return cliutil.WriteJSON(w, users)
-				}
-				t := cliutil.NewTable(w, "id", "name", "email", "hosts", "credit", "account key")
-				for _, u := range users {
-					t.Append(strconv.FormatInt(u.ID, 10), u.Name, u.EmailAddr, strconv.FormatInt(u.Hosts, 10), cliutil.Num(u.TotalCredit), u.Authenticator)
-				}
-				return t.Render()
+				return report(ctx, cmd, (*store.Store).Users, func(w io.Writer, users []store.User) error {
+					t := cliutil.NewTable(w, "id", "name", "email", "hosts", "credit", "account key")
+					for _, u := range users {
+						t.Append(strconv.FormatInt(u.ID, 10), u.Name, u.EmailAddr, strconv.FormatInt(u.Hosts, 10), cliutil.Num(u.TotalCredit), u.Authenticator)
+					}
+					return t.Render()
+				})
 			},
 		}},
 	}

@@ -3,6 +3,7 @@ package bserver
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/bkit/bkit/lib/cliutil"
@@ -32,55 +33,44 @@ started since and have not finished: running or killed); as a table or as JSON.`
 			[]string{"bserver status --db project.db", "bserver status --db project.db -o json | jq '.results'"}, ""),
 		Flags: []cli.Flag{cliutil.FormatFlag("table", "json")},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if err := cliutil.NoArgs(cmd); err != nil {
-				return err
-			}
-			s, err := openStore(ctx, cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			st, err := s.Status(ctx)
-			if err != nil {
-				return err
-			}
-			w := cmd.Root().Writer
-			if cmd.String(cliutil.FlagOutput) == "json" {
-				return cliutil.WriteJSON(w, st)
-			}
-			fmt.Fprintf(w, "apps %d, app versions %d, hosts %d, workunits %d (%d validated)\n", st.Apps, st.AppVersions, st.Hosts, st.Workunits, st.Validated)
-			t := cliutil.NewTable(w, "app", "server state", "outcome", "results")
-			for _, c := range st.Results {
-				t.Append(c.App, c.ServerState, c.Outcome, strconv.FormatInt(c.Count, 10))
-			}
-			if err := t.Render(); err != nil {
-				return err
-			}
-			lc := st.Lifecycle
-			fmt.Fprintf(w, "assimilation: %d waiting (%d failing, %d failures), %d assimilated; file deletion: %d waiting, %d done, %d files pending; purge: %d waiting, %d batches in progress (%d being written)\n",
-				lc.AssimilateReady, lc.AssimilateFailing, lc.AssimilateFailures, lc.Assimilated, lc.FileDeletePending, lc.FilesDeleted, lc.DeletePending,
-				lc.FilesDeleted, lc.PurgeBatches, lc.PurgeWriting)
-			if len(st.GiveUps) > 0 {
-				t = cliutil.NewTable(w, "app", "given up: reason", "workunits")
-				for _, c := range st.GiveUps {
-					t.Append(c.App, c.Reason, strconv.FormatInt(c.Count, 10))
-				}
-				if err := t.Render(); err != nil {
-					return err
-				}
-			}
-			if len(st.CronJobs) == 0 {
-				return nil
-			}
-			t = cliutil.NewTable(w, "cron job", "app", "runs", "failed", "last start", "last duration s", "last result", "running")
-			for _, j := range st.CronJobs {
-				t.Append(j.Job, j.App, strconv.FormatInt(j.Runs, 10), strconv.FormatInt(j.Failures, 10),
-					strconv.FormatFloat(j.LastStart, 'f', 0, 64), strconv.FormatFloat(j.LastDuration, 'f', 3, 64),
-					lastResult(j), strconv.FormatInt(j.Running, 10))
-			}
-			return t.Render()
+			return report(ctx, cmd, (*store.Store).Status, statusTable)
 		},
 	}
+}
+
+// statusTable writes bserver status's tables.
+func statusTable(w io.Writer, st *store.Status) error {
+	fmt.Fprintf(w, "apps %d, app versions %d, hosts %d, workunits %d (%d validated)\n", st.Apps, st.AppVersions, st.Hosts, st.Workunits, st.Validated)
+	t := cliutil.NewTable(w, "app", "server state", "outcome", "results")
+	for _, c := range st.Results {
+		t.Append(c.App, c.ServerState, c.Outcome, strconv.FormatInt(c.Count, 10))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	lc := st.Lifecycle
+	fmt.Fprintf(w, "assimilation: %d waiting (%d failing, %d failures), %d assimilated; file deletion: %d waiting, %d done, %d files pending; purge: %d waiting, %d batches in progress (%d being written)\n",
+		lc.AssimilateReady, lc.AssimilateFailing, lc.AssimilateFailures, lc.Assimilated, lc.FileDeletePending, lc.FilesDeleted, lc.DeletePending,
+		lc.FilesDeleted, lc.PurgeBatches, lc.PurgeWriting)
+	if len(st.GiveUps) > 0 {
+		t = cliutil.NewTable(w, "app", "given up: reason", "workunits")
+		for _, c := range st.GiveUps {
+			t.Append(c.App, c.Reason, strconv.FormatInt(c.Count, 10))
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	if len(st.CronJobs) == 0 {
+		return nil
+	}
+	t = cliutil.NewTable(w, "cron job", "app", "runs", "failed", "last start", "last duration s", "last result", "running")
+	for _, j := range st.CronJobs {
+		t.Append(j.Job, j.App, strconv.FormatInt(j.Runs, 10), strconv.FormatInt(j.Failures, 10),
+			strconv.FormatFloat(j.LastStart, 'f', 0, 64), strconv.FormatFloat(j.LastDuration, 'f', 3, 64),
+			lastResult(j), strconv.FormatInt(j.Running, 10))
+	}
+	return t.Render()
 }
 
 // lastResult says how a job's last finished run ended: "ok", or "failed: " and its
