@@ -53,26 +53,44 @@ func (bp *boincPolicy) busyTimes(doc *state.Document, now float64) []float64 {
 	cpu := slices.IndexFunc(h.Resources, func(res state.Resource) bool { return res.Type == state.ResourceCPU })
 	ts := &h.TimeStats
 	started := bp.work.MissStarted()
+	// The app version and project of the job before, with what is read of them: a
+	// queue's late jobs mostly share both (a host of one project all of them), and the
+	// look-ups by name, the speed and the fraction were half of busyTimes' time on
+	// corpus c143 under the emulator (issue 30, forty-third round).
+	v, p := -1, -1
+	var av *state.AppVersion
+	var speed, frac, dcf float64
+	co := -1 // av's coprocessor resource, where it is not the CPU's
 	for k, i := range bp.work.MissOrder() {
 		t := &doc.Tasks[i]
-		v := slices.IndexFunc(doc.AppVersions, func(av state.AppVersion) bool { return av.Name == t.AppVersion })
-		p := slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == t.Project })
-		if v < 0 || p < 0 {
-			continue
+		if v < 0 || doc.AppVersions[v].Name != t.AppVersion {
+			if v = slices.IndexFunc(doc.AppVersions, func(av state.AppVersion) bool { return av.Name == t.AppVersion }); v < 0 {
+				continue
+			}
+			av = &doc.AppVersions[v]
+			speed = av.Speed(h)
+			// overall_cpu_frac / overall_gpu_frac (client/work_fetch.cpp), as
+			// boincpolicy's simulation runs its jobs.
+			frac = ts.OnFrac * ts.ActiveFrac
+			if av.Coproc != nil {
+				frac = ts.OnFrac * ts.GPUActiveFrac
+			}
+			frac = min(1, max(0.01, frac))
+			co = -1
+			if r := resourceOf(h, av); av.Coproc != nil && r >= 0 && r != cpu {
+				co = r
+			}
 		}
-		av := &doc.AppVersions[v]
-		speed := av.Speed(h)
+		if p < 0 || doc.Projects[p].Name != t.Project {
+			if p = slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == t.Project }); p < 0 {
+				continue
+			}
+			dcf = doc.Projects[p].DCF()
+		}
 		if speed <= 0 {
 			continue
 		}
-		// overall_cpu_frac / overall_gpu_frac (client/work_fetch.cpp), as
-		// boincpolicy's simulation runs its jobs.
-		frac := ts.OnFrac * ts.ActiveFrac
-		if av.Coproc != nil {
-			frac = ts.OnFrac * ts.GPUActiveFrac
-		}
-		frac = min(1, max(0.01, frac))
-		left := t.RemainingWork(doc.Projects[p].DCF())
+		left := t.RemainingWork(dcf)
 		if started[k] && t.EmulatorFlopsLeft > 0 {
 			// BOINC's client has the task's ACTIVE_TASK once it has started, and
 			// in its emulator takes its true remaining work then
@@ -83,8 +101,8 @@ func (bp *boincPolicy) busyTimes(doc *state.Document, now float64) []float64 {
 		if cpu >= 0 {
 			occupy(busy[cpu], dur, av.AvgNCPUs)
 		}
-		if r := resourceOf(h, av); av.Coproc != nil && r >= 0 && r != cpu {
-			occupy(busy[r], dur, av.Instances())
+		if co >= 0 {
+			occupy(busy[co], dur, av.Instances())
 		}
 	}
 	bp.delay = append(bp.delay[:0], make([]float64, len(h.Resources))...)
@@ -104,10 +122,12 @@ func occupy(busy []float64, dur, nused float64) {
 	if len(busy) == 0 || nused < 1 {
 		return
 	}
-	best := 0
-	for k := range busy {
-		if busy[k] < busy[best] {
-			best = k
+	// The least in a local: read through busy[best], each step's test was checked
+	// against the slice's bounds again (issue 30, forty-third round).
+	best, least := 0, busy[0]
+	for k, b := range busy {
+		if b < least {
+			best, least = k, b
 		}
 	}
 	for k := range int(nused) {

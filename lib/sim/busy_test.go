@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -120,4 +122,135 @@ func TestBOINCBusyTimesStarted(t *testing.T) {
 			t.Errorf("a %s task's busy time %g, want %g", c.state, got[0], c.want)
 		}
 	}
+}
+
+// busyTimesByName is busyTimes' loop as it was before issue 30's forty-third round,
+// each job's app version and project looked up by name and what is read of them taken
+// again: TestBOINCBusyTimesAgainstByName's reference.
+func busyTimesByName(doc *state.Document, order []int, started []bool) []float64 {
+	h := &doc.Host
+	busy := make([][]float64, len(h.Resources))
+	for r, res := range h.Resources {
+		busy[r] = make([]float64, res.Instances)
+	}
+	cpu := slices.IndexFunc(h.Resources, func(res state.Resource) bool { return res.Type == state.ResourceCPU })
+	ts := &h.TimeStats
+	for k, i := range order {
+		t := &doc.Tasks[i]
+		v := slices.IndexFunc(doc.AppVersions, func(av state.AppVersion) bool { return av.Name == t.AppVersion })
+		p := slices.IndexFunc(doc.Projects, func(p state.Project) bool { return p.Name == t.Project })
+		if v < 0 || p < 0 {
+			continue
+		}
+		av := &doc.AppVersions[v]
+		speed := av.Speed(h)
+		if speed <= 0 {
+			continue
+		}
+		frac := ts.OnFrac * ts.ActiveFrac
+		if av.Coproc != nil {
+			frac = ts.OnFrac * ts.GPUActiveFrac
+		}
+		frac = min(1, max(0.01, frac))
+		left := t.RemainingWork(doc.Projects[p].DCF())
+		if started[k] && t.EmulatorFlopsLeft > 0 {
+			left = t.EmulatorFlopsLeft
+		}
+		dur := left / speed / frac
+		if cpu >= 0 {
+			occupyByIndex(busy[cpu], dur, av.AvgNCPUs)
+		}
+		if r := resourceOf(h, av); av.Coproc != nil && r >= 0 && r != cpu {
+			occupyByIndex(busy[r], dur, av.Instances())
+		}
+	}
+	delay := make([]float64, len(h.Resources))
+	for r, b := range busy {
+		if len(b) > 0 {
+			delay[r] = slices.Min(b)
+		}
+	}
+	return delay
+}
+
+// occupyByIndex is occupy as it was before issue 30's forty-third round, the least
+// busy instance read through its index at each test.
+func occupyByIndex(busy []float64, dur, nused float64) {
+	if len(busy) == 0 || nused < 1 {
+		return
+	}
+	best := 0
+	for k := range busy {
+		if busy[k] < busy[best] {
+			best = k
+		}
+	}
+	for k := range int(nused) {
+		busy[(best+k)%len(busy)] += dur
+	}
+}
+
+// TestBOINCBusyTimesAgainstByName: on random queues of two projects and five app
+// versions (of one CPU, several, a fraction of one, a GPU's, one of the host's speed), every
+// job late and the app versions and projects mixed in the simulation's order,
+// busyTimes' delays (the app version and project of the job before kept, the least
+// busy instance found in a local) are busyTimesByName's, to the bit. It fails with
+// the project's correction factor kept across a change of project, and with the
+// coprocessor's resource kept across a change of app version.
+func TestBOINCBusyTimesAgainstByName(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 43))
+	versions := []state.AppVersion{
+		{Name: "a1", Project: "A", App: "x", AvgNCPUs: 1, Flops: 1e9},
+		{Name: "a3", Project: "A", App: "x", AvgNCPUs: 2.5, Flops: 2e9},
+		{Name: "ag", Project: "A", App: "x", AvgNCPUs: 0.2, Flops: 1e10, Coproc: &state.CoprocUsage{Type: "NVIDIA", Count: 1}},
+		{Name: "b1", Project: "B", App: "y", AvgNCPUs: 0.5, Flops: 5e8},
+		{Name: "b0", Project: "B", App: "y", AvgNCPUs: 1, Flops: 0},
+	}
+	var misses, switches int
+	for trial := range 3000 {
+		doc := &state.Document{
+			Version:       1,
+			BOINCEmulator: true,
+			Host: state.Host{
+				Resources: []state.Resource{{Type: "cpu", Instances: 3 + rng.IntN(6), Flops: 1e9}, {Type: "NVIDIA", Instances: 1 + rng.IntN(2), Flops: 1e10}},
+				TimeStats: state.TimeStats{OnFrac: rng.Float64(), ActiveFrac: rng.Float64(), GPUActiveFrac: rng.Float64(), ConnectedFrac: 1},
+			},
+			Preferences: state.Preferences{CPUSchedulingPeriod: 3600, WorkBufMinDays: 0.1},
+			Projects: []state.Project{
+				{Name: "A", ResourceShare: 100, DurationCorrectionFactor: 0.5 + rng.Float64()},
+				{Name: "B", ResourceShare: 50, DurationCorrectionFactor: []float64{0, 3}[rng.IntN(2)]},
+			},
+			Apps:        []state.App{{Project: "A", Name: "x"}, {Project: "B", Name: "y"}},
+			AppVersions: versions,
+		}
+		for i := range rng.IntN(25) {
+			av := &versions[rng.IntN(len(versions))]
+			tk := state.Task{Name: fmt.Sprint("t", i), Project: av.Project, AppVersion: av.Name, State: state.TaskReady,
+				EstimatedFlops: 1e11 + rng.Float64()*1e13, ReportDeadline: 100 + rng.Float64()*1000}
+			if rng.IntN(3) == 0 {
+				tk.State = state.TaskPreempted
+				tk.EmulatorFlopsLeft = rng.Float64() * 1e12
+			}
+			doc.Tasks = append(doc.Tasks, tk)
+		}
+		if err := state.Validate(doc); err != nil {
+			t.Fatal(err)
+		}
+		bp := &boincPolicy{}
+		got := slices.Clone(bp.busyTimes(doc, 0))
+		order := bp.work.MissOrder()
+		misses += len(order)
+		for k := 1; k < len(order); k++ {
+			if doc.Tasks[order[k]].AppVersion != doc.Tasks[order[k-1]].AppVersion {
+				switches++
+			}
+		}
+		if want := busyTimesByName(doc, order, bp.work.MissStarted()); !slices.Equal(got, want) {
+			t.Fatalf("trial %d: busyTimes %v, by name %v", trial, got, want)
+		}
+	}
+	if misses < 20000 || switches < 10000 {
+		t.Errorf("%d late jobs, %d changes of app version between them: want more", misses, switches)
+	}
+	t.Logf("%d late jobs, %d changes of app version between them", misses, switches)
 }
