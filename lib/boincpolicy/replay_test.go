@@ -135,18 +135,7 @@ func TestSimulationReplayedAgainstSimulation(t *testing.T) {
 		asked++
 	}
 	for trial := range 20000 {
-		doc := randomQueue(rng)
-		if rng.IntN(2) == 0 {
-			doc.BOINCEmulator = true
-		}
-		for i := range doc.AppVersions {
-			doc.AppVersions[i].AvgNCPUs = 1
-		}
-		if rng.IntN(3) == 0 {
-			doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "nvidia", Instances: 1 + rng.IntN(2), Flops: 1e10})
-		}
-		doc.Preferences.WorkBufMinDays = []float64{0.01, 0.1, 0.5, 1}[rng.IntN(4)]
-		doc.Preferences.WorkBufAdditionalDays = []float64{0, 0.05, 0.5, 1}[rng.IntN(4)]
+		doc := replayQueue(rng)
 		n := doc.Host.CPU().Instances
 		comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
 		q := renewed(&qMem)
@@ -194,6 +183,85 @@ func TestSimulationReplayedAgainstSimulation(t *testing.T) {
 		replayed, ties, short, missed, asked, kept)
 }
 
+// replayQueue is randomQueue's queue with jobs of one CPU each, BOINC's emulator on
+// half, a coprocessor with no job on a third, and work_buf_min 0.01–1 day and
+// work_buf_additional 0–1 day: many of them pickListed's hosts.
+func replayQueue(rng *rand.Rand) *state.Document {
+	doc := randomQueue(rng)
+	if rng.IntN(2) == 0 {
+		doc.BOINCEmulator = true
+	}
+	for i := range doc.AppVersions {
+		doc.AppVersions[i].AvgNCPUs = 1
+	}
+	if rng.IntN(3) == 0 {
+		doc.Host.Resources = append(doc.Host.Resources, state.Resource{Type: "nvidia", Instances: 1 + rng.IntN(2), Flops: 1e10})
+	}
+	doc.Preferences.WorkBufMinDays = []float64{0.01, 0.1, 0.5, 1}[rng.IntN(4)]
+	doc.Preferences.WorkBufAdditionalDays = []float64{0, 0.05, 0.5, 1}[rng.IntN(4)]
+	return doc
+}
+
+// TestQuietFetchReplayedAgainstWhole: on replayQueue's queues, with one job's
+// computation deadline at its replayed end to the bit or one float step off (so that
+// a miss turns on the simulation's own arithmetic), the work fetch with no report
+// due on the quiet paths (quietNoFetch, which on pickListed's hosts replays the
+// simulation its bounds leave open, then chooseProject) asks the project and the work
+// the whole path's ChooseProject asks (the reason's text aside, which the quiet paths
+// do not write), with the same priorities and reasons, and asks nothing where
+// quietNoFetch answers none. It wants many requests made after a replay; it fails
+// with the replay's tail up to work_buf_total dropped and with the idle instances of
+// a coprocessor left out.
+func TestQuietFetchReplayedAgainstWhole(t *testing.T) {
+	var simMem, qMem Workspace // renewed at each use: their memory reused
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(30, 4376))
+	var replayed, asked, none int
+	for trial := range 20000 {
+		doc := replayQueue(rng)
+		n := doc.Host.CPU().Instances
+		comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+		q := renewed(&qMem)
+		q.view(doc)
+		if len(q.jobs) == 0 || n > maxTop {
+			continue
+		}
+		q.prepareJobs(doc)
+		order, listed := q.pickListed(doc, q.relistable())
+		if listed {
+			q.listOrder = append(q.listOrder[:0], order...)
+			q.replayEnds(t0, n)
+			tieDeadline(rng, q, doc, comp)
+		}
+		whole := renewed(&simMem).ChooseProject(doc, t0)
+		q = renewed(&qMem)
+		q.Quiet = true
+		if q.quietNoFetch(doc, t0) {
+			if whole.Project >= 0 {
+				t.Fatalf("trial %d: quietNoFetch answered none, the whole path asks %+v", trial, whole.Request)
+			}
+			none++
+			continue
+		}
+		if listed {
+			replayed++
+		}
+		quiet := q.chooseProject(doc, t0)
+		whole.Request.Reason = ""
+		if quiet.Project != whole.Project || !reflect.DeepEqual(quiet.Request, whole.Request) || !slices.Equal(quiet.Priority, whole.Priority) ||
+			!slices.Equal(quiet.Reasons, whole.Reasons) || !slices.Equal(quiet.ProjectReasons, whole.ProjectReasons) {
+			t.Fatalf("trial %d (pickListed's: %v): the quiet work fetch %+v, the whole one %+v", trial, listed, quiet, whole)
+		}
+		if listed && quiet.Project >= 0 {
+			asked++
+		}
+	}
+	if replayed < 2000 || asked < 1000 {
+		t.Errorf("%d work fetches after a replay, %d of them asking: want more", replayed, asked)
+	}
+	t.Logf("%d work fetches after a replay, %d of them asking; %d answered none by quietNoFetch", replayed, asked, none)
+}
+
 // tieDeadline sets a random job's deadline so that its computation deadline
 // (deadline - comp) is its replayed end to the bit, or one float step either side
 // (half the time), and returns the job's index: the ties the margin for rounding
@@ -217,4 +285,54 @@ func tieDeadline(rng *rand.Rand, q *Workspace, doc *state.Document, comp float64
 	}
 	doc.Tasks[q.jobs[x].task].ReportDeadline = dl
 	return x
+}
+
+// TestListedShortAgainstPick: on replayQueue's queues of pickListed's hosts, some with
+// every project's coprocessor backed off (no project may be asked for it: resAsked),
+// listedShort's answer from the list order is pickShort's from the simulation's first
+// pick (prepare's rest and pick made). It wants many of each answer; it fails with the
+// CPUs in use counted as n where fewer jobs are left, and with the first job of the
+// order alone read.
+func TestListedShortAgainstPick(t *testing.T) {
+	var qMem Workspace // renewed at each use: its memory reused
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(30, 4377))
+	var short, full int
+	for trial := range 20000 {
+		doc := replayQueue(rng)
+		if len(doc.Host.Resources) > 1 && rng.IntN(2) == 0 {
+			for p := range doc.Projects {
+				doc.Projects[p].Resources = append(doc.Projects[p].Resources, state.ProjectResource{Type: "nvidia", BackoffUntil: t0 + 3600})
+			}
+		}
+		h := &doc.Host
+		n := h.CPU().Instances
+		bufMin := WorkBufMin(&doc.Preferences)
+		q := renewed(&qMem)
+		q.Quiet = true
+		q.quietView(doc, t0)
+		if len(q.jobs) == 0 || n > maxTop {
+			continue
+		}
+		q.prepareJobs(doc)
+		order, ok := q.pickListed(doc, q.relistable())
+		if !ok {
+			continue
+		}
+		q.resAsked(doc, t0)
+		listed := q.listedShort(h, order, n, bufMin)
+		q.pick(doc, q.prepareRest(doc))
+		if picked := q.pickShort(h, bufMin); listed != picked {
+			t.Fatalf("trial %d: listedShort %v, pickShort %v (%d CPUs, %d jobs, order %v, active %v)", trial, listed, picked, n, len(q.jobs), order, q.active)
+		}
+		if listed {
+			short++
+		} else {
+			full++
+		}
+	}
+	if short < 2000 || full < 2000 {
+		t.Errorf("%d queues short at the first pick, %d not: want more", short, full)
+	}
+	t.Logf("%d queues short at the first pick, %d not", short, full)
 }
