@@ -27,6 +27,27 @@ func TestEarliestMissWalk(t *testing.T) {
 		checked{boincpolicy.EDFDiffs, "of earliestMiss's answers differed from edfScan's"})
 }
 
+// TestEarliestMissTies: in runs of policy boinc on corpus c143 and c124, whose RPCs
+// bring several jobs of one deadline, random corpus scenarios and the public ones
+// (random seeds, both conventions, 2 to 10 days), every answer earliestMiss takes
+// from its order of a run of one deadline (edfTies, edfTied) is the one going through
+// every job gives (edfScan). It wants many such answers; it fails with the order made
+// by the remaining time alone (a started job not first), and with the jobs of equal
+// remaining time moved past one another (an order not stable).
+func TestEarliestMissTies(t *testing.T) {
+	if !boincpolicy.Alone(t) {
+		return
+	}
+	r := rand.New(rand.NewPCG(30, 4378))
+	dirs := []string{"../../scenarios/corpus/c143", "../../scenarios/corpus/c143", "../../scenarios/corpus/c124",
+		"../../scenarios/deadlines-4cpu", "../../scenarios/down-2cpu", "../../scenarios/example-2cpu-2to1",
+		"../../scenarios/part-time-4cpu", "../../scenarios/share-75-25", "../../lib/sim/testdata/noisy"}
+	dirs = withCorpus(r, 12, dirs...)
+	checkedAtLeast(t, r, dirs, func(on bool) { boincpolicy.SetEDFCheck(on, false) }, boincpolicy.EDFTiedChecks, 5000,
+		"answers of earliestMiss from a run of one deadline",
+		checked{boincpolicy.EDFDiffs, "of earliestMiss's answers differed from edfScan's"})
+}
+
 // TestEDFListingSureStarted: in runs of policy boinc on corpus c143, c124 and c153,
 // random ones, deadlines-4cpu, part-time-4cpu and noisy (random seeds, both
 // conventions, 2 to 10 days), every answer of edfListingSure, which pairs only the

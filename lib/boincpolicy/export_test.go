@@ -30,10 +30,16 @@ func FetchDiffs() int { return fetchDiffs }
 
 // SetEDFCheck turns earliestMiss's check against edfScan on or off and zeroes its
 // count; noSort leaves edfOrder's jobs unsorted (edf_test.go).
-func SetEDFCheck(on, noSort bool) { edfCheck, edfNoSort, edfDiffs = on, noSort && on, 0 }
+func SetEDFCheck(on, noSort bool) {
+	edfCheck, edfNoSort, edfDiffs, edfTiedChecks = on, noSort && on, 0, 0
+}
 
 // EDFDiffs is how many of earliestMiss's answers edfScan contradicted.
 func EDFDiffs() int { return edfDiffs }
+
+// EDFTiedChecks is how many of earliestMiss's answers checked came from its order of
+// a run of one deadline (edfTied).
+func EDFTiedChecks() int { return edfTiedChecks }
 
 // SetLowCheck turns the checks of listLower's kept ends and of lowFall's rates on or
 // off and zeroes their count (listlower_test.go).

@@ -74,11 +74,16 @@ type Workspace struct {
 	edfOrds       [][]int
 	edfRes, edfAt int
 	edfFull       bool
-	reason        []Reason
-	projReason    []ProjectReason
-	pending       [][]int // per project × resource: job indices in arrival order
-	pendBase      [][]int // pending's arrays from their starts (simulateFrom takes a first job off the front)
-	pendingAt     []int
+	// earliestMiss's jobs of one deadline in earliest_deadline_result's order
+	// (edfTies): the place of the first not passed over, and the end of their run in
+	// edfOrd (edfAt below it: they are the run edfAt is in)
+	edfTie              []int
+	edfTieAt, edfTieEnd int
+	reason              []Reason
+	projReason          []ProjectReason
+	pending             [][]int // per project × resource: job indices in arrival order
+	pendBase            [][]int // pending's arrays from their starts (simulateFrom takes a first job off the front)
+	pendingAt           []int
 	// pickSeq: the projects pick took jobs from, in order, and whether it stopped
 	// because they used the CPUs (pickBroke), for pickAgain; pickSame: each
 	// project's CPU jobs of the same CPUs and bump (prepare); cpuSeqAt, cpuActAt:
