@@ -79,7 +79,7 @@ func (w *Workspace) quietPiggybackNone(doc *state.Document, p int, now float64) 
 // work_buf_total by workBound's bound (prepareJobs done: its sums).
 func (w *Workspace) fullPast(doc *state.Document, p, r int) bool {
 	res := &doc.Host.Resources[r]
-	if !doc.BOINCEmulator && !hasVersionFor(doc, doc.Projects[p].Name, res.Type) {
+	if !doc.BOINCEmulator && !w.hasVersion(doc, p, r) {
 		return true
 	}
 	n := float64(res.Instances)

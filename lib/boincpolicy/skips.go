@@ -271,7 +271,7 @@ func (w *Workspace) resAsked(doc *state.Document, now float64) {
 		for p := range doc.Projects {
 			pr := &doc.Projects[p]
 			end := math.Inf(1) // until when p has a reason not to be asked for r
-			if doc.BOINCEmulator || hasVersionFor(doc, pr.Name, res.Type) {
+			if doc.BOINCEmulator || w.hasVersion(doc, p, r) {
 				end = max(math.Inf(-1), pr.MinRPCTime, backoffUntil(pr, res.Type))
 			}
 			until = min(until, end)
@@ -301,8 +301,8 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 			end = pr.MinRPCTime
 		}
 		rscEnd := math.Inf(1) // when one of p's resources may be asked again
-		for _, res := range doc.Host.Resources {
-			if !doc.BOINCEmulator && !hasVersionFor(doc, pr.Name, res.Type) {
+		for r, res := range doc.Host.Resources {
+			if !doc.BOINCEmulator && !w.hasVersion(doc, p, r) {
 				continue // never
 			}
 			if b := backoffUntil(pr, res.Type); b > now {

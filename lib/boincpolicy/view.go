@@ -57,6 +57,11 @@ type Workspace struct {
 	nRes      int
 	cpuRes    int
 
+	// hasVersion's table, what it was made from, whether it may stand
+	versions    []bool
+	versionsKey versionsKey
+	versionsOK  bool
+
 	// per project
 	rec, recTemp, prio, shareFrac []float64
 	prioBase                      []float64 // the simulation's priority from REC (prepare)
@@ -396,6 +401,7 @@ func (w *Workspace) view(doc *state.Document) {
 	w.simGen++
 	w.avIx.SetAppVersions(doc.AppVersions)
 	w.pIx.SetProjects(doc.Projects)
+	w.versionsOK = false
 	h := &doc.Host
 	w.nRes = len(h.Resources)
 	w.cpuRes = 0
