@@ -44,7 +44,7 @@ type Choice struct {
 // setup is WORK_FETCH::setup after the simulation: the reasons, the fetchable shares
 // and the work-fetch priorities, and the projects in decreasing priority (w.order).
 func (w *Workspace) setup(doc *state.Document, now float64) {
-	nR := w.nRes
+	nR, versions := w.nRes, w.versionTable(doc)
 	for p := range doc.Projects {
 		pr := &doc.Projects[p]
 		var nRun int
@@ -66,7 +66,7 @@ func (w *Workspace) setup(doc *state.Document, now float64) {
 			k := p*nR + r
 			w.reason[k] = ""
 			switch {
-			case !doc.BOINCEmulator && !w.hasVersion(doc, p, r):
+			case !doc.BOINCEmulator && !versions[k]:
 				// BOINC's client asks for no work of a resource the project has said it
 				// has no apps for (compute_rsc_project_reason: no_rsc_apps, from the
 				// scheduler's reply); bkit's documents hold the project's app versions
@@ -362,20 +362,31 @@ func hasVersionFor(doc *state.Document, project, t string) bool {
 // twentieth of corpus c105's run (16 CPUs and a GPU, 5 projects; issue 30,
 // forty-third round).
 func (w *Workspace) hasVersion(doc *state.Document, p, r int) bool {
+	return w.versionTable(doc)[p*len(doc.Host.Resources)+r]
+}
+
+// versionTable is hasVersion's table for doc, for a caller that walks every project
+// and resource.
+func (w *Workspace) versionTable(doc *state.Document) []bool {
 	h := &doc.Host
-	key := versionsKey{unsafe.SliceData(doc.AppVersions), len(doc.AppVersions), unsafe.SliceData(doc.Projects),
-		len(doc.Projects), unsafe.SliceData(h.Resources), len(h.Resources)}
-	if !w.versionsOK || w.versionsKey != key {
-		nR := len(h.Resources)
-		w.versions = scratch.Grow(w.versions, len(doc.Projects)*nR)
-		for q := range doc.Projects {
-			for s := range h.Resources {
-				w.versions[q*nR+s] = hasVersionFor(doc, doc.Projects[q].Name, h.Resources[s].Type)
-			}
-		}
-		w.versionsOK, w.versionsKey = true, key
+	k := &w.versionsKey
+	// (Field by field: == on the struct calls memequal.)
+	if w.versionsOK && k.avs == unsafe.SliceData(doc.AppVersions) && k.nAV == len(doc.AppVersions) &&
+		k.projects == unsafe.SliceData(doc.Projects) && k.nP == len(doc.Projects) &&
+		k.resources == unsafe.SliceData(h.Resources) && k.nR == len(h.Resources) {
+		return w.versions
 	}
-	return w.versions[p*len(h.Resources)+r]
+	nR := len(h.Resources)
+	w.versions = scratch.Grow(w.versions, len(doc.Projects)*nR)
+	for q := range doc.Projects {
+		for s := range h.Resources {
+			w.versions[q*nR+s] = hasVersionFor(doc, doc.Projects[q].Name, h.Resources[s].Type)
+		}
+	}
+	w.versionsOK = true
+	*k = versionsKey{unsafe.SliceData(doc.AppVersions), len(doc.AppVersions), unsafe.SliceData(doc.Projects),
+		len(doc.Projects), unsafe.SliceData(h.Resources), len(h.Resources)}
+	return w.versions
 }
 
 // versionsKey is what hasVersion's table was made from.

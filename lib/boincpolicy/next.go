@@ -28,7 +28,7 @@ func (w *Workspace) next(doc *state.Document, now float64, asked []int) (rpc.Pla
 	p := -1
 	if !w.Quiet || !w.reportHold || now >= w.reportHoldUntil {
 		var from float64
-		p, from, w.reportCounts = overdueReport(doc, now, w.reportCounts)
+		p, from, w.reportCounts = overdueReport(doc, now, w.reportCounts, w.namesDistinct(doc))
 		if w.Quiet && p < 0 {
 			// No report before from while the tasks and the RPC backoffs stay
 			// as they are (Reset and TasksChanged end the hold).

@@ -2,6 +2,7 @@ package boincpolicy
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/bkit/bkit/lib/rpc"
 	"github.com/bkit/bkit/lib/state"
@@ -30,7 +31,7 @@ const (
 // find_project_with_overdue_results; the conditions bkit's documents cannot hold, a
 // project asking for immediate reports or a sporadic connection, are left out).
 func OverdueReport(doc *state.Document, now float64, counts []int) (int, []int) {
-	p, _, counts := overdueReport(doc, now, counts)
+	p, _, counts := overdueReport(doc, now, counts, false)
 	return p, counts
 }
 
@@ -43,7 +44,8 @@ func OverdueReport(doc *state.Document, now float64, counts []int) (int, []int) 
 // the answer holds before it). The walk that finds no project passes every done
 // result, so it takes from on its way (a second walk of every task after each such
 // answer, until issue 30's forty-first round); where it finds one, from is not read.
-func overdueReport(doc *state.Document, now float64, counts []int) (int, float64, []int) {
+// distinct: no two projects have one name (projectFound).
+func overdueReport(doc *state.Document, now float64, counts []int, distinct bool) (int, float64, []int) {
 	cushion := max(ReportDeadlineCushion, WorkBufMin(&doc.Preferences))
 	counts = append(counts[:0], make([]int, len(doc.Projects))...)
 	from := math.Inf(1)
@@ -53,7 +55,7 @@ func overdueReport(doc *state.Document, now float64, counts []int) (int, float64
 		if t.State != state.TaskDone {
 			continue
 		}
-		p := projectOf(doc, t.Project)
+		p := projectFound(doc, t.Project, distinct)
 		if p < 0 {
 			continue
 		}
@@ -82,4 +84,39 @@ func projectOf(doc *state.Document, name string) int {
 		}
 	}
 	return -1
+}
+
+// projectFound is projectOf, where distinct (no two projects have one name) by the
+// string's storage first: a task that holds the very string of its project's name (as
+// the emulator's do) is found without comparing the names before it by their bytes,
+// which the projects' master URLs, of one length, make a call each (the done tasks of
+// every project but the first, at every report's look: issue 30, forty-third round).
+// With one project of each name the one stored where name is is the first so named.
+func projectFound(doc *state.Document, name string, distinct bool) int {
+	if distinct {
+		for i := range doc.Projects {
+			if n := doc.Projects[i].Name; len(n) == len(name) && unsafe.StringData(n) == unsafe.StringData(name) {
+				return i
+			}
+		}
+	}
+	return projectOf(doc, name)
+}
+
+// namesDistinct reports whether no two of doc's projects have one name, kept while the
+// projects are the slice it was found for (its identity and length) and no view has
+// been built since (view: the caller changed the document), as hasVersion's table.
+func (w *Workspace) namesDistinct(doc *state.Document) bool {
+	if !w.distinctOK || w.distinctAt != unsafe.SliceData(doc.Projects) || w.distinctN != len(doc.Projects) {
+		w.distinct = true
+		for i := range doc.Projects {
+			for k := range doc.Projects[:i] {
+				if doc.Projects[k].Name == doc.Projects[i].Name {
+					w.distinct = false
+				}
+			}
+		}
+		w.distinctOK, w.distinctAt, w.distinctN = true, unsafe.SliceData(doc.Projects), len(doc.Projects)
+	}
+	return w.distinct
 }

@@ -264,14 +264,14 @@ func (w *Workspace) holdFetch(doc *state.Document, now float64) {
 // it. (The corpus's hosts whose apps are all GPU apps, their CPUs idle, ran the work
 // fetch's simulation at every step, each asking nobody: issue 30, twelfth round.)
 func (w *Workspace) resAsked(doc *state.Document, now float64) {
-	w.noAsk = scratch.Grow(w.noAsk, len(doc.Host.Resources))
-	w.noAskUntil = math.Inf(1)
+	versions, nR := w.versionTable(doc), len(doc.Host.Resources)
+	w.noAsk, w.noAskUntil = scratch.Grow(w.noAsk, nR), math.Inf(1)
 	for r, res := range doc.Host.Resources {
 		until := math.Inf(1) // when some project may be asked for r, at the earliest
 		for p := range doc.Projects {
 			pr := &doc.Projects[p]
 			end := math.Inf(1) // until when p has a reason not to be asked for r
-			if doc.BOINCEmulator || w.hasVersion(doc, p, r) {
+			if doc.BOINCEmulator || versions[p*nR+r] {
 				end = max(math.Inf(-1), pr.MinRPCTime, backoffUntil(pr, res.Type))
 			}
 			until = min(until, end)
@@ -293,7 +293,7 @@ func (w *Workspace) resAsked(doc *state.Document, now float64) {
 // hold (Reset): it sets askHold until the first moment one of them ends for some
 // project.
 func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
-	until := math.Inf(1)
+	until, versions, nR := math.Inf(1), w.versionTable(doc), len(doc.Host.Resources)
 	for p := range doc.Projects {
 		pr := &doc.Projects[p]
 		end := math.Inf(-1) // when p may be asked again, at the earliest
@@ -302,7 +302,7 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 		}
 		rscEnd := math.Inf(1) // when one of p's resources may be asked again
 		for r, res := range doc.Host.Resources {
-			if !doc.BOINCEmulator && !w.hasVersion(doc, p, r) {
+			if !doc.BOINCEmulator && !versions[p*nR+r] {
 				continue // never
 			}
 			if b := backoffUntil(pr, res.Type); b > now {

@@ -61,6 +61,10 @@ type Workspace struct {
 	versions    []bool
 	versionsKey versionsKey
 	versionsOK  bool
+	// namesDistinct's answer, the projects it was found for, whether it may stand
+	distinct, distinctOK bool
+	distinctAt           *state.Project
+	distinctN            int
 
 	// per project
 	rec, recTemp, prio, shareFrac []float64
@@ -401,7 +405,7 @@ func (w *Workspace) view(doc *state.Document) {
 	w.simGen++
 	w.avIx.SetAppVersions(doc.AppVersions)
 	w.pIx.SetProjects(doc.Projects)
-	w.versionsOK = false
+	w.versionsOK, w.distinctOK = false, false
 	h := &doc.Host
 	w.nRes = len(h.Resources)
 	w.cpuRes = 0
