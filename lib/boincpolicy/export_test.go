@@ -288,3 +288,12 @@ func SetSimReplayCheck(on bool) { simReplayCheck, simReplayDiffs, simReplayCheck
 // contradicted; SimReplayChecks how many were checked.
 func SimReplayDiffs() int  { return simReplayDiffs }
 func SimReplayChecks() int { return simReplayChecks }
+
+// SetRankCheck turns the check of bestCPUByPriority's kept first jobs against the walk
+// of every project's lists on or off and zeroes its counts (rank_test.go).
+func SetRankCheck(on bool) { rankCheck, rankDiffs, rankChecks = on, 0, 0 }
+
+// RankDiffs is how many of bestCPUByPriority's answers the walk contradicted;
+// RankChecks how many were checked.
+func RankDiffs() int  { return rankDiffs }
+func RankChecks() int { return rankChecks }

@@ -204,8 +204,12 @@ type Workspace struct {
 	list             []RunEntry
 	keys             []runKey // sortRunList's
 	// rankCPUJobs': the CPU jobs by project and rank (ranked), each list's start
-	// (rankAt) and next job (rankNext)
+	// (rankAt) and next job (rankNext); per project its first job not chosen
+	// (rankHead), and the project bestCPUByPriority answered last (rankLast; −1
+	// none, −2 every head to find)
 	ranked, rankAt, rankNext []int
+	rankHead                 []int
+	rankLast                 int
 	coprocReq                []state.CoprocRequest
 	chosen                   []bool
 	coprocUsed               []float64
