@@ -61,14 +61,14 @@ func (w *Workspace) pickDrop(doc *state.Document, i int) bool {
 			end = s
 		}
 	}
-	list := w.pending[k]
+	list, seq, act := w.pending[k], w.pickSeq, w.active // (in locals: the stores to act made the loop read them through w)
 	t, x := 0, -1
 	for y := at; y < end; y++ {
-		if w.pickSeq[y] != p {
+		if seq[y] != p {
 			continue
 		}
 		if t < len(list) {
-			w.active[y] = list[t]
+			act[y] = list[t]
 			t++
 		} else {
 			x = y
@@ -102,22 +102,25 @@ func (w *Workspace) pickDrop(doc *state.Document, i int) bool {
 	if noDropLast {
 		last = r
 	}
-	w.recTemp[p] = w.rec[p]
+	// p's CPUs and temporary REC summed in locals, in the same order from the same
+	// starts (+0, p's REC): the same bits.
+	jobs, pCPUs, pREC, suspended := w.jobs, 0.0, w.rec[p], doc.GPUsSuspended
 	for _, a := range w.active {
-		jj := &w.jobs[a]
+		jj := &jobs[a]
 		if jj.proj != p {
 			continue
 		}
-		if jj.res == cpu || !doc.GPUsSuspended {
-			w.simNused[p*nR+cpu] += jj.cpus
+		if jj.res == cpu || !suspended {
+			pCPUs += jj.cpus
 		}
 		if jj.res != cpu {
 			w.simNused[p*nR+jj.res] += jj.inst
 		}
 		if jj.res == last {
-			w.recTemp[p] += jj.bump
+			pREC += jj.bump
 		}
 	}
+	w.simNused[p*nR+cpu], w.recTemp[p] = pCPUs, pREC
 	w.simUsed[cpu] = w.resUsed(cpu)
 	if r != cpu {
 		w.simUsed[r] = w.resUsed(r)

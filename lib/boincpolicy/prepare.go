@@ -150,13 +150,19 @@ func (w *Workspace) prepareWhole(doc *state.Document, cpuF, gpuF float64) {
 		s := w.sums[sumsPer*j.res : sumsPer*j.res+sumsPer]
 		s[sumSerial] += t
 		s[sumW] += j.inst * t
-		s[sumMaxT] = max(s[sumMaxT], t)
-		s[sumMaxU] = max(s[sumMaxU], j.inst)
+		if !(t <= s[sumMaxT]) { // (maxMore: the sums start at +0, Grow's)
+			s[sumMaxT] = max(s[sumMaxT], t)
+		}
+		if !(j.inst <= s[sumMaxU]) {
+			s[sumMaxU] = max(s[sumMaxU], j.inst)
+		}
 		if j.res != w.cpuRes {
 			coprocCPUs += j.cpus
 		}
 		if !j.known {
-			fall = max(fall, w.Overestimate*w.dcfOf[j.proj])
+			if x := w.Overestimate * w.dcfOf[j.proj]; !(x <= fall) {
+				fall = max(fall, x)
+			}
 		}
 	}
 	w.coprocCPUs, w.fall = coprocCPUs, fall

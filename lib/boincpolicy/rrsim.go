@@ -366,8 +366,9 @@ func stepJob(j *job, dt float64) float64 {
 // resUsed is the instances of resource r the active jobs use (sim_nused).
 func (w *Workspace) resUsed(r int) float64 {
 	var n float64
-	for p := 0; p*w.nRes < len(w.simNused); p++ {
-		n += w.simNused[p*w.nRes+r]
+	nused, nR := w.simNused, w.nRes // (in locals: the loop read them through w at each project)
+	for p := 0; p*nR < len(nused); p++ {
+		n += nused[p*nR+r]
 	}
 	return n
 }
