@@ -75,3 +75,86 @@ func TestAccountDecayMeans(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountDecayOnlyCPU: on a host whose one resource is the CPU, AccountDecayOnlyCPU
+// (lib/sim's Account there: no relative speeds, credit.Decay.Again before Average)
+// leaves every project's REC and REC time as AccountDecayCPU with RelativeSpeedsCPU's
+// speeds and FLOPS does, to the bit: random projects (RECs never brought up to date
+// among them, rows more or fewer than the projects, empty or missing), intervals
+// mostly of one length, usage with zeros of both signs and odd values, the same
+// documents accounted step after step, each path with its own Decay. (A NaN is any
+// NaN: which operand's payload an addition passes on is the compiler's choice.)
+func TestAccountDecayOnlyCPU(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 2))
+	odd := []float64{0, math.Copysign(0, -1), 5e-324, math.Inf(1), math.NaN(), -1, 1e300}
+	host := state.Host{Resources: []state.Resource{{Type: state.ResourceCPU, Instances: 4}}}
+	again := 0
+	for c := range 500 {
+		nP := 1 + r.IntN(4)
+		host.Resources[0].Flops = 1e9 * (1 + r.Float64())
+		if r.IntN(20) == 0 {
+			host.Resources[0].Flops = odd[r.IntN(len(odd))]
+		}
+		rel, cpu := RelativeSpeedsCPU(&host, nil)
+		var a, b state.Document
+		for range nP {
+			p := state.Project{REC: r.Float64() * 1000 * float64(r.IntN(2))}
+			if p.REC > 0 || r.IntN(3) == 0 {
+				p.RECTime = 1e6 - r.Float64()*1000
+			}
+			if r.IntN(20) == 0 {
+				p.REC = odd[r.IntN(len(odd))]
+			}
+			a.Projects = append(a.Projects, p)
+		}
+		b.Projects = append([]state.Project(nil), a.Projects...)
+		var da, db credit.Decay
+		now := 1e6
+		rows := nP + r.IntN(3) - 1
+		for step := range 40 {
+			dt := 60.0
+			switch r.IntN(8) {
+			case 0:
+				dt = 1 + r.Float64()*120
+			case 1:
+				dt = []float64{0, -60, 1e-9, 3600}[r.IntN(4)]
+			}
+			now += max(dt, 0)
+			used := make([][]float64, rows)
+			for p := range used {
+				if r.IntN(10) == 0 {
+					continue // no row
+				}
+				used[p] = []float64{0}
+				switch r.IntN(6) {
+				case 0, 1:
+					used[p][0] = r.Float64() * 4
+				case 2:
+					used[p][0] = odd[r.IntN(len(odd))]
+				case 3:
+					used[p] = used[p][:0]
+				}
+			}
+			AccountDecayCPU(&a, used, dt, now, rel, cpu, &da)
+			AccountDecayOnlyCPU(&b, used, dt, now, cpu, &db)
+			for p := range a.Projects {
+				x, y := a.Projects[p], b.Projects[p]
+				if !sameOrNaN(x.REC, y.REC) || math.Float64bits(x.RECTime) != math.Float64bits(y.RECTime) {
+					t.Fatalf("case %d step %d project %d (dt %v, row %v): REC %v at %v, with the speeds %v at %v",
+						c, step, p, dt, used[min(p, len(used)-1)], y.REC, y.RECTime, x.REC, x.RECTime)
+				}
+				if dt > 0 && x.RECTime == now {
+					again++
+				}
+			}
+		}
+	}
+	if again < 20_000 {
+		t.Fatalf("only %d RECs brought up to date", again)
+	}
+}
+
+// sameOrNaN: a and b are the same float64 to the last bit, or both NaN.
+func sameOrNaN(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b
+}

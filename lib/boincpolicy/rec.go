@@ -216,3 +216,32 @@ func AccountDecayCPU(doc *state.Document, used [][]float64, dt, now float64, rel
 		updateREC(&doc.Projects[p], now-dt, now, x*CobblestoneScale, d)
 	}
 }
+
+// AccountDecayOnlyCPU is AccountDecayCPU on a host whose one resource is the CPU
+// (cpu its FLOPS; each row of used one column, or none): the CPU's relative speed is
+// 1, and a product × 1 is the product bit for bit, so no speeds are made; each REC
+// is decayed by credit.Decay.Again, inlined, where the decay keeps the step's weight
+// (every step but the first of a run and those of another length), else by
+// updateREC. Account runs at every step, the host off too: on part-time-4cpu under
+// bsim's conventions the speeds made afresh and a call of Average per project were
+// about 40 % of it (issue 30, forty-third round; TestAccountDecayOnlyCPU).
+func AccountDecayOnlyCPU(doc *state.Document, used [][]float64, dt, now, cpu float64, d *credit.Decay) {
+	if dt <= 0 {
+		return
+	}
+	projects, start := doc.Projects, now-dt
+	for p := range projects {
+		var x float64
+		if p < len(used) {
+			for _, u := range used[p] {
+				x += u * dt * cpu
+			}
+		}
+		pr := &projects[p]
+		if rec, ok := d.Again(now, x*CobblestoneScale, RECHalfLife, pr.REC, pr.RECTime); ok {
+			pr.REC, pr.RECTime = rec, now
+		} else {
+			updateREC(pr, start, now, x*CobblestoneScale, d)
+		}
+	}
+}

@@ -88,3 +88,24 @@ func (d *Decay) Average(now, start, work, halfLife, avg, avgTime float64) (newAv
 	}
 	return avg, now
 }
+
+// Again is Average where d keeps the interval's weight already (an average brought
+// up to date before, avgTime > 0, over an interval of the last one's length, of the
+// same half-life by its bits) and that weight is not within 1e-6 of 1: the new
+// average and true, Average's to the last bit; else false, d as it was, and the
+// caller calls Average. It is small enough to be inlined where Average is not: a
+// caller that brings averages up to date at every step of an emulated host (the REC,
+// lib/boincpolicy) asks it first (TestAgainIsAverage). It compares now − avgTime with
+// the interval kept where Average compares max(now − avgTime, 0): where the first
+// equals it, so does the second, the interval kept being at least 0.
+func (d *Decay) Again(now, work, halfLife, avg, avgTime float64) (float64, bool) {
+	if !(avgTime > 0) || !d.known || now-avgTime != d.diff || math.Float64bits(halfLife) != math.Float64bits(d.halfLife) {
+		return 0, false
+	}
+	w := d.weight
+	avg *= w
+	if work == 0 && avg != 0 && halfLife > 0 {
+		return avg, true
+	}
+	return avg + (1-w)*work/d.days, 1-w > 1e-6
+}

@@ -117,6 +117,76 @@ func TestDecayIsDecayedAverage(t *testing.T) {
 	}
 }
 
+// TestAgainIsAverage: wherever Decay.Again answers, its average is Average's with the
+// same Decay to the last bit, and it leaves the Decay as it was; where it does not,
+// Average is called, as its callers do. The inputs are TestDecayIsDecayedAverage's
+// (intervals mostly of one length, odd times, half-lives, works and averages among
+// them), so that the Decay keeps a weight at most calls and Again answers most.
+func TestAgainIsAverage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 30))
+	pick := func(xs ...float64) float64 { return xs[rng.IntN(len(xs))] }
+	odd := func() float64 {
+		return pick(0, math.Copysign(0, -1), 5e-324, -5e-324, math.Inf(1), math.Inf(-1), math.NaN(), 1e-300, -1)
+	}
+	var d Decay
+	answered, declined := 0, 0
+	gap, lastHalf := 60.0, 10*86400.0
+	for trial := range 2_000_000 {
+		now := 1.7e9 + float64(rng.IntN(1000))*pick(60, 17, 0.5)
+		var at, half float64
+		if rng.IntN(4) > 0 {
+			at, half = now-gap, lastHalf // the last interval's length again, mostly
+		} else {
+			gap = pick(60, 17, 0, 3600, 1e-9, 5e-324, 1e9, -60, math.Copysign(0, -1))
+			half = pick(10*86400, 7*86400, 1e-3, 1e-9, math.Copysign(0, -1))
+			at = now - gap
+		}
+		if rng.IntN(50) == 0 {
+			at = odd()
+		}
+		if rng.IntN(50) == 0 {
+			half = odd()
+		}
+		lastHalf = half
+		work := pick(0, 0, 0, math.Copysign(0, -1), 1.5, 1e-20, 3e5)
+		avg := pick(0, math.Copysign(0, -1), 1, 123.456, 1e-310, 7e300)
+		if rng.IntN(30) == 0 {
+			avg = odd()
+		}
+		if rng.IntN(20) == 0 {
+			work = odd()
+		}
+		kept := d
+		got, ok := d.Again(now, work, half, avg, at)
+		if !sameDecay(d, kept) {
+			t.Fatalf("trial %d: Again moved the Decay from %+v to %+v", trial, kept, d)
+		}
+		want, wantAt := d.Average(now, 1.6e9, work, half, avg, at)
+		if !ok {
+			if sameDecay(d, kept) && kept.known {
+				declined++ // Average found the weight kept
+			}
+			continue
+		}
+		answered++
+		if !sameBits(got, want) || wantAt != now {
+			t.Fatalf("trial %d: Again(now %v, work %v, half-life %v, avg %v, at %v) = %v, Average %v",
+				trial, now, work, half, avg, at, got, want)
+		}
+	}
+	if answered < 500_000 {
+		t.Fatalf("Again answered only %d of 2,000,000", answered)
+	}
+	t.Logf("Again answered %d of 2,000,000; declined %d where Average found the weight kept", answered, declined)
+}
+
+// sameDecay: a and b keep the same figures, each to the last bit.
+func sameDecay(a, b Decay) bool {
+	return a.known == b.known && math.Float64bits(a.diff) == math.Float64bits(b.diff) &&
+		math.Float64bits(a.halfLife) == math.Float64bits(b.halfLife) &&
+		math.Float64bits(a.weight) == math.Float64bits(b.weight) && math.Float64bits(a.days) == math.Float64bits(b.days)
+}
+
 // sameBits: a and b are the same float64 to the last bit, or both NaN.
 func sameBits(a, b float64) bool {
 	return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b

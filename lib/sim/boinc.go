@@ -164,10 +164,15 @@ func (bp *boincPolicy) taskFinished() { bp.work.TaskFinished() }
 // coprocessor task on its coprocessor only: the CPUs' column is the step's CPU time
 // instead (StepUsage.CPUTime, all of the project's tasks' CPUs). In BOINC's emulator
 // it is each task's avg_ncpus, not scaled down when the CPUs are overcommitted
-// (StepUsage.cpuSecs), on any host.
+// (StepUsage.cpuSecs), on any host. On a host of CPUs alone the speeds are 1 and the
+// column is the CPUs' as it is: boincpolicy.AccountDecayOnlyCPU, without them.
 func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 	if doc.BOINCEmulator {
 		bp.accountEmulator(doc, u)
+		return
+	}
+	if res := doc.Host.Resources; len(res) == 1 && res[0].Type == state.ResourceCPU {
+		boincpolicy.AccountDecayOnlyCPU(doc, u.Used, u.DT, u.Now, res[0].Flops, &bp.decay)
 		return
 	}
 	var cpuFlops float64
