@@ -1,6 +1,7 @@
 package boincpolicy
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -91,4 +92,32 @@ func TestLowFallPerJob(t *testing.T) {
 		t.Errorf("%d queues with misses by the bound, %d with a longer slack than the sum's: want more", checked, longer)
 	}
 	t.Logf("%d queues with misses by the bound (%d with a longer slack than the sum's); %d moments within their slack", checked, longer, moments)
+}
+
+// TestFallGrid: on random d's over many sizes, fallGrid's d is never below the d it
+// rounds, at most 2^-31 of it above, the same once rounded again, never below the
+// rounding of a smaller d, and the same for a d moved by a few of its last bits (the
+// jitter of runFall's quotient from pass to pass) wherever no multiple of the grid lies
+// between them. It fails with the rounding made down (the bits cleared, not added to
+// first): then below the d.
+func TestFallGrid(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(30, 4301))
+	const grid = 1<<20 - 1
+	for trial := range 200000 {
+		d := math.Ldexp(1+rng.Float64(), rng.IntN(80)-40)
+		g := fallGrid(d)
+		if !(g >= d) || g > d*(1+math.Ldexp(1, -31)) || fallGrid(g) != g {
+			t.Fatalf("trial %d: fallGrid(%v) = %v (again %v)", trial, d, g, fallGrid(g))
+		}
+		e := math.Float64frombits(math.Float64bits(d) + uint64(rng.IntN(8)))
+		if ge := fallGrid(e); ge < g || math.Float64bits(e)&^grid == math.Float64bits(d)&^grid && math.Float64bits(d)&grid != 0 && ge != g {
+			t.Fatalf("trial %d: fallGrid(%v) = %v, fallGrid(%v) = %v", trial, d, g, e, ge)
+		}
+	}
+	for _, d := range []float64{0, math.Inf(1), 1, 2} {
+		if g := fallGrid(d); g != d {
+			t.Fatalf("fallGrid(%v) = %v", d, g)
+		}
+	}
 }
