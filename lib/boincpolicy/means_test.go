@@ -158,3 +158,57 @@ func TestAccountDecayOnlyCPU(t *testing.T) {
 func sameOrNaN(a, b float64) bool {
 	return math.Float64bits(a) == math.Float64bits(b) || a != a && b != b
 }
+
+// TestUpdateRECKept: updateREC with one Decay kept step after step (which asks
+// credit.Decay.Again first) leaves each REC and REC time as UpdateREC does, a fresh
+// Decay at every call (Average's whole formula), to the bit: random projects, RECs
+// never brought up to date among them, intervals mostly of one length, odd work.
+func TestUpdateRECKept(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 3))
+	odd := []float64{0, math.Copysign(0, -1), 5e-324, math.Inf(1), math.NaN(), -1, 1e300}
+	kept := 0
+	for c := range 300 {
+		var a, b []state.Project
+		for range 1 + r.IntN(4) {
+			p := state.Project{REC: r.Float64() * 1000 * float64(r.IntN(2))}
+			if p.REC > 0 || r.IntN(3) == 0 {
+				p.RECTime = 1e6 - r.Float64()*1000
+			}
+			a = append(a, p)
+		}
+		b = append(b, a...)
+		var d credit.Decay
+		now := 1e6
+		for step := range 40 {
+			dt := 60.0
+			switch r.IntN(8) {
+			case 0:
+				dt = 1 + r.Float64()*120
+			case 1:
+				dt = []float64{0, -60, 1e-9, 3600}[r.IntN(4)]
+			}
+			now += max(dt, 0)
+			for p := range a {
+				work := 0.0
+				switch r.IntN(4) {
+				case 0:
+					work = r.Float64() * 1e-3
+				case 1:
+					work = odd[r.IntN(len(odd))]
+				}
+				UpdateREC(&a[p], now-dt, now, work)
+				updateREC(&b[p], now-dt, now, work, &d)
+				if !sameOrNaN(a[p].REC, b[p].REC) || math.Float64bits(a[p].RECTime) != math.Float64bits(b[p].RECTime) {
+					t.Fatalf("case %d step %d project %d (dt %v, work %v): REC %v at %v, afresh %v at %v",
+						c, step, p, dt, work, b[p].REC, b[p].RECTime, a[p].REC, a[p].RECTime)
+				}
+				if dt == 60 {
+					kept++
+				}
+			}
+		}
+	}
+	if kept < 10_000 {
+		t.Fatalf("only %d steps of the kept length", kept)
+	}
+}

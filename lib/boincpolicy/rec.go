@@ -91,7 +91,15 @@ func UpdateREC(p *state.Project, start, now, earned float64) {
 	updateREC(p, start, now, earned, &d)
 }
 
+// updateREC is UpdateREC with d kept from call to call: credit.Decay.Again first, which
+// is inlined, where d keeps the interval's weight (a REC brought up to date at every
+// step of a run: AccountDecayCPU on hosts with coprocessors, and adjust_rec under
+// BOINC's emulator; issue 30, forty-third round; TestUpdateRECKept).
 func updateREC(p *state.Project, start, now, work float64, d *credit.Decay) {
+	if rec, ok := d.Again(now, work, RECHalfLife, p.REC, p.RECTime); ok {
+		p.REC, p.RECTime = rec, now
+		return
+	}
 	if p.RECTime == 0 {
 		p.RECTime = start
 	}
