@@ -297,6 +297,20 @@ func (bp *boincPolicy) creditScheduled(e endedUse, cpu int, secs float64) {
 	}
 }
 
+// recSpeeds sets bp.rel to the relative speeds of h's resources and returns its CPUs'
+// FLOPS, as boincpolicy.RelativeSpeedsCPU finds them. On a host of CPUs alone whose
+// speeds bp.rel already holds (the one resource's, 1) they stand, and the FLOPS are
+// that resource's. (Found afresh at every pass, they were a fifth of the REC
+// accounting on corpus c063 under the emulator: issue 30, forty-third round.)
+func (bp *boincPolicy) recSpeeds(h *state.Host) float64 {
+	if res := h.Resources; len(res) == 1 && res[0].Type == state.ResourceCPU && len(bp.rel) == 1 && bp.rel[0] == 1 {
+		return res[0].Flops
+	}
+	var cpu float64
+	bp.rel, cpu = boincpolicy.RelativeSpeedsCPU(h, bp.rel)
+	return cpu
+}
+
 // adjustREC is BOINC's adjust_rec at now in BOINC's emulator (client/cpu_sched.cpp
 // CLIENT_STATE::adjust_rec), which its client calls at each scheduling pass
 // (schedule_cpus) and when a task has ended (cs_apps.cpp handle_finished_apps), the
@@ -317,8 +331,7 @@ func (bp *boincPolicy) adjustREC(doc *state.Document, now float64) {
 		// The mean instances used over the interval (the instance-seconds ÷ elapsed)
 		// into REC, the rows cleared, in one walk (AccountDecayMeans); the CPU's FLOPS
 		// as RelativeSpeedsCPU found them.
-		var cpu float64
-		bp.rel, cpu = boincpolicy.RelativeSpeedsCPU(&doc.Host, bp.rel)
+		cpu := bp.recSpeeds(&doc.Host)
 		boincpolicy.AccountDecayMeans(doc, bp.recSecs, elapsed, now, bp.rel, cpu, &bp.decay)
 		bp.recStart = now
 		return

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bkit/bkit/lib/boincpolicy"
@@ -291,4 +293,40 @@ func TestSettleStalledSteps(t *testing.T) {
 	if got, want := doc.Projects[0].DCF(), 13.8; math.Abs(got-want) > 1e-9 {
 		t.Errorf("correction factor %g, want %g", got, want)
 	}
+}
+
+// TestRECSpeedsAgainstRelativeSpeeds: over random sequences of hosts (CPUs alone, of
+// random FLOPS; CPUs and a GPU, the GPU listed first or last), recSpeeds leaves in
+// bp.rel and returns what boincpolicy.RelativeSpeedsCPU gives for each, to the bit,
+// whether it took the speeds kept or found them. It wants many of each; it fails with
+// the speeds kept whatever bp.rel holds (a host of CPUs alone after one with a GPU).
+func TestRECSpeedsAgainstRelativeSpeeds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 4379))
+	var kept, found int
+	for range 2000 {
+		bp := &boincPolicy{}
+		for range 20 {
+			h := &state.Host{Resources: []state.Resource{{Type: state.ResourceCPU, Instances: 1 + rng.IntN(16), Flops: rng.Float64() * 4e9}}}
+			switch rng.IntN(3) {
+			case 1:
+				h.Resources = append(h.Resources, state.Resource{Type: "NVIDIA", Instances: 1 + rng.IntN(2), Flops: rng.Float64() * 1e11})
+			case 2:
+				h.Resources = append([]state.Resource{{Type: "NVIDIA", Instances: 1, Flops: 5e10}}, h.Resources...)
+			}
+			if len(h.Resources) == 1 && len(bp.rel) == 1 {
+				kept++
+			} else {
+				found++
+			}
+			got := bp.recSpeeds(h)
+			wantRel, want := boincpolicy.RelativeSpeedsCPU(h, nil)
+			if math.Float64bits(got) != math.Float64bits(want) || !slices.Equal(bp.rel, wantRel) {
+				t.Fatalf("recSpeeds on %+v: %v and %g, RelativeSpeedsCPU %v and %g", h.Resources, bp.rel, got, wantRel, want)
+			}
+		}
+	}
+	if kept < 2000 || found < 2000 {
+		t.Errorf("%d speeds kept, %d found: want more", kept, found)
+	}
+	t.Logf("%d speeds kept, %d found", kept, found)
 }
