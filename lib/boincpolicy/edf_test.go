@@ -11,8 +11,11 @@ import (
 // pass lists for their deadlines (c143, c124), with several apps whose deadlines come
 // out of arrival order (c026, c080, c105), random ones, the public scenarios and noisy
 // (random seeds, both conventions, 2 to 10 days), every answer of earliestMiss's walk
-// in deadline order is the one going through every job gives (edfScan). It fails with
-// the jobs left in arrival order (c026, c080, c105 among others).
+// in deadline order is the one going through every job gives (edfScan), and the
+// projects it looks at, kept from call to call within a pass, are the ones worked out
+// afresh (checkEDFProj). It fails with the jobs left in arrival order (c026, c080,
+// c105 among others), and with the project of the job returned last not looked at
+// again (c143, c124 among others).
 func TestEarliestMissWalk(t *testing.T) {
 	if !boincpolicy.Alone(t) {
 		return

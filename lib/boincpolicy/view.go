@@ -76,6 +76,9 @@ type Workspace struct {
 	missed, missedCopy, nRunnable    []int
 	edfProj                          []bool // earliestMiss's, per project
 	rh                               []int  // runHold's, per project
+	// earliestMiss's: how many projects edfProj looks at, the project of the job it
+	// returned last (−1: none)
+	edfProjN, edfLast int
 	// earliestMiss's walk at a pass (edfOrder): r's jobs by deadline (kept per
 	// resource from pass to pass: edfOrds), the resource
 	// (−1: none yet), the next to look at, and whether it goes through every job
