@@ -172,3 +172,53 @@ func (w *Workspace) priorityBlocks(doc *state.Document) bool {
 	}
 	return true
 }
+
+// pickBlocks is priorityBlocks for the work fetch's simulation, from prepare's own
+// figures (prepareRest done, recSum its REC sum): under bsim's conventions, on a host
+// whose runnable jobs are all CPU jobs of one CPU, each project's of one bump
+// (pickSame), it reports whether pick takes every project's jobs before the next
+// project's, merging them as pick does (from prioBase, each job taken adding its bump
+// to the project's REC, the highest priority first, the first project among equals),
+// and returns that order, each project's jobs in its pending list's order. Then at
+// every pick of the simulation the jobs running are the first min(n, jobs left) of
+// it (priorityBlocks' argument), so the simulation is its list schedule on the n CPUs
+// and its replay (replayFetch) leaves what the simulation leaves. pick's own figures
+// are read, not projectStats' (which the pass keeps), so nothing the pass reads is
+// written. (Corpus c072 under bsim's conventions, 9 CPUs, A of share 905 beside three
+// small projects: 4,233 of the 5,373 work fetches at seed 1 that ran the whole
+// simulation after the bounds: issue 30, forty-third round.)
+func (w *Workspace) pickBlocks(doc *state.Document, recSum float64) ([]int, bool) {
+	if doc.BOINCEmulator || len(w.jobs) == 0 || !w.pickSame || !w.oneCPUJobs() {
+		return nil, false
+	}
+	nP, nR, cpuRes := len(doc.Projects), w.nRes, w.cpuRes
+	w.blockPrio = scratch.Grow(w.blockPrio, 2*nP)
+	prio, rec := w.blockPrio[:nP], w.blockPrio[nP:]
+	w.blockLeft = scratch.Grow(w.blockLeft, nP)
+	left := w.blockLeft
+	for p := range nP {
+		left[p] = len(w.pending[p*nR+cpuRes])
+		prio[p], rec[p] = w.prioBase[p], w.rec[p]
+	}
+	w.fetchOrder = w.fetchOrder[:0]
+	cur := -1
+	for range len(w.jobs) {
+		b := -1
+		for p := range nP {
+			if left[p] > 0 && (b < 0 || prio[p] > prio[b]) {
+				b = p
+			}
+		}
+		if b != cur {
+			if cur >= 0 && left[cur] > 0 {
+				return nil, false // the projects' jobs interleave
+			}
+			w.fetchOrder = append(w.fetchOrder, w.pending[b*nR+cpuRes]...)
+			cur = b
+		}
+		left[b]--
+		rec[b] += w.jobs[w.pending[b*nR+cpuRes][0]].bump
+		prio[b] = Priority(rec[b], recSum, doc.Projects[b].ResourceShare, w.shareFrac[b])
+	}
+	return w.fetchOrder, true
+}

@@ -201,6 +201,14 @@ func (w *Workspace) simulateReplayed(doc *state.Document, now float64) bool {
 	if !ok || len(w.jobs) == 0 {
 		return false // (Simulate's prepareJobs then finds its work standing)
 	}
+	w.replayFetch(doc, now, n, order)
+	return true
+}
+
+// replayFetch is simulateReplayed's work on a host of n CPUs whose simulation runs
+// the jobs as their list schedule in order (empty: the jobs' own), prepareJobs done,
+// the moment's simulation then done.
+func (w *Workspace) replayFetch(doc *state.Document, now float64, n int, order []int) {
 	// prepareRest's counts (the same sums in the same order).
 	clear(w.nusedTotal)
 	clear(w.nRunnable)
@@ -223,7 +231,6 @@ func (w *Workspace) simulateReplayed(doc *state.Document, now float64) bool {
 		w.checkSimReplay(doc, now)
 	}
 	w.simDone, w.simAt = true, now
-	return true
 }
 
 // noSimReplay turns simulateReplayed off (a test's switch). With simReplayCheck on

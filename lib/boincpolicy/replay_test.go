@@ -336,3 +336,77 @@ func TestListedShortAgainstPick(t *testing.T) {
 	}
 	t.Logf("%d queues short at the first pick, %d not", short, full)
 }
+
+// TestQuietFetchBlocksAgainstWhole: on replayQueue's queues under bsim's conventions
+// (several projects, their RECs far apart or near, so that pick takes the projects'
+// jobs in blocks or interleaves them), with one job's computation deadline at its
+// replayed end in pickBlocks' order or a float step off, the work fetch on the quiet
+// paths (quietNoFetch, which replays the simulation in pickBlocks' order where it
+// holds, then chooseProject) asks the project and the work the whole path's
+// ChooseProject asks (the reason's text aside), with the same priorities and reasons,
+// and asks nothing where quietNoFetch answers none. It wants many requests made after
+// such a replay; it fails with the last project among equal priorities taken first,
+// with the bump left out of the merge and with the test that the projects' jobs do
+// not interleave dropped (as TestSimulationReplayedInRuns does: c159, c072,
+// deadlines-4cpu under bsim's conventions).
+func TestQuietFetchBlocksAgainstWhole(t *testing.T) {
+	var simMem, qMem Workspace // renewed at each use: their memory reused
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(30, 4378))
+	var blocks, asked, none, interleaved int
+	for trial := range 20000 {
+		doc := replayQueue(rng)
+		doc.BOINCEmulator = false
+		spread := []float64{0.01, 1, 100, 1e4}[rng.IntN(4)]
+		for p := range doc.Projects {
+			doc.Projects[p].REC = rng.Float64() * spread
+			if rng.IntN(4) == 0 {
+				doc.Projects[p].REC = doc.Projects[0].REC // ties among the priorities
+			}
+		}
+		n := doc.Host.CPU().Instances
+		comp := WorkBufMin(&doc.Preferences) + DeadlineCushion
+		q := renewed(&qMem)
+		q.view(doc)
+		if len(q.jobs) == 0 || n > maxTop {
+			continue
+		}
+		q.prepareJobs(doc)
+		_, listed := q.pickListed(doc, q.relistable())
+		order, ok := q.pickBlocks(doc, q.prepareRest(doc))
+		ok = ok && !listed
+		if ok {
+			q.listOrder = append(q.listOrder[:0], order...)
+			q.replayEnds(t0, n)
+			tieDeadline(rng, q, doc, comp)
+		} else if !listed && q.oneCPUJobs() {
+			interleaved++
+		}
+		whole := renewed(&simMem).ChooseProject(doc, t0)
+		q = renewed(&qMem)
+		q.Quiet = true
+		if q.quietNoFetch(doc, t0) {
+			if whole.Project >= 0 {
+				t.Fatalf("trial %d: quietNoFetch answered none, the whole path asks %+v", trial, whole.Request)
+			}
+			none++
+			continue
+		}
+		if ok {
+			blocks++
+		}
+		quiet := q.chooseProject(doc, t0)
+		whole.Request.Reason = ""
+		if quiet.Project != whole.Project || !reflect.DeepEqual(quiet.Request, whole.Request) || !slices.Equal(quiet.Priority, whole.Priority) ||
+			!slices.Equal(quiet.Reasons, whole.Reasons) || !slices.Equal(quiet.ProjectReasons, whole.ProjectReasons) {
+			t.Fatalf("trial %d (pickBlocks': %v): the quiet work fetch %+v, the whole one %+v", trial, ok, quiet, whole)
+		}
+		if ok && quiet.Project >= 0 {
+			asked++
+		}
+	}
+	if blocks < 2000 || asked < 1000 {
+		t.Errorf("%d work fetches after a replay in pickBlocks' order, %d of them asking: want more", blocks, asked)
+	}
+	t.Logf("%d work fetches after a replay in pickBlocks' order, %d of them asking; %d answered none by quietNoFetch; %d queues of one-CPU jobs interleaved", blocks, asked, none, interleaved)
+}

@@ -352,7 +352,10 @@ func (w *Workspace) noneAskable(doc *state.Document, now float64) bool {
 // instances) reads of the simulation only what the replay leaves to the bit, and
 // prepare's rest and the pick are not made. (corpus c143 under BOINC's emulator at
 // seed 1: 981 whole simulations here in a 10-day run, a host of one project whose
-// every RPC asks for work: issue 30, forty-third round.)
+// every RPC asks for work: issue 30, forty-third round.) Under bsim's conventions, on a
+// host of several projects whose jobs pick takes in blocks, one project's after
+// another's (pickBlocks, from prepare's rest, made there), the same: listedShort in
+// that order, then the replay in it.
 func (w *Workspace) noFetchPossible(doc *state.Document, now float64) (recSum float64, none, replayed bool) {
 	h := &doc.Host
 	bufMin := WorkBufMin(&doc.Preferences)
@@ -370,6 +373,12 @@ func (w *Workspace) noFetchPossible(doc *state.Document, now float64) (recSum fl
 		}
 	}
 	recSum = w.prepareRest(doc)
+	if n := h.CPU().Instances; n <= maxTop && !noSimReplay && !doc.BOINCEmulator {
+		if order, ok := w.pickBlocks(doc, recSum); ok && w.listedShort(h, order, n, bufMin) {
+			w.replayFetch(doc, now, n, order)
+			return recSum, false, true
+		}
+	}
 	w.pick(doc, recSum)
 	return recSum, !w.pickShort(h, bufMin), false
 }

@@ -332,7 +332,8 @@ type Workspace struct {
 	// the projects in pick's order
 	blockPrio             []float64
 	blockLeft, blockOrder []int
-	blockFails, blockSkip int // missesListedPick's (perJobFailed's rule)
+	blockFails, blockSkip int   // missesListedPick's (perJobFailed's rule)
+	fetchOrder            []int // pickBlocks' order (the work fetch's)
 	// missesListedCo's, per resource: its queue's end, CPUs and fall (coqT), its
 	// jobs (coqN), whether it has jobs left (coqLeft); the coprocessors by end (coqOrd)
 	coqT    []float64
