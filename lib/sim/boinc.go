@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"unsafe"
 
 	"github.com/bkit/bkit/lib/boincpolicy"
 	"github.com/bkit/bkit/lib/credit"
@@ -37,7 +38,12 @@ type boincPolicy struct {
 	g      *glibcrand.Rand // BOINC's stream under --emulate boinc (boincstream.go), else nil
 	work   boincpolicy.Workspace
 	rel    []float64
-	decay  credit.Decay // REC's decay of a step (Account)
+	// The host's resources bp.rel and relCPU (their CPUs' FLOPS) were found for
+	// (recSpeeds): the slice's data and length.
+	relHost *state.Resource
+	relN    int
+	relCPU  float64
+	decay   credit.Decay // REC's decay of a step (Account)
 	// busyTimes' buffers: per host resource, each instance's busy time, and the delay.
 	busy  [][]float64
 	delay []float64
@@ -175,8 +181,7 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 		boincpolicy.AccountDecayOnlyCPU(doc, u.Used, u.DT, u.Now, res[0].Flops, &bp.decay)
 		return
 	}
-	var cpuFlops float64
-	bp.rel, cpuFlops = boincpolicy.RelativeSpeedsCPU(&doc.Host, bp.rel)
+	cpuFlops := bp.recSpeeds(&doc.Host)
 	used := u.Used
 	// (The CPUs looked for only where their column is replaced: on a host of CPUs
 	// alone, outside the emulator, the search was a twentieth of the step's REC
@@ -298,17 +303,27 @@ func (bp *boincPolicy) creditScheduled(e endedUse, cpu int, secs float64) {
 }
 
 // recSpeeds sets bp.rel to the relative speeds of h's resources and returns its CPUs'
-// FLOPS, as boincpolicy.RelativeSpeedsCPU finds them. On a host of CPUs alone whose
-// speeds bp.rel already holds (the one resource's, 1) they stand, and the FLOPS are
-// that resource's. (Found afresh at every pass, they were a fifth of the REC
-// accounting on corpus c063 under the emulator: issue 30, forty-third round.)
+// FLOPS, as boincpolicy.RelativeSpeedsCPU finds them. Where h's resources are the
+// slice they were last found for (its identity and length) they stand: the loop
+// never changes the host's resources during a run (it finds each app version's
+// resource and speed once, Sim.indexAppVersions), and a caller that gives another
+// host gives another slice. On a host of CPUs alone whose speeds bp.rel already holds
+// (the one resource's, 1) they stand too, and the FLOPS are that resource's. (Found
+// afresh at every step they were a fifth of the REC accounting on corpus c063 under
+// the emulator, and 1.8 % of seed002-gpu's run under bsim's conventions; the
+// resources compared field by field cost as much as finding the speeds: issue 30,
+// forty-third round.)
 func (bp *boincPolicy) recSpeeds(h *state.Host) float64 {
-	if res := h.Resources; len(res) == 1 && res[0].Type == state.ResourceCPU && len(bp.rel) == 1 && bp.rel[0] == 1 {
+	res := h.Resources
+	if len(res) == 1 && res[0].Type == state.ResourceCPU && len(bp.rel) == 1 && bp.rel[0] == 1 {
 		return res[0].Flops
 	}
-	var cpu float64
-	bp.rel, cpu = boincpolicy.RelativeSpeedsCPU(h, bp.rel)
-	return cpu
+	if bp.relHost == unsafe.SliceData(res) && bp.relN == len(res) && bp.relHost != nil {
+		return bp.relCPU
+	}
+	bp.rel, bp.relCPU = boincpolicy.RelativeSpeedsCPU(h, bp.rel)
+	bp.relHost, bp.relN = unsafe.SliceData(res), len(res)
+	return bp.relCPU
 }
 
 // adjustREC is BOINC's adjust_rec at now in BOINC's emulator (client/cpu_sched.cpp

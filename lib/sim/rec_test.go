@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/bkit/bkit/lib/boincpolicy"
 	"github.com/bkit/bkit/lib/state"
@@ -326,6 +327,77 @@ func TestRECSpeedsAgainstRelativeSpeeds(t *testing.T) {
 		}
 	}
 	if kept < 2000 || found < 2000 {
+		t.Errorf("%d speeds kept, %d found: want more", kept, found)
+	}
+	t.Logf("%d speeds kept, %d found", kept, found)
+}
+
+// TestRECSpeedsKeptAgainstRelativeSpeeds: over random sequences of hosts with
+// coprocessors and without, each the last host again (the same slice, as the loop
+// gives it at every step), its first resources alone (the same data, a shorter
+// slice), a copy of it, or a new host, recSpeeds leaves in bp.rel and returns what
+// boincpolicy.RelativeSpeedsCPU gives for each, to the bit, whether it kept them or
+// found them. It wants many of each; it fails with the speeds kept whatever the
+// slice's length.
+func TestRECSpeedsKeptAgainstRelativeSpeeds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 4380))
+	flops := func(scale float64) float64 {
+		switch rng.IntN(10) {
+		case 0:
+			return 0
+		case 1:
+			return math.Copysign(0, -1)
+		}
+		return rng.Float64() * scale
+	}
+	newHost := func() *state.Host {
+		h := &state.Host{Resources: []state.Resource{{Type: state.ResourceCPU, Instances: rng.IntN(17), Flops: flops(4e9)}}}
+		for range rng.IntN(3) {
+			gpu := state.Resource{Type: []string{"NVIDIA", "ATI", "intel_gpu"}[rng.IntN(3)], Instances: rng.IntN(3), Flops: flops(1e11)}
+			if rng.IntN(2) == 0 {
+				h.Resources = append(h.Resources, gpu)
+			} else {
+				h.Resources = append([]state.Resource{gpu}, h.Resources...)
+			}
+		}
+		if rng.IntN(20) == 0 { // no CPU listed
+			h.Resources = slices.DeleteFunc(h.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU })
+		}
+		return h
+	}
+	var kept, found int
+	for range 2000 {
+		bp := &boincPolicy{}
+		h := newHost()
+		for range 30 {
+			switch rng.IntN(8) {
+			case 0:
+				h = newHost()
+			case 1:
+				h = &state.Host{Resources: slices.Clone(h.Resources)}
+			case 2:
+				if len(h.Resources) > 0 {
+					h = &state.Host{Resources: h.Resources[:rng.IntN(len(h.Resources))]}
+				}
+			}
+			if bp.relHost == unsafe.SliceData(h.Resources) && bp.relN == len(h.Resources) && bp.relHost != nil {
+				kept++
+			} else {
+				found++
+			}
+			got := bp.recSpeeds(h)
+			wantRel, want := boincpolicy.RelativeSpeedsCPU(h, nil)
+			if math.Float64bits(got) != math.Float64bits(want) || len(bp.rel) != len(wantRel) {
+				t.Fatalf("recSpeeds on %+v: %v and %g, RelativeSpeedsCPU %v and %g", h.Resources, bp.rel, got, wantRel, want)
+			}
+			for r := range wantRel {
+				if math.Float64bits(bp.rel[r]) != math.Float64bits(wantRel[r]) {
+					t.Fatalf("recSpeeds on %+v: %v and %g, RelativeSpeedsCPU %v and %g", h.Resources, bp.rel, got, wantRel, want)
+				}
+			}
+		}
+	}
+	if kept < 10000 || found < 10000 {
 		t.Errorf("%d speeds kept, %d found: want more", kept, found)
 	}
 	t.Logf("%d speeds kept, %d found", kept, found)
