@@ -3,6 +3,7 @@ package boincpolicy
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/bkit/bkit/lib/credit"
@@ -211,4 +212,92 @@ func TestUpdateRECKept(t *testing.T) {
 	if kept < 10_000 {
 		t.Fatalf("only %d steps of the kept length", kept)
 	}
+}
+
+// TestAccountDecayCPUTime: AccountDecayCPUTime leaves every REC and REC time as
+// AccountDecayCPU of a copy of the usage with the CPUs' column replaced by each
+// project's CPU time ÷ the step (lib/sim's Account as it was), to the bit, any NaN
+// for any NaN: random hosts of two or three resources, the CPU anywhere or absent,
+// CPU times for fewer projects than rows, odd usage, times and steps, one Decay kept.
+func TestAccountDecayCPUTime(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 4))
+	odd := []float64{0, math.Copysign(0, -1), 5e-324, math.Inf(1), math.NaN(), -1, 1e300}
+	pick := func(scale float64) float64 {
+		if r.IntN(15) == 0 {
+			return odd[r.IntN(len(odd))]
+		}
+		return r.Float64() * scale
+	}
+	replaced := 0
+	for c := range 500 {
+		nR, nP := 2+r.IntN(2), 1+r.IntN(4)
+		var host state.Host
+		for range nR {
+			host.Resources = append(host.Resources, state.Resource{Type: "NVIDIA", Instances: 1 + r.IntN(2), Flops: 1e10 * (1 + r.Float64())})
+		}
+		col := r.IntN(nR + 1)
+		if col < nR {
+			host.Resources[col] = state.Resource{Type: state.ResourceCPU, Instances: 4, Flops: 1e9 * (1 + r.Float64())}
+		} else {
+			col = -1
+		}
+		rel, cpu := RelativeSpeedsCPU(&host, nil)
+		var a, b state.Document
+		for range nP {
+			p := state.Project{REC: r.Float64() * 1000 * float64(r.IntN(2))}
+			if p.REC > 0 || r.IntN(3) == 0 {
+				p.RECTime = 1e6 - r.Float64()*1000
+			}
+			a.Projects = append(a.Projects, p)
+		}
+		b.Projects = append([]state.Project(nil), a.Projects...)
+		var da, db credit.Decay
+		now := 1e6
+		rows := nP + r.IntN(3) - 1
+		for step := range 40 {
+			dt := 60.0
+			switch r.IntN(8) {
+			case 0:
+				dt = 1 + r.Float64()*120
+			case 1:
+				dt = []float64{0, -60, 1e-9, 3600}[r.IntN(4)]
+			}
+			now += max(dt, 0)
+			used := make([][]float64, rows)
+			for p := range used {
+				used[p] = make([]float64, nR)
+				for k := range used[p] {
+					used[p][k] = pick(4)
+				}
+			}
+			cpuTime := make([]float64, max(0, rows-r.IntN(2)))
+			for p := range cpuTime {
+				cpuTime[p] = pick(240)
+			}
+			copied := used
+			if col >= 0 && dt > 0 {
+				copied = make([][]float64, rows)
+				for p := range used {
+					copied[p] = slices.Clone(used[p])
+					if p < len(cpuTime) {
+						copied[p][col] = cpuTime[p] / dt
+						replaced++
+					}
+				}
+			}
+			AccountDecayCPU(&a, copied, dt, now, rel, cpu, &da)
+			AccountDecayCPUTime(&b, used, col, cpuTime, dt, now, rel, cpu, &db)
+			for p := range a.Projects {
+				x, y := a.Projects[p], b.Projects[p]
+				if !sameOrNaN(x.REC, y.REC) || math.Float64bits(x.RECTime) != math.Float64bits(y.RECTime) {
+					t.Fatalf("case %d step %d project %d (dt %v, col %d): REC %v at %v, with the copy %v at %v",
+						c, step, p, dt, col, y.REC, y.RECTime, x.REC, x.RECTime)
+				}
+			}
+		}
+	}
+	if replaced < 20_000 {
+		t.Fatalf("only %d CPU times", replaced)
+	}
+	t.Logf("%d CPU times", replaced)
 }

@@ -225,6 +225,34 @@ func AccountDecayCPU(doc *state.Document, used [][]float64, dt, now float64, rel
 	}
 }
 
+// AccountDecayCPUTime is AccountDecayCPU of used with column col of each row p
+// replaced by cpuTime[p] ÷ dt (where p < len(cpuTime); col -1 for none): the same
+// quotient enters the same sums in the same order. lib/sim's Account on hosts with
+// coprocessors (BOINC counts a task's CPUs on the CPU) copied every row at every step
+// to replace that column, about a fifth of its accounting on seed002-gpu (issue 30,
+// forty-third round; TestAccountDecayCPUTime).
+func AccountDecayCPUTime(doc *state.Document, used [][]float64, col int, cpuTime []float64, dt, now float64, relSpeed []float64, cpu float64, d *credit.Decay) {
+	if dt <= 0 {
+		return
+	}
+	for p := range doc.Projects {
+		var x float64
+		if p < len(used) {
+			c := col
+			if p >= len(cpuTime) {
+				c = -1
+			}
+			for r, u := range used[p] {
+				if r == c {
+					u = cpuTime[p] / dt
+				}
+				x += u * dt * cpu * relSpeed[r]
+			}
+		}
+		updateREC(&doc.Projects[p], now-dt, now, x*CobblestoneScale, d)
+	}
+}
+
 // AccountDecayOnlyCPU is AccountDecayCPU on a host whose one resource is the CPU
 // (cpu its FLOPS; each row of used one column, or none): the CPU's relative speed is
 // 1, and a product × 1 is the product bit for bit, so no speeds are made; each REC

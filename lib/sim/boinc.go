@@ -47,7 +47,6 @@ type boincPolicy struct {
 	// busyTimes' buffers: per host resource, each instance's busy time, and the delay.
 	busy  [][]float64
 	delay []float64
-	used  [][]float64 // Account's usage, the CPUs' column BOINC's
 	// BOINC's REC accounting interval in BOINC's emulator (adjustREC): when it
 	// started (rec_interval_start; 0: none yet), its length limit (2 ×
 	// rec_adjust_period, the emulator's step) and each project's instance-seconds
@@ -182,25 +181,11 @@ func (bp *boincPolicy) Account(doc *state.Document, u *StepUsage) {
 		return
 	}
 	cpuFlops := bp.recSpeeds(&doc.Host)
-	used := u.Used
-	// (The CPUs looked for only where their column is replaced: on a host of CPUs
-	// alone, outside the emulator, the search was a twentieth of the step's REC
-	// accounting.)
-	if len(doc.Host.Resources) > 1 && u.DT > 0 {
-		if cpu := slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU }); cpu >= 0 {
-			if len(bp.used) != len(u.Used) {
-				bp.used = make([][]float64, len(u.Used))
-			}
-			for p := range u.Used {
-				bp.used[p] = append(bp.used[p][:0], u.Used[p]...)
-				if p < len(u.CPUTime) {
-					bp.used[p][cpu] = u.CPUTime[p] / u.DT
-				}
-			}
-			used = bp.used
-		}
+	col := -1
+	if len(doc.Host.Resources) > 1 {
+		col = slices.IndexFunc(doc.Host.Resources, func(r state.Resource) bool { return r.Type == state.ResourceCPU })
 	}
-	boincpolicy.AccountDecayCPU(doc, used, u.DT, u.Now, bp.rel, cpuFlops, &bp.decay)
+	boincpolicy.AccountDecayCPUTime(doc, u.Used, col, u.CPUTime, u.DT, u.Now, bp.rel, cpuFlops, &bp.decay)
 }
 
 // accountEmulator is Account under BOINC's emulator, where the step's
