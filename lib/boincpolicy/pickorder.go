@@ -128,10 +128,7 @@ func (w *Workspace) priorityBlocks(doc *state.Document) bool {
 		return false
 	}
 	nP := len(doc.Projects)
-	w.blockPrio = scratch.Grow(w.blockPrio, 2*nP)
-	prio, rec := w.blockPrio[:nP], w.blockPrio[nP:]
-	w.blockLeft = scratch.Grow(w.blockLeft, nP)
-	left := w.blockLeft
+	left, prio, rec, bump := w.blockScratch(nP)
 	blocks := 0
 	for p := range nP {
 		if !w.eligible[p] {
@@ -140,32 +137,15 @@ func (w *Workspace) priorityBlocks(doc *state.Document) bool {
 		if w.gBump[2*p] != w.gBump[2*p+1] {
 			return false // jobs of several bumps: the k-th job's priority depends on which are left
 		}
-		left[p], rec[p] = int(w.gCPUs[4*p]), w.rec[p]
+		left[p], rec[p], bump[p] = int(w.gCPUs[4*p]), w.rec[p], w.gBump[2*p]
 		prio[p] = Priority(rec[p], w.gRecSum, doc.Projects[p].ResourceShare, w.gShare[p])
 		blocks++
 	}
 	if blocks < 2 {
 		return false // one project: relistable's
 	}
-	w.blockOrder = w.blockOrder[:0]
-	cur := -1
-	for range len(w.jobs) {
-		b := -1
-		for p := range nP {
-			if left[p] > 0 && (b < 0 || prio[p] > prio[b]) {
-				b = p
-			}
-		}
-		if b != cur {
-			if cur >= 0 && left[cur] > 0 {
-				return false // the projects' jobs interleave
-			}
-			w.blockOrder = append(w.blockOrder, b)
-			cur = b
-		}
-		left[b]--
-		rec[b] += w.gBump[2*b]
-		prio[b] = Priority(rec[b], w.gRecSum, doc.Projects[b].ResourceShare, w.gShare[b])
+	if !w.mergeBlocks(doc.Projects, w.gRecSum, w.gShare) {
+		return false
 	}
 	for _, p := range w.blockOrder {
 		w.listOrder = w.appendJobsOf(w.listOrder, p)
@@ -192,15 +172,44 @@ func (w *Workspace) pickBlocks(doc *state.Document, recSum float64) ([]int, bool
 		return nil, false
 	}
 	nP, nR, cpuRes := len(doc.Projects), w.nRes, w.cpuRes
-	w.blockPrio = scratch.Grow(w.blockPrio, 2*nP)
-	prio, rec := w.blockPrio[:nP], w.blockPrio[nP:]
-	w.blockLeft = scratch.Grow(w.blockLeft, nP)
-	left := w.blockLeft
+	left, prio, rec, bump := w.blockScratch(nP)
 	for p := range nP {
-		left[p] = len(w.pending[p*nR+cpuRes])
+		pend := w.pending[p*nR+cpuRes]
+		left[p] = len(pend)
 		prio[p], rec[p] = w.prioBase[p], w.rec[p]
+		if len(pend) > 0 {
+			bump[p] = w.jobs[pend[0]].bump
+		}
+	}
+	if !w.mergeBlocks(doc.Projects, recSum, w.shareFrac) {
+		return nil, false
 	}
 	w.fetchOrder = w.fetchOrder[:0]
+	for _, p := range w.blockOrder {
+		w.fetchOrder = append(w.fetchOrder, w.pending[p*nR+cpuRes]...)
+	}
+	return w.fetchOrder, true
+}
+
+// blockScratch is mergeBlocks' arguments for nP projects, zeroed: each project's jobs
+// left, priority, REC and bump.
+func (w *Workspace) blockScratch(nP int) (left []int, prio, rec, bump []float64) {
+	w.blockPrio = scratch.Grow(w.blockPrio, 3*nP)
+	w.blockLeft = scratch.Grow(w.blockLeft, nP)
+	return w.blockLeft, w.blockPrio[:nP], w.blockPrio[nP : 2*nP], w.blockPrio[2*nP:]
+}
+
+// mergeBlocks merges the projects' jobs as pick does, from blockScratch's figures
+// (each project's jobs left, priority and REC before its first, and the bump each job
+// taken adds to its REC): the highest priority first, the first project among
+// equals, the priority found again after each job (Priority of the REC, recSum and
+// shareFrac). It reports whether each project's jobs come in one block, and sets
+// w.blockOrder to the projects in their blocks' order (priorityBlocks' and
+// pickBlocks' merge).
+func (w *Workspace) mergeBlocks(projects []state.Project, recSum float64, shareFrac []float64) bool {
+	nP := len(projects)
+	left, prio, rec, bump := w.blockLeft, w.blockPrio[:nP], w.blockPrio[nP:2*nP], w.blockPrio[2*nP:]
+	w.blockOrder = w.blockOrder[:0]
 	cur := -1
 	for range len(w.jobs) {
 		b := -1
@@ -211,14 +220,14 @@ func (w *Workspace) pickBlocks(doc *state.Document, recSum float64) ([]int, bool
 		}
 		if b != cur {
 			if cur >= 0 && left[cur] > 0 {
-				return nil, false // the projects' jobs interleave
+				return false // the projects' jobs interleave
 			}
-			w.fetchOrder = append(w.fetchOrder, w.pending[b*nR+cpuRes]...)
+			w.blockOrder = append(w.blockOrder, b)
 			cur = b
 		}
 		left[b]--
-		rec[b] += w.jobs[w.pending[b*nR+cpuRes][0]].bump
-		prio[b] = Priority(rec[b], recSum, doc.Projects[b].ResourceShare, w.shareFrac[b])
+		rec[b] += bump[b]
+		prio[b] = Priority(rec[b], recSum, projects[b].ResourceShare, shareFrac[b])
 	}
-	return w.fetchOrder, true
+	return true
 }
