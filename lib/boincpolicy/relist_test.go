@@ -172,7 +172,7 @@ func TestMissesReplayedAgainstSimulation(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(30, 4207))
 	down := "../../scenarios/down-2cpu"
-	dirs := withCorpus(r, 8, append([]string{down, down, down, down, down}, pickOrderDirs...)...)
+	dirs := withCorpus(r, 8, append([]string{down, down, down, down, down, down, down}, pickOrderDirs...)...)
 	checkedAtLeast(t, r, dirs, boincpolicy.SetListedCheck, boincpolicy.ReplayChecks, 300, "answers judgeReplayed gave",
 		checked{boincpolicy.ListedDiffs, "of the answers missesListed decided or kept differed from the whole simulation's"})
 }

@@ -135,12 +135,18 @@ func (r *csReader) readAll(in io.Reader) error {
 	if root.name != "client_state" {
 		return fmt.Errorf("%s: the root element is <%s>, not <client_state>", r.file, root.name)
 	}
+	if r.sc != nil {
+		r.sc.ParseOrder, r.sc.NoTimeStats = []string{}, true
+	}
 	for _, e := range root.kids {
 		switch e.name {
 		case "host_info":
 			err = r.hostInfo(e)
 		case "time_stats":
 			err = r.timeStats(e)
+			if err == nil && r.sc != nil {
+				r.sc.ParseOrder, r.sc.NoTimeStats = append(r.sc.ParseOrder, ""), false
+			}
 		case "project":
 			err = r.project(e)
 		case "app", "app_version", "workunit", "result":
@@ -410,6 +416,7 @@ func (r *csReader) project(e *elem) error {
 	r.cur = pb
 	if avail != nil {
 		r.sc.Servers = append(r.sc.Servers, scenario.Server{Project: name, Available: *avail})
+		r.sc.ParseOrder = append(r.sc.ParseOrder, name)
 	}
 	return nil
 }

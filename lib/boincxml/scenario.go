@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/bkit/bkit/lib/limits"
 	"github.com/bkit/bkit/lib/scenario"
@@ -144,6 +145,13 @@ func readScenario(fsys fs.FS, dir string, limit int64) (*scenario.Scenario, erro
 	sc.Doc = cr.doc
 	sc.Notes = cr.notes
 	cull(sc, cr.nonCPU)
+	// The order is written only where it is not the one a scenario without it implies.
+	if order := sc.ParseOrder; order != nil {
+		sc.ParseOrder = nil
+		if !slices.Equal(order, sc.BOINCParseOrder()) {
+			sc.ParseOrder = order
+		}
+	}
 	fillAppParams(sc)
 	rebaseJobs(sc.Doc)
 	if err := state.Validate(sc.Doc); err != nil {

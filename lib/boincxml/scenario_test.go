@@ -445,6 +445,49 @@ func TestScenarioTimeStatsAsBOINC(t *testing.T) {
 	}
 }
 
+// TestScenarioParseOrder: the random processes BOINC's emulator makes while it reads
+// client_state.xml, in the file's order: "" for <time_stats>, a project's name for its
+// <available>, a project culled afterwards included; none of the host's without
+// <time_stats>. ParseOrder itself is kept only where it is not the order implied
+// without it (the host's first, then the servers in the state's order).
+func TestScenarioParseOrder(t *testing.T) {
+	head := `<client_state><host_info><p_ncpus>1</p_ncpus><p_fpops>1e9</p_fpops></host_info>
+`
+	x := `<project><master_url>http://x/</master_url><project_name>X</project_name><available><frac>0.5</frac></available></project>
+<app><name>a</name></app>
+<app_version><app_name>a</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+`
+	culled := `<project><master_url>http://z/</master_url><project_name>Z</project_name><available><frac>0.7</frac></available></project>
+`
+	y := `<project><master_url>http://y/</master_url><project_name>Y</project_name></project>
+<app><name>b</name></app>
+<app_version><app_name>b</app_name><avg_ncpus>1</avg_ncpus><flops>1e9</flops></app_version>
+`
+	ts := "<time_stats><on_frac>0.5</on_frac></time_stats>\n"
+	for _, c := range []struct {
+		name, body string
+		want       []string
+		kept, none bool // ParseOrder kept; NoTimeStats
+	}{
+		{"time_stats first", ts + x + y, []string{"", "X"}, false, false},
+		{"a culled project's server", ts + x + culled + y, []string{"", "X", "Z"}, true, false},
+		{"time_stats among the projects", x + ts + y, []string{"X", ""}, true, false},
+		{"no time_stats", y + x, []string{"X"}, false, true},
+		{"no process at all", y, []string{}, false, true},
+	} {
+		sc, err := ReadScenario(fstest.MapFS{"client_state.xml": {Data: []byte(head + c.body + "</client_state>")}}, "")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if diff := cmp.Diff(c.want, sc.BOINCParseOrder()); diff != "" {
+			t.Errorf("%s: parse order (-want +got):\n%s", c.name, diff)
+		}
+		if (sc.ParseOrder != nil) != c.kept || sc.NoTimeStats != c.none {
+			t.Errorf("%s: ParseOrder %q, NoTimeStats %v; want it kept %v, NoTimeStats %v", c.name, sc.ParseOrder, sc.NoTimeStats, c.kept, c.none)
+		}
+	}
+}
+
 // TestScenarioCCConfigNCPUs: cc_config.xml's <options><ncpus> makes BOINC's client (and
 // emulator) act as if the host had that many CPUs (set_n_usable_cpus), before
 // max_ncpus_pct; the rest of cc_config.xml stays ignored.

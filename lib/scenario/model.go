@@ -31,6 +31,14 @@ type Scenario struct {
 	Servers []Server        `json:"servers,omitempty" yaml:"servers,omitempty" doc:"the projects' scheduler up/down processes (an RPC to a down server fails); a project not listed is always up"`
 	Apps    []App           `json:"apps,omitempty" yaml:"apps,omitempty" doc:"how each project's emulated server makes jobs; a project without an app here gets no work"`
 	Run     *Run            `json:"run,omitempty" yaml:"run,omitempty" doc:"defaults for bsim run's --duration and --delta"`
+	// NoTimeStats and ParseOrder are what BOINC's emulator draws from its one random
+	// stream while it reads client_state.xml (--emulate boinc draws the same): the host's
+	// processes at </time_stats> (client/time_stats.cpp CLIENT_TIME_STATS::parse), each
+	// server's at its project's <available> (PROJECT::parse_state), a project culled
+	// later included; a file without <time_stats> makes no host process
+	// (RANDOM_PROCESS's frac stays 1: always on, nothing drawn).
+	NoTimeStats bool     `json:"no_time_stats,omitempty" yaml:"no_time_stats,omitempty" doc:"the scenario's client_state.xml had no <time_stats>: under --emulate boinc the host is always on and its processes draw nothing from BOINC's random stream"`
+	ParseOrder  []string `json:"boinc_parse_order,omitempty" yaml:"boinc_parse_order,omitempty" doc:"the order in which BOINC's emulator makes its random processes reading client_state.xml: an empty string for the host's time_stats, a project's name for its server; absent: the host's first, then the servers in the state's order"`
 }
 
 // Lambdas are the mean lengths, seconds, of the "on" periods of the host's alternating
@@ -178,4 +186,28 @@ func or(p *float64, def float64) float64 {
 		return def
 	}
 	return *p
+}
+
+// BOINCParseOrder is ParseOrder with its default spelt out: the host's processes first
+// (unless NoTimeStats), then each project's server that Servers lists, in the state's
+// order.
+func (sc *Scenario) BOINCParseOrder() []string {
+	if sc.ParseOrder != nil {
+		return sc.ParseOrder
+	}
+	order := []string{}
+	if !sc.NoTimeStats {
+		order = append(order, "")
+	}
+	if sc.Doc != nil {
+		for _, p := range sc.Doc.Projects {
+			for _, sv := range sc.Servers {
+				if sv.Project == p.Name {
+					order = append(order, p.Name)
+					break
+				}
+			}
+		}
+	}
+	return order
 }

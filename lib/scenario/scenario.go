@@ -113,6 +113,26 @@ func (sc *Scenario) check() []string {
 		}
 		servers[s.Project] = i
 	}
+	if sc.NoTimeStats && doc.Host.TimeStats != (state.TimeStats{OnFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1, ConnectedFrac: 1}) {
+		add("no_time_stats", "the host is always on without <time_stats>, but state.host.time_stats has fractions below 1")
+	}
+	// A project's name may be one the state no longer has (BOINC's emulator drew for a
+	// project it culled afterwards); each process is made once.
+	made := map[string]int{}
+	for i, name := range sc.ParseOrder {
+		path := fmt.Sprintf("boinc_parse_order[%d]", i)
+		if j, dup := made[name]; dup {
+			add(path, "%q is made already (boinc_parse_order[%d])", name, j)
+			continue
+		}
+		made[name] = i
+		_, served := servers[name]
+		if name == "" && sc.NoTimeStats {
+			add(path, "the host's processes with no_time_stats")
+		} else if name != "" && projects[name] && !served {
+			add(path, "project %q has no server in servers", name)
+		}
+	}
 	versions := map[[2]string]bool{}
 	for _, av := range doc.AppVersions {
 		versions[[2]string{av.Project, av.App}] = true

@@ -31,11 +31,12 @@ import (
 // draw, and their RPCs already differ from its client's.
 
 // boincProcesses makes the host's availability processes and the project servers'
-// (s.serverUp) from the run's one stream, in the order BOINC's emulator reads them from
-// client_state.xml: <time_stats> first (a scenario's file puts it before the projects;
-// a YAML scenario's order is taken to be the same), then each project that has an
-// <available> (a server entry), in the document's order. A project without one is always
-// up and draws nothing, as in BOINC's emulator (RANDOM_PROCESS's frac defaults to 1).
+// (s.serverUp) from the run's one stream, in the order BOINC's emulator makes them while
+// it reads client_state.xml (sc.BOINCParseOrder): the host's four at </time_stats>,
+// each server's at its project's <available>, a culled project's too (its two draws are
+// made and the process dropped). A file without <time_stats> leaves the host always on
+// with nothing drawn, as RANDOM_PROCESS's default frac of 1 does. A project without a
+// server is always up and draws nothing, as in BOINC's emulator.
 func (s *Sim) boincProcesses(sc *scenario.Scenario, on, active, gpuActive, connected float64) error {
 	cfg := s.cfg
 	s.g = glibcrand.New(uint32(cfg.Seed))
@@ -48,23 +49,39 @@ func (s *Sim) boincProcesses(sc *scenario.Scenario, on, active, gpuActive, conne
 			return err
 		}
 	}
-	// CLIENT_TIME_STATS::parse's order.
-	s.on = newBOINCProcess(ts.OnFrac, on, s.g)
-	s.connected = newBOINCProcess(ts.ConnectedFrac, connected, s.g)
-	s.active = newBOINCProcess(ts.ActiveFrac, active, s.g)
-	s.gpuActive = newBOINCProcess(ts.GPUActiveFrac, gpuActive, s.g)
+	order := sc.BOINCParseOrder()
+	always := func(lambda float64) *onOff { return &onOff{frac: 1, lambda: lambda, on: true, g: s.g} }
+	s.on, s.connected, s.active, s.gpuActive = always(on), always(connected), always(active), always(gpuActive)
 	s.serverUp = make([]*onOff, len(s.doc.Projects))
-	for p, proj := range s.doc.Projects {
-		up := &onOff{frac: 1, lambda: scenario.DefaultLambda, on: true, g: s.g}
-		if hasServer(sc, proj.Name) {
-			frac, lambda := sc.ServerAvailability(proj.Name)
-			if err := checkProcess("project "+proj.Name+" server", frac, lambda, cfg.Duration); err != nil {
-				return err
-			}
-			up = newBOINCProcess(frac, lambda, s.g)
+	for _, name := range order {
+		if name == "" { // CLIENT_TIME_STATS::parse's order
+			s.on = newBOINCProcess(ts.OnFrac, on, s.g)
+			s.connected = newBOINCProcess(ts.ConnectedFrac, connected, s.g)
+			s.active = newBOINCProcess(ts.ActiveFrac, active, s.g)
+			s.gpuActive = newBOINCProcess(ts.GPUActiveFrac, gpuActive, s.g)
+			continue
 		}
-		up.atRPC = true
-		s.serverUp[p] = up
+		p := -1
+		for i := range s.doc.Projects {
+			if s.doc.Projects[i].Name == name {
+				p = i
+			}
+		}
+		if p < 0 || !hasServer(sc, name) { // culled after BOINC's emulator drew for it
+			newBOINCProcess(1, scenario.DefaultLambda, s.g)
+			continue
+		}
+		frac, lambda := sc.ServerAvailability(name)
+		if err := checkProcess("project "+name+" server", frac, lambda, cfg.Duration); err != nil {
+			return err
+		}
+		s.serverUp[p] = newBOINCProcess(frac, lambda, s.g)
+	}
+	for p := range s.serverUp {
+		if s.serverUp[p] == nil {
+			s.serverUp[p] = always(scenario.DefaultLambda)
+		}
+		s.serverUp[p].atRPC = true
 	}
 	return nil
 }
