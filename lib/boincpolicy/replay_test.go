@@ -410,3 +410,97 @@ func TestQuietFetchBlocksAgainstWhole(t *testing.T) {
 	}
 	t.Logf("%d work fetches after a replay in pickBlocks' order, %d of them asking; %d answered none by quietNoFetch; %d queues of one-CPU jobs interleaved", blocks, asked, none, interleaved)
 }
+
+// stepRunWhole is replay's step as it was before stepRun: every running place
+// stepped but the one that ended, taken out of run with the others' order kept, and
+// the fold (the first place of least time, best < 0 at the first) made over them in
+// that order.
+func stepRunWhole(run []replayJob, ended int, dt float64) ([]replayJob, int, float64) {
+	out := []replayJob{}
+	best, least := -1, 0.0
+	for x := range run {
+		if x == ended {
+			continue
+		}
+		p := run[x]
+		l := p.left - p.rate*dt
+		if l <= 0 {
+			l = 0
+		}
+		t := l / p.rate
+		out = append(out, replayJob{l, p.rate, p.job})
+		if best < 0 || t < least {
+			best, least = len(out)-1, t
+		}
+	}
+	return out, best, least
+}
+
+// TestStepRunAgainstWhole: on random runs of 0 to 12 jobs (work and rates drawn from
+// a few values, so that times tie often; some rates 0 and some work 0, so that times
+// are infinite or NaN; a dt that takes some work below 0), with no job ending or any
+// one, stepRun leaves the jobs of the run, their work and rates, and the fold's place
+// and time, as the step as it was (stepRunWhole) to the bit, and the run a window
+// on the same buffer (the jobs before the one that ends moved on one place). It wants
+// many steps with the job that ends first, in the middle and last, and many folds
+// that met a tie; it fails with the jobs before the one that ends not moved, and
+// with <= for < in stepFold's fold.
+func TestStepRunAgainstWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(30, 4210))
+	lefts := []float64{0, 1, 2.5, 3, 7e9, 1e10, 1.1e10}
+	rates := []float64{0, 1, 2.5, 1e9, 1e9, 3e9}
+	var first, middle, last, none, tied int
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	for trial := range 200000 {
+		n := rng.IntN(13)
+		run := make([]replayJob, n, n+2)
+		for i := range run {
+			run[i] = replayJob{lefts[rng.IntN(len(lefts))], rates[rng.IntN(len(rates))], rng.IntN(100)}
+			if rng.IntN(3) == 0 {
+				run[i].left *= 1 + rng.Float64()
+			}
+		}
+		ended := -1
+		if n > 0 && rng.IntN(4) != 0 {
+			ended = rng.IntN(n)
+		}
+		dt := []float64{0, 1, 2, 3600, 1e-3 + rng.Float64()*10}[rng.IntN(5)]
+		want, wantBest, wantLeast := stepRunWhole(slices.Clone(run), ended, dt)
+		got, best, least := stepRun(run, ended, dt)
+		switch {
+		case ended < 0:
+			none++
+		case ended == 0:
+			first++
+		case ended == n-1:
+			last++
+		default:
+			middle++
+		}
+		if best != wantBest || !same(least, wantLeast) {
+			t.Fatalf("trial %d: run %v ended %d dt %v: fold %d %v, want %d %v", trial, run, ended, dt, best, least, wantBest, wantLeast)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("trial %d: %d jobs left, want %d", trial, len(got), len(want))
+		}
+		for i := range got {
+			if !same(got[i].left, want[i].left) || !same(got[i].rate, want[i].rate) || got[i].job != want[i].job {
+				t.Fatalf("trial %d: run %v ended %d dt %v: place %d %+v, want %+v", trial, run, ended, dt, i, got[i], want[i])
+			}
+		}
+		if n > 0 && len(got) > 0 && &got[len(got)-1] != &run[n-1] {
+			t.Fatalf("trial %d: the run left is not a window ending where the run did", trial)
+		}
+		// A tie for the fold: some place after the first of least time has it too.
+		for i := range want {
+			if i != wantBest && want[i].left/want[i].rate == wantLeast {
+				tied++
+				break
+			}
+		}
+	}
+	if first < 10000 || middle < 10000 || last < 10000 || none < 10000 || tied < 10000 {
+		t.Errorf("%d steps ending the first job, %d one in the middle, %d the last, %d none; %d folds with a tie: want more", first, middle, last, none, tied)
+	}
+	t.Logf("%d steps ending the first job, %d one in the middle, %d the last, %d none; %d folds with a tie", first, middle, last, none, tied)
+}

@@ -314,11 +314,12 @@ type Workspace struct {
 	relistFree           []float64
 	// the order of the jobs judgeList places (empty: theirs)
 	listOrder []int
-	// replayEnds': each job's end (by index); by place in the order, the work and
-	// time left and the rate; the places running
-	replayEnd   []float64
-	replayPlace []replayJob
-	replayRun   []int
+	// replayEnds': each job's end (by index); the buffer whose window holds the jobs
+	// running, with their work left and rate
+	replayEnd []float64
+	replayRun []replayJob
+	// the array of jobs from its start (jobsFull)
+	jobsBase []job
 	// emulatorOrder's, kept while the jobs are (emuGen: jobsGen): whether it holds
 	// (emuOK), its order
 	emuKept, emuOK bool
@@ -468,7 +469,7 @@ func (w *Workspace) view(doc *state.Document) {
 	}
 	w.Sim = w.Sim[:w.nRes]
 
-	w.jobs = w.jobs[:0]
+	w.jobs = w.jobsFull()[:0]
 	if cap(w.jobs) < len(doc.Tasks) {
 		// At most a job a task, in one allocation: a job is large, and a new
 		// workspace's slice grown by append was copied over and over (most of what the
@@ -476,6 +477,7 @@ func (w *Workspace) view(doc *state.Document) {
 		// append would, so that a queue growing a task at a time seldom reallocates.
 		w.jobs = make([]job, 0, max(len(doc.Tasks), 2*cap(w.jobs)))
 	}
+	w.jobsBase = w.jobs // (the appends below fit)
 	for i := range doc.Tasks {
 		if !doc.Tasks[i].State.Runnable() {
 			continue
@@ -573,11 +575,7 @@ func (w *Workspace) refresh(doc *state.Document) {
 			t := &tasks[jobs[i].task]
 			runnable, started, running := runState(t.State)
 			if !runnable {
-				// The jobs after it move up, in one copy (moved one by one
-				// behind the walk, the 160-byte jobs were an eighth of refresh's
-				// time in example-2cpu-2to1's profile: issue 30, forty-first
-				// round).
-				jobs = jobs[:i+copy(jobs[i:], jobs[i+1:])]
+				jobs = dropJob(jobs, i)
 				dropped = true
 				continue
 			}
@@ -631,12 +629,60 @@ func (w *Workspace) refresh(doc *state.Document) {
 			indexed = true
 		}
 		if out == len(w.jobs) {
-			w.jobs = append(w.jobs, job{})
+			w.addJob()
 		}
 		w.build(doc, i, &w.jobs[out])
 		out++
 	}
 	w.jobs = w.jobs[:out]
+}
+
+// dropJob is jobs without job i, the others' order kept: the jobs after it move up,
+// in one copy (moved one by one behind refresh's walk, the 160-byte jobs were an
+// eighth of refresh's time in example-2cpu-2to1's profile: issue 30, forty-first
+// round); or, where fewer jobs are before it than after, those before it move on one
+// place instead and the slice starts a place later (its room at the end is addJob's),
+// as a queue run in order drops its first jobs (c143 under the emulator at seed 1:
+// typedslicecopy 2.9 M at 5,973 drops: issue 30, forty-fourth round). The jobs from
+// i on are then at the same places in the slice returned. (Not inlined: in refresh's
+// body it moved the inlining of remaining's estimate out, 0.7 M dearer on c143.)
+//
+//go:noinline
+func dropJob(jobs []job, i int) []job {
+	if i < len(jobs)-1-i {
+		if i > 0 {
+			copy(jobs[1:i+1], jobs[:i])
+		}
+		return jobs[1:]
+	}
+	return jobs[:i+copy(jobs[i:], jobs[i+1:])]
+}
+
+// jobsFull is w.jobs' array from its start, to its capacity, where w.jobsBase holds
+// it (refresh's drops of the first jobs move w.jobs' start on), else w.jobs to its
+// capacity.
+func (w *Workspace) jobsFull() []job {
+	b, j := w.jobsBase[:cap(w.jobsBase)], w.jobs[:cap(w.jobs)]
+	if len(j) > 0 && len(b) >= len(j) && &b[len(b)-1] == &j[len(j)-1] {
+		return b
+	}
+	return j
+}
+
+// addJob adds a zero job at w.jobs' end: where the array has no room past w.jobs but
+// has some before it (jobs dropped at the front), the jobs move back to its start
+// first, so that the array is not replaced (and collected) for it.
+func (w *Workspace) addJob() {
+	if len(w.jobs) == cap(w.jobs) {
+		if full := w.jobsFull(); len(full) > len(w.jobs) {
+			w.jobs = full[:copy(full, w.jobs)]
+		}
+	}
+	c := cap(w.jobs)
+	w.jobs = append(w.jobs, job{})
+	if cap(w.jobs) != c {
+		w.jobsBase = w.jobs // a new array, w.jobs at its start
+	}
 }
 
 // runState is what refresh reads of a task's state, in one switch: whether it is
