@@ -483,7 +483,9 @@ func (w *Workspace) boundsScratch(nP, cpus int) {
 		w.gPrev = make([]float64, 0, nP)
 	}
 	w.gSums = scratch.Grow(w.gSums, 2*nP)
-	w.sPrioN, w.sPrioY = scratch.Grow(w.sPrioN, 2*nP), scratch.Grow(w.sPrioY, 2*nP)
+	if cap(w.sQ) < nP {
+		w.sQ = make([]servedQ, 0, nP)
+	}
 	w.sPrio = growJobs(w.sPrio, len(w.jobs)+16)
 	w.listFree = scratch.Grow(w.listFree, nP*n)
 	w.listRel = scratch.Grow(w.listRel, nP*n)

@@ -237,11 +237,9 @@ type Workspace struct {
 	edfStarted                       []int     // edfListingSure's: the started jobs
 
 	// projectServed's priorities of each project before each of its CPU jobs
-	// (served.go): sPrio; per project, in sPrioN how many are worked out and (the
-	// next nP) where its start in sPrio, in sPrioY its REC before the next and (the
-	// next nP) its slope
-	sPrio, sPrioY []float64
-	sPrioN        []int
+	// (served.go): sPrio; per project, its figures for the walks (sQ)
+	sPrio []float64
+	sQ    []servedQ
 
 	// simGen counts the changes of the jobs' simulated times (prepareJobs, the
 	// simulation, the view); ownEnd: listUpper's ends of the only project's jobs on
