@@ -138,7 +138,7 @@ func (w *Workspace) listLower(nP, n int) {
 			// free times are made: in order, unless g is all n (then every one, and
 			// the copy is sorted there).
 			if g := min(int(w.gServed[q]), n); g < n || listLowerAgain {
-				slices.Sort(rel[q*n : q*n+n])
+				sortFree(rel[q*n : q*n+n])
 			}
 			served += min(int(w.gServed[q]), n)
 		}
@@ -171,7 +171,7 @@ func (w *Workspace) listLower(nP, n int) {
 				copy(f[n-k:], f[:k])
 				clear(f[:n-k])
 			default:
-				slices.Sort(f) // in order: a heap
+				sortFree(f) // in order: a heap
 			}
 			w.listNow[p] = k == 0
 		}
@@ -192,6 +192,29 @@ func (w *Workspace) listLower(nP, n int) {
 			continue
 		}
 		w.low[i] = max(t, listEnd(w.listFree[j.proj*n:j.proj*n+n], t))
+	}
+}
+
+// sortFree sorts f, a few CPUs' free times, in place as slices.Sort does, bit for
+// bit: by insertion, where no element is NaN or −0. Then no two elements of other bits
+// compare equal (+0 is the only zero, and other floats are equal only with the same
+// bits), so the order is the only one there is, whichever way it is reached; else
+// slices.Sort, on f as it came. (slices.Sort's pattern-defeating quicksort was a
+// thirtieth of corpus c056's dearest run under bsim's conventions, 910 instructions
+// a sort of listLower's 13 free times: issue 30, forty-fourth round.)
+func sortFree(f []float64) {
+	for _, v := range f {
+		if v != v || math.Float64bits(v) == 1<<63 {
+			slices.Sort(f)
+			return
+		}
+	}
+	for i := 1; i < len(f); i++ {
+		v, j := f[i], i
+		for ; j > 0 && v < f[j-1]; j-- {
+			f[j] = f[j-1]
+		}
+		f[j] = v
 	}
 }
 

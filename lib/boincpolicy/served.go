@@ -39,8 +39,7 @@ func (w *Workspace) servedPrios(doc *state.Document, recSum float64, ranged bool
 	at := 0
 	for q := range nP {
 		s := &w.sQ[q]
-		// An ineligible project has no CPU jobs (projectStats): n 0, so no walk
-		// looks at it.
+		// A project not eligible is left with n 0: no walk looks at it.
 		*s = servedQ{at: at}
 		if !w.eligible[q] {
 			continue
