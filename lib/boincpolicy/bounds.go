@@ -80,9 +80,10 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	// The served CPUs' horizon (recHorizons[level], the last at now only), and
 	// missBounds': its level, and lowFall's; tiedEnds done at the level.
 	level, lowLevel, lowK, tiedDone := 0, 0, false, false
-	start := 0      // the first level tried (firstLevel)
-	coDone := false // coprocBounds done
-	coNow := false  // a coprocessor job decided by pick's order at now (coAheads)
+	start := 0       // the first level tried (firstLevel)
+	coDone := false  // coprocBounds done
+	coNow := false   // a coprocessor job decided by pick's order at now (coAheads)
+	sameTry := false // sameCheck's: the level is one servedSame passes over
 	last := len(recHorizons) - 1
 	for i := range w.jobs {
 		j := &w.jobs[i]
@@ -209,20 +210,26 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 				}
 				for ; !w.projectServed(doc, now, recHorizons[level]); level++ {
 				}
-				if !w.servedSame || level == last {
+				if !w.servedSame || level == last || sameCheck {
 					break
 				}
 			}
-			if w.servedSame {
+			if sameTry = w.servedSame && sameCheck; sameTry {
+				sameChecks++ // tried all the same: it must fail again
+			} else if w.servedSame {
 				w.perJobFailed()
 				w.longDone(start, level)
 				return false
 			}
-			if h := recHorizons[level]; h > 0 {
+			if h := recHorizons[level]; h > 0 && !sameTry {
 				w.slack = min(w.slack, h)
 				w.capSlack = min(w.capSlack, h)
 			}
 			lower, tiedDone = false, false
+		}
+		if sameTry {
+			sameDiffs++ // job i decided at a level servedSame passes over
+			sameTry = false
 		}
 	}
 	if perJob {
@@ -255,6 +262,15 @@ func (w *Workspace) missesKnown(doc *state.Document, now float64) bool {
 	}
 	return true
 }
+
+// sameCheck, sameChecks, sameDiffs: with the check on (tests only), missesKnown tries
+// every level servedSame passes over (the served CPUs those of the level that left
+// job i open) all the same: sameChecks counts them, sameDiffs those at which job i
+// was decided after all.
+var (
+	sameCheck             bool
+	sameChecks, sameDiffs int
+)
 
 // perJobFailed counts a pass at which the bounds per job left a job open (the
 // simulation then runs after them): after perJobTries in a row they are not tried
@@ -374,8 +390,6 @@ func (w *Workspace) cumLate(doc *state.Document, i int, now, comp float64) float
 func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) bool {
 	nP := len(doc.Projects)
 	recSum, cpuSecs := w.gRecSum, w.gCPUSecs
-	w.gServed = scratch.Grow(w.gServed, nP)
-	w.cum = growJobs(w.cum, len(w.jobs))
 	var decay, grow float64
 	if horizon > 0 && !w.gRECFree {
 		var ok bool
@@ -383,7 +397,14 @@ func (w *Workspace) projectServed(doc *state.Document, now, horizon float64) boo
 			return false
 		}
 	}
+	// The CPUs the last call served (servedSame), kept before they are cleared: a
+	// copy taken after scratch.Grow was every time zeros, so servedSame held only
+	// where no project was served any, and a shorter horizon serving the same CPUs
+	// as the one that failed was tried again, its listUpper and tiedEnds worked out
+	// afresh to fail the same way (issue 30, forty-fourth round).
 	w.gPrev = append(w.gPrev[:0], w.gServed...)
+	w.gServed = scratch.Grow(w.gServed, nP)
+	w.cum = growJobs(w.cum, len(w.jobs))
 	// At now, the box of REC fractions the served CPUs hold in (box.go): the least
 	// margin of the comparisons of priorities made below.
 	track := horizon == 0 && !w.gRECFree

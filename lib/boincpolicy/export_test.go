@@ -297,3 +297,13 @@ func SetRankCheck(on bool) { rankCheck, rankDiffs, rankChecks = on, 0, 0 }
 // RankChecks how many were checked.
 func RankDiffs() int  { return rankDiffs }
 func RankChecks() int { return rankChecks }
+
+// SetSameCheck turns the check of missesKnown's levels passed over for serving the
+// same CPUs (servedSame) on or off, and zeroes its counts.
+func SetSameCheck(on bool) { sameCheck, sameChecks, sameDiffs = on, 0, 0 }
+
+// SameChecks is how many levels servedSame passed over were tried all the same.
+func SameChecks() int { return sameChecks }
+
+// SameDiffs is how many of those decided the job the level before left open.
+func SameDiffs() int { return sameDiffs }
