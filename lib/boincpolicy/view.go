@@ -216,6 +216,8 @@ type Workspace struct {
 	coprocReq                []state.CoprocRequest
 	chosen                   []bool
 	coprocUsed               []float64
+	coUse, coPend            []float64 // assignShared's, per resource
+	pruned                   []bool    // assignShared's, per run-list entry
 	// projectBounds' and saturatedBound's (bounds.go)
 	gServed, gPrev                   []float64 // gPrev: projectServed's last, before it
 	servedSame                       bool      // projectServed served the same CPUs as before

@@ -34,7 +34,7 @@ func TestSkipsChangeNothing(t *testing.T) {
 		return sc
 	}
 	scenarios := map[string]func() *scenario.Scenario{"live-2cpu.yaml": live}
-	for _, dir := range []string{"../../scenarios/deadlines-4cpu", "../../scenarios/down-2cpu", "../../scenarios/part-time-4cpu", seed002GPU, "testdata/noisy"} {
+	for _, dir := range []string{"../../scenarios/deadlines-4cpu", "../../scenarios/down-2cpu", "../../scenarios/part-time-4cpu", seed002GPU, "testdata/noisy", "testdata/gpuhalf"} {
 		scenarios[dir] = func() *scenario.Scenario { return load(t, dir) }
 	}
 	for name, sc := range scenarios {
